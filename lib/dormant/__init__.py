@@ -1,0 +1,40 @@
+"""Dormant: durable actor workflows in Python that run serverless on AWS."""
+
+from dormant.actor import ActorDefinition, Registry, actor, event, queue, setup
+from dormant.client import ActorHandle, Client
+from dormant.contexts import ActionContext, HookContext, StepContext
+from dormant.errors import (
+    ActorNotFoundError,
+    InvalidKeyError,
+    InvalidMessageError,
+    UnknownActionError,
+    UnknownActorError,
+    UnknownEventError,
+    UnknownQueueError,
+    VersionConflict,
+)
+from dormant.models import ActorStatus, SendResult
+from dormant.workflow import (
+    HistoryDivergedError,
+    JoinError,
+    Loop,
+    NonRetryableError,
+    QueueMessage,
+    QueueTimeoutError,
+    RaceError,
+    RaceResult,
+    StepExhaustedError,
+    StepOnlyError,
+    StepTimeoutError,
+    WorkflowContext,
+    WorkflowState,
+)
+
+__all__ = [
+    "ActionContext", "ActorDefinition", "ActorHandle", "ActorNotFoundError", "ActorStatus", "Client",
+    "HistoryDivergedError", "HookContext", "InvalidKeyError", "InvalidMessageError", "JoinError", "Loop",
+    "NonRetryableError", "QueueMessage", "QueueTimeoutError", "RaceError", "RaceResult", "Registry", "SendResult",
+    "StepContext", "StepExhaustedError", "StepOnlyError", "StepTimeoutError", "UnknownActionError",
+    "UnknownActorError", "UnknownEventError", "UnknownQueueError", "VersionConflict", "WorkflowContext",
+    "WorkflowState", "actor", "event", "queue", "setup",
+]

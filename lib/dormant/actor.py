@@ -1,0 +1,192 @@
+"""Actor definitions: `actor()`, `queue()`, `event()`, `setup()` and the registry."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+from dormant.errors import (
+    InvalidMessageError,
+    UnknownActionError,
+    UnknownActorError,
+    UnknownEventError,
+    UnknownQueueError,
+)
+from dormant.workflow.errors import WorkflowDefinitionError
+from dormant.workflow.execution import to_json
+
+F = TypeVar("F", bound=Callable[..., Any])
+B = TypeVar("B")
+
+
+class NoState(BaseModel):
+    """State model of actors that declare none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class QueueSpec(Generic[B]):
+    """A typed queue: `body` validates what senders send, `response` what `complete()` answers."""
+
+    body: Any
+    response: Any = None
+
+    def validate_body(self, queue: str, body: Any) -> Any:
+        return _validate(self.body, body, f'queue "{queue}" body')
+
+    def validate_response(self, queue: str, response: Any) -> Any:
+        if self.response is None:
+            return to_json(response)
+        return to_json(_validate(self.response, response, f'queue "{queue}" response'))
+
+    def decode(self, body: Any) -> Any:
+        return _adapter(self.body).validate_python(body)
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    payload: Any
+
+
+def queue(body: Any = Any, *, response: Any = None) -> QueueSpec[Any]:
+    """Declare a queue whose messages validate against `body` (a pydantic model or any type)."""
+    return QueueSpec(body=body, response=response)
+
+
+def event(payload: Any = Any) -> EventSpec:
+    """Declare an event whose broadcasts validate against `payload`."""
+    return EventSpec(payload=payload)
+
+
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+
+
+def _adapter(tp: Any) -> TypeAdapter[Any]:
+    adapter = _ADAPTERS.get(tp)
+    if adapter is None:
+        adapter = _ADAPTERS[tp] = TypeAdapter(tp)
+    return adapter
+
+
+def _validate(tp: Any, value: Any, what: str) -> Any:
+    try:
+        return _adapter(tp).validate_python(value)
+    except ValidationError as error:
+        raise InvalidMessageError(f"{what} is invalid: {error.error_count()} error(s): "
+                                  f"{error.errors(include_url=False)}",
+                                  errors=[dict(e) for e in error.errors(include_url=False, include_input=False)]
+                                  ) from None
+
+
+@dataclass
+class ActorDefinition:
+    """What `actor(...)` returns: an actor type with decorators for its behaviour."""
+
+    name: str
+    state: type[BaseModel] = NoState
+    queues: Mapping[str, QueueSpec[Any]] = field(default_factory=dict)
+    events: Mapping[str, EventSpec] = field(default_factory=dict)
+    vars: Callable[[], Any] | None = None
+    workflow_fn: Callable[..., Awaitable[Any]] | None = None
+    actions: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    on_create_fn: Callable[..., Any] | None = None
+    on_wake_fn: Callable[..., Any] | None = None
+    on_sleep_fn: Callable[..., Any] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def workflow(self, fn: F) -> F:
+        if self.workflow_fn is not None:
+            raise WorkflowDefinitionError(f'actor "{self.name}" already has a workflow')
+        self.workflow_fn = fn
+        return fn
+
+    def action(self, fn: F | None = None, *, name: str | None = None) -> Any:
+        """Register an action; callable as `@a.action` or `@a.action(name="getState")`."""
+        def register(f: F) -> F:
+            action_name = name or f.__name__
+            if action_name in self.actions:
+                raise WorkflowDefinitionError(f'actor "{self.name}" already has an action "{action_name}"')
+            self.actions[action_name] = f
+            return f
+        return register(fn) if fn is not None else register
+
+    def on_create(self, fn: F) -> F:
+        self.on_create_fn = fn
+        return fn
+
+    def on_wake(self, fn: F) -> F:
+        self.on_wake_fn = fn
+        return fn
+
+    def on_sleep(self, fn: F) -> F:
+        self.on_sleep_fn = fn
+        return fn
+
+    # -- lookups with clear errors -------------------------------------------------------------
+    def queue_spec(self, queue_name: str) -> QueueSpec[Any]:
+        spec = self.queues.get(queue_name)
+        if spec is None:
+            raise UnknownQueueError(f'actor "{self.name}" has no queue "{queue_name}"; '
+                                    f"declared queues: {sorted(self.queues)}")
+        return spec
+
+    def action_fn(self, action_name: str) -> Callable[..., Any]:
+        fn = self.actions.get(action_name)
+        if fn is None:
+            raise UnknownActionError(f'actor "{self.name}" has no action "{action_name}"; '
+                                     f"declared actions: {sorted(self.actions)}")
+        return fn
+
+    def event_payload(self, event_name: str, payload: Any) -> Any:
+        spec = self.events.get(event_name)
+        if spec is None:
+            raise UnknownEventError(f'actor "{self.name}" has no event "{event_name}"; '
+                                    f"declared events: {sorted(self.events)}")
+        return to_json(_validate(spec.payload, payload, f'event "{event_name}" payload'))
+
+    def initial_state(self) -> BaseModel:
+        try:
+            return self.state()
+        except ValidationError as error:
+            raise WorkflowDefinitionError(
+                f'actor "{self.name}": state model {self.state.__name__} needs defaults for every field '
+                f"so that a new actor can start: {error}") from None
+
+
+def actor(name: str, *, state: type[BaseModel] | None = None, queues: Mapping[str, QueueSpec[Any]] | None = None,
+          events: Mapping[str, EventSpec] | None = None, vars: Callable[[], Any] | None = None,
+          **options: Any) -> ActorDefinition:
+    """Define an actor type. Decorate its workflow, actions and hooks on the returned object."""
+    if not name or "/" in name:
+        raise WorkflowDefinitionError(f"actor name must be non-empty and free of '/', got {name!r}")
+    for queue_name in queues or {}:
+        if not queue_name or "/" in queue_name:
+            raise WorkflowDefinitionError(f"queue name must be non-empty and free of '/', got {queue_name!r}")
+    return ActorDefinition(name=name, state=state or NoState, queues=dict(queues or {}), events=dict(events or {}),
+                           vars=vars, options=options)
+
+
+class Registry:
+    """The actor types an application serves (what `DORMANT_APP=module:attribute` points at)."""
+
+    def __init__(self, actors: Sequence[ActorDefinition]) -> None:
+        self.actors: dict[str, ActorDefinition] = {}
+        for definition in actors:
+            if definition.name in self.actors:
+                raise WorkflowDefinitionError(f'two actors are named "{definition.name}"')
+            self.actors[definition.name] = definition
+
+    def get(self, name: str) -> ActorDefinition:
+        definition = self.actors.get(name)
+        if definition is None:
+            raise UnknownActorError(f'no actor type "{name}" is registered; known: {sorted(self.actors)}')
+        return definition
+
+
+def setup(*actors: ActorDefinition) -> Registry:
+    """Collect actor definitions into a registry."""
+    return Registry(actors)

@@ -1,0 +1,229 @@
+"""In-process event store and transport: tests, offline replay and embedded development.
+
+The store keeps JSON (what a real store would hold), never live objects, and can be told to fail
+its Nth call, before or after applying it, to prove crash safety.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dormant.errors import StorageError, VersionConflict
+from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage
+from dormant.workflow.execution import CommitDraft
+from dormant.workflow.history import HistoryEntry, WorkflowRecord
+
+
+class InjectedFault(StorageError):
+    """A failure the test asked for (see MemoryEventStore.fail_call)."""
+
+
+@dataclass
+class _Actor:
+    version: int
+    meta: dict[str, Any]
+    state: dict[str, Any]
+    workflow: dict[str, Any]
+    history: dict[str, dict[str, Any]]
+    inbox: dict[str, dict[str, Any]]  # insertion order = send order
+    seen_ids: set[str] = field(default_factory=set)
+    responses: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class CommitLogEntry:
+    ref: ActorRef
+    version: int
+    draft: CommitDraft
+
+
+class MemoryEventStore:
+    """EventStore in memory, with fault injection and a log of every commit."""
+
+    def __init__(self) -> None:
+        self._actors: dict[str, _Actor] = {}
+        self._early: dict[str, _Actor] = {}  # inboxes of actors that do not exist yet
+        self._changed = asyncio.Condition()
+        self.calls = 0
+        self.commit_log: list[CommitLogEntry] = []
+        self._fail_at: dict[int, Literal["before", "after"]] = {}
+        self.on_call: Callable[[int, str], None] | None = None
+
+    # -- fault injection -----------------------------------------------------------------------
+    def fail_call(self, number: int, when: Literal["before", "after"] = "before") -> None:
+        """Make call number `number` (1-based, counted from now on) raise InjectedFault:
+        "before" changes nothing, "after" applies the call and then fails (a lost reply)."""
+        self._fail_at[self.calls + number] = when
+
+    def _enter(self, operation: str) -> Literal["before", "after"] | None:
+        self.calls += 1
+        if self.on_call is not None:
+            self.on_call(self.calls, operation)
+        when = self._fail_at.pop(self.calls, None)
+        if when == "before":
+            raise InjectedFault(f"injected failure before {operation} (call {self.calls})")
+        return when
+
+    def _leave(self, when: Literal["before", "after"] | None, operation: str) -> None:
+        if when == "after":
+            raise InjectedFault(f"injected failure after {operation} (call {self.calls})")
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # -- EventStore ----------------------------------------------------------------------------
+    async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
+                     events: list[tuple[str, Any]]) -> bool:
+        when = self._enter("create")
+        if ref.id in self._actors:
+            self._leave(when, "create")
+            return False
+        early = self._early.pop(ref.id, None)
+        record = _Actor(version=1, meta=meta.model_dump(mode="json"), state=dict(state),
+                        workflow=workflow.model_dump(mode="json"), history={},
+                        inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else set())
+        self._append_events(record, events, meta.created_at)
+        self._actors[ref.id] = record
+        await self._notify()
+        self._leave(when, "create")
+        return True
+
+    async def exists(self, ref: ActorRef) -> bool:
+        when = self._enter("exists")
+        found = ref.id in self._actors
+        self._leave(when, "exists")
+        return found
+
+    async def load(self, ref: ActorRef) -> ActorSnapshot | None:
+        when = self._enter("load")
+        record = self._actors.get(ref.id)
+        self._leave(when, "load")
+        if record is None:
+            return None
+        return ActorSnapshot(
+            ref=ref, version=record.version, meta=ActorMeta.model_validate(record.meta), state=dict(record.state),
+            workflow=WorkflowRecord.model_validate(record.workflow),
+            history=[HistoryEntry.model_validate(e) for e in record.history.values()],
+            inbox=[InboxMessage.model_validate(m) for m in record.inbox.values()])
+
+    async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
+        when = self._enter("commit")
+        record = self._actors.get(ref.id)
+        if record is None or record.version != expected_version:
+            raise VersionConflict(f"{ref}: expected version {expected_version}, "
+                                  f"found {record.version if record else 'no actor'}")
+        for prefix in draft.deleted_prefixes:
+            for location in [loc for loc in record.history if loc == prefix or loc.startswith(prefix + "/")]:
+                del record.history[location]
+        for item in draft.upserts:
+            record.history[item["location"]] = item
+        if draft.state is not None:
+            record.state = dict(draft.state)
+        if draft.workflow is not None:
+            record.workflow = draft.workflow.model_dump(mode="json")
+        for message_id in draft.consumed_ids:
+            record.inbox.pop(message_id, None)
+        record.responses.update(draft.responses)
+        self._append_events(record, draft.events, 0.0)
+        record.version += 1
+        self.commit_log.append(CommitLogEntry(ref, record.version, draft))
+        await self._notify()
+        self._leave(when, "commit")
+        return record.version
+
+    async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
+        when = self._enter("enqueue")
+        record = self._actors.get(ref.id)
+        if record is None:  # messages are kept even before the actor exists
+            record = self._early.setdefault(ref.id, _Actor(version=0, meta={}, state={}, workflow={}, history={},
+                                                             inbox={}))
+        if message.id in record.seen_ids:
+            self._leave(when, "enqueue")
+            return False
+        record.seen_ids.add(message.id)
+        record.inbox[message.id] = message.model_dump(mode="json")
+        self._leave(when, "enqueue")
+        return True
+
+    async def wait_response(self, ref: ActorRef, message_id: str, timeout: float) -> tuple[bool, Any]:
+        def ready() -> bool:
+            record = self._actors.get(ref.id)
+            return record is not None and message_id in record.responses
+
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(ready), timeout)
+            except TimeoutError:
+                return False, None
+        return True, self._actors[ref.id].responses[message_id]
+
+    async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
+        record = self._actors.get(ref.id)
+        if record is None:
+            return []
+        return [EventRecord.model_validate(e) for e in record.events if e["seq"] > after][:limit]
+
+    async def wait_events(self, ref: ActorRef, after: int, timeout: float) -> list[EventRecord]:
+        def ready() -> bool:
+            record = self._actors.get(ref.id)
+            return record is not None and bool(record.events) and record.events[-1]["seq"] > after
+
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(ready), timeout)
+            except TimeoutError:
+                return []
+        return await self.read_events(ref, after, 1000)
+
+    # -- helpers for tests and tools -------------------------------------------------------------
+    def actor_ids(self) -> list[str]:
+        return list(self._actors)
+
+    def responses(self, ref: ActorRef) -> dict[str, Any]:
+        return dict(self._actors[ref.id].responses)
+
+    def inbox_ids(self, ref: ActorRef) -> list[str]:
+        return list(self._actors[ref.id].inbox)
+
+    @staticmethod
+    def _append_events(record: _Actor, events: list[tuple[str, Any]], at: float) -> None:
+        for name, payload in events:
+            seq = (record.events[-1]["seq"] if record.events else 0) + 1
+            record.events.append({"seq": seq, "name": name, "payload": payload, "at": at})
+
+
+class MemoryTransport:
+    """Wake-ups in a time-ordered heap; a runner (TestEnv, `dormant dev`) drains what is due."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, ActorRef]] = []
+        self._scheduled: set[tuple[str, float]] = set()
+        self._counter = itertools.count()
+        self.on_wake: Callable[[], None] | None = None
+
+    async def wake(self, ref: ActorRef, *, at: float | None = None) -> None:
+        moment = float("-inf") if at is None else at
+        if (ref.id, moment) in self._scheduled:
+            return  # the same timer twice is one timer
+        self._scheduled.add((ref.id, moment))
+        heapq.heappush(self._heap, (moment, next(self._counter), ref))
+        if self.on_wake is not None:
+            self.on_wake()
+
+    def pop_due(self, now: float) -> list[ActorRef]:
+        due: dict[str, ActorRef] = {}
+        while self._heap and self._heap[0][0] <= now:
+            moment, _, ref = heapq.heappop(self._heap)
+            self._scheduled.discard((ref.id, moment))
+            due.setdefault(ref.id, ref)
+        return list(due.values())
+
+    def next_time(self) -> float | None:
+        return self._heap[0][0] if self._heap else None

@@ -1,0 +1,82 @@
+"""The Python client: `client.get_or_create(actor, key)` -> handle with send/call/state/status/history/events.
+
+`Client` here runs in-process over an ActorService (tests, steps, actions, `dormant dev`); the HTTP
+client offers the same handle API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from dormant.contexts import IdSource
+from dormant.models import ActorStatus, SendResult
+from dormant.ports import ActorRef, EventRecord
+from dormant.service import ActorService
+from dormant.workflow.history import HistoryEntry
+
+
+class ActorHandle:
+    """A handle to one actor. No I/O until the first request, which creates the actor."""
+
+    def __init__(self, service: ActorService, ref: ActorRef, *, actor_input: Any = None,
+                 ids: IdSource | None = None) -> None:
+        self._service = service
+        self._input = actor_input
+        self._ids = ids
+        self._created = False
+        self.ref = ref
+
+    async def _ensure(self) -> None:
+        if not self._created:
+            await self._service.ensure_created(self.ref, self._input)
+            self._created = True
+
+    async def send(self, queue: str, body: Any, *, wait: bool = False, timeout: float | None = None,
+                   message_id: str | None = None) -> SendResult:
+        """Send to a queue. `message_id` makes retries idempotent (a duplicate id is ignored)."""
+        await self._ensure()
+        mid = message_id or (self._ids() if self._ids else None)
+        return await self._service.send(self.ref, queue, body, wait=wait, timeout=timeout, message_id=mid)
+
+    async def call(self, action: str, *args: Any) -> Any:
+        await self._ensure()
+        return await self._service.call(self.ref, action, args)
+
+    async def state(self) -> Any:
+        await self._ensure()
+        return await self._service.state(self.ref)
+
+    async def status(self) -> ActorStatus:
+        await self._ensure()
+        return await self._service.status(self.ref)
+
+    async def history(self) -> list[HistoryEntry]:
+        await self._ensure()
+        return await self._service.history(self.ref)
+
+    async def events(self, *, after: int = 0, follow: bool = True) -> AsyncIterator[EventRecord]:
+        await self._ensure()
+        async for record in self._service.events(self.ref, after=after, follow=follow):
+            yield record
+
+    def __getattr__(self, action: str) -> Callable[..., Any]:
+        """`handle.run_task(5)` is `handle.call("run_task", 5)`."""
+        if action.startswith("_"):
+            raise AttributeError(action)
+
+        async def invoke(*args: Any) -> Any:
+            return await self.call(action, *args)
+
+        return invoke
+
+
+class Client:
+    """In-process client over an ActorService."""
+
+    def __init__(self, service: ActorService, *, ids: IdSource | None = None) -> None:
+        self._service = service
+        self._ids = ids
+
+    def get_or_create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> ActorHandle:
+        return ActorHandle(self._service, self._service.ref(actor_name, key), actor_input=input, ids=self._ids)

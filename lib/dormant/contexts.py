@@ -1,0 +1,142 @@
+"""Contexts handed to steps, actions and lifecycle hooks: where state, vars, the client and
+broadcasts live (workflow code itself only gets the durable primitives)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from dormant.workflow.execution import StateCell
+from dormant.workflow.sleeps import epoch_seconds
+from dormant.workflow.steps import seconds
+
+if TYPE_CHECKING:
+    from dormant.actor import ActorDefinition
+    from dormant.client import Client
+    from dormant.ports import ActorRef
+    from dormant.service import ActorService
+
+IdSource = Callable[[], str]
+_ID_NAMESPACE = uuid.UUID("6f1c2a7e-2f0b-4d8e-9c59-1d3f0e8b7a10")
+
+
+def deterministic_ids(seed: str) -> IdSource:
+    """Message ids derived from `seed`: a re-run step or retried action re-sends the same ids,
+    which receivers deduplicate."""
+    counter = 0
+
+    def next_id() -> str:
+        nonlocal counter
+        counter += 1
+        return str(uuid.uuid5(_ID_NAMESPACE, f"{seed}#{counter}"))
+
+    return next_id
+
+
+class SelfQueue:
+    """`c.queue`: send to this actor's own queues."""
+
+    def __init__(self, owner: ActorContext) -> None:
+        self._owner = owner
+
+    async def send(self, queue_name: str, body: Any) -> str:
+        owner = self._owner
+        result = await owner._service.send(owner.ref, queue_name, body, message_id=owner._ids())
+        return result.id
+
+
+class Schedule:
+    """`c.schedule`: run one of this actor's actions later, durably."""
+
+    def __init__(self, owner: ActorContext) -> None:
+        self._owner = owner
+
+    async def at(self, when: datetime | float, action: str, *args: Any) -> str:
+        owner = self._owner
+        return await owner._service.schedule_action(owner.ref, epoch_seconds(when), action, list(args),
+                                                    message_id=owner._ids())
+
+    async def after(self, delay: float | timedelta, action: str, *args: Any) -> str:
+        return await self.at(self._owner._service.clock.now() + (seconds(delay) or 0.0), action, *args)
+
+
+class ActorContext:
+    """Shared by step, action and on_create contexts: full access to the actor."""
+
+    def __init__(self, *, service: ActorService, definition: ActorDefinition, ref: ActorRef, state: StateCell,
+                 vars: Any, events: list[tuple[str, Any]], ids: IdSource, actor_input: Any = None) -> None:
+        self._service = service
+        self._definition = definition
+        self._state = state
+        self._events = events
+        self._ids = ids
+        self.ref = ref
+        self.vars = vars
+        self.input = actor_input
+        self.queue = SelfQueue(self)
+        self.schedule = Schedule(self)
+
+    @property
+    def name(self) -> str:
+        return self.ref.name
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return self.ref.key
+
+    @property
+    def state(self) -> Any:
+        return self._state.value
+
+    @state.setter
+    def state(self, value: BaseModel) -> None:
+        if not isinstance(value, self._definition.state):
+            raise TypeError(f"state must be a {self._definition.state.__name__}, got {type(value).__name__}")
+        self._state.value = value
+
+    def now(self) -> float:
+        """The clock (virtual in tests). Inside a step its use is recorded through the step's result."""
+        return self._service.clock.now()
+
+    def client(self) -> Client:
+        from dormant.client import Client
+
+        return Client(self._service, ids=self._ids)
+
+    def broadcast(self, event_name: str, payload: Any) -> None:
+        """Publish an event to subscribers; stored with this step's or action's commit."""
+        self._events.append((event_name, self._definition.event_payload(event_name, payload)))
+
+
+class StepContext(ActorContext):
+    """Passed to step bodies and rollback handlers."""
+
+    def __init__(self, *, location: str, attempt: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.location = location
+        self.attempt = attempt
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across re-runs of this step: pass it to external services."""
+        return f"{self.ref.id}:{self.location}"
+
+
+class ActionContext(ActorContext):
+    """Passed to actions and `on_create`."""
+
+
+class HookContext:
+    """Passed to `on_wake` / `on_sleep`: vars and identity (state changes belong in steps and actions)."""
+
+    def __init__(self, ref: ActorRef, vars: Any) -> None:
+        self.ref = ref
+        self.vars = vars
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return self.ref.key

@@ -1,0 +1,53 @@
+"""Errors raised by the actor layer, the runtime and the backends (the engine's are in workflow.errors)."""
+
+from __future__ import annotations
+
+from dormant.workflow.errors import DormantError
+
+
+class UnknownActorError(DormantError):
+    """No actor type with this name is registered."""
+
+
+class UnknownQueueError(DormantError):
+    """The actor declares no queue with this name."""
+
+
+class UnknownActionError(DormantError):
+    """The actor declares no action with this name."""
+
+
+class UnknownEventError(DormantError):
+    """The actor declares no event with this name."""
+
+
+class InvalidMessageError(DormantError):
+    """A queue message body, response, event payload or action input failed validation."""
+
+    def __init__(self, message: str, errors: list[dict[str, object]] | None = None) -> None:
+        self.errors = errors or []
+        super().__init__(message)
+
+
+class InvalidKeyError(DormantError):
+    """An actor key is not a non-empty list of non-empty strings."""
+
+
+class ActorNotFoundError(DormantError):
+    """The actor has not been created yet (no request went through a handle)."""
+
+
+class VersionConflict(DormantError):
+    """A commit lost the race: the actor's version moved since it was read."""
+
+
+class StorageError(DormantError):
+    """The event store failed; the operation changed nothing or is safe to retry."""
+
+
+class ItemTooLargeError(StorageError):
+    """A record is over the store's item size limit; retrying cannot help."""
+
+
+class WakeFailedError(DormantError):
+    """A wake-up kept failing (e.g. lost every version race); it is retried by the transport."""

@@ -1,0 +1,126 @@
+"""What the runtime needs from the outside world: an event store, a transport and a clock.
+
+Backends (memory, AWS) implement these Protocols; the runtime and the engine know nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+from urllib.parse import quote
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from dormant.errors import InvalidKeyError
+from dormant.workflow.execution import CommitDraft
+from dormant.workflow.history import HistoryEntry, WorkflowRecord
+
+MAX_KEY_PART = 512
+
+
+class ActorRef(BaseModel):
+    """Identity of one actor: its type name and its key (a list of strings)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    key: tuple[str, ...]
+
+    @field_validator("key")
+    @classmethod
+    def _check_key(cls, key: tuple[str, ...]) -> tuple[str, ...]:
+        if not key:
+            raise InvalidKeyError("an actor key needs at least one part")
+        for part in key:
+            if not isinstance(part, str) or not part or len(part) > MAX_KEY_PART:
+                raise InvalidKeyError(f"actor key parts must be non-empty strings of at most {MAX_KEY_PART} "
+                                      f"characters, got {part!r}")
+        return key
+
+    @property
+    def id(self) -> str:
+        """Stable storage id: percent-encoded name and key parts joined by '/'."""
+        return "/".join([quote(self.name, safe="")] + [quote(p, safe="") for p in self.key])
+
+    def __str__(self) -> str:
+        return f"{self.name}{list(self.key)}"
+
+
+class InboxMessage(BaseModel):
+    """A message persisted in an actor's inbox: a queue message or a scheduled action."""
+
+    id: str
+    queue: str
+    body: Any = None
+    created_at: float
+    kind: Literal["queue", "action"] = "queue"
+    args: list[Any] = Field(default_factory=list)
+    not_before: float | None = None
+
+
+class EventRecord(BaseModel):
+    seq: int
+    name: str
+    payload: Any
+    at: float
+
+
+class ActorMeta(BaseModel):
+    name: str
+    key: tuple[str, ...]
+    created_at: float
+    input: Any = None
+
+
+class ActorSnapshot(BaseModel):
+    """Everything a wake-up reads: one consistent version of the actor."""
+
+    ref: ActorRef
+    version: int
+    meta: ActorMeta
+    state: dict[str, Any]
+    workflow: WorkflowRecord
+    history: list[HistoryEntry]
+    inbox: list[InboxMessage]
+
+
+class EventStore(Protocol):
+    """Durable per-actor storage. Every `commit` is atomic and conditional on `expected_version`."""
+
+    async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
+                     events: list[tuple[str, Any]]) -> bool:
+        """Create the actor at version 1; False (and no change) if it exists already."""
+        ...
+
+    async def exists(self, ref: ActorRef) -> bool: ...
+
+    async def load(self, ref: ActorRef) -> ActorSnapshot | None: ...
+
+    async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
+        """Store a commit; returns the new version. Raises VersionConflict if the version moved."""
+        ...
+
+    async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
+        """Persist a message idempotently by id; False when this id was seen before."""
+        ...
+
+    async def wait_response(self, ref: ActorRef, message_id: str, timeout: float) -> tuple[bool, Any]:
+        """(True, response) once a completable message is answered, (False, None) after `timeout`."""
+        ...
+
+    async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]: ...
+
+    async def wait_events(self, ref: ActorRef, after: int, timeout: float) -> list[EventRecord]:
+        """Events after `after`, waiting up to `timeout` seconds for the first one."""
+        ...
+
+
+class Transport(Protocol):
+    """Delivers wake-ups: now, or at an absolute time (timers, retries, scheduled actions)."""
+
+    async def wake(self, ref: ActorRef, *, at: float | None = None) -> None: ...
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds since the epoch."""
+        ...

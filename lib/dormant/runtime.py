@@ -1,0 +1,146 @@
+"""One wake-up of one actor: load -> run due scheduled actions -> replay and advance the
+workflow -> commit (conditionally on the version read) -> schedule the next wake-up."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from dormant.actor import ActorDefinition
+from dormant.contexts import HookContext, StepContext, deterministic_ids
+from dormant.errors import VersionConflict, WakeFailedError
+from dormant.ports import ActorRef, ActorSnapshot
+from dormant.service import MAX_CONFLICT_RETRIES, ActorService
+from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
+from dormant.workflow.history import QueuedMessage, WorkflowRecord, WorkflowState
+from dormant.workflow.runner import run_workflow
+from dormant.workflow.signals import WakeAborted, WakeRestart
+
+log = logging.getLogger("dormant.runtime")
+
+
+@dataclass
+class WakeReport:
+    """What one wake-up did (for logs, tests and benchmarks)."""
+
+    ref: ActorRef
+    outcome: str
+    record: WorkflowRecord | None = None
+    commits: int = 0
+    replayed: int = 0
+    attempts: int = 1
+    next_wake: float | None = None
+
+
+class ActorHost:
+    """The engine's view of one actor during one wake-up (implements WorkflowHost)."""
+
+    def __init__(self, service: ActorService, definition: ActorDefinition, snapshot: ActorSnapshot,
+                 state: StateCell, vars: Any) -> None:
+        self._service = service
+        self._definition = definition
+        self._snapshot = snapshot
+        self._state = state
+        self._vars = vars
+        self._queue_names = sorted(definition.queues)
+
+    def queue_names(self) -> list[str]:
+        return self._queue_names
+
+    def decode_body(self, queue: str, body: Any) -> Any:
+        return self._definition.queue_spec(queue).decode(body)
+
+    def encode_response(self, queue: str, response: Any) -> Any:
+        return self._definition.queue_spec(queue).validate_response(queue, response)
+
+    def step_context(self, run: StepRun) -> StepContext:
+        ref = self._snapshot.ref
+        return StepContext(location=run.location, attempt=run.attempt, service=self._service,
+                           definition=self._definition, ref=ref, state=self._state, vars=self._vars,
+                           events=run.events, ids=deterministic_ids(f"{ref.id}|{run.location}"),
+                           actor_input=self._snapshot.meta.input)
+
+
+async def _call_hook(fn: Any, context: HookContext) -> None:
+    if fn is not None:
+        result = fn(context)
+        if inspect.isawaitable(result):
+            await result
+
+
+async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
+    """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up)."""
+    definition = service.registry.get(ref.name)
+    serial = False
+    for attempt in range(1, MAX_CONFLICT_RETRIES + 1):
+        snapshot = await service.store.load(ref)
+        if snapshot is None:
+            return WakeReport(ref=ref, outcome="missing", attempts=attempt)
+        now = service.clock.now()
+        due = [m for m in snapshot.inbox if m.kind == "action" and (m.not_before or 0.0) <= now]
+        try:
+            if due:
+                await service.run_scheduled(definition, snapshot, due[0])
+                continue  # re-read: one scheduled action per commit, in inbox order
+            report = await _run_workflow_once(service, definition, snapshot, serial)
+        except VersionConflict:
+            continue
+        except WakeAborted as aborted:
+            if isinstance(aborted.cause, VersionConflict):
+                continue
+            raise aborted.cause from None
+        except WakeRestart:
+            serial = True
+            continue
+        report.attempts = attempt
+        await _schedule_next(service, snapshot, report)
+        return report
+    raise WakeFailedError(f"wake-up of {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")
+
+
+async def _run_workflow_once(service: ActorService, definition: ActorDefinition, snapshot: ActorSnapshot,
+                             serial: bool) -> WakeReport:
+    if definition.workflow_fn is None:
+        return WakeReport(ref=snapshot.ref, outcome="no-workflow", record=snapshot.workflow)
+    if snapshot.workflow.state in (WorkflowState.COMPLETED, WorkflowState.FAILED):
+        return WakeReport(ref=snapshot.ref, outcome="finished", record=snapshot.workflow)
+    state = StateCell(definition.state, snapshot.state)
+    vars = definition.vars() if definition.vars else None
+    hook_context = HookContext(snapshot.ref, vars)
+    await _call_hook(definition.on_wake_fn, hook_context)
+    version = snapshot.version
+
+    async def commit(draft: CommitDraft) -> None:
+        nonlocal version
+        version = await service.store.commit(snapshot.ref, version, draft)
+
+    inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at)
+             for m in snapshot.inbox if m.kind == "queue"]
+    execution = Execution(host=ActorHost(service, definition, snapshot, state, vars), entries=snapshot.history,
+                          record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
+                          checkpointer=commit, serial=serial, workflow_input=snapshot.meta.input)
+    try:
+        record = await run_workflow(definition.workflow_fn, execution)
+    finally:
+        await _call_hook(definition.on_sleep_fn, hook_context)
+    log.debug("woke %s: %s, %d commit(s), %d replayed", snapshot.ref, record.state.value, execution.commits,
+              execution.replayed)
+    return WakeReport(ref=snapshot.ref, outcome=record.state.value, record=record, commits=execution.commits,
+                      replayed=execution.replayed)
+
+
+async def _schedule_next(service: ActorService, snapshot: ActorSnapshot, report: WakeReport) -> None:
+    """Timers: the workflow's deadline or retry time, and the next scheduled action."""
+    times: list[float] = []
+    record = report.record
+    if record is not None:
+        for moment in (record.deadline, record.retry_at):
+            if moment is not None:
+                times.append(moment)
+    times += [m.not_before for m in snapshot.inbox if m.kind == "action" and m.not_before is not None
+              and m.not_before > service.clock.now()]
+    if times:
+        report.next_wake = min(times)
+        await service.transport.wake(snapshot.ref, at=report.next_wake)

@@ -1,0 +1,33 @@
+"""The pure workflow engine: no boto, no HTTP, no file or network I/O."""
+
+from dormant.workflow.branches import RaceResult
+from dormant.workflow.context import WorkflowContext
+from dormant.workflow.errors import (
+    BranchError,
+    DormantError,
+    EntryInProgressError,
+    HistoryDivergedError,
+    JoinError,
+    NonRetryableError,
+    QueueTimeoutError,
+    RaceError,
+    RecordedError,
+    RollbackCheckpointError,
+    StepExhaustedError,
+    StepOnlyError,
+    StepTimeoutError,
+    WorkflowDefinitionError,
+)
+from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun, WorkflowHost
+from dormant.workflow.history import HistoryEntry, QueuedMessage, WorkflowRecord, WorkflowState
+from dormant.workflow.loops import Loop
+from dormant.workflow.queues import QueueMessage
+from dormant.workflow.runner import run_workflow
+
+__all__ = [
+    "BranchError", "CommitDraft", "DormantError", "EntryInProgressError", "Execution", "HistoryDivergedError",
+    "HistoryEntry", "JoinError", "Loop", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
+    "QueuedMessage", "RaceError", "RaceResult", "RecordedError", "RollbackCheckpointError", "StateCell",
+    "StepExhaustedError", "StepOnlyError", "StepRun", "StepTimeoutError", "WorkflowContext", "WorkflowDefinitionError",
+    "WorkflowHost", "WorkflowRecord", "WorkflowState", "run_workflow",
+]

@@ -1,0 +1,221 @@
+"""`ctx.join` and `ctx.race`: parallel branches, each a scope of its own.
+
+Branches that finished in history are re-run in replay (sealed: asking for anything new is a
+divergence), so their rollback handlers are registered and their scopes validated on every
+replay, also inside loop iterations that are replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dormant.workflow.errors import HistoryDivergedError, JoinError, RaceError, RecordedError
+from dormant.workflow.execution import error_info, to_json
+from dormant.workflow.history import BranchRecord, BranchStatus, EntryKind, HistoryEntry, validate_name
+from dormant.workflow.replay import Scope, user_code_site
+from dormant.workflow.signals import CONTROL_PRIORITY, BranchCancelled, RollbackStop, Suspend
+
+if TYPE_CHECKING:
+    from dormant.workflow.context import WorkflowContext
+
+Branch = Callable[["WorkflowContext"], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class RaceResult:
+    winner: str
+    value: Any
+
+
+class CancelToken:
+    """Set when a race is decided: the losing branches must not start anything new."""
+
+    __slots__ = ("cancelled", "parent")
+
+    def __init__(self, parent: CancelToken | None) -> None:
+        self.parent = parent
+        self.cancelled = False
+
+    def is_cancelled(self) -> bool:
+        token: CancelToken | None = self
+        while token is not None:
+            if token.cancelled:
+                return True
+            token = token.parent
+        return False
+
+
+def _open(ctx: WorkflowContext, kind: EntryKind, name: str, branches: Mapping[str, Branch]) -> HistoryEntry:
+    validate_name(name, kind.value)
+    if not branches:
+        raise ValueError(f'{kind.value} "{name}" needs at least one branch')
+    for branch in branches:
+        validate_name(branch, f"{kind.value} branch")
+    ex, scope = ctx._execution, ctx._scope
+    ctx._check_cancelled()
+    entry = scope.claim(kind, name)
+    if entry is None:
+        if ex.rolling_back:
+            raise RollbackStop()
+        entry = ex.new_entry(kind, scope.child(name), name, branches={b: BranchRecord() for b in branches})
+        ex.touch(entry)
+        return entry
+    ex.replayed += 1
+    if set(entry.branches) != set(branches):
+        raise HistoryDivergedError(
+            location=entry.location, recorded=f"{kind.value} branches {sorted(entry.branches)}",
+            requested=f"{kind.value} branches {sorted(branches)}", code_site=user_code_site(),
+            hint="Branches of a recorded join/race cannot change under a running actor.")
+    return entry
+
+
+def _branch_ctx(ctx: WorkflowContext, entry: HistoryEntry, branch: str, token: CancelToken | None,
+                sealed: bool) -> tuple[WorkflowContext, Scope]:
+    location = f"{entry.location}/{branch}"
+    scope = Scope(location, ctx._execution.index.children(location), checkpointed=ctx._scope.checkpointed)
+    scope_ctx = ctx._child(scope, token=token, sealed=sealed)
+    return scope_ctx, scope
+
+
+async def _run_branch(ctx: WorkflowContext, entry: HistoryEntry, branch: str, fn: Branch,
+                      token: CancelToken | None, sealed: bool) -> Any:
+    branch_ctx, scope = _branch_ctx(ctx, entry, branch, token, sealed)
+    value = await fn(branch_ctx)
+    scope.finish()
+    return to_json(value)
+
+
+def _raise_control(outcomes: Mapping[str, BaseException | None]) -> None:
+    for kind in CONTROL_PRIORITY:
+        for outcome in outcomes.values():
+            if isinstance(outcome, kind):
+                raise outcome
+    for outcome in outcomes.values():
+        if isinstance(outcome, HistoryDivergedError):
+            raise outcome
+
+
+async def _settle(ctx: WorkflowContext, runners: dict[str, Callable[[], Awaitable[Any]]],
+                  stop_after_first: bool) -> dict[str, BaseException | None]:
+    """Run branches (concurrently, or one by one in serial mode); map branch -> None or its exception."""
+    outcomes: dict[str, BaseException | None] = {}
+    if ctx._execution.serial or len(runners) == 1:
+        for branch, runner in runners.items():
+            try:
+                await runner()
+                outcomes[branch] = None
+                if stop_after_first:
+                    break
+            except BaseException as error:  # collected and classified by the caller
+                outcomes[branch] = error
+        for branch in runners:
+            outcomes.setdefault(branch, BranchCancelled())
+        return outcomes
+    tasks = {branch: asyncio.ensure_future(runner()) for branch, runner in runners.items()}
+    await asyncio.wait(tasks.values())
+    for branch, task in tasks.items():
+        if task.cancelled():
+            outcomes[branch] = BranchCancelled()
+        else:
+            outcomes[branch] = task.exception()
+    return outcomes
+
+
+async def run_join(ctx: WorkflowContext, name: str, branches: Mapping[str, Branch]) -> dict[str, Any]:
+    ex = ctx._execution
+    entry = _open(ctx, EntryKind.JOIN, name, branches)
+    runners: dict[str, Callable[[], Awaitable[Any]]] = {}
+    for branch, fn in branches.items():
+        record = entry.branches[branch]
+        if record.status is BranchStatus.FAILED:
+            continue
+        sealed = record.status is BranchStatus.COMPLETED
+
+        async def runner(branch: str = branch, fn: Branch = fn, sealed: bool = sealed) -> None:
+            value = await _run_branch(ctx, entry, branch, fn, None, sealed)
+            record = entry.branches[branch]
+            if record.status is not BranchStatus.COMPLETED:
+                record.status = BranchStatus.COMPLETED
+                record.output = value
+                ex.touch(entry)
+
+        runners[branch] = runner
+    outcomes = await _settle(ctx, runners, stop_after_first=False)
+    _raise_control(outcomes)
+    suspensions = [o for o in outcomes.values() if isinstance(o, Suspend)]
+    for branch, outcome in outcomes.items():
+        if isinstance(outcome, Exception):
+            entry.branches[branch] = BranchRecord(status=BranchStatus.FAILED, error=error_info(outcome))
+            ex.touch(entry)
+    if suspensions:
+        raise Suspend.merge(suspensions)
+    failed = {b: RecordedError(r.error.type, r.error.message) if r.error else RecordedError("Error", "")
+              for b, r in entry.branches.items() if r.status is BranchStatus.FAILED}
+    if failed:
+        errors: dict[str, Exception] = {b: outcomes[b] if isinstance(outcomes.get(b), Exception) else e  # type: ignore[misc]
+                                        for b, e in failed.items()}
+        raise JoinError(name, errors)
+    return {b: ex.copy_output_value(entry.branches[b].output) for b in branches}
+
+
+async def run_race(ctx: WorkflowContext, name: str, branches: Mapping[str, Branch]) -> RaceResult:
+    ex = ctx._execution
+    entry = _open(ctx, EntryKind.RACE, name, branches)
+    if entry.winner is not None:
+        # Re-run the winner sealed (registers its rollback handlers, validates its scope).
+        await _run_branch(ctx, entry, entry.winner, branches[entry.winner], None, True)
+        return RaceResult(entry.winner, ex.copy_output_value(entry.branches[entry.winner].output))
+    if ex.rolling_back:
+        raise RollbackStop()
+    token = CancelToken(ctx._cancel)
+    tasks: dict[str, asyncio.Future[Any]] = {}
+    runners: dict[str, Callable[[], Awaitable[Any]]] = {}
+    for branch, fn in branches.items():
+        if entry.branches[branch].status is not BranchStatus.PENDING:
+            continue
+
+        async def runner(branch: str = branch, fn: Branch = fn) -> None:
+            value = await _run_branch(ctx, entry, branch, fn, token, False)
+            record = entry.branches[branch]
+            record.status = BranchStatus.COMPLETED
+            record.output = value
+            if entry.winner is None:
+                entry.winner = branch
+                token.cancelled = True
+                current = asyncio.current_task()
+                for other in tasks.values():
+                    if other is not current:
+                        other.cancel()
+            ex.touch(entry)
+
+        runners[branch] = runner
+    outcomes = await _settle_race(ctx, runners, tasks)
+    _raise_control({b: o for b, o in outcomes.items() if not isinstance(o, BranchCancelled)})
+    for branch, outcome in outcomes.items():
+        record = entry.branches[branch]
+        if isinstance(outcome, BranchCancelled | asyncio.CancelledError) and record.status is BranchStatus.PENDING:
+            entry.branches[branch] = BranchRecord(status=BranchStatus.CANCELLED)
+        elif isinstance(outcome, Exception) and record.status is BranchStatus.PENDING:
+            entry.branches[branch] = BranchRecord(status=BranchStatus.FAILED, error=error_info(outcome))
+    ex.touch(entry)
+    if entry.winner is not None:
+        return RaceResult(entry.winner, ex.copy_output_value(entry.branches[entry.winner].output))
+    suspensions = [o for o in outcomes.values() if isinstance(o, Suspend)]
+    if suspensions:
+        raise Suspend.merge(suspensions)
+    errors: dict[str, Exception] = {
+        b: RecordedError(r.error.type, r.error.message) for b, r in entry.branches.items() if r.error is not None}
+    raise RaceError(name, errors)
+
+
+async def _settle_race(ctx: WorkflowContext, runners: dict[str, Callable[[], Awaitable[Any]]],
+                       tasks: dict[str, asyncio.Future[Any]]) -> dict[str, BaseException | None]:
+    if ctx._execution.serial or len(runners) == 1:
+        return await _settle(ctx, runners, stop_after_first=True)
+    for branch, runner in runners.items():
+        tasks[branch] = asyncio.ensure_future(runner())
+    await asyncio.wait(tasks.values())
+    return {b: (BranchCancelled() if t.cancelled() else t.exception()) for b, t in tasks.items()}

@@ -1,0 +1,113 @@
+"""`WorkflowContext`: the API a workflow function sees."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any, NoReturn
+
+from dormant.workflow import branches, loops, queues, rollback, sleeps, steps
+from dormant.workflow.errors import StepOnlyError
+from dormant.workflow.execution import Execution
+from dormant.workflow.replay import Scope
+from dormant.workflow.signals import BranchCancelled
+
+
+class WorkflowContext:
+    """Passed to workflow functions, loop bodies and branches. Durable primitives only.
+
+    Actor state, vars, the client and broadcast are reachable only inside steps and actions,
+    because code here re-runs on every replay.
+    """
+
+    def __init__(self, execution: Execution, scope: Scope, cancel: branches.CancelToken | None = None) -> None:
+        self._execution = execution
+        self._scope = scope
+        self._cancel = cancel
+        self.queue = queues.QueueApi(self)
+
+    # -- internals used by the primitive modules --------------------------------------------
+    def _child(self, scope: Scope, *, token: branches.CancelToken | None = None,
+               sealed: bool = False) -> WorkflowContext:
+        scope.sealed = sealed
+        return WorkflowContext(self._execution, scope, token if token is not None else self._cancel)
+
+    def _check_cancelled(self) -> None:
+        if self._cancel is not None and self._cancel.is_cancelled():
+            raise BranchCancelled()
+
+    # -- public API ----------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        """This scope's location ("" at the root, e.g. "counter-loop/~3" in a loop iteration)."""
+        return self._scope.location
+
+    @property
+    def input(self) -> Any:
+        """The input given when the actor was created (JSON), or None."""
+        return self._execution.input
+
+    @property
+    def is_replaying_rollback(self) -> bool:
+        return self._execution.rolling_back
+
+    async def step(self, name: str, fn: Callable[[Any], Any], *, timeout: float | timedelta | None = None,
+                   max_retries: int = steps.DEFAULT_MAX_RETRIES,
+                   retry_backoff_base: float | timedelta = steps.DEFAULT_BACKOFF_BASE,
+                   retry_backoff_max: float | timedelta = steps.DEFAULT_BACKOFF_MAX,
+                   rollback: Callable[[Any, Any], Any] | None = None) -> Any:
+        """Run `fn(step_ctx)` once and record its result (JSON); replays return the record."""
+        return await steps.run_step(self, name, fn, timeout=timeout, max_retries=max_retries,
+                                    retry_backoff_base=retry_backoff_base, retry_backoff_max=retry_backoff_max,
+                                    rollback=rollback)
+
+    async def loop(self, name: str, body: Callable[..., Awaitable[Any]], *, state: Any = loops._NO_STATE,
+                   history_keep: int = loops.DEFAULT_HISTORY_KEEP) -> Any:
+        """Run `body(ctx)` (or `body(ctx, state)`) until it returns `Loop.break_(value)`."""
+        return await loops.run_loop(self, name, body, state=state, history_keep=history_keep)
+
+    async def sleep(self, name: str, duration: float | timedelta) -> None:
+        delay = steps.seconds(duration) or 0.0
+        await sleeps.run_sleep_until(self, name, self._execution.now() + delay)
+
+    async def sleep_until(self, name: str, when: datetime | float) -> None:
+        await sleeps.run_sleep_until(self, name, sleeps.epoch_seconds(when))
+
+    async def join(self, name: str, branch_fns: Mapping[str, branches.Branch]) -> dict[str, Any]:
+        return await branches.run_join(self, name, branch_fns)
+
+    async def race(self, name: str, branch_fns: Mapping[str, branches.Branch]) -> branches.RaceResult:
+        return await branches.run_race(self, name, branch_fns)
+
+    async def rollback_checkpoint(self, name: str) -> None:
+        await rollback.run_checkpoint(self, name)
+
+    async def removed(self, name: str, kind: str) -> None:
+        await rollback.run_removed(self, name, kind)
+
+    def now(self) -> NoReturn:
+        raise StepOnlyError("ctx.now() is not deterministic in workflow code; read the clock inside a step "
+                            "(its result is recorded) or use ctx.sleep/ctx.sleep_until")
+
+    def _step_only(self, what: str) -> NoReturn:
+        raise StepOnlyError(
+            f"ctx.{what} is only available inside a step or an action: workflow code re-runs on every "
+            f"replay. Use `await ctx.step(name, lambda s: ... s.{what} ...)`.")
+
+    @property
+    def state(self) -> NoReturn:
+        self._step_only("state")
+
+    @property
+    def vars(self) -> NoReturn:
+        self._step_only("vars")
+
+    def client(self) -> NoReturn:
+        self._step_only("client()")
+
+    def broadcast(self, *_: Any, **__: Any) -> NoReturn:
+        self._step_only("broadcast(...)")
+
+    @property
+    def schedule(self) -> NoReturn:
+        self._step_only("schedule")

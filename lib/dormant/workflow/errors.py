@@ -1,0 +1,110 @@
+"""Exceptions raised by the workflow engine to user code and to the runtime."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DormantError(Exception):
+    """Base class of every error Dormant raises on purpose."""
+
+
+class WorkflowDefinitionError(DormantError):
+    """The workflow code uses the API wrongly (bad name, duplicate entry, missing checkpoint...)."""
+
+
+class StepOnlyError(DormantError):
+    """State, vars, client or broadcast used outside a step or an action."""
+
+
+class HistoryDivergedError(DormantError):
+    """The code no longer matches the recorded history of this actor.
+
+    Attributes say where (`location`), what history recorded (`recorded`, as "kind name"),
+    what the code asked for (`requested`) and where in the user's code (`code_site`).
+    """
+
+    def __init__(self, *, location: str, recorded: str | None, requested: str | None,
+                 code_site: str | None, hint: str) -> None:
+        self.location = location
+        self.recorded = recorded
+        self.requested = requested
+        self.code_site = code_site
+        self.hint = hint
+        where = location or "<root>"
+        lines = [
+            f"history diverged at {where}",
+            f"  history has:   {recorded or 'nothing more'}",
+            f"  code asks for: {requested or 'nothing more (the scope finished)'}",
+        ]
+        if code_site:
+            lines.append(f"  code:          {code_site}")
+        lines.append(f"  {hint}")
+        super().__init__("\n".join(lines))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"location": self.location, "recorded": self.recorded, "requested": self.requested,
+                "code_site": self.code_site, "message": str(self)}
+
+
+class StepFailedError(DormantError):
+    """A step attempt failed (raised inside the engine; user code sees StepExhaustedError)."""
+
+
+class StepTimeoutError(DormantError):
+    """A step attempt ran longer than its `timeout` and was cancelled."""
+
+
+class StepExhaustedError(DormantError):
+    """A step failed on every attempt it was allowed (or raised NonRetryableError)."""
+
+    def __init__(self, step: str, attempts: int, error_type: str, error_message: str) -> None:
+        self.step = step
+        self.attempts = attempts
+        self.error_type = error_type
+        self.error_message = error_message
+        super().__init__(f'step "{step}" failed after {attempts} attempt(s): {error_type}: {error_message}')
+
+
+class NonRetryableError(DormantError):
+    """Raise inside a step to fail it at once, without further retries."""
+
+
+class QueueTimeoutError(DormantError):
+    """`queue.next(timeout=...)` expired before a message arrived."""
+
+
+class BranchError(DormantError):
+    """A branch of a join or race failed; `.errors` maps branch name to its error."""
+
+    def __init__(self, kind: str, name: str, errors: dict[str, Exception]) -> None:
+        self.name = name
+        self.errors = errors
+        detail = "; ".join(f"{b}: {type(e).__name__}: {e}" for b, e in errors.items())
+        super().__init__(f'{kind} "{name}" failed: {detail}')
+
+
+class JoinError(BranchError):
+    def __init__(self, name: str, errors: dict[str, Exception]) -> None:
+        super().__init__("join", name, errors)
+
+
+class RaceError(BranchError):
+    def __init__(self, name: str, errors: dict[str, Exception]) -> None:
+        super().__init__("race", name, errors)
+
+
+class RecordedError(DormantError):
+    """An error replayed from history: the original exception type is kept by name."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        self.error_type = error_type
+        super().__init__(f"{error_type}: {message}")
+
+
+class RollbackCheckpointError(WorkflowDefinitionError):
+    """A step with a `rollback` handler ran before any `rollback_checkpoint` in its scope."""
+
+
+class EntryInProgressError(WorkflowDefinitionError):
+    """Two entries were started at once in one scope (a missing `await`?)."""

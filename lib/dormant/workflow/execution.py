@@ -1,0 +1,254 @@
+"""One run of an actor's workflow: the shared bookkeeping every primitive works on.
+
+`Execution` holds the replay index, the uncommitted changes and the commit protocol. It does no
+I/O itself: commits go through the `Checkpointer` the runtime passes in, and everything the actor
+layer provides (queue schemas, step contexts) comes through `WorkflowHost`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from dormant.workflow.history import (
+    EntryKind,
+    EntryStatus,
+    ErrorInfo,
+    HistoryEntry,
+    QueuedMessage,
+    WorkflowRecord,
+    WorkflowState,
+)
+from dormant.workflow.replay import HistoryIndex
+from dormant.workflow.signals import WakeAborted
+
+
+def to_json(value: Any) -> Any:
+    """The JSON form every recorded value takes; the workflow always sees this form."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return to_jsonable_python(value)
+
+
+def error_info(error: BaseException) -> ErrorInfo:
+    return ErrorInfo(type=type(error).__name__, message=str(error))
+
+
+class Mode(Enum):
+    NORMAL = "normal"
+    ROLLBACK = "rollback"  # replaying only, to collect compensation handlers
+
+
+@dataclass
+class StepRun:
+    """What a step (or rollback handler) attempt knows about itself; the host builds its context."""
+
+    location: str
+    attempt: int
+    events: list[tuple[str, Any]] = field(default_factory=list)
+    sends: int = 0  # ordinal for deterministic ids of messages sent from this attempt
+
+
+class StateCell:
+    """The actor's state model plus the JSON of its last commit (for revert and dirty checks)."""
+
+    def __init__(self, model_type: type[BaseModel], committed: dict[str, Any]) -> None:
+        self.model_type = model_type
+        self.committed = committed
+        self.value: BaseModel = model_type.model_validate(committed)
+
+    def dump(self) -> dict[str, Any]:
+        return self.value.model_dump(mode="json")
+
+    def revert(self) -> None:
+        self.value = self.model_type.model_validate(self.committed)
+
+
+class WorkflowHost(Protocol):
+    """What the engine needs from the actor definition and the runtime."""
+
+    def queue_names(self) -> Sequence[str]: ...
+
+    def decode_body(self, queue: str, body: Any) -> Any: ...
+
+    def encode_response(self, queue: str, response: Any) -> Any: ...
+
+    def step_context(self, run: StepRun) -> Any: ...
+
+
+@dataclass
+class CommitDraft:
+    """Everything one commit stores, atomically: entries, state, consumed messages, responses, events."""
+
+    upserts: list[dict[str, Any]]
+    deleted_prefixes: list[str]
+    state: dict[str, Any] | None
+    consumed_ids: list[str]
+    responses: dict[str, Any]
+    events: list[tuple[str, Any]]
+    workflow: WorkflowRecord | None  # None: unchanged (actions)
+
+    def is_empty(self) -> bool:
+        return not (self.upserts or self.deleted_prefixes or self.state is not None or self.consumed_ids
+                    or self.responses or self.events)
+
+
+Checkpointer = Callable[[CommitDraft], Awaitable[None]]
+Now = Callable[[], float]
+RollbackHandler = Callable[[Any, Any], Any]
+
+
+class Execution:
+    """Bookkeeping for one run (one wake-up) of one actor's workflow."""
+
+    def __init__(self, *, host: WorkflowHost, entries: Sequence[HistoryEntry], record: WorkflowRecord,
+                 state: StateCell, inbox: Sequence[QueuedMessage], now: Now, checkpointer: Checkpointer,
+                 serial: bool = False, workflow_input: Any = None) -> None:
+        self.host = host
+        self.index = HistoryIndex(entries)
+        self.loaded_record = record
+        self.record = record.model_copy(deep=True)
+        self.state = state
+        self.inbox = list(inbox)
+        self.now = now
+        self.serial = serial
+        self.input = workflow_input
+        self.mode = Mode.ROLLBACK if record.state is WorkflowState.ROLLING_BACK else Mode.NORMAL
+        self._checkpointer = checkpointer
+        self._dirty: dict[str, HistoryEntry] = {}
+        self._deleted: list[str] = []
+        self._consumed: list[str] = []
+        self._responses: dict[str, Any] = {}
+        self.events: list[tuple[str, Any]] = []
+        self.in_flight = 0
+        self.uncommitted_successes = 0
+        self._commit_wanted = False
+        self._lock = asyncio.Lock()
+        self.rollback_handlers: list[tuple[HistoryEntry, RollbackHandler]] = []
+        self.commits = 0
+        self.replayed = 0  # entries served from history in this run (benchmarks)
+
+    @property
+    def rolling_back(self) -> bool:
+        return self.mode is Mode.ROLLBACK
+
+    # ---- entries -----------------------------------------------------------------------
+    def new_entry(self, kind: EntryKind, location: str, name: str, **fields: Any) -> HistoryEntry:
+        now = self.now()
+        entry = HistoryEntry(location=location, kind=kind, name=name, seq=self.index.next_seq,
+                             created_at=now, updated_at=now, **fields)
+        self.index.next_seq += 1
+        self.index.add(entry)
+        return entry
+
+    def touch(self, entry: HistoryEntry) -> None:
+        """Mark an entry changed: it goes out with the next commit."""
+        entry.updated_at = self.now()
+        self._dirty[entry.location] = entry
+
+    def delete_prefix(self, prefix: str) -> None:
+        if not self.index.remove_prefix(prefix):
+            return  # nothing stored under it (already compacted)
+        for loc in [loc for loc in self._dirty if loc == prefix or loc.startswith(prefix + "/")]:
+            del self._dirty[loc]
+        self._deleted.append(prefix)
+
+    # ---- inbox -------------------------------------------------------------------------
+    def take_messages(self, names: frozenset[str], count: int) -> list[QueuedMessage]:
+        taken: list[QueuedMessage] = []
+        for message in self.inbox:
+            if message.name in names:
+                taken.append(message)
+                if len(taken) == count:
+                    break
+        for message in taken:
+            self.inbox.remove(message)
+            self._consumed.append(message.id)
+        return taken
+
+    def add_response(self, message_id: str, response: Any) -> None:
+        self._responses[message_id] = response
+
+    # ---- rollback handlers ---------------------------------------------------------------
+    def register_rollback(self, entry: HistoryEntry, handler: RollbackHandler) -> None:
+        if not entry.rollback_done:
+            self.rollback_handlers.append((entry, handler))
+
+    def drop_rollback_handlers(self, scope_location: str) -> None:
+        """A loop iteration finished: its steps are no longer compensated."""
+        prefix = scope_location + "/"
+        self.rollback_handlers = [(e, h) for e, h in self.rollback_handlers if not e.location.startswith(prefix)]
+
+    # ---- commits ---------------------------------------------------------------------------
+    def _draft(self, record: WorkflowRecord) -> CommitDraft:
+        upserts = [e.model_dump(mode="json", exclude_defaults=True) for e in self._dirty.values()]
+        state = self.state.dump()
+        draft = CommitDraft(upserts=upserts, deleted_prefixes=self._deleted, consumed_ids=self._consumed,
+                            state=state if state != self.state.committed else None,
+                            responses=self._responses, events=self.events, workflow=record)
+        self._dirty, self._deleted, self._consumed, self._responses, self.events = {}, [], [], {}, []
+        return draft
+
+    async def _commit(self, record: WorkflowRecord, *, force: bool = False) -> bool:
+        draft = self._draft(record)
+        if draft.is_empty() and not force:
+            return False
+        try:
+            await self._checkpointer(draft)
+        except BaseException as error:  # storage error or lost version race: the wake-up is void
+            raise WakeAborted(error) from error
+        if draft.state is not None:
+            self.state.committed = draft.state
+        self.uncommitted_successes = 0
+        self.commits += 1
+        return True
+
+    async def checkpoint(self) -> None:
+        """Commit what is pending, but only when no step is half-way through changing the state."""
+        self._commit_wanted = True
+        if self.in_flight:
+            return
+        async with self._lock:
+            if self.in_flight or not self._commit_wanted:
+                return
+            self._commit_wanted = False
+            running = self.record.model_copy(update={"state": self.running_state()})
+            await self._commit(running)
+
+    def running_state(self) -> WorkflowState:
+        return WorkflowState.ROLLING_BACK if self.rolling_back else WorkflowState.RUNNING
+
+    async def finish(self, record: WorkflowRecord) -> bool:
+        """Final commit of the run; skipped when nothing changed (e.g. a stale timer)."""
+        async with self._lock:
+            changed = record != self.loaded_record
+            committed = await self._commit(record, force=changed)
+            self.record = record
+            return committed
+
+    def step_succeeded(self) -> None:
+        self.uncommitted_successes += 1
+
+    def clean_for_revert(self) -> bool:
+        """True when undoing a failed step's state changes cannot undo anyone else's."""
+        return self.in_flight == 0 and self.uncommitted_successes == 0
+
+    def copy_output(self, entry: HistoryEntry) -> Any:
+        return self.copy_output_value(entry.output)
+
+    @staticmethod
+    def copy_output_value(value: Any) -> Any:
+        # Recorded values are handed out as copies so user code cannot edit history in place.
+        return value if value is None or isinstance(value, (str, int, float, bool)) else copy.deepcopy(value)
+
+    def fail_entry(self, entry: HistoryEntry, error: BaseException) -> None:
+        entry.status = EntryStatus.FAILED
+        entry.error = error_info(error)
+        self.touch(entry)

@@ -1,0 +1,156 @@
+"""History entries, locations and the workflow record: what one actor's log holds.
+
+Everything here crosses the storage boundary, so it is pydantic and JSON-only.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from dormant.workflow.errors import WorkflowDefinitionError
+
+ITERATION_MARK = "~"
+SEPARATOR = "/"
+
+
+class EntryKind(StrEnum):
+    STEP = "step"
+    LOOP = "loop"
+    SLEEP = "sleep"
+    MESSAGE = "message"
+    ROLLBACK_CHECKPOINT = "rollback_checkpoint"
+    JOIN = "join"
+    RACE = "race"
+    REMOVED = "removed"
+
+
+KIND_ALIASES: dict[str, EntryKind] = {k.value: k for k in EntryKind} | {"queue": EntryKind.MESSAGE}
+
+
+class EntryStatus(StrEnum):
+    PENDING = "pending"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class BranchStatus(StrEnum):
+    PENDING = "pending"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class ErrorInfo(BaseModel):
+    type: str
+    message: str
+
+
+class BranchRecord(BaseModel):
+    status: BranchStatus = BranchStatus.PENDING
+    output: Any = None
+    error: ErrorInfo | None = None
+
+
+class RecordedMessage(BaseModel):
+    id: str
+    name: str
+    body: Any
+    created_at: float
+    completed: bool = False
+
+
+class HistoryEntry(BaseModel):
+    """One recorded workflow decision, addressed by its location path."""
+
+    location: str
+    kind: EntryKind
+    name: str
+    seq: int
+    status: EntryStatus = EntryStatus.PENDING
+    output: Any = None
+    error: ErrorInfo | None = None
+    # step
+    attempts: int = 0
+    retry_at: float | None = None
+    rollback_done: bool = False
+    rollback_error: ErrorInfo | None = None
+    # sleep / queue timeout
+    deadline: float | None = None
+    # loop
+    iteration: int = 0
+    loop_state: Any = None
+    # queue
+    messages: list[RecordedMessage] = Field(default_factory=list)
+    timed_out: bool = False
+    # join / race
+    branches: dict[str, BranchRecord] = Field(default_factory=dict)
+    winner: str | None = None
+    # removed placeholder
+    removed_kind: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+class WorkflowState(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SLEEPING = "sleeping"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    DIVERGED = "diverged"
+    ROLLING_BACK = "rolling_back"
+
+
+class DivergenceInfo(BaseModel):
+    location: str
+    recorded: str | None
+    requested: str | None
+    code_site: str | None
+    message: str
+
+
+class WorkflowRecord(BaseModel):
+    """The workflow's status as stored with each commit: what it waits for, or why it stopped."""
+
+    state: WorkflowState = WorkflowState.PENDING
+    output: Any = None
+    error: ErrorInfo | None = None
+    divergence: DivergenceInfo | None = None
+    waiting_for: list[str] = Field(default_factory=list)
+    deadline: float | None = None
+    retry_at: float | None = None
+    rollback_attempts: int = 0
+
+
+class QueuedMessage(BaseModel):
+    """A message waiting in an actor's inbox, as the engine sees it."""
+
+    id: str
+    name: str
+    body: Any
+    created_at: float
+
+
+def child_location(parent: str, name: str) -> str:
+    return f"{parent}{SEPARATOR}{name}" if parent else name
+
+
+def iteration_location(loop_location: str, iteration: int) -> str:
+    return f"{loop_location}{SEPARATOR}{ITERATION_MARK}{iteration}"
+
+
+def parent_location(location: str) -> str:
+    cut = location.rfind(SEPARATOR)
+    return location[:cut] if cut >= 0 else ""
+
+
+def validate_name(name: str, what: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise WorkflowDefinitionError(f"{what} name must be a non-empty string, got {name!r}")
+    if SEPARATOR in name or name.startswith(ITERATION_MARK):
+        raise WorkflowDefinitionError(
+            f'{what} name {name!r} is invalid: names may not contain "{SEPARATOR}" '
+            f'or start with "{ITERATION_MARK}" (both are used in locations)')

@@ -1,0 +1,131 @@
+"""`ctx.queue.next` / `next_batch`: durable receives from the actor's typed inbox."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from dormant.workflow.errors import QueueTimeoutError, WorkflowDefinitionError
+from dormant.workflow.history import EntryKind, EntryStatus, HistoryEntry, RecordedMessage, validate_name
+from dormant.workflow.signals import RollbackStop, Suspend
+from dormant.workflow.steps import seconds
+
+if TYPE_CHECKING:
+    from dormant.workflow.context import WorkflowContext
+
+
+@dataclass
+class QueueMessage:
+    """A received message. `complete` is set for completable receives and answers `send(wait=True)`."""
+
+    id: str
+    name: str
+    body: Any
+    created_at: float
+    complete: Callable[..., Awaitable[None]] | None = field(default=None, repr=False)
+
+
+class QueueApi:
+    """`ctx.queue`: receives inside the workflow (sending happens in steps and actions)."""
+
+    def __init__(self, ctx: WorkflowContext) -> None:
+        self._ctx = ctx
+        self._uncompleted: dict[str, str] = {}  # message id -> wait name, for this scope
+
+    async def next(self, name: str, *, names: Sequence[str] | None = None, completable: bool = False,
+                   timeout: float | timedelta | None = None) -> QueueMessage:
+        """Wait for one message. Raises QueueTimeoutError when `timeout` expires first."""
+        messages = await self._receive(name, names=names, count=1, completable=completable, timeout=timeout)
+        if not messages:
+            raise QueueTimeoutError(f'queue.next("{name}") timed out after {seconds(timeout)} s without a '
+                                    "message; use next_batch(...) for optional reads")
+        return messages[0]
+
+    async def next_batch(self, name: str, *, count: int = 1, names: Sequence[str] | None = None,
+                         completable: bool = False,
+                         timeout: float | timedelta | None = None) -> list[QueueMessage]:
+        """Wait for 1..count messages; an empty list when `timeout` expires first."""
+        return await self._receive(name, names=names, count=count, completable=completable, timeout=timeout)
+
+    async def _receive(self, name: str, *, names: Sequence[str] | None, count: int, completable: bool,
+                       timeout: float | timedelta | None) -> list[QueueMessage]:
+        validate_name(name, "queue wait")
+        ctx = self._ctx
+        ex, scope = ctx._execution, ctx._scope
+        ctx._check_cancelled()
+        if count < 1:
+            raise ValueError(f'queue wait "{name}": count must be >= 1, got {count}')
+        if self._uncompleted:
+            pending = ", ".join(f"{mid} (from {w})" for mid, w in self._uncompleted.items())
+            raise WorkflowDefinitionError(
+                f'queue wait "{name}": the completable message {pending} is not completed yet; call '
+                "`await message.complete(...)` before receiving the next message")
+        declared = ex.host.queue_names()
+        wanted = frozenset(names) if names else frozenset(declared)
+        unknown = sorted(wanted - set(declared))
+        if unknown:
+            raise WorkflowDefinitionError(
+                f'queue wait "{name}" names undeclared queue(s) {unknown}; declared: {sorted(declared)}')
+        if not wanted:
+            raise WorkflowDefinitionError(f'queue wait "{name}": this actor declares no queues')
+        limit = seconds(timeout)
+        entry = scope.claim(EntryKind.MESSAGE, name)
+        if entry is None:
+            if ex.rolling_back:
+                raise RollbackStop()
+            deadline = ex.now() + limit if limit is not None else None
+            entry = ex.new_entry(EntryKind.MESSAGE, scope.child(name), name, deadline=deadline)
+            if deadline is not None:
+                ex.touch(entry)  # the deadline must survive the suspension
+        else:
+            ex.replayed += 1
+        if entry.status is not EntryStatus.COMPLETED:
+            if ex.rolling_back:
+                raise RollbackStop()
+            taken = ex.take_messages(wanted, count)
+            if taken:
+                entry.messages = [RecordedMessage(id=m.id, name=m.name, body=m.body, created_at=m.created_at)
+                                  for m in taken]
+                entry.status = EntryStatus.COMPLETED
+                ex.touch(entry)
+            elif entry.deadline is not None and ex.now() >= entry.deadline:
+                entry.timed_out = True
+                entry.status = EntryStatus.COMPLETED
+                ex.touch(entry)
+            else:
+                raise Suspend(deadline=entry.deadline, names=wanted, reason="queue")
+        return [self._deliver(entry, recorded, completable) for recorded in entry.messages]
+
+    def _deliver(self, entry: HistoryEntry, recorded: RecordedMessage, completable: bool) -> QueueMessage:
+        ex = self._ctx._execution
+        body = ex.host.decode_body(recorded.name, recorded.body)
+        message = QueueMessage(id=recorded.id, name=recorded.name, body=body, created_at=recorded.created_at)
+        if completable:
+            if not recorded.completed:
+                self._uncompleted[recorded.id] = entry.name
+            message.complete = self._completer(entry, recorded)
+        return message
+
+    def _completer(self, entry: HistoryEntry, recorded: RecordedMessage) -> Callable[..., Awaitable[None]]:
+        ex = self._ctx._execution
+        done_in_this_run = False
+
+        async def complete(response: Any = None) -> None:
+            nonlocal done_in_this_run
+            if done_in_this_run:
+                raise WorkflowDefinitionError(f"queue message {recorded.id} is already completed")
+            if recorded.completed or ex.rolling_back:
+                done_in_this_run = True
+                self._uncompleted.pop(recorded.id, None)
+                return  # replay: the response is already stored
+            encoded = ex.host.encode_response(recorded.name, response)  # may raise: then nothing changed
+            done_in_this_run = True
+            self._uncompleted.pop(recorded.id, None)
+            ex.add_response(recorded.id, encoded)
+            recorded.completed = True
+            ex.touch(entry)
+            await ex.checkpoint()  # answer the waiting sender now, not at the next suspension
+
+        return complete

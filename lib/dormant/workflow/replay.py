@@ -1,0 +1,138 @@
+"""The replay cursor: matches the code's requests against recorded entries, scope by scope.
+
+Within a scope (the root, a loop iteration, a join or race branch) recorded entries are matched
+in recorded order. Asking for anything else than the next recorded entry, or finishing a scope
+with recorded entries left over, is a divergence: it is detected before anything new runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import defaultdict
+from collections.abc import Iterable
+
+from dormant.workflow.errors import EntryInProgressError, HistoryDivergedError, WorkflowDefinitionError
+from dormant.workflow.history import EntryKind, HistoryEntry, parent_location
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_code_site() -> str | None:
+    """file:line of the innermost frame outside the dormant package (the user's call)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR) and "asyncio" not in filename:
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def describe(entry: HistoryEntry) -> str:
+    return f'{entry.kind.value} "{entry.name}"'
+
+
+class HistoryIndex:
+    """The live history of one actor, indexed by location and by scope in recorded order."""
+
+    def __init__(self, entries: Iterable[HistoryEntry] = ()) -> None:
+        self.by_location: dict[str, HistoryEntry] = {}
+        self._children: dict[str, list[HistoryEntry]] = defaultdict(list)
+        for entry in sorted(entries, key=lambda e: e.seq):
+            self.by_location[entry.location] = entry
+            self._children[parent_location(entry.location)].append(entry)
+        self.next_seq = max((e.seq for e in self.by_location.values()), default=0) + 1
+
+    def children(self, scope: str) -> list[HistoryEntry]:
+        return self._children.get(scope, [])
+
+    def add(self, entry: HistoryEntry) -> None:
+        self.by_location[entry.location] = entry
+        # A scope being run gets new entries only after all of its recorded ones (see Scope).
+        self._children[parent_location(entry.location)].append(entry)
+
+    def remove_prefix(self, prefix: str) -> int:
+        """Drop every entry at or under `prefix`; returns how many were dropped."""
+        doomed = [loc for loc in self.by_location if loc == prefix or loc.startswith(prefix + "/")]
+        for loc in doomed:
+            del self.by_location[loc]
+        for scope in [s for s in self._children if s == prefix or s.startswith(prefix + "/")]:
+            del self._children[scope]
+        return len(doomed)
+
+    def __len__(self) -> int:
+        return len(self.by_location)
+
+
+class Scope:
+    """Replay cursor for one scope of a single run."""
+
+    __slots__ = ("_busy", "_names", "_position", "_recorded", "checkpointed", "location", "sealed")
+
+    def __init__(self, location: str, recorded: list[HistoryEntry], *, checkpointed: bool,
+                 sealed: bool = False) -> None:
+        self.sealed = sealed  # completed in history: replay only
+        self.location = location
+        self._recorded = list(recorded)
+        self._position = 0
+        self._names: set[str] = set()
+        self._busy: str | None = None
+        self.checkpointed = checkpointed
+
+    def child(self, name: str) -> str:
+        return f"{self.location}/{name}" if self.location else name
+
+    def claim(self, kind: EntryKind, name: str) -> HistoryEntry | None:
+        """Match the code's next request; returns the recorded entry, or None if it is new."""
+        if self._busy is not None:
+            raise EntryInProgressError(
+                f'"{name}" started at {self.location or "<root>"} while "{self._busy}" is still running '
+                "in the same scope. Did you forget to await it? Use join/race to run things in parallel.")
+        if name in self._names:
+            raise WorkflowDefinitionError(
+                f'duplicate entry name "{name}" at {self.location or "<root>"}: every step, loop, sleep, '
+                "queue wait, join and race needs a unique name within its scope")
+        self._names.add(name)
+        if self._position < len(self._recorded):
+            entry = self._recorded[self._position]
+            if entry.kind is kind and entry.name == name:
+                self._position += 1
+                return entry
+            raise HistoryDivergedError(
+                location=self.child(name), recorded=describe(entry), requested=f'{kind.value} "{name}"',
+                code_site=user_code_site(),
+                hint="The code changed under a running actor. Restore the old entry, or retire it with "
+                     f'ctx.removed("{entry.name}", "{entry.kind.value}") if it is gone for good.')
+        if self.sealed:
+            raise HistoryDivergedError(
+                location=self.child(name), recorded="nothing more (this branch completed in history)",
+                requested=f'{kind.value} "{name}"', code_site=user_code_site(),
+                hint="A completed join/race branch cannot grow new entries; restore the old branch code.")
+        return None
+
+    def skip_removed(self, name: str, kinds: tuple[EntryKind, ...]) -> bool:
+        """`removed(name, kind)`: consume the next recorded entry if it is the retired one."""
+        if self._position < len(self._recorded):
+            entry = self._recorded[self._position]
+            if entry.name == name and entry.kind in kinds:
+                self._position += 1
+                self._names.add(name)
+                return True
+        return False
+
+    def enter(self, name: str) -> None:
+        self._busy = name
+
+    def leave(self) -> None:
+        self._busy = None
+
+    def finish(self) -> None:
+        """The scope's code is done: every recorded entry must have been visited."""
+        if self._position < len(self._recorded):
+            entry = self._recorded[self._position]
+            raise HistoryDivergedError(
+                location=entry.location, recorded=describe(entry), requested=None,
+                code_site=user_code_site(),
+                hint="The code no longer reaches this recorded entry. Restore it, or retire it with "
+                     f'ctx.removed("{entry.name}", "{entry.kind.value}").')

@@ -1,0 +1,87 @@
+"""Run a workflow function over an Execution: the one activation path shared by the live
+runtime, the tests and offline replay."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from dormant.workflow.context import WorkflowContext
+from dormant.workflow.errors import HistoryDivergedError
+from dormant.workflow.execution import Execution, Mode, error_info, to_json
+from dormant.workflow.history import DivergenceInfo, WorkflowRecord, WorkflowState
+from dormant.workflow.replay import Scope
+from dormant.workflow.rollback import ROLLBACK_RETRY_BASE, ROLLBACK_RETRY_MAX, CompensationFailed, compensate
+from dormant.workflow.signals import RollbackStop, Suspend, WakeAborted, WakeRestart
+from dormant.workflow.steps import backoff_delay
+
+WorkflowFn = Callable[[WorkflowContext], Awaitable[Any]]
+TERMINAL = (WorkflowState.COMPLETED, WorkflowState.FAILED)
+
+
+async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
+    """Replay and advance the workflow until it must wait, ends, fails or diverges; commit the outcome.
+
+    WakeAborted and WakeRestart propagate to the caller (the runtime retries from storage).
+    """
+    loaded = ex.record
+    if loaded.state in TERMINAL:
+        return loaded
+    if ex.rolling_back and loaded.retry_at is not None and loaded.retry_at > ex.now():
+        return loaded  # an early wake-up while a failed compensation waits for its retry
+    root = Scope("", ex.index.children(""), checkpointed=False)
+    ctx = WorkflowContext(ex, root)
+    base = loaded.model_copy(update={"divergence": None, "waiting_for": [], "deadline": None, "retry_at": None})
+    try:
+        output = await fn(ctx)
+        root.finish()
+    except Suspend as suspension:
+        if ex.rolling_back:
+            return await _finish_rollback(ex, base)
+        record = base.model_copy(update={
+            "state": WorkflowState.SLEEPING, "waiting_for": sorted(suspension.names),
+            "deadline": suspension.deadline})
+    except RollbackStop:
+        return await _finish_rollback(ex, base)
+    except HistoryDivergedError as diverged:
+        record = base.model_copy(update={"state": WorkflowState.DIVERGED,
+                                         "divergence": DivergenceInfo(**diverged.to_dict())})
+    except (WakeAborted, WakeRestart):
+        raise
+    except Exception as error:
+        if ex.rolling_back:
+            return await _finish_rollback(ex, base)
+        failed = base.model_copy(update={"error": error_info(error)})
+        if any(not entry.rollback_done for entry, _ in ex.rollback_handlers):
+            ex.mode = Mode.ROLLBACK
+            ex.record = failed.model_copy(update={"state": WorkflowState.ROLLING_BACK})
+            return await _finish_rollback(ex, ex.record)
+        record = failed.model_copy(update={"state": WorkflowState.FAILED})
+    else:
+        if ex.rolling_back:
+            return await _finish_rollback(ex, base)
+        record = base.model_copy(update={"state": WorkflowState.COMPLETED, "output": to_json(output),
+                                         "error": None})
+    await ex.finish(record)
+    return record
+
+
+async def _finish_rollback(ex: Execution, base: WorkflowRecord) -> WorkflowRecord:
+    """Compensate newest-first; a failing handler leaves the actor rolling back, to retry later."""
+    ex.record = base.model_copy(update={"state": WorkflowState.ROLLING_BACK})
+    try:
+        await compensate(ex)
+    except CompensationFailed as failure:
+        attempts = base.rollback_attempts + 1
+        record = ex.record.model_copy(update={
+            "rollback_attempts": attempts,
+            "retry_at": ex.now() + backoff_delay(attempts, ROLLBACK_RETRY_BASE, ROLLBACK_RETRY_MAX),
+            "deadline": None, "divergence": None,
+            "error": ex.record.error or error_info(failure)})
+        record.waiting_for = []
+        await ex.finish(record)
+        # Keep the failure visible on status (the original error stays the workflow's error).
+        return record
+    record = ex.record.model_copy(update={"state": WorkflowState.FAILED, "retry_at": None})
+    await ex.finish(record)
+    return record

@@ -1,0 +1,60 @@
+"""Control-flow signals that unwind user code.
+
+They derive from BaseException so that a user's `except Exception:` cannot swallow them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class Suspend(BaseException):
+    """The workflow must wait: until `deadline` (epoch seconds) and/or a message on `names`."""
+
+    def __init__(self, *, deadline: float | None = None, names: Iterable[str] = (), reason: str = "wait") -> None:
+        self.deadline = deadline
+        self.names = frozenset(names)
+        self.reason = reason
+        super().__init__(reason)
+
+    @staticmethod
+    def merge(suspensions: Iterable[Suspend]) -> Suspend:
+        """Earliest deadline, union of awaited queue names (what either branch waits for wakes us)."""
+        deadlines = []
+        names: set[str] = set()
+        reasons = []
+        for s in suspensions:
+            if s.deadline is not None:
+                deadlines.append(s.deadline)
+            names |= s.names
+            reasons.append(s.reason)
+        return Suspend(deadline=min(deadlines) if deadlines else None, names=names,
+                       reason="+".join(sorted(set(reasons))))
+
+
+class WakeAborted(BaseException):
+    """Storage failed under the engine (or the version race was lost): abandon the wake-up."""
+
+    def __init__(self, cause: BaseException) -> None:
+        self.cause = cause
+        super().__init__(f"wake-up aborted: {type(cause).__name__}: {cause}")
+
+
+class WakeRestart(BaseException):
+    """Run the wake-up again from storage, with parallel branches run one at a time.
+
+    Raised when a step fails or is cancelled while another step is in flight: its state
+    changes cannot be separated from the other step's, so nothing uncommitted is kept.
+    """
+
+
+class RollbackStop(BaseException):
+    """Rollback replay reached the first entry that never completed: stop collecting handlers."""
+
+
+class BranchCancelled(BaseException):
+    """This race branch lost: it must not start anything new."""
+
+
+# When several branches raise control signals at once, the most severe wins.
+CONTROL_PRIORITY: tuple[type[BaseException], ...] = (WakeAborted, WakeRestart, RollbackStop)

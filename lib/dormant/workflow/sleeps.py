@@ -1,0 +1,45 @@
+"""`ctx.sleep` / `ctx.sleep_until`: durable waits with absolute deadlines."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from dormant.workflow.history import EntryKind, EntryStatus, validate_name
+from dormant.workflow.signals import RollbackStop, Suspend
+
+if TYPE_CHECKING:
+    from dormant.workflow.context import WorkflowContext
+
+
+def epoch_seconds(when: datetime | float | int) -> float:
+    if isinstance(when, datetime):
+        if when.tzinfo is None:
+            raise ValueError(f"sleep_until needs an aware datetime (with tzinfo), got naive {when!r}")
+        return when.timestamp()
+    return float(when)
+
+
+async def run_sleep_until(ctx: WorkflowContext, name: str, deadline: float) -> None:
+    validate_name(name, "sleep")
+    ex, scope = ctx._execution, ctx._scope
+    ctx._check_cancelled()
+    entry = scope.claim(EntryKind.SLEEP, name)
+    if entry is None:
+        if ex.rolling_back:
+            raise RollbackStop()
+        # The deadline is fixed when first reached; replays use the stored one.
+        entry = ex.new_entry(EntryKind.SLEEP, scope.child(name), name, deadline=deadline)
+        ex.touch(entry)
+    else:
+        ex.replayed += 1
+    if entry.status is EntryStatus.COMPLETED:
+        return
+    if ex.now() >= (entry.deadline or 0.0):
+        if not ex.rolling_back:
+            entry.status = EntryStatus.COMPLETED
+            ex.touch(entry)
+        return
+    if ex.rolling_back:
+        raise RollbackStop()
+    raise Suspend(deadline=entry.deadline, reason="sleep")

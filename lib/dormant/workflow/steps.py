@@ -1,0 +1,137 @@
+"""`ctx.step`: run a callable once, record its result, retry failures by suspending."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from dormant.workflow.errors import (
+    NonRetryableError,
+    RollbackCheckpointError,
+    StepExhaustedError,
+    StepTimeoutError,
+)
+from dormant.workflow.execution import StepRun, error_info, to_json
+from dormant.workflow.history import EntryKind, EntryStatus, validate_name
+from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend, WakeRestart
+
+if TYPE_CHECKING:
+    from dormant.workflow.context import WorkflowContext
+
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_BACKOFF_BASE = 0.1
+DEFAULT_BACKOFF_MAX = 30.0
+
+
+def seconds(value: float | timedelta | None) -> float | None:
+    if value is None:
+        return None
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def backoff_delay(attempt: int, base: float, maximum: float) -> float:
+    """Delay before the retry that follows failed attempt number `attempt` (1-based)."""
+    return float(min(maximum, base * (2 ** (attempt - 1))))
+
+
+async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
+                   timeout: float | timedelta | None, max_retries: int, retry_backoff_base: float | timedelta,
+                   retry_backoff_max: float | timedelta, rollback: Callable[[Any, Any], Any] | None) -> Any:
+    validate_name(name, "step")
+    if max_retries < 0:
+        raise ValueError(f'step "{name}": max_retries must be >= 0, got {max_retries}')
+    ex, scope = ctx._execution, ctx._scope
+    ctx._check_cancelled()
+    if rollback is not None and not scope.checkpointed:
+        raise RollbackCheckpointError(
+            f'step "{name}" has a rollback handler but no ctx.rollback_checkpoint(...) ran before it '
+            f'in {scope.location or "the workflow root"}')
+    entry = scope.claim(EntryKind.STEP, name)
+    if entry is not None:
+        ex.replayed += 1
+        if entry.status is EntryStatus.COMPLETED:
+            if rollback is not None:
+                ex.register_rollback(entry, rollback)
+            return ex.copy_output(entry)
+        if entry.status is EntryStatus.FAILED:
+            err = entry.error
+            raise StepExhaustedError(name, entry.attempts, err.type if err else "Error", err.message if err else "")
+        if ex.rolling_back:
+            raise RollbackStop()
+        if entry.retry_at is not None and entry.retry_at > ex.now():
+            raise Suspend(deadline=entry.retry_at, reason="retry")
+    else:
+        if ex.rolling_back:
+            raise RollbackStop()
+        entry = ex.new_entry(EntryKind.STEP, scope.child(name), name)
+
+    attempt = entry.attempts + 1
+    run = StepRun(location=entry.location, attempt=attempt)
+    limit = seconds(timeout)
+    scope.enter(name)
+    ex.in_flight += 1
+    try:
+        result = fn(ex.host.step_context(run))
+        if inspect.isawaitable(result):
+            result = await (asyncio.wait_for(result, limit) if limit is not None else result)
+        output = to_json(result)
+    except (asyncio.CancelledError, BranchCancelled):
+        ex.in_flight -= 1
+        scope.leave()
+        _discard_attempt(ex)
+        raise
+    except TimeoutError:
+        ex.in_flight -= 1
+        scope.leave()
+        failure: BaseException = StepTimeoutError(f'step "{name}" timed out after {limit} s and was cancelled')
+        return _record_failure(ctx, entry, failure, attempt, max_retries, retry_backoff_base, retry_backoff_max)
+    except Exception as error:
+        ex.in_flight -= 1
+        scope.leave()
+        return _record_failure(ctx, entry, error, attempt, max_retries, retry_backoff_base, retry_backoff_max)
+    except BaseException:
+        ex.in_flight -= 1
+        scope.leave()
+        raise
+    ex.in_flight -= 1
+    scope.leave()
+    entry.status = EntryStatus.COMPLETED
+    entry.output = output
+    entry.attempts = attempt
+    entry.error = None
+    entry.retry_at = None
+    ex.touch(entry)
+    ex.events.extend(run.events)
+    ex.step_succeeded()
+    if rollback is not None:
+        ex.register_rollback(entry, rollback)
+    await ex.checkpoint()
+    return ex.copy_output(entry)
+
+
+def _discard_attempt(ex: Any) -> None:
+    """An attempt was cut short: undo its state changes, or redo the wake-up if that is not safe."""
+    if ex.clean_for_revert():
+        ex.state.revert()
+    elif not ex.serial:
+        raise WakeRestart()
+
+
+def _record_failure(ctx: WorkflowContext, entry: Any, error: BaseException, attempt: int, max_retries: int,
+                    base: float | timedelta, maximum: float | timedelta) -> Any:
+    ex = ctx._execution
+    _discard_attempt(ex)
+    entry.attempts = attempt
+    entry.error = error_info(error)
+    if isinstance(error, NonRetryableError) or attempt > max_retries:
+        entry.status = EntryStatus.FAILED
+        entry.retry_at = None
+        ex.touch(entry)
+        raise StepExhaustedError(entry.name, attempt, type(error).__name__, str(error)) from error
+    delay = backoff_delay(attempt, seconds(base) or 0.0, seconds(maximum) or 0.0)
+    entry.retry_at = ex.now() + delay
+    ex.touch(entry)
+    raise Suspend(deadline=entry.retry_at, reason="retry")
