@@ -1,0 +1,1 @@
+"""Shared pytest configuration (asyncio mode is `auto`, see pyproject.toml)."""
