@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NODE_STAMP := tools/node/node_modules/.installed
 
 .PHONY: test demo check bench clean
 
@@ -12,12 +13,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# dynalite (a second, independent DynamoDB implementation) for the store's integration tests.
+$(NODE_STAMP): tools/node/package.json tools/node/package-lock.json
+	cd tools/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
 check: $(STAMP)
 	$(BIN)/ruff check lib examples tests benchmarks
 	$(BIN)/mypy --strict lib/dormant
 	$(BIN)/mypy examples
 
-test: check
+test: check $(NODE_STAMP)
 	$(BIN)/python -m pytest
 
 demo: $(STAMP)

@@ -1,0 +1,367 @@
+"""Engine benchmarks for the goals of DESIGN section 6, all in memory.
+
+    make bench                                   # or: .venv/bin/python benchmarks/engine.py
+    .venv/bin/python benchmarks/engine.py --profile   # cProfile of the 1,000-step run and of a replay
+
+Measures (time.perf_counter, one warm-up run, median of several runs):
+1. sequential steps: one wake-up runs N steps, each committing; "wake-up" is `wake_actor` against the
+   memory store, "engine only" is an `Execution` with a no-op checkpointer driven by `run_workflow`;
+2. replay: N completed steps in history, then a queue wait that suspends; woken again. The store load
+   (pydantic validation of the entries) and the engine replay (Execution + run_workflow) are timed apart;
+3. the DESIGN counter (a queue loop): entries loaded and replayed, and the time of one wake-up that
+   processes one message, after 10 and after 10,000 processed messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import io
+import platform
+import pstats
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from dormant import StepContext, WorkflowContext, actor, queue, setup
+from dormant.actor import Registry
+from dormant.backends.memory import MemoryEventStore, MemoryTransport
+from dormant.ports import ActorRef, ActorSnapshot, InboxMessage
+from dormant.runtime import ActorHost, wake_actor
+from dormant.service import ActorService
+from dormant.testing import TestEnv, VirtualClock
+from dormant.workflow.execution import CommitDraft, Execution, StateCell
+from dormant.workflow.history import QueuedMessage, WorkflowRecord, WorkflowState
+from dormant.workflow.runner import run_workflow
+
+GOAL_STEP_MS = 0.1
+GOAL_REPLAY_MS = 0.02
+RUNS = 5  # timed runs per measurement (after one warm-up)
+
+
+# ---- actors under test -------------------------------------------------------------------------
+class StepsInput(BaseModel):
+    steps: int
+    wait: bool = False
+
+
+steps_actor = actor("bench-steps", queues={"go": queue(dict)})
+
+
+def _one(_: StepContext) -> int:
+    return 1
+
+
+@steps_actor.workflow
+async def run_steps(ctx: WorkflowContext) -> int:
+    """N sequential steps; with `wait`, then suspend on a queue wait (the replay case)."""
+    spec = StepsInput.model_validate(ctx.input)
+    total = 0
+    for i in range(spec.steps):
+        total += await ctx.step(f"step-{i}", _one)
+    if spec.wait:
+        await ctx.queue.next("wait-go")
+    return total
+
+
+class CounterState(BaseModel):
+    value: int = 0
+    processed: int = 0
+
+
+class Delta(BaseModel):
+    delta: int
+
+
+counter = actor("bench-counter", state=CounterState, queues={"counter": queue(Delta)})
+
+
+@counter.workflow
+async def run_counter(ctx: WorkflowContext) -> None:
+    """The DESIGN counter: a queue loop, one step per message."""
+
+    async def iteration(loop: WorkflowContext) -> None:
+        message = await loop.queue.next("wait-counter-command")
+
+        def apply(s: StepContext) -> None:
+            s.state.value += message.body.delta
+            s.state.processed += 1
+
+        await loop.step("apply-counter-command", apply)
+
+    await ctx.loop("counter-loop", iteration)
+
+
+registry: Registry = setup(steps_actor, counter)
+
+
+# ---- harness -----------------------------------------------------------------------------------
+def new_service() -> ActorService:
+    return ActorService(registry, MemoryEventStore(), MemoryTransport(), VirtualClock())
+
+
+async def no_checkpoint(_: CommitDraft) -> None:
+    """The engine-only checkpointer: commits cost nothing."""
+
+
+def engine_execution(service: ActorService, snapshot: ActorSnapshot) -> Execution:
+    """An Execution set up exactly as the runtime does, but committing nowhere."""
+    definition = service.registry.get(snapshot.ref.name)
+    state = StateCell(definition.state, snapshot.state)
+    vars = definition.vars() if definition.vars else None
+    inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at)
+             for m in snapshot.inbox if m.kind == "queue"]
+    return Execution(host=ActorHost(service, definition, snapshot, state, vars), entries=snapshot.history,
+                     record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
+                     checkpointer=no_checkpoint, workflow_input=snapshot.meta.input)
+
+
+async def engine_run(service: ActorService, snapshot: ActorSnapshot) -> tuple[WorkflowRecord, Execution]:
+    definition = service.registry.get(snapshot.ref.name)
+    assert definition.workflow_fn is not None
+    execution = engine_execution(service, snapshot)
+    return await run_workflow(definition.workflow_fn, execution), execution
+
+
+async def load(service: ActorService, ref: ActorRef) -> ActorSnapshot:
+    snapshot = await service.store.load(ref)
+    assert snapshot is not None
+    return snapshot
+
+
+async def timed(fn: Callable[[], Awaitable[Any]], runs: int = RUNS,
+                setup_fn: Callable[[], Awaitable[Any]] | None = None) -> float:
+    """Median seconds of `runs` calls of `fn` after one warm-up call; `setup_fn` runs untimed before each."""
+    samples: list[float] = []
+    for i in range(runs + 1):
+        if setup_fn is not None:
+            await setup_fn()
+        gc.collect()
+        start = time.perf_counter()
+        await fn()
+        elapsed = time.perf_counter() - start
+        if i:  # the first call is the warm-up
+            samples.append(elapsed)
+    return statistics.median(samples)
+
+
+@dataclass
+class Row:
+    case: str
+    n: int
+    what: str
+    total_ms: float
+    per_ms: float | None = None  # per step / per replayed entry
+    goal: str = ""
+    extra: str = ""
+
+    def verdict(self) -> str:
+        if self.per_ms is None or not self.goal:
+            return ""
+        limit = float(self.goal.split()[1])
+        return "yes" if self.per_ms <= limit else "**no**"
+
+
+# ---- 1. sequential steps -----------------------------------------------------------------------
+async def bench_steps(n: int, runs: int) -> list[Row]:
+    holder: dict[str, Any] = {}
+
+    async def fresh_actor() -> None:
+        service = new_service()
+        ref = service.ref("bench-steps", [str(uuid.uuid4())])
+        await service.ensure_created(ref, StepsInput(steps=n).model_dump())
+        holder["service"], holder["ref"] = service, ref
+
+    async def wake() -> None:
+        report = await wake_actor(holder["service"], holder["ref"])
+        assert report.outcome == "completed" and report.commits >= n, report
+
+    wake_s = await timed(wake, runs, fresh_actor)
+
+    await fresh_actor()
+    service, snapshot = holder["service"], await load(holder["service"], holder["ref"])
+
+    async def engine() -> None:
+        record, execution = await engine_run(service, snapshot)
+        assert record.state is WorkflowState.COMPLETED and record.output == n and execution.commits >= n
+
+    engine_s = await timed(engine, runs)
+    goal = f"<= {GOAL_STEP_MS}"
+    return [Row("sequential steps", n, "whole wake-up incl. memory store", wake_s * 1e3, wake_s * 1e3 / n, goal),
+            Row("sequential steps", n, "engine only (no-op checkpointer)", engine_s * 1e3, engine_s * 1e3 / n, goal)]
+
+
+# ---- 2. replay ---------------------------------------------------------------------------------
+async def replay_actor(n: int) -> tuple[ActorService, ActorRef]:
+    """An actor with n completed steps in history, suspended on a queue wait."""
+    service = new_service()
+    ref = service.ref("bench-steps", [f"replay-{n}"])
+    await service.ensure_created(ref, StepsInput(steps=n, wait=True).model_dump())
+    report = await wake_actor(service, ref)
+    assert report.outcome == "sleeping", report
+    return service, ref
+
+
+async def bench_replay(n: int, runs: int) -> list[Row]:
+    service, ref = await replay_actor(n)
+    snapshot = await load(service, ref)
+    assert len(snapshot.history) == n, len(snapshot.history)
+
+    async def load_only() -> None:
+        await load(service, ref)
+
+    async def engine() -> None:
+        record, execution = await engine_run(service, snapshot)
+        assert record.state is WorkflowState.SLEEPING and execution.replayed == n and execution.commits == 0
+
+    async def wake() -> None:
+        report = await wake_actor(service, ref)
+        assert report.outcome == "sleeping" and report.replayed == n and report.commits == 0, report
+
+    load_s = await timed(load_only, runs)
+    engine_s = await timed(engine, runs)
+    wake_s = await timed(wake, runs)
+    goal = f"<= {GOAL_REPLAY_MS}"
+    return [Row("replay", n, "store load (validate entries)", load_s * 1e3, load_s * 1e3 / n),
+            Row("replay", n, "engine replay (Execution + run_workflow)", engine_s * 1e3, engine_s * 1e3 / n, goal),
+            Row("replay", n, "whole wake-up (load + replay)", wake_s * 1e3, wake_s * 1e3 / n, goal)]
+
+
+# ---- 3. queue loop -----------------------------------------------------------------------------
+async def bench_counter(checkpoints: list[int], runs: int, batch: int = 1000) -> list[Row]:
+    rows: list[Row] = []
+    async with TestEnv(registry) as env:
+        handle = env.client.get_or_create("bench-counter", ["main"])
+        ref = env.service.ref("bench-counter", ["main"])
+        sent = 0
+        for target in checkpoints:
+            fill_start = time.perf_counter()
+            while sent < target:
+                for _ in range(min(batch, target - sent)):
+                    await handle.send("counter", {"delta": 1})
+                    sent += 1
+                await env.run_until_idle()
+            fill_s = time.perf_counter() - fill_start
+            state = await handle.state()
+            assert state.processed == sent and not env.failures, (state, env.failures)
+            # Measure wake-ups driven directly (the transport is not involved): one message each.
+            loaded: list[int] = []
+            replayed: list[int] = []
+
+            async def enqueue_one() -> None:
+                message = InboxMessage(id=str(uuid.uuid4()), queue="counter", body={"delta": 1},
+                                       created_at=env.clock.now())
+                await env.store.enqueue(ref, message)
+                loaded.append(len((await load(env.service, ref)).history))
+
+            async def wake() -> None:
+                report = await wake_actor(env.service, ref)
+                assert report.outcome == "sleeping", report
+                replayed.append(report.replayed)
+
+            wake_s = await timed(wake, runs, enqueue_one)
+            sent += runs + 1
+            assert (await handle.state()).processed == sent
+            rows.append(Row("queue loop (counter)", target, "wake-up processing 1 message", wake_s * 1e3,
+                            extra=f"entries loaded {max(loaded)}, replayed {max(replayed)}; "
+                                  f"filling took {fill_s:.1f} s"))
+
+            async def idle() -> None:
+                report = await wake_actor(env.service, ref)
+                assert report.commits == 0, report
+
+            idle_s = await timed(idle, runs)
+            rows.append(Row("queue loop (counter)", target, "idle wake-up (nothing queued)", idle_s * 1e3))
+    return rows
+
+
+# ---- output ------------------------------------------------------------------------------------
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| case | N | measured | total ms | ms per step/entry | goal (ms) | met | notes |",
+             "|---|---:|---|---:|---:|---|---|---|"]
+    for r in rows:
+        per = f"{r.per_ms:.4f}" if r.per_ms is not None else ""
+        lines.append(f"| {r.case} | {r.n:,} | {r.what} | {r.total_ms:.2f} | {per} | {r.goal} | {r.verdict()} "
+                     f"| {r.extra} |")
+    return "\n".join(lines)
+
+
+async def main_bench(runs: int) -> None:
+    print(f"Python {platform.python_version()} ({platform.python_implementation()}), CPU: {cpu_model()}, "
+          f"{runs} runs per row (median, after 1 warm-up)\n", flush=True)
+    started = time.perf_counter()
+    rows: list[Row] = []
+    for n in (1_000, 10_000):
+        rows += await bench_steps(n, runs)
+    for n in (1_000, 10_000):
+        rows += await bench_replay(n, runs)
+    rows += await bench_counter([10, 10_000], runs)
+    print(table(rows))
+    print(f"\n(total benchmark time {time.perf_counter() - started:.1f} s)")
+
+
+# ---- profiling ---------------------------------------------------------------------------------
+def profile(label: str, coro_fn: Callable[[], Awaitable[Any]], top: int) -> None:
+    profiler = cProfile.Profile()
+
+    async def go() -> None:
+        profiler.enable()
+        await coro_fn()
+        profiler.disable()
+
+    asyncio.run(go())
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    print(f"\n===== {label} (sorted by tottime) =====")
+    print(out.getvalue())
+
+
+def main_profile(top: int) -> None:
+    async def steps_wake() -> None:
+        service = new_service()
+        ref = service.ref("bench-steps", ["profile"])
+        await service.ensure_created(ref, StepsInput(steps=1_000).model_dump())
+        await wake_actor(service, ref)
+
+    async def replay_wake() -> None:
+        service, ref = await replay_actor(10_000)
+        for _ in range(5):
+            await wake_actor(service, ref)
+
+    profile("1,000 sequential steps, one wake-up (includes actor creation)", steps_wake, top)
+    profile("replay: 10,000-step history built once, then 5 wake-ups (first ~half is the build)", replay_wake, top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=RUNS, help="timed runs per measurement (median)")
+    parser.add_argument("--profile", action="store_true", help="print cProfile tables instead of the benchmark")
+    parser.add_argument("--top", type=int, default=25, help="rows per profile table")
+    args = parser.parse_args()
+    if args.profile:
+        main_profile(args.top)
+    else:
+        asyncio.run(main_bench(args.runs))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
