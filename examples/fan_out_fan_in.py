@@ -44,7 +44,7 @@ fan_in = actor("fan-out-fan-in", state=DashboardState, queues={"refresh": queue(
 def fetch(path: str) -> Callable[[WorkflowContext], Awaitable[int]]:
     """A join branch: one retried step that fetches the count at `path`."""
     async def branch(b: WorkflowContext) -> int:
-        return await b.step(f"fetch-{path.strip('/')}", lambda _s: services.fetch_count(path))  # type: ignore[no-any-return]
+        return await b.step(f"fetch-{path.strip('/')}", lambda _s: services.fetch_count(path))
     return branch
 
 

@@ -61,6 +61,13 @@ class MemoryEventStore:
         "before" changes nothing, "after" applies the call and then fails (a lost reply)."""
         self._fail_at[self.calls + number] = when
 
+    def pending_faults(self) -> int:
+        return len(self._fail_at)
+
+    def clear_faults(self) -> None:
+        """Drop faults that have not fired yet."""
+        self._fail_at.clear()
+
     def _enter(self, operation: str) -> Literal["before", "after"] | None:
         self.calls += 1
         if self.on_call is not None:

@@ -1,0 +1,72 @@
+"""One settings object for the AWS runtime, read from `DORMANT_*` environment variables.
+
+The same code runs on AWS, a moto server, LocalStack or any compatible endpoint: only these values change.
+`endpoint_url` falls back to `AWS_ENDPOINT_URL` and `region` to `AWS_REGION` / `AWS_DEFAULT_REGION`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Configuration of the DynamoDB store, the SQS transport, the worker and the API.
+
+    Build it with `Settings()` (environment) or `Settings(table="t", endpoint_url=...)` (tests).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="DORMANT_", extra="ignore", populate_by_name=True)
+
+    # -- where ---------------------------------------------------------------------------------------
+    region: str = Field("us-east-1", validation_alias=AliasChoices(
+        "DORMANT_REGION", "AWS_REGION", "AWS_DEFAULT_REGION", "region"))
+    endpoint_url: str | None = Field(None, validation_alias=AliasChoices(
+        "DORMANT_ENDPOINT_URL", "AWS_ENDPOINT_URL", "endpoint_url"))
+
+    # -- DynamoDB ------------------------------------------------------------------------------------
+    table: str = "dormant"
+    """Table name (DORMANT_TABLE)."""
+    snapshot_every: int = Field(16, ge=1)
+    """A commit carries a full snapshot once the last one is this many versions back."""
+    load_page_size: int = Field(64, ge=2)
+    """Limit of the one Query page a load reads (commits back to the last snapshot + inbox)."""
+    dedupe_ttl_seconds: int = Field(7 * 24 * 3600, ge=60)
+    """How long a consumed message id is remembered (a re-sent id is ignored in this window)."""
+    response_ttl_seconds: int = Field(24 * 3600, ge=60)
+    """How long responses of completable messages stay readable."""
+    event_ttl_seconds: int = Field(24 * 3600, ge=60)
+    """How long broadcast events stay readable."""
+
+    # -- SQS -----------------------------------------------------------------------------------------
+    queue_name: str = "dormant-messages.fifo"
+    """FIFO queue for wake-ups of client and cross-actor sends (DORMANT_QUEUE_NAME)."""
+    queue_url: str | None = None
+    """Its URL (DORMANT_QUEUE_URL); resolved from the name when unset."""
+    timer_queue_name: str = "dormant-timers"
+    """Standard queue for delayed wake-ups: timers, retries, scheduled actions."""
+    timer_queue_url: str | None = None
+    dlq_name: str = "dormant-dlq"
+    """Dead-letter queue for poison messages."""
+    dlq_url: str | None = None
+    max_receives: int = Field(5, ge=1)
+    """Receives before SQS moves a message to the DLQ (the redrive policy's maxReceiveCount)."""
+    timer_hop_max_delay: int = Field(900, ge=0, le=900)
+    """Longest single SQS delay in seconds (SQS caps it at 900); longer sleeps hop."""
+
+    # -- worker and API ------------------------------------------------------------------------------
+    app: str | None = None
+    """The registry as `module:attribute` (DORMANT_APP)."""
+    inspector_token: SecretStr | None = None
+    """Bearer token for the inspector and history routes (DORMANT_INSPECTOR_TOKEN)."""
+    dev: bool = False
+    """Dev mode (DORMANT_DEV): inspector routes need no token."""
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for `session.create_client(service, **kwargs)`."""
+        kwargs: dict[str, Any] = {"region_name": self.region}
+        if self.endpoint_url:
+            kwargs["endpoint_url"] = self.endpoint_url
+        return kwargs
