@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from dormant import ActionContext, StepContext, WorkflowContext, actor, queue, setup
 
@@ -21,7 +21,7 @@ class Order(BaseModel):
 
 class CheckoutState(BaseModel):
     status: str = "pending"
-    confirmed: list[str] = []
+    confirmed: list[str] = Field(default_factory=list)
 
 
 async def _reserve_inventory(order_id: str) -> str:

@@ -62,7 +62,7 @@ timeout_fallback = actor("timeout-fallback", state=ChoiceState, queues={"request
 
 
 async def call_service(s: StepContext, name: str) -> str:
-    return await s.client().get_or_create(name, ["main"]).call("fetch_value")  # type: ignore[no-any-return]
+    return await s.client().get_or_create(name, ["main"]).call("fetch_value")
 
 
 @timeout_fallback.workflow
@@ -72,7 +72,7 @@ async def run(ctx: WorkflowContext) -> None:
             return
 
         async def primary(branch: WorkflowContext) -> str:
-            return await branch.step("call-primary", lambda s: call_service(s, "primary-service"),  # type: ignore[no-any-return]
+            return await branch.step("call-primary", lambda s: call_service(s, "primary-service"),
                                      timeout=PRIMARY_STEP_TIMEOUT, max_retries=0)
 
         async def timer(branch: WorkflowContext) -> str:

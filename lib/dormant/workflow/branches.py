@@ -96,6 +96,10 @@ def _raise_control(outcomes: Mapping[str, BaseException | None]) -> None:
     for outcome in outcomes.values():
         if isinstance(outcome, HistoryDivergedError):
             raise outcome
+    for outcome in outcomes.values():
+        # Any other BaseException (KeyboardInterrupt, a replay tool's stop signal) is not a branch outcome.
+        if outcome is not None and not isinstance(outcome, Exception | Suspend | BranchCancelled):
+            raise outcome
 
 
 async def _settle(ctx: WorkflowContext, runners: dict[str, Callable[[], Awaitable[Any]]],
@@ -196,7 +200,10 @@ async def run_race(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
     _raise_control({b: o for b, o in outcomes.items() if not isinstance(o, BranchCancelled)})
     for branch, outcome in outcomes.items():
         record = entry.branches[branch]
-        if isinstance(outcome, BranchCancelled | asyncio.CancelledError) and record.status is BranchStatus.PENDING:
+        # A loser that had suspended (e.g. on its sleep) before the winner finished lost as well.
+        lost = isinstance(outcome, BranchCancelled | asyncio.CancelledError) or (
+            isinstance(outcome, Suspend) and entry.winner is not None)
+        if lost and record.status is BranchStatus.PENDING:
             entry.branches[branch] = BranchRecord(status=BranchStatus.CANCELLED)
         elif isinstance(outcome, Exception) and record.status is BranchStatus.PENDING:
             entry.branches[branch] = BranchRecord(status=BranchStatus.FAILED, error=error_info(outcome))

@@ -1,0 +1,133 @@
+"""Offline replay: check an exported actor history against the current code, touching nothing.
+
+The export is JSON lines: one `{"type": "actor", ...}` header (ref, version, meta, state, workflow)
+followed by one `{"type": "entry", ...}` line per history entry. Replay runs the same engine path as a
+live wake-up, with an empty inbox, the clock frozen at the export's last activity, and a host that
+stops at the first step history does not have (nothing new ever runs).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from dormant.actor import ActorDefinition, Registry
+from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
+from dormant.workflow.errors import DormantError
+from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
+from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.runner import run_workflow
+from dormant.workflow.signals import WakeAborted
+
+
+class ExportFormatError(DormantError):
+    """The history file is not a Dormant export."""
+
+
+class _Frontier(BaseException):
+    """Replay reached a step that history does not have."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        super().__init__(location)
+
+
+@dataclass
+class ReplayReport:
+    ref: ActorRef
+    outcome: str  # "ok" or "diverged"
+    detail: str
+    replayed: int
+
+
+def load_registry(spec: str) -> Registry:
+    """`module:attribute` -> the Registry it names (what DORMANT_APP holds)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"expected module:attribute, got {spec!r}")
+    registry = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(registry, Registry):
+        raise TypeError(f"{spec} is a {type(registry).__name__}, not a dormant Registry (use setup(...))")
+    return registry
+
+
+def export_lines(snapshot: ActorSnapshot) -> Iterator[str]:
+    header = {"type": "actor", "ref": snapshot.ref.model_dump(mode="json"), "version": snapshot.version,
+              "meta": snapshot.meta.model_dump(mode="json"), "state": snapshot.state,
+              "workflow": snapshot.workflow.model_dump(mode="json")}
+    yield json.dumps(header)
+    for entry in sorted(snapshot.history, key=lambda e: e.seq):
+        yield json.dumps({"type": "entry", **entry.model_dump(mode="json", exclude_defaults=True)})
+
+
+def parse_export(lines: Iterable[str]) -> ActorSnapshot:
+    header: dict[str, Any] | None = None
+    entries: list[HistoryEntry] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            kind = item.pop("type")
+        except (ValueError, KeyError, AttributeError) as error:
+            raise ExportFormatError(f"line {number}: not a history export line ({error})") from None
+        if kind == "actor":
+            header = item
+        elif kind == "entry":
+            entries.append(HistoryEntry.model_validate(item))
+        else:
+            raise ExportFormatError(f"line {number}: unknown line type {kind!r}")
+    if header is None:
+        raise ExportFormatError('no {"type": "actor"} header line')
+    return ActorSnapshot(ref=ActorRef.model_validate(header["ref"]), version=header["version"],
+                         meta=ActorMeta.model_validate(header["meta"]), state=header["state"],
+                         workflow=WorkflowRecord.model_validate(header["workflow"]), history=entries, inbox=[])
+
+
+class _ReplayHost:
+    def __init__(self, definition: ActorDefinition) -> None:
+        self._definition = definition
+
+    def queue_names(self) -> list[str]:
+        return sorted(self._definition.queues)
+
+    def decode_body(self, queue: str, body: Any) -> Any:
+        return self._definition.queue_spec(queue).decode(body)
+
+    def encode_response(self, queue: str, response: Any) -> Any:
+        return self._definition.queue_spec(queue).validate_response(queue, response)
+
+    def step_context(self, run: StepRun) -> Any:
+        raise _Frontier(run.location)
+
+
+async def replay_snapshot(registry: Registry, snapshot: ActorSnapshot) -> ReplayReport:
+    definition = registry.get(snapshot.ref.name)
+    if definition.workflow_fn is None:
+        return ReplayReport(snapshot.ref, "ok", "the actor has no workflow", 0)
+    frozen = max([snapshot.meta.created_at] + [e.updated_at for e in snapshot.history])
+
+    async def discard(_: CommitDraft) -> None:
+        return None
+
+    record = snapshot.workflow
+    if record.state in (WorkflowState.COMPLETED, WorkflowState.FAILED, WorkflowState.DIVERGED):
+        # Replay finished actors too: re-run as if still running, to check the code still matches.
+        record = record.model_copy(update={"state": WorkflowState.RUNNING})
+    execution = Execution(host=_ReplayHost(definition), entries=snapshot.history, record=record,
+                          state=StateCell(definition.state, snapshot.state), inbox=[], now=lambda: frozen,
+                          checkpointer=discard, serial=True, workflow_input=snapshot.meta.input)
+    try:
+        result = await run_workflow(definition.workflow_fn, execution)
+    except _Frontier as frontier:
+        return ReplayReport(snapshot.ref, "ok", f"history replays cleanly; the next new step is "
+                            f"{frontier.location}", execution.replayed)
+    except WakeAborted as aborted:  # pragma: no cover - the checkpointer never fails
+        raise aborted.cause from None
+    if result.state is WorkflowState.DIVERGED and result.divergence is not None:
+        return ReplayReport(snapshot.ref, "diverged", result.divergence.message, execution.replayed)
+    return ReplayReport(snapshot.ref, "ok", f"history replays cleanly; the workflow is {result.state.value}",
+                        execution.replayed)
