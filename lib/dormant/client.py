@@ -35,13 +35,18 @@ class ActorHandle:
     async def send(self, queue: str, body: Any, *, wait: bool = False, timeout: float | None = None,
                    message_id: str | None = None) -> SendResult:
         """Send to a queue. `message_id` makes retries idempotent (a duplicate id is ignored)."""
-        await self._ensure()
+        # No _ensure() first: a rejected message must not create the actor; the service creates it once
+        # the message is known to be valid.
         mid = message_id or (self._ids() if self._ids else None)
-        return await self._service.send(self.ref, queue, body, wait=wait, timeout=timeout, message_id=mid)
+        result = await self._service.send(self.ref, queue, body, wait=wait, timeout=timeout, message_id=mid,
+                                          actor_input=self._input)
+        self._created = True
+        return result
 
     async def call(self, action: str, *args: Any) -> Any:
-        await self._ensure()
-        return await self._service.call(self.ref, action, args)
+        result = await self._service.call(self.ref, action, args, actor_input=self._input)
+        self._created = True
+        return result
 
     async def state(self) -> Any:
         await self._ensure()

@@ -3,6 +3,7 @@ broadcasts live (workflow code itself only gets the durable primitives)."""
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from dormant.workflow.execution import StateCell
+from dormant.workflow.execution import StateCell, StepRun
 from dormant.workflow.sleeps import epoch_seconds
 from dormant.workflow.steps import seconds
 
@@ -90,13 +91,18 @@ class ActorContext:
 
     @property
     def state(self) -> Any:
+        self._state_used()
         return self._state.value
 
     @state.setter
     def state(self, value: BaseModel) -> None:
         if not isinstance(value, self._definition.state):
             raise TypeError(f"state must be a {self._definition.state.__name__}, got {type(value).__name__}")
+        self._state_used()
         self._state.value = value
+
+    def _state_used(self) -> None:
+        """Hook for step contexts: the engine only undoes failed attempts that touched the state."""
 
     def now(self) -> float:
         """The clock (virtual in tests). Inside a step its use is recorded through the step's result."""
@@ -115,10 +121,14 @@ class ActorContext:
 class StepContext(ActorContext):
     """Passed to step bodies and rollback handlers."""
 
-    def __init__(self, *, location: str, attempt: int, **kwargs: Any) -> None:
+    def __init__(self, *, run: StepRun, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.location = location
-        self.attempt = attempt
+        self._run = run
+        self.location = run.location
+        self.attempt = run.attempt
+
+    def _state_used(self) -> None:
+        self._run.touched_state = True
 
     @property
     def idempotency_key(self) -> str:
@@ -128,6 +138,14 @@ class StepContext(ActorContext):
 
 class ActionContext(ActorContext):
     """Passed to actions and `on_create`."""
+
+
+async def call_hook(fn: Callable[[HookContext], Any] | None, context: HookContext) -> None:
+    """Run an on_wake/on_sleep hook, sync or async."""
+    if fn is not None:
+        result = fn(context)
+        if inspect.isawaitable(result):
+            await result
 
 
 class HookContext:

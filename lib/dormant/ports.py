@@ -71,6 +71,15 @@ class ActorMeta(BaseModel):
     input: Any = None
 
 
+class WakeError(BaseModel):
+    """The last failed wake-up of an actor (e.g. a poison message on its way to the DLQ)."""
+
+    message: str
+    at: float
+    receive_count: int = 1
+    version: int | None = None  # the actor's version after the failure; a later commit makes it stale
+
+
 class ActorSnapshot(BaseModel):
     """Everything a wake-up reads: one consistent version of the actor."""
 
@@ -81,6 +90,7 @@ class ActorSnapshot(BaseModel):
     workflow: WorkflowRecord
     history: list[HistoryEntry]
     inbox: list[InboxMessage]
+    wake_error: WakeError | None = None
 
 
 class EventStore(Protocol):
@@ -113,11 +123,19 @@ class EventStore(Protocol):
         """Events after `after`, waiting up to `timeout` seconds for the first one."""
         ...
 
+    async def record_wake_error(self, ref: ActorRef, error: WakeError) -> None:
+        """Remember why the last wake-up failed (shown by status until a later commit); replaces the
+        previous one; does nothing if the actor does not exist."""
+        ...
+
 
 class Transport(Protocol):
     """Delivers wake-ups: now, or at an absolute time (timers, retries, scheduled actions)."""
 
-    async def wake(self, ref: ActorRef, *, at: float | None = None) -> None: ...
+    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None) -> None:
+        """Wake `ref` now or at `at`. `reason` names what the wake-up is about (e.g. a message id):
+        wake-ups with the same reason may be collapsed into one by the transport."""
+        ...
 
 
 class Clock(Protocol):

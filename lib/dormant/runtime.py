@@ -3,13 +3,12 @@ workflow -> commit (conditionally on the version read) -> schedule the next wake
 
 from __future__ import annotations
 
-import inspect
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from dormant.actor import ActorDefinition
-from dormant.contexts import HookContext, StepContext, deterministic_ids
+from dormant.contexts import HookContext, StepContext, call_hook, deterministic_ids
 from dormant.errors import VersionConflict, WakeFailedError
 from dormant.ports import ActorRef, ActorSnapshot
 from dormant.service import MAX_CONFLICT_RETRIES, ActorService
@@ -57,23 +56,17 @@ class ActorHost:
 
     def step_context(self, run: StepRun) -> StepContext:
         ref = self._snapshot.ref
-        return StepContext(location=run.location, attempt=run.attempt, service=self._service,
+        return StepContext(run=run, service=self._service,
                            definition=self._definition, ref=ref, state=self._state, vars=self._vars,
                            events=run.events, ids=deterministic_ids(f"{ref.id}|{run.location}"),
                            actor_input=self._snapshot.meta.input)
-
-
-async def _call_hook(fn: Any, context: HookContext) -> None:
-    if fn is not None:
-        result = fn(context)
-        if inspect.isawaitable(result):
-            await result
 
 
 async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
     """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up)."""
     definition = service.registry.get(ref.name)
     serial = False
+    race_winners: dict[str, str] = {}  # kept across attempts: see Execution.race_winners
     for attempt in range(1, MAX_CONFLICT_RETRIES + 1):
         snapshot = await service.store.load(ref)
         if snapshot is None:
@@ -84,7 +77,7 @@ async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
             if due:
                 await service.run_scheduled(definition, snapshot, due[0])
                 continue  # re-read: one scheduled action per commit, in inbox order
-            report = await _run_workflow_once(service, definition, snapshot, serial)
+            report = await _run_workflow_once(service, definition, snapshot, serial, race_winners)
         except VersionConflict:
             continue
         except WakeAborted as aborted:
@@ -101,7 +94,7 @@ async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
 
 
 async def _run_workflow_once(service: ActorService, definition: ActorDefinition, snapshot: ActorSnapshot,
-                             serial: bool) -> WakeReport:
+                             serial: bool, race_winners: dict[str, str]) -> WakeReport:
     if definition.workflow_fn is None:
         return WakeReport(ref=snapshot.ref, outcome="no-workflow", record=snapshot.workflow)
     if snapshot.workflow.state in (WorkflowState.COMPLETED, WorkflowState.FAILED):
@@ -109,7 +102,7 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
     state = StateCell(definition.state, snapshot.state)
     vars = definition.vars() if definition.vars else None
     hook_context = HookContext(snapshot.ref, vars)
-    await _call_hook(definition.on_wake_fn, hook_context)
+    await call_hook(definition.on_wake_fn, hook_context)
     version = snapshot.version
 
     async def commit(draft: CommitDraft) -> None:
@@ -120,11 +113,12 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
              for m in snapshot.inbox if m.kind == "queue"]
     execution = Execution(host=ActorHost(service, definition, snapshot, state, vars), entries=snapshot.history,
                           record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
-                          checkpointer=commit, serial=serial, workflow_input=snapshot.meta.input)
+                          checkpointer=commit, serial=serial, workflow_input=snapshot.meta.input,
+                          race_winners=race_winners)
     try:
         record = await run_workflow(definition.workflow_fn, execution)
     finally:
-        await _call_hook(definition.on_sleep_fn, hook_context)
+        await call_hook(definition.on_sleep_fn, hook_context)
     log.debug("woke %s: %s, %d commit(s), %d replayed", snapshot.ref, record.state.value, execution.commits,
               execution.replayed)
     return WakeReport(ref=snapshot.ref, outcome=record.state.value, record=record, commits=execution.commits,

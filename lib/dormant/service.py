@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from dormant.actor import ActorDefinition, Registry
-from dormant.contexts import ActionContext, deterministic_ids
+from dormant.contexts import ActionContext, HookContext, call_hook, deterministic_ids
 from dormant.errors import ActorNotFoundError, VersionConflict, WakeFailedError
 from dormant.models import ActorStatus, SendResult, WaitingFor
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, Clock, EventRecord, EventStore, InboxMessage, Transport
@@ -52,21 +52,22 @@ class ActorService:
                 await result
         meta = ActorMeta(name=ref.name, key=ref.key, created_at=self.clock.now(), input=input_json)
         created = await self.store.create(ref, meta, cell.dump(), WorkflowRecord(), events)
-        if created and definition.workflow_fn is not None:
-            await self.transport.wake(ref)
+        if definition.workflow_fn is not None:  # also when a concurrent creator won: waking twice is harmless
+            await self.transport.wake(ref, reason="create")
         return created
 
     # -- queues ------------------------------------------------------------------------------
     async def send(self, ref: ActorRef, queue_name: str, body: Any, *, wait: bool = False,
-                   timeout: float | None = None, message_id: str | None = None) -> SendResult:
+                   timeout: float | None = None, message_id: str | None = None,
+                   actor_input: Any = None) -> SendResult:
         """Persist a message in the actor's inbox and wake it; optionally wait for `complete()`."""
         definition = self.registry.get(ref.name)
         validated = definition.queue_spec(queue_name).validate_body(queue_name, body)
-        await self.ensure_created(ref)
+        await self.ensure_created(ref, actor_input)  # only once the message is known to be valid
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=queue_name, body=to_json(validated),
                                created_at=self.clock.now())
         await self.store.enqueue(ref, message)
-        await self.transport.wake(ref)
+        await self.transport.wake(ref, reason=f"message:{message.id}")
         if not wait:
             return SendResult(status="queued", id=message.id)
         found, response = await self.store.wait_response(ref, message.id, timeout or DEFAULT_WAIT_TIMEOUT)
@@ -80,15 +81,15 @@ class ActorService:
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=action, kind="action",
                                args=to_json(args), created_at=self.clock.now(), not_before=at)
         await self.store.enqueue(ref, message)
-        await self.transport.wake(ref, at=at)
+        await self.transport.wake(ref, at=at, reason=f"message:{message.id}")
         return message.id
 
     # -- actions -----------------------------------------------------------------------------
-    async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = ()) -> Any:
+    async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None) -> Any:
         """Run an action; its state changes commit conditionally (a lost race re-runs it)."""
         definition = self.registry.get(ref.name)
         fn = definition.action_fn(action)
-        await self.ensure_created(ref)
+        await self.ensure_created(ref, actor_input)  # only once the action is known to exist
         ids = f"{ref.id}|action|{uuid.uuid4()}"
         for _ in range(MAX_CONFLICT_RETRIES):
             snapshot = await self._load(ref)
@@ -110,15 +111,23 @@ class ActorService:
                           id_seed: str, consumed: str | None) -> tuple[Any, int]:
         cell = StateCell(definition.state, snapshot.state)
         events: list[tuple[str, Any]] = []
+        # An action is a wake-up of its own: vars are rebuilt and the lifecycle hooks run around it.
+        vars = definition.vars() if definition.vars else None
+        hooks = HookContext(snapshot.ref, vars)
+        await call_hook(definition.on_wake_fn, hooks)
         context = ActionContext(service=self, definition=definition, ref=snapshot.ref, state=cell,
-                                vars=definition.vars() if definition.vars else None, events=events,
-                                ids=deterministic_ids(id_seed), actor_input=snapshot.meta.input)
-        result = fn(context, *args)
-        if inspect.isawaitable(result):
-            result = await result
+                                vars=vars, events=events, ids=deterministic_ids(id_seed),
+                                actor_input=snapshot.meta.input)
+        try:
+            result = fn(context, *args)
+            if inspect.isawaitable(result):
+                result = await result
+        finally:
+            await call_hook(definition.on_sleep_fn, hooks)
         state = cell.dump()
         draft = CommitDraft(upserts=[], deleted_prefixes=[], state=state if state != cell.committed else None,
-                            consumed_ids=[consumed] if consumed else [], responses={}, events=events, workflow=None)
+                            consumed_ids=[consumed] if consumed else [], responses={}, events=events, workflow=None,
+                            committed_at=self.clock.now())
         version = snapshot.version
         if not draft.is_empty():
             version = await self.store.commit(snapshot.ref, snapshot.version, draft)
@@ -129,6 +138,10 @@ class ActorService:
         snapshot = await self.store.load(ref)
         if snapshot is None:
             raise ActorNotFoundError(f"actor {ref} does not exist yet")
+        if snapshot.workflow.state is WorkflowState.PENDING and self.registry.get(ref.name).workflow_fn is not None:
+            # Created but never woken: the creator may have crashed between the create and its wake-up.
+            # A duplicate wake-up is harmless, a missing one would leave the workflow unstarted.
+            await self.transport.wake(ref)
         return snapshot
 
     async def state(self, ref: ActorRef) -> Any:
@@ -145,6 +158,11 @@ class ActorService:
             error = f"{record.error.type}: {record.error.message}"
         if record.divergence is not None:
             error = record.divergence.message
+        wake_error = snapshot.wake_error
+        if error is None and wake_error is not None and (wake_error.version is None
+                                                         or wake_error.version >= snapshot.version):
+            # Shown until a later commit: the last wake-up failed (a poison message is on its way to the DLQ).
+            error = f"wake-up failed ({wake_error.receive_count} receive(s)): {wake_error.message}"
         return ActorStatus(workflow=record.state, error=error, divergence=record.divergence, output=record.output,
                            version=snapshot.version,
                            waiting_for=WaitingFor(queues=record.waiting_for, deadline=record.deadline,

@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     dlq_name: str = "dormant-dlq"
     """Dead-letter queue for poison messages."""
     dlq_url: str | None = None
+    fifo_dlq_name: str = "dormant-dlq.fifo"
+    """Dead-letter queue of the FIFO queue (SQS requires a FIFO queue's DLQ to be FIFO too)."""
+    fifo_dlq_url: str | None = None
     max_receives: int = Field(5, ge=1)
     """Receives before SQS moves a message to the DLQ (the redrive policy's maxReceiveCount)."""
     timer_hop_max_delay: int = Field(900, ge=0, le=900)

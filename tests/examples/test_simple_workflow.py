@@ -56,7 +56,7 @@ async def test_failed_step_retries_without_rerunning_earlier_steps(monkeypatch: 
         status = await handle.status()
         assert status.workflow == "sleeping"
         # A retry suspends the actor until its backoff deadline (0.1 s by default); it never runs inline.
-        assert status.waiting_for.deadline == env.now() + 0.1
+        assert status.waiting_for.retry_at == env.now() + 0.1
         assert calls["calculate_tax"] == 1
 
         await env.advance(5)

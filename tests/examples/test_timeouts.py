@@ -45,7 +45,7 @@ async def test_slow_attempts_time_out_then_the_charge_succeeds(monkeypatch: pyte
         status = await handle.status()
         assert calls == Counter(attempts=1, cancelled=1)  # the timed-out attempt was cancelled
         assert status.workflow == "sleeping"
-        assert status.waiting_for.deadline == env.now() + 0.2  # first backoff
+        assert status.waiting_for.retry_at == env.now() + 0.2  # first backoff
 
         await env.advance(0.2)
         assert calls == Counter(attempts=2, cancelled=2)

@@ -137,7 +137,7 @@ async def test_iterations_are_compacted_and_wakeups_replay_a_constant_number_of_
         a = queue_loop_actor("compact")
         async with TestEnv(setup(a)) as env:
             handle = await start(env, "compact")
-            for n in range(total):
+            for _ in range(total):
                 await handle.send("work", {"n": 1})
             await env.run_until_idle()
             assert (await handle.state()).value == total

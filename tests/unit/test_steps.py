@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -202,10 +203,8 @@ async def test_exhausted_step_stays_failed_on_later_wakeups() -> None:
             calls.append(s.attempt)
             raise ValueError("nope")
 
-        try:
+        with contextlib.suppress(StepExhaustedError):
             await ctx.step("broken", broken, max_retries=1, retry_backoff_base=1.0)
-        except StepExhaustedError:
-            pass
         await ctx.queue.next("wait")
         try:
             await ctx.step("broken-again", broken, max_retries=0)

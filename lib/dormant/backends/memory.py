@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dormant.errors import StorageError, VersionConflict
-from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage
+from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage, WakeError
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord
 
@@ -34,6 +34,7 @@ class _Actor:
     seen_ids: set[str] = field(default_factory=set)
     responses: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
+    wake_error: dict[str, Any] | None = None
 
 
 @dataclass
@@ -118,7 +119,8 @@ class MemoryEventStore:
             ref=ref, version=record.version, meta=ActorMeta.model_validate(record.meta), state=dict(record.state),
             workflow=WorkflowRecord.model_validate(record.workflow),
             history=[HistoryEntry.model_validate(e) for e in record.history.values()],
-            inbox=[InboxMessage.model_validate(m) for m in record.inbox.values()])
+            inbox=[InboxMessage.model_validate(m) for m in record.inbox.values()],
+            wake_error=WakeError.model_validate(record.wake_error) if record.wake_error else None)
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
         when = self._enter("commit")
@@ -138,7 +140,7 @@ class MemoryEventStore:
         for message_id in draft.consumed_ids:
             record.inbox.pop(message_id, None)
         record.responses.update(draft.responses)
-        self._append_events(record, draft.events, 0.0)
+        self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
         self.commit_log.append(CommitLogEntry(ref, record.version, draft))
         await self._notify()
@@ -189,6 +191,13 @@ class MemoryEventStore:
                 return []
         return await self.read_events(ref, after, 1000)
 
+    async def record_wake_error(self, ref: ActorRef, error: WakeError) -> None:
+        when = self._enter("record_wake_error")
+        record = self._actors.get(ref.id)
+        if record is not None:
+            record.wake_error = error.model_dump(mode="json")
+        self._leave(when, "record_wake_error")
+
     # -- helpers for tests and tools -------------------------------------------------------------
     def actor_ids(self) -> list[str]:
         return list(self._actors)
@@ -215,7 +224,7 @@ class MemoryTransport:
         self._counter = itertools.count()
         self.on_wake: Callable[[], None] | None = None
 
-    async def wake(self, ref: ActorRef, *, at: float | None = None) -> None:
+    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None) -> None:
         moment = float("-inf") if at is None else at
         if (ref.id, moment) in self._scheduled:
             return  # the same timer twice is one timer

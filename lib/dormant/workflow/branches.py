@@ -188,6 +188,7 @@ async def run_race(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
             record.output = value
             if entry.winner is None:
                 entry.winner = branch
+                ex.race_winners.setdefault(entry.location, branch)
                 token.cancelled = True
                 current = asyncio.current_task()
                 for other in tasks.values():
@@ -196,6 +197,9 @@ async def run_race(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
             ex.touch(entry)
 
         runners[branch] = runner
+    hint = ex.race_winners.get(entry.location)
+    if ex.serial and hint in runners:
+        runners = {hint: runners[hint]} | {b: r for b, r in runners.items() if b != hint}
     outcomes = await _settle_race(ctx, runners, tasks)
     _raise_control({b: o for b, o in outcomes.items() if not isinstance(o, BranchCancelled)})
     for branch, outcome in outcomes.items():

@@ -54,6 +54,7 @@ class StepRun:
     attempt: int
     events: list[tuple[str, Any]] = field(default_factory=list)
     sends: int = 0  # ordinal for deterministic ids of messages sent from this attempt
+    touched_state: bool = False  # set by the host when the attempt reads or writes the actor state
 
 
 class StateCell:
@@ -94,6 +95,7 @@ class CommitDraft:
     responses: dict[str, Any]
     events: list[tuple[str, Any]]
     workflow: WorkflowRecord | None  # None: unchanged (actions)
+    committed_at: float = 0.0  # the clock when the draft was made (stamps events)
 
     def is_empty(self) -> bool:
         return not (self.upserts or self.deleted_prefixes or self.state is not None or self.consumed_ids
@@ -105,12 +107,34 @@ Now = Callable[[], float]
 RollbackHandler = Callable[[Any, Any], Any]
 
 
+async def _run_to_the_end(operation: Awaitable[None]) -> tuple[bool, BaseException | None]:
+    """Await `operation` to its end even if the calling task is cancelled meanwhile.
+
+    A race loser is cancelled while it may be the branch that happens to commit for the whole run;
+    abandoning that store call half-way would void the wake-up. Returns (caller was cancelled, the
+    operation's error or None).
+    """
+    task = asyncio.ensure_future(operation)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = cancelled or not task.done()
+        except BaseException:  # the operation's own error: read from the task below
+            pass
+    if task.cancelled():
+        return cancelled, asyncio.CancelledError()
+    return cancelled, task.exception()
+
+
 class Execution:
     """Bookkeeping for one run (one wake-up) of one actor's workflow."""
 
     def __init__(self, *, host: WorkflowHost, entries: Sequence[HistoryEntry], record: WorkflowRecord,
                  state: StateCell, inbox: Sequence[QueuedMessage], now: Now, checkpointer: Checkpointer,
-                 serial: bool = False, workflow_input: Any = None) -> None:
+                 serial: bool = False, workflow_input: Any = None,
+                 race_winners: dict[str, str] | None = None) -> None:
         self.host = host
         self.index = HistoryIndex(entries)
         self.loaded_record = record
@@ -119,6 +143,9 @@ class Execution:
         self.inbox = list(inbox)
         self.now = now
         self.serial = serial
+        # Winners decided by an earlier attempt of this wake-up (race location -> branch): a serial
+        # re-run after a WakeRestart tries that branch first, so the restart cannot change the winner.
+        self.race_winners = race_winners if race_winners is not None else {}
         self.input = workflow_input
         self.mode = Mode.ROLLBACK if record.state is WorkflowState.ROLLING_BACK else Mode.NORMAL
         self._checkpointer = checkpointer
@@ -133,6 +160,7 @@ class Execution:
         self._lock = asyncio.Lock()
         self.rollback_handlers: list[tuple[HistoryEntry, RollbackHandler]] = []
         self.commits = 0
+        self._aborted: BaseException | None = None
         self.replayed = 0  # entries served from history in this run (benchmarks)
 
     @property
@@ -192,22 +220,31 @@ class Execution:
         state = self.state.dump()
         draft = CommitDraft(upserts=upserts, deleted_prefixes=self._deleted, consumed_ids=self._consumed,
                             state=state if state != self.state.committed else None,
-                            responses=self._responses, events=self.events, workflow=record)
+                            responses=self._responses, events=self.events, workflow=record,
+                            committed_at=self.now())
         self._dirty, self._deleted, self._consumed, self._responses, self.events = {}, [], [], {}, []
+        # No step is in flight when a draft is taken, so this state is a clean baseline for reverting
+        # a later failed attempt, even while this commit is still under way (if it fails, the
+        # wake-up is void anyway: see _aborted).
+        self.state.committed = state
+        self.uncommitted_successes = 0
         return draft
 
     async def _commit(self, record: WorkflowRecord, *, force: bool = False) -> bool:
+        if self._aborted is not None:
+            # A failed commit took its changes with it: a later commit (say, from a sibling join branch)
+            # would store history with a hole in it. The wake-up is over.
+            raise WakeAborted(self._aborted)
         draft = self._draft(record)
         if draft.is_empty() and not force:
             return False
-        try:
-            await self._checkpointer(draft)
-        except BaseException as error:  # storage error or lost version race: the wake-up is void
+        cancelled, error = await _run_to_the_end(self._checkpointer(draft))
+        if error is not None:  # storage error or lost version race: the wake-up is void
+            self._aborted = error
             raise WakeAborted(error) from error
-        if draft.state is not None:
-            self.state.committed = draft.state
-        self.uncommitted_successes = 0
         self.commits += 1
+        if cancelled:
+            raise asyncio.CancelledError()  # delivered once the commit is settled
         return True
 
     async def checkpoint(self) -> None:

@@ -38,9 +38,13 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
     except Suspend as suspension:
         if ex.rolling_back:
             return await _finish_rollback(ex, base)
+        # A pure step retry shows as retry_at; anything mixed (a join with a retrying branch and a
+        # waiting one) as the earliest deadline.
+        retrying = suspension.reason == "retry"
         record = base.model_copy(update={
             "state": WorkflowState.SLEEPING, "waiting_for": sorted(suspension.names),
-            "deadline": suspension.deadline})
+            "deadline": None if retrying else suspension.deadline,
+            "retry_at": suspension.deadline if retrying else None})
     except RollbackStop:
         return await _finish_rollback(ex, base)
     except HistoryDivergedError as diverged:

@@ -81,17 +81,17 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
     except (asyncio.CancelledError, BranchCancelled):
         ex.in_flight -= 1
         scope.leave()
-        _discard_attempt(ex)
+        _discard_attempt(ex, run)
         raise
     except TimeoutError:
         ex.in_flight -= 1
         scope.leave()
         failure: BaseException = StepTimeoutError(f'step "{name}" timed out after {limit} s and was cancelled')
-        return _record_failure(ctx, entry, failure, attempt, max_retries, retry_backoff_base, retry_backoff_max)
+        return _record_failure(ctx, entry, run, failure, attempt, max_retries, retry_backoff_base, retry_backoff_max)
     except Exception as error:
         ex.in_flight -= 1
         scope.leave()
-        return _record_failure(ctx, entry, error, attempt, max_retries, retry_backoff_base, retry_backoff_max)
+        return _record_failure(ctx, entry, run, error, attempt, max_retries, retry_backoff_base, retry_backoff_max)
     except BaseException:
         ex.in_flight -= 1
         scope.leave()
@@ -112,18 +112,21 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
     return ex.copy_output(entry)
 
 
-def _discard_attempt(ex: Any) -> None:
+def _discard_attempt(ex: Any, run: StepRun) -> None:
     """An attempt was cut short: undo its state changes, or redo the wake-up if that is not safe."""
+    if not run.touched_state:
+        return  # it never saw the state, so it cannot have changed it
     if ex.clean_for_revert():
         ex.state.revert()
     elif not ex.serial:
         raise WakeRestart()
 
 
-def _record_failure(ctx: WorkflowContext, entry: Any, error: BaseException, attempt: int, max_retries: int,
+def _record_failure(ctx: WorkflowContext, entry: Any, run: StepRun, error: BaseException, attempt: int,
+                    max_retries: int,
                     base: float | timedelta, maximum: float | timedelta) -> Any:
     ex = ctx._execution
-    _discard_attempt(ex)
+    _discard_attempt(ex, run)
     entry.attempts = attempt
     entry.error = error_info(error)
     if isinstance(error, NonRetryableError) or attempt > max_retries:

@@ -1,0 +1,144 @@
+"""Transport on SQS (aiobotocore): immediate wake-ups on a FIFO queue, timers as delayed messages.
+
+- Immediate wake-ups (client sends, cross-actor sends, creation) go to a FIFO queue with
+  `MessageGroupId` = the actor, so one batch per actor is in flight and order holds; the
+  `MessageDeduplicationId` derives from the actor and the wake-up's reason (a message id), so a
+  re-sent message collapses into one wake-up within SQS's 5-minute window. A wake-up without a
+  reason gets a unique id: a spare wake-up is harmless, a swallowed one would not be.
+- Timers (sleeps, step retries, scheduled actions) go to a standard queue with a per-message
+  `DelaySeconds` of at most `max_delay` (SQS stops at 900 s). The message carries its due time;
+  a worker that receives it early re-sends it with the remaining delay ("hops") and lets the old one
+  be deleted. An early, duplicate or stale timer is harmless: the wake-up finds nothing to do.
+
+A wake-up message only says "look at this actor": what to do is in the store, so SQS messages are
+deleted (by the event source) only after the wake-up committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from dormant.ports import ActorRef, Clock
+from dormant.settings import Settings
+
+MAX_SQS_DELAY = 900
+MAX_GROUP_ID = 128
+
+
+class WakeMessage(BaseModel):
+    """The body of a wake-up message (JSON)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    actor: str
+    key: list[str]
+    due: float | None = None  # timers: when it is due on the runtime's clock; None = now
+    hops: int = 0
+
+    @classmethod
+    def for_ref(cls, ref: ActorRef, *, due: float | None = None, hops: int = 0) -> WakeMessage:
+        return cls(actor=ref.name, key=list(ref.key), due=due, hops=hops)
+
+    @property
+    def ref(self) -> ActorRef:
+        return ActorRef(name=self.actor, key=tuple(self.key))
+
+
+@dataclass(frozen=True)
+class QueueUrls:
+    """Where wake-ups go: the FIFO queue for immediate ones, the standard queue for timers."""
+
+    wake: str
+    timers: str
+    wake_dlq: str | None = None
+    timers_dlq: str | None = None
+
+
+def group_id(ref: ActorRef) -> str:
+    """The actor's FIFO message group (SQS allows 128 characters; longer ids are hashed)."""
+    return ref.id if len(ref.id) <= MAX_GROUP_ID else "h:" + hashlib.sha256(ref.id.encode()).hexdigest()
+
+
+def dedup_id(ref: ActorRef, reason: str | None) -> str:
+    if reason is None:
+        return uuid.uuid4().hex
+    return hashlib.sha256(f"{ref.id}\n{reason}".encode()).hexdigest()
+
+
+def timer_delay(due: float, now: float, max_delay: int) -> int:
+    """Whole seconds to delay a timer message: never early (rounded up), at most `max_delay`."""
+    return max(0, min(max_delay, MAX_SQS_DELAY, math.ceil(due - now)))
+
+
+class SqsTransport:
+    """Transport (see dormant.ports) over two SQS queues."""
+
+    def __init__(self, sqs: Any, urls: QueueUrls, clock: Clock, *, max_delay: int = MAX_SQS_DELAY) -> None:
+        self.sqs = sqs
+        self.urls = urls
+        self.clock = clock
+        self.max_delay = max(1, min(max_delay, MAX_SQS_DELAY))
+        self._fifo = urls.wake.endswith(".fifo")
+
+    @classmethod
+    async def from_settings(cls, sqs: Any, settings: Settings, clock: Clock) -> SqsTransport:
+        """Queue URLs from the settings, looked up by name when not given."""
+        return cls(sqs, await resolve_queue_urls(sqs, settings), clock, max_delay=settings.timer_hop_max_delay)
+
+    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None) -> None:
+        if at is not None and at > self.clock.now():
+            await self.send_timer(WakeMessage.for_ref(ref, due=at))
+            return
+        body = WakeMessage.for_ref(ref).model_dump_json(exclude_defaults=True)
+        params: dict[str, Any] = {"QueueUrl": self.urls.wake, "MessageBody": body}
+        if self._fifo:
+            params.update(MessageGroupId=group_id(ref), MessageDeduplicationId=dedup_id(ref, reason))
+        await self.sqs.send_message(**params)
+
+    async def send_timer(self, message: WakeMessage) -> int:
+        """Send (or re-send, for a hop) a timer message; returns the delay used."""
+        assert message.due is not None
+        delay = timer_delay(message.due, self.clock.now(), self.max_delay)
+        body = message.model_dump_json(exclude_defaults=True)
+        await self.sqs.send_message(QueueUrl=self.urls.timers, MessageBody=body, DelaySeconds=delay)
+        return delay
+
+
+async def resolve_queue_urls(sqs: Any, settings: Settings) -> QueueUrls:
+    async def url(given: str | None, name: str) -> str:
+        return given or str((await sqs.get_queue_url(QueueName=name))["QueueUrl"])
+
+    return QueueUrls(wake=await url(settings.queue_url, settings.queue_name),
+                     timers=await url(settings.timer_queue_url, settings.timer_queue_name))
+
+
+async def create_queues(sqs: Any, settings: Settings, *, visibility_timeout: int = 30,
+                        receive_wait: int = 0) -> QueueUrls:
+    """Create the FIFO wake-up queue, the timer queue and their DLQs (redrive after `max_receives`).
+
+    For tests and local stacks; deployments create the same queues from template.yaml / infra/.
+    """
+    async def create(name: str, attributes: dict[str, str]) -> tuple[str, str]:
+        fifo = {"FifoQueue": "true"} if name.endswith(".fifo") else {}
+        url = str((await sqs.create_queue(QueueName=name, Attributes={**fifo, **attributes}))["QueueUrl"])
+        arn = (await sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"]))["Attributes"]["QueueArn"]
+        return url, str(arn)
+
+    def redrive(dlq_arn: str) -> str:
+        return json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": settings.max_receives})
+
+    common = {"VisibilityTimeout": str(visibility_timeout), "ReceiveMessageWaitTimeSeconds": str(receive_wait)}
+    wake_name, timers_name = settings.queue_name, settings.timer_queue_name
+    wake_dlq, wake_dlq_arn = await create(settings.fifo_dlq_name if wake_name.endswith(".fifo")
+                                          else settings.dlq_name, {})
+    timers_dlq, timers_dlq_arn = await create(settings.dlq_name, {})
+    wake, _ = await create(wake_name, {**common, "RedrivePolicy": redrive(wake_dlq_arn)})
+    timers, _ = await create(timers_name, {**common, "RedrivePolicy": redrive(timers_dlq_arn)})
+    return QueueUrls(wake=wake, timers=timers, wake_dlq=wake_dlq, timers_dlq=timers_dlq)

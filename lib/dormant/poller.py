@@ -1,0 +1,193 @@
+"""Plays Lambda's SQS event source: long-polls a queue, calls the worker handler with a Lambda-shaped
+SQS event, and deletes exactly the messages the handler did not report failed (ReportBatchItemFailures).
+
+Used by the integration tests and `dormant dev`. As with Lambda: a handler that raises, or answers with a
+malformed response, fails the whole batch; failed messages are not deleted and come back after the queue's
+visibility timeout (a message received `maxReceiveCount` times goes to the DLQ).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+log = logging.getLogger("dormant.poller")
+
+Handler = Callable[[dict[str, Any], Any], Any]  # returns the response, or an awaitable of it
+MAX_BATCH = 10
+
+
+@dataclass
+class LambdaContext:
+    """The parts of Lambda's context object a handler may read."""
+
+    function_name: str = "dormant-worker"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    memory_limit_in_mb: int = 512
+    timeout_ms: int = 60_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.timeout_ms
+
+
+@dataclass
+class BatchResult:
+    """One handler invocation: what was received, what the handler failed, what was deleted."""
+
+    message_ids: list[str]
+    failed: list[str]
+    deleted: list[str]
+    error: BaseException | None = None
+
+
+def queue_arn(queue_url: str, region: str) -> str:
+    """arn:aws:sqs:<region>:<account>:<name> from a queue URL (.../<account>/<name>)."""
+    parts = [p for p in urlparse(queue_url).path.split("/") if p]
+    account, name = (parts[-2], parts[-1]) if len(parts) >= 2 else ("000000000000", parts[-1])
+    return f"arn:aws:sqs:{region}:{account}:{name}"
+
+
+def lambda_event(messages: Sequence[Mapping[str, Any]], *, arn: str, region: str) -> dict[str, Any]:
+    """The event Lambda passes for a batch of SQS messages."""
+    return {"Records": [{
+        "messageId": m["MessageId"],
+        "receiptHandle": m["ReceiptHandle"],
+        "body": m["Body"],
+        "attributes": dict(m.get("Attributes", {})),
+        "messageAttributes": dict(m.get("MessageAttributes", {})),
+        "md5OfBody": m.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": arn,
+        "awsRegion": region,
+    } for m in messages]}
+
+
+def failed_ids(response: Any, message_ids: list[str]) -> list[str]:
+    """Which messages failed, read as Lambda reads a ReportBatchItemFailures response."""
+    if response is None:
+        return []
+    if not isinstance(response, Mapping):
+        return list(message_ids)
+    failures = response.get("batchItemFailures")
+    if failures is None:
+        return []
+    if not isinstance(failures, list):
+        return list(message_ids)
+    failed: list[str] = []
+    for item in failures:
+        identifier = item.get("itemIdentifier") if isinstance(item, Mapping) else None
+        if not identifier or identifier not in message_ids:
+            return list(message_ids)  # Lambda treats an unknown or empty identifier as a failed batch
+        failed.append(identifier)
+    return failed
+
+
+class SqsPoller:
+    """Long-polls one queue and hands batches to `handler` (sync handlers run in a worker thread)."""
+
+    def __init__(self, sqs: Any, queue_url: str, handler: Handler, *, batch_size: int = MAX_BATCH,
+                 wait_seconds: int = 1, concurrency: int = 4, region: str | None = None) -> None:
+        self.sqs = sqs
+        self.queue_url = queue_url
+        self.handler = handler
+        self.batch_size = max(1, min(batch_size, MAX_BATCH))
+        self.wait_seconds = wait_seconds
+        self.concurrency = max(1, concurrency)
+        self.region = region or getattr(sqs.meta, "region_name", None) or "us-east-1"
+        self.arn = queue_arn(queue_url, self.region)
+        self.results: list[BatchResult] = []
+        self._tasks: set[asyncio.Task[BatchResult]] = set()
+        self._stopping = False
+        self._asynchronous = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None))  # noqa: B004 - an object with an async __call__
+
+    @property
+    def busy(self) -> int:
+        """Batches being handled right now."""
+        return len(self._tasks)
+
+    async def receive(self, wait_seconds: int | None = None) -> list[dict[str, Any]]:
+        response = await self.sqs.receive_message(
+            QueueUrl=self.queue_url, MaxNumberOfMessages=self.batch_size,
+            WaitTimeSeconds=self.wait_seconds if wait_seconds is None else wait_seconds,
+            MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"])
+        return list(response.get("Messages", []))
+
+    async def poll_once(self, wait_seconds: int | None = None) -> BatchResult | None:
+        """Receive one batch and handle it; None if the queue had nothing."""
+        messages = await self.receive(wait_seconds)
+        return await self.handle(messages) if messages else None
+
+    async def handle(self, messages: list[dict[str, Any]]) -> BatchResult:
+        """Invoke the handler on received messages, then delete those that did not fail."""
+        ids = [m["MessageId"] for m in messages]
+        event = lambda_event(messages, arn=self.arn, region=self.region)
+        try:
+            response = await self._invoke(event)
+        except Exception as error:  # a crashed invocation: the whole batch comes back later
+            log.warning("worker invocation failed for %d message(s): %r", len(ids), error)
+            result = BatchResult(ids, failed=list(ids), deleted=[], error=error)
+        else:
+            failed = failed_ids(response, ids)
+            done = [m for m in messages if m["MessageId"] not in failed]
+            result = BatchResult(ids, failed=failed, deleted=await self._delete(done))
+        self.results.append(result)
+        return result
+
+    async def _invoke(self, event: dict[str, Any]) -> Any:
+        if self._asynchronous:
+            return await self.handler(event, LambdaContext())
+        response = await asyncio.to_thread(self.handler, event, LambdaContext())
+        return await response if inspect.isawaitable(response) else response
+
+    async def _delete(self, messages: list[dict[str, Any]]) -> list[str]:
+        if not messages:
+            return []
+        entries = [{"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(messages)]
+        response = await self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        for failure in response.get("Failed", []):
+            log.warning("could not delete message %s: %s", messages[int(failure["Id"])]["MessageId"],
+                        failure.get("Message"))
+        ok = {int(entry["Id"]) for entry in response.get("Successful", [])}
+        return [m["MessageId"] for n, m in enumerate(messages) if n in ok]
+
+    async def run(self) -> None:
+        """Poll until `stop()`: up to `concurrency` batches in flight (FIFO groups keep per-actor order)."""
+        self._stopping = False
+        while not self._stopping:
+            while len(self._tasks) >= self.concurrency:
+                await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                messages = await self.receive()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the endpoint went away or was reset: try again shortly
+                if self._stopping:
+                    break
+                log.warning("receive from %s failed: %r", self.queue_url, error)
+                await asyncio.sleep(0.2)
+                continue
+            if messages:
+                task = asyncio.get_running_loop().create_task(self.handle(messages))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def drain(self, timeout: float = 30.0) -> None:
+        """Wait for the batches in flight to finish (cancel them after `timeout`)."""
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(list(self._tasks), timeout=timeout)
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    def stop(self) -> None:
+        self._stopping = True

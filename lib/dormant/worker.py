@@ -1,0 +1,217 @@
+"""The worker Lambda's logic: an SQS batch of wake-up messages -> one wake-up per actor -> partial failures.
+
+`Worker.handle(event)` groups the batch by actor and wakes each actor once (concurrently across actors);
+it answers `{"batchItemFailures": [...]}` naming every message whose wake-up did not complete, so the
+event source deletes a message only after the commit that consumed what it was about. A timer that
+arrives before its due time hops (re-sent with the remaining delay) instead of waking the actor.
+A failed wake-up records its error on the actor (shown by status) before its messages are retried;
+after `max_receives` receives SQS moves them to the DLQ.
+
+`LambdaWorker` is the synchronous Lambda entry (functions/worker/handler.py): one event loop and one
+set of clients per container, built on the first invocation from `Settings()` and `DORMANT_APP`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from dormant.actor import Registry
+from dormant.backends.aws_transport import SqsTransport, WakeMessage
+from dormant.clocks import SystemClock
+from dormant.errors import InvalidKeyError
+from dormant.metering import Meter, instrument, metering
+from dormant.offline import load_registry
+from dormant.ports import ActorRef, Clock, EventStore, WakeError
+from dormant.runtime import WakeReport, wake_actor
+from dormant.service import ActorService
+from dormant.settings import Settings
+
+log = logging.getLogger("dormant.worker")
+MAX_ERROR_TEXT = 2000
+
+BatchResponse = dict[str, list[dict[str, str]]]
+
+
+@dataclass
+class WakeFailure:
+    """A wake-up that raised; its messages were reported failed (SQS redelivers them)."""
+
+    ref: ActorRef
+    error: BaseException
+    message_ids: list[str]
+    receive_count: int
+
+
+@dataclass
+class WakeMetrics:
+    """AWS requests made by one wake-up (DynamoDB reads/writes, SQS sends, bytes)."""
+
+    ref: ActorRef
+    meter: Meter
+    report: WakeReport | None
+
+
+class Worker:
+    """Runs batches of wake-up messages over an ActorService whose transport is an SqsTransport."""
+
+    def __init__(self, service: ActorService, transport: SqsTransport) -> None:
+        self.service = service
+        self.transport = transport
+        self.reports: list[WakeReport] = []
+        self.failures: list[WakeFailure] = []
+        self.metrics: list[WakeMetrics] = []
+        self.hops = 0
+
+    async def handle(self, event: Mapping[str, Any]) -> BatchResponse:
+        records: list[Mapping[str, Any]] = list(event.get("Records") or [])
+        failed: list[str] = []
+        groups: dict[str, tuple[ActorRef, list[Mapping[str, Any]]]] = {}
+        early: list[tuple[Mapping[str, Any], WakeMessage]] = []
+        now = self.service.clock.now()
+        for record in records:
+            try:
+                message = WakeMessage.model_validate_json(record["body"])
+                ref = message.ref
+            except (KeyError, ValidationError, InvalidKeyError) as error:
+                # Unreadable: it can never succeed, so it fails until the redrive moves it to the DLQ.
+                log.error("unreadable wake-up message %s: %s", record.get("messageId"), error)
+                failed.append(str(record.get("messageId")))
+                continue
+            if message.due is not None and message.due > now:
+                early.append((record, message))
+            else:
+                groups.setdefault(ref.id, (ref, []))[1].append(record)
+        outcomes = await asyncio.gather(*(self._hop(record, message) for record, message in early),
+                                        *(self._wake(ref, group) for ref, group in groups.values()))
+        for ids in outcomes:
+            failed.extend(ids)
+        return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
+
+    async def _hop(self, record: Mapping[str, Any], message: WakeMessage) -> list[str]:
+        """An early timer: send it again with the remaining delay; the old one may then be deleted."""
+        try:
+            delay = await self.transport.send_timer(message.model_copy(update={"hops": message.hops + 1}))
+        except Exception as error:
+            log.warning("could not re-send timer for %s: %r", message.ref, error)
+            return [record["messageId"]]
+        self.hops += 1
+        log.debug("timer for %s hops (%d): %d s more", message.ref, message.hops + 1, delay)
+        return []
+
+    async def _wake(self, ref: ActorRef, records: list[Mapping[str, Any]]) -> list[str]:
+        ids = [str(record["messageId"]) for record in records]
+        with metering() as meter:
+            try:
+                report = await wake_actor(self.service, ref)
+            except Exception as error:
+                receives = max(_receive_count(record) for record in records)
+                self.failures.append(WakeFailure(ref, error, ids, receives))
+                self.metrics.append(WakeMetrics(ref, meter, None))
+                log.warning("wake-up of %s failed (receive %d): %s: %s", ref, receives, type(error).__name__, error)
+                await self._record_error(ref, error, receives)
+                return ids
+        self.reports.append(report)
+        self.metrics.append(WakeMetrics(ref, meter, report))
+        log.info("woke %s: %s, %d commit(s); %s", ref, report.outcome, report.commits, meter.summary())
+        return []
+
+    async def _record_error(self, ref: ActorRef, error: BaseException, receives: int) -> None:
+        """Best effort: the error shows on the actor's status until a later commit."""
+        store = self.service.store
+        try:
+            snapshot = await store.load(ref)
+            if snapshot is None:
+                return
+            text = f"{type(error).__name__}: {error}"[:MAX_ERROR_TEXT]
+            await store.record_wake_error(ref, WakeError(message=text, at=self.service.clock.now(),
+                                                         receive_count=receives, version=snapshot.version))
+        except Exception as failure:
+            log.warning("could not record the wake-up error of %s: %r", ref, failure)
+
+
+def _receive_count(record: Mapping[str, Any]) -> int:
+    try:
+        return int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+StoreWrapper = Callable[[EventStore], EventStore]
+
+
+@asynccontextmanager
+async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | None = None,
+                      wrap_store: StoreWrapper | None = None, meter: Meter | None = None) -> AsyncIterator[Worker]:
+    """A Worker on DynamoDB + SQS as the settings describe (clients closed on exit).
+
+    `meter` counts every request of these clients (metering scopes count them too).
+    """
+    from aiobotocore.session import get_session
+
+    from dormant.backends.aws_store import DynamoEventStore
+
+    clock = clock or SystemClock()
+    session = get_session()
+    async with AsyncExitStack() as stack:
+        dynamodb = await stack.enter_async_context(session.create_client("dynamodb", **settings.client_kwargs()))
+        sqs = await stack.enter_async_context(session.create_client("sqs", **settings.client_kwargs()))
+        for client in (dynamodb, sqs):
+            instrument(client, always=meter)
+        store: EventStore = DynamoEventStore(dynamodb, settings)
+        if wrap_store is not None:
+            store = wrap_store(store)
+        transport = await SqsTransport.from_settings(sqs, settings, clock)
+        yield Worker(ActorService(registry, store, transport, clock), transport)
+
+
+class LambdaWorker:
+    """Synchronous `handler(event, context)` for Lambda: one event loop and client set per container."""
+
+    def __init__(self, *, settings: Settings | None = None, registry: Registry | None = None,
+                 clock: Clock | None = None, wrap_store: StoreWrapper | None = None) -> None:
+        self._settings = settings
+        self._registry = registry
+        self._clock = clock
+        self._wrap_store = wrap_store
+        self._lock = threading.Lock()  # a container runs one invocation at a time
+        self._runner: asyncio.Runner | None = None
+        self._stack: AsyncExitStack | None = None
+        self.worker: Worker | None = None
+
+    def __call__(self, event: Mapping[str, Any], context: Any = None) -> BatchResponse:
+        with self._lock:
+            if self._runner is None:
+                self._runner = asyncio.Runner()
+            return self._runner.run(self._handle(event))
+
+    async def _handle(self, event: Mapping[str, Any]) -> BatchResponse:
+        if self.worker is None:
+            settings = self._settings or Settings()
+            registry = self._registry
+            if registry is None:
+                if not settings.app:
+                    raise RuntimeError("set DORMANT_APP=module:attribute to the registry the worker runs")
+                registry = load_registry(settings.app)
+            stack = AsyncExitStack()
+            self.worker = await stack.enter_async_context(
+                open_worker(settings, registry, clock=self._clock, wrap_store=self._wrap_store))
+            self._stack = stack
+        return await self.worker.handle(event)
+
+    def close(self) -> None:
+        """Close the clients and the event loop (the next invocation builds them again)."""
+        with self._lock:
+            if self._runner is None:
+                return
+            if self._stack is not None:
+                self._runner.run(self._stack.aclose())
+            self._runner.close()
+            self._runner, self._stack, self.worker = None, None, None
