@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     """Bearer token for the inspector and history routes (DORMANT_INSPECTOR_TOKEN)."""
     dev: bool = False
     """Dev mode (DORMANT_DEV): inspector routes need no token."""
+    max_body_bytes: int = Field(256 * 1024, ge=1)
+    """Largest request body the HTTP API accepts (DORMANT_MAX_BODY_BYTES); larger ones get 413."""
+    api_max_wait: float = Field(25.0, gt=0)
+    """Longest the HTTP API holds a request for `send(wait=True)` or an events long-poll
+    (DORMANT_API_MAX_WAIT); API Gateway cuts requests at 30 s."""
 
     def client_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for `session.create_client(service, **kwargs)`."""
