@@ -40,7 +40,8 @@ def _describe(item: dict[str, Any]) -> str:
     kind, location, status = item["kind"], item["location"], item.get("status", "pending")
     if kind == "step":
         if status == "completed":
-            return f"step   {location} -> {item.get('output')!r}" + (" (compensated)" if item.get("rollback_done") else "")
+            compensated = " (compensated)" if item.get("rollback_done") else ""
+            return f"step   {location} -> {item.get('output')!r}{compensated}"
         error = item.get("error") or {}
         return f"step   {location} {status}: {error.get('type')}: {error.get('message')}"
     if kind == "message":
