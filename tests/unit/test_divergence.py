@@ -112,6 +112,7 @@ async def test_a_removed_entry_without_removed_diverges() -> None:
 
 
 async def test_extra_recorded_entries_at_the_root_diverge_when_the_workflow_finishes() -> None:
+    line = here()
     async def shorter(ctx: WorkflowContext) -> str:
         await ctx.step("a", lambda s: "a")
         return "finished early"
@@ -126,7 +127,7 @@ async def test_extra_recorded_entries_at_the_root_diverge_when_the_workflow_fini
         assert info is not None
         assert (info.location, info.recorded, info.requested) == ("b", 'step "b"', None)
         assert status.error is not None and "nothing more (the scope finished)" in status.error
-        assert info.code_site is not None and THIS_FILE in info.code_site
+        assert info.code_site == f"{THIS_FILE}:{line}"  # the workflow function, not the engine's caller
     finally:
         await env.__aexit__(None, None, None)
 
@@ -245,7 +246,10 @@ async def test_divergence_inside_a_loop_iteration() -> None:
 
 
 async def test_unvisited_entries_at_the_end_of_a_loop_iteration_diverge() -> None:
+    line: list[int] = []
+
     async def shorter(ctx: WorkflowContext) -> None:
+        line.append(here())
         async def body(loop: WorkflowContext) -> None:
             await loop.queue.next("wait")
 
@@ -261,6 +265,7 @@ async def test_unvisited_entries_at_the_end_of_a_loop_iteration_diverge() -> Non
         info = (await handle.status()).divergence
         assert info is not None
         assert (info.location, info.recorded, info.requested) == ("main/~0/apply", 'step "apply"', None)
+        assert info.code_site == f"{THIS_FILE}:{line[0]}"  # the loop body
     finally:
         await env.__aexit__(None, None, None)
 
@@ -387,5 +392,37 @@ async def test_a_diverged_actor_stays_diverged_and_commits_nothing_on_later_wake
         await env.advance(120)
         assert (await handle.status()).workflow is WorkflowState.DIVERGED
         assert len(store.commit_log) == commits
+    finally:
+        await env.__aexit__(None, None, None)
+
+
+async def test_a_diverged_branch_stops_its_join_siblings_from_starting_new_entries() -> None:
+    ran: list[str] = []
+
+    def join_with(first_step: str) -> Workflow:
+        async def workflow(ctx: WorkflowContext) -> Any:
+            async def replays_first(b: WorkflowContext) -> str:
+                return str(await b.step(first_step, lambda s: "x"))
+
+            async def then_new_work(b: WorkflowContext) -> str:
+                await b.sleep("nap", 10)
+                await b.step("y", lambda s: ran.append("y"))
+                return "y"
+
+            return await ctx.join("j", {"a": replays_first, "b": then_new_work})
+
+        return workflow
+
+    async with TestEnv(versioned(join_with("x"))) as env:
+        await start(env, "orders")
+        store = env.store
+    env, handle = await redeploy(store, join_with("x2"))
+    try:
+        await env.advance(10)
+        await env.transport.wake(handle.ref)  # the nap is over: branch b would run "y" now
+        await env.run_until_idle()
+        assert (await handle.status()).workflow is WorkflowState.DIVERGED
+        assert ran == []
+        assert "j/b/y" not in {e.location for e in await handle.history()}
     finally:
         await env.__aexit__(None, None, None)

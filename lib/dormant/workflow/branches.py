@@ -83,8 +83,12 @@ def _branch_ctx(ctx: WorkflowContext, entry: HistoryEntry, branch: str, token: C
 async def _run_branch(ctx: WorkflowContext, entry: HistoryEntry, branch: str, fn: Branch,
                       token: CancelToken | None, sealed: bool) -> Any:
     branch_ctx, scope = _branch_ctx(ctx, entry, branch, token, sealed)
-    value = await fn(branch_ctx)
-    scope.finish()
+    try:
+        value = await fn(branch_ctx)
+        scope.finish(fn)
+    except HistoryDivergedError as diverged:
+        ctx._execution.divergence = diverged  # the wake-up stops: concurrent siblings start nothing new
+        raise
     return to_json(value)
 
 
@@ -106,7 +110,7 @@ async def _settle(ctx: WorkflowContext, runners: dict[str, Callable[[], Awaitabl
                   stop_after_first: bool) -> dict[str, BaseException | None]:
     """Run branches (concurrently, or one by one in serial mode); map branch -> None or its exception."""
     outcomes: dict[str, BaseException | None] = {}
-    if ctx._execution.serial or len(runners) == 1:
+    if ctx._execution.serial or len(runners) <= 1:  # none left: every branch failed in history
         for branch, runner in runners.items():
             try:
                 await runner()
@@ -159,9 +163,9 @@ async def run_join(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
     failed = {b: RecordedError(r.error.type, r.error.message) if r.error else RecordedError("Error", "")
               for b, r in entry.branches.items() if r.status is BranchStatus.FAILED}
     if failed:
-        errors: dict[str, Exception] = {b: outcomes[b] if isinstance(outcomes.get(b), Exception) else e  # type: ignore[misc]
-                                        for b, e in failed.items()}
-        raise JoinError(name, errors)
+        # Always the recorded form (type name + message), on the first run as on replay: workflow code
+        # that inspects the errors must decide the same way both times.
+        raise JoinError(name, dict(failed))
     return {b: ex.copy_output_value(entry.branches[b].output) for b in branches}
 
 
@@ -224,7 +228,7 @@ async def run_race(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
 
 async def _settle_race(ctx: WorkflowContext, runners: dict[str, Callable[[], Awaitable[Any]]],
                        tasks: dict[str, asyncio.Future[Any]]) -> dict[str, BaseException | None]:
-    if ctx._execution.serial or len(runners) == 1:
+    if ctx._execution.serial or len(runners) <= 1:  # none left: every branch failed in history
         return await _settle(ctx, runners, stop_after_first=True)
     for branch, runner in runners.items():
         tasks[branch] = asyncio.ensure_future(runner())

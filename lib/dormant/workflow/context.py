@@ -33,6 +33,9 @@ class WorkflowContext:
         return WorkflowContext(self._execution, scope, token if token is not None else self._cancel)
 
     def _check_cancelled(self) -> None:
+        """Called by every primitive before it claims or creates an entry."""
+        if self._execution.divergence is not None:
+            raise self._execution.divergence
         if self._cancel is not None and self._cancel.is_cancelled():
             raise BranchCancelled()
 

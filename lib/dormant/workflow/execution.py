@@ -162,6 +162,8 @@ class Execution:
         self.commits = 0
         self._aborted: BaseException | None = None
         self.replayed = 0  # entries served from history in this run (benchmarks)
+        # Set when a join/race branch diverged: its siblings must not start anything new meanwhile.
+        self.divergence: BaseException | None = None
 
     @property
     def rolling_back(self) -> bool:

@@ -69,7 +69,7 @@ async def run_loop(ctx: WorkflowContext, name: str, body: Callable[..., Awaitabl
         iteration_ctx = ctx._child(child)
         result = await (body(iteration_ctx, ex.copy_output_value(entry.loop_state)) if stateful
                         else body(iteration_ctx))
-        child.finish()
+        child.finish(body)
         ex.drop_rollback_handlers(location)
         if ex.rolling_back:
             raise RollbackStop()  # rollback replays only the current iteration; no progress is saved

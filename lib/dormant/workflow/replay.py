@@ -7,10 +7,12 @@ with recorded entries left over, is a divergence: it is detected before anything
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from dormant.workflow.errors import EntryInProgressError, HistoryDivergedError, WorkflowDefinitionError
 from dormant.workflow.history import EntryKind, HistoryEntry, parent_location
@@ -27,6 +29,13 @@ def user_code_site() -> str | None:
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return None
+
+
+def function_site(fn: Callable[..., Any]) -> str | None:
+    """file:line where a user function is defined: the code of a scope that finished with recorded
+    entries unvisited (the stack at that point shows only the engine and its caller)."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
 
 
 def describe(entry: HistoryEntry) -> str:
@@ -127,12 +136,13 @@ class Scope:
     def leave(self) -> None:
         self._busy = None
 
-    def finish(self) -> None:
-        """The scope's code is done: every recorded entry must have been visited."""
+    def finish(self, code: Callable[..., Any] | None = None) -> None:
+        """The scope's code (`code`: the workflow, loop body or branch function) is done: every
+        recorded entry must have been visited."""
         if self._position < len(self._recorded):
             entry = self._recorded[self._position]
             raise HistoryDivergedError(
                 location=entry.location, recorded=describe(entry), requested=None,
-                code_site=user_code_site(),
+                code_site=function_site(code) if code is not None else user_code_site(),
                 hint="The code no longer reaches this recorded entry. Restore it, or retire it with "
                      f'ctx.removed("{entry.name}", "{entry.kind.value}").')

@@ -34,7 +34,7 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
     base = loaded.model_copy(update={"divergence": None, "waiting_for": [], "deadline": None, "retry_at": None})
     try:
         output = await fn(ctx)
-        root.finish()
+        root.finish(fn)
     except Suspend as suspension:
         if ex.rolling_back:
             return await _finish_rollback(ex, base)
