@@ -45,7 +45,7 @@ from dormant.workflow.runner import run_workflow
 
 GOAL_STEP_MS = 0.1
 GOAL_REPLAY_MS = 0.02
-RUNS = 7  # timed runs per measurement (after one warm-up)
+RUNS = 5  # timed runs per measurement (after one warm-up)
 
 
 # ---- actors under test -------------------------------------------------------------------------
@@ -140,24 +140,27 @@ async def load(service: ActorService, ref: ActorRef) -> ActorSnapshot:
 
 @dataclass
 class Timing:
-    median: float  # seconds
+    median: float  # wall seconds (perf_counter)
     best: float
+    cpu: float  # median process CPU seconds: far below `median` means the machine was busy elsewhere
 
 
 async def timed(fn: Callable[[], Awaitable[Any]], runs: int,
                 setup_fn: Callable[[], Awaitable[Any]] | None = None) -> Timing:
     """`runs` calls of `fn` after one warm-up call; `setup_fn` runs untimed before each call."""
     samples: list[float] = []
+    cpu: list[float] = []
     for i in range(runs + 1):
         if setup_fn is not None:
             await setup_fn()
         gc.collect()
-        start = time.perf_counter()
+        cpu_start, start = time.process_time(), time.perf_counter()
         await fn()
-        elapsed = time.perf_counter() - start
+        elapsed, cpu_elapsed = time.perf_counter() - start, time.process_time() - cpu_start
         if i:  # the first call is the warm-up
             samples.append(elapsed)
-    return Timing(statistics.median(samples), min(samples))
+            cpu.append(cpu_elapsed)
+    return Timing(statistics.median(samples), min(samples), statistics.median(cpu))
 
 
 @dataclass
@@ -248,61 +251,87 @@ async def bench_replay(n: int, runs: int) -> list[Row]:
 
 
 # ---- 3. queue loop -----------------------------------------------------------------------------
+async def fill_counter(env: TestEnv, key: str, messages: int, batch: int) -> float:
+    """Have counter `key` process `messages` messages: send a batch, let it drain, repeat. Returns seconds."""
+    handle = env.client.get_or_create("bench-counter", [key])
+    start = time.perf_counter()
+    sent = 0
+    while sent < messages:
+        for _ in range(min(batch, messages - sent)):
+            await handle.send("counter", {"delta": 1})
+            sent += 1
+        await env.run_until_idle()
+    elapsed = time.perf_counter() - start
+    state = await handle.state()
+    assert state.processed == messages and not env.failures, (state, env.failures)
+    return elapsed
+
+
 async def bench_counter(checkpoints: list[int], runs: int, batch: int = 1000) -> tuple[list[Row], list[str]]:
-    """Rows per checkpoint, plus notes (fill times). Sub-millisecond wake-ups: 10x the runs."""
+    """One counter actor per checkpoint, all in one store; their wake-ups are timed in alternation so
+    that machine noise hits every checkpoint alike. Sub-millisecond wake-ups: 10x the runs."""
     runs *= 10
-    rows: list[Row] = []
     notes: list[str] = []
     async with TestEnv(registry) as env:
-        handle = env.client.get_or_create("bench-counter", ["main"])
-        ref = env.service.ref("bench-counter", ["main"])
-        sent = 0
-        for target in checkpoints:
-            fill_start = time.perf_counter()
-            while sent < target:  # send a batch, then let the actor drain it
-                for _ in range(min(batch, target - sent)):
-                    await handle.send("counter", {"delta": 1})
-                    sent += 1
-                await env.run_until_idle()
-            fill_s = time.perf_counter() - fill_start
-            state = await handle.state()
-            assert state.processed == sent and not env.failures, (state, env.failures)
-            notes.append(f"reaching {target:,} processed messages took {fill_s:.1f} s "
-                         f"({fill_s * 1e3 / target:.3f} ms per message incl. sends)")
-            # Wake-ups driven directly (no transport): each processes the one message enqueued before it.
-            loaded: list[int] = []
-            replayed: list[int] = []
-
-            async def enqueue_one(loaded: list[int] = loaded) -> None:
+        refs = [env.service.ref("bench-counter", [f"after-{n}"]) for n in checkpoints]
+        for n, ref in zip(checkpoints, refs, strict=True):
+            fill_s = await fill_counter(env, ref.key[0], n, batch)
+            notes.append(f"reaching {n:,} processed messages took {fill_s:.1f} s "
+                         f"({fill_s * 1e3 / n:.3f} ms per message, sends included)")
+        # The filled store (its commit log above all) is a big heap that a real wake-up process would
+        # not have: freeze it so that the collections around each timed wake-up stay cheap.
+        gc.collect()
+        gc.freeze()
+        busy: list[list[tuple[float, float]]] = [[] for _ in refs]  # (wall, cpu) seconds
+        idle: list[list[tuple[float, float]]] = [[] for _ in refs]
+        loaded: list[set[int]] = [set() for _ in refs]
+        replayed: list[set[int]] = [set() for _ in refs]
+        idle_loaded: list[set[int]] = [set() for _ in refs]
+        idle_replayed: list[set[int]] = [set() for _ in refs]
+        # Wake-ups driven directly (no transport). A busy wake-up processes the one message enqueued
+        # just before it; an idle one finds nothing and commits nothing.
+        for run in range(runs + 1):
+            for i, ref in enumerate(refs):
                 message = InboxMessage(id=str(uuid.uuid4()), queue="counter", body={"delta": 1},
                                        created_at=env.clock.now())
                 await env.store.enqueue(ref, message)
-                loaded.append(len((await load(env.service, ref)).history))
-
-            async def wake(replayed: list[int] = replayed) -> None:
+                loaded[i].add(len((await load(env.service, ref)).history))
+                gc.collect()
+                cpu_start, start = time.process_time(), time.perf_counter()
                 report = await wake_actor(env.service, ref)
+                elapsed = (time.perf_counter() - start, time.process_time() - cpu_start)
                 assert report.outcome == "sleeping" and report.commits >= 1, report
-                replayed.append(report.replayed)
-
-            busy_t = await timed(wake, runs, enqueue_one)
-            sent += runs + 1
-            assert (await handle.state()).processed == sent
-            idle_loaded = len((await load(env.service, ref)).history)
-            idle_replayed: list[int] = []
-
-            async def idle(idle_replayed: list[int] = idle_replayed) -> None:
+                replayed[i].add(report.replayed)
+                if run:  # the first round is the warm-up
+                    busy[i].append(elapsed)
+            for i, ref in enumerate(refs):
+                idle_loaded[i].add(len((await load(env.service, ref)).history))
+                gc.collect()
+                cpu_start, start = time.process_time(), time.perf_counter()
                 report = await wake_actor(env.service, ref)
+                elapsed = (time.perf_counter() - start, time.process_time() - cpu_start)
                 assert report.commits == 0, report
-                idle_replayed.append(report.replayed)
-
-            idle_t = await timed(idle, runs)
-            case = "queue loop (DESIGN counter)"
-            rows.append(Row(case, target, "wake-up that processes 1 message", busy_t, loaded=max(loaded),
-                            replayed=max(replayed)))
-            rows.append(Row(case, target, "idle wake-up (nothing queued)", idle_t, loaded=idle_loaded,
-                            replayed=max(idle_replayed)))
+                idle_replayed[i].add(report.replayed)
+                if run:
+                    idle[i].append(elapsed)
+        gc.unfreeze()
+        for n, ref in zip(checkpoints, refs, strict=True):
+            state = await env.client.get_or_create("bench-counter", [ref.key[0]]).state()
+            assert state.processed == n + runs + 1, state
+    rows: list[Row] = []
+    case = "queue loop (DESIGN counter)"
+    for i, n in enumerate(checkpoints):
+        rows.append(Row(case, n, "wake-up that processes 1 message", _timing(busy[i]), loaded=max(loaded[i]),
+                        replayed=max(replayed[i])))
+        rows.append(Row(case, n, "idle wake-up (nothing queued)", _timing(idle[i]), loaded=max(idle_loaded[i]),
+                        replayed=max(idle_replayed[i])))
     _flat_verdicts(rows)
     return rows, notes
+
+
+def _timing(samples: list[tuple[float, float]]) -> Timing:
+    wall = [w for w, _ in samples]
+    return Timing(statistics.median(wall), min(wall), statistics.median(c for _, c in samples))
 
 
 def _flat_verdicts(rows: list[Row], tolerance: float = 1.5) -> None:
@@ -331,14 +360,15 @@ def cpu_model() -> str:
 
 
 def table(rows: list[Row]) -> str:
-    lines = ["| case | N | measured | median ms | best ms | median ms per step/entry | goal ms | met "
+    lines = ["| case | N | measured | median ms | best ms | CPU ms | median ms per step/entry | goal ms | met "
              "| entries loaded | replayed |",
-             "|---|---:|---|---:|---:|---:|---|---|---:|---:|"]
+             "|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|"]
     for r in rows:
         per = r.per_ms()
         goal = f"<= {r.goal_ms}" if r.goal_ms is not None else ("flat in N" if r.case.startswith("queue") else "")
         lines.append(
             f"| {r.case} | {r.n:,} | {r.what} | {r.timing.median * 1e3:.2f} | {r.timing.best * 1e3:.2f} "
+            f"| {r.timing.cpu * 1e3:.2f} "
             f"| {'' if per is None else f'{per:.4f}'} | {goal} | {r.verdict()} "
             f"| {'' if r.loaded is None else f'{r.loaded:,}'} | {'' if r.replayed is None else f'{r.replayed:,}'} |")
     return "\n".join(lines)
@@ -347,11 +377,13 @@ def table(rows: list[Row]) -> str:
 async def main_bench(runs: int) -> None:
     print(f"Python {platform.python_version()} ({platform.python_implementation()}), "
           f"pydantic {pydantic.VERSION}, CPU: {cpu_model()} ({os.cpu_count()} logical CPUs); "
-          f"{runs} timed runs per row after 1 warm-up\n", flush=True)
+          f"median of {runs} timed runs per row after 1 warm-up ({(runs + 1) // 2} for 10,000 sequential steps, "
+          f"{runs * 10} for the loop wake-ups)\n", flush=True)
     started = time.perf_counter()
     rows: list[Row] = []
     for n in (1_000, 10_000):
-        rows += await bench_steps(n, runs)
+        # A 10,000-step run is a long average in itself; fewer runs keep `make bench` near a minute.
+        rows += await bench_steps(n, runs if n <= 1_000 else max(1, (runs + 1) // 2))
     for n in (1_000, 10_000):
         rows += await bench_replay(n, runs)
     loop_rows, notes = await bench_counter([10, 10_000], runs)

@@ -22,12 +22,14 @@ import asyncio
 import contextlib
 import uuid
 import weakref
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 from dormant.actor import Registry
+from dormant.backends.aws_store import DynamoEventStore, client_config, create_table
 from dormant.backends.aws_transport import QueueUrls, SqsTransport, create_queues
 from dormant.client import Client
 from dormant.clocks import OffsetClock
@@ -63,10 +65,13 @@ class _TrackingTransport:
     def __init__(self, inner: SqsTransport, known: dict[str, ActorRef]) -> None:
         self.inner = inner
         self.known = known
+        self.on_wake: Callable[[], None] | None = None
 
     async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None) -> None:
         self.known.setdefault(ref.id, ref)
         await self.inner.wake(ref, at=at, reason=reason)
+        if self.on_wake is not None and (at is None or at <= self.inner.clock.now()):
+            self.on_wake()
 
 
 class AwsTestEnv:
@@ -109,16 +114,17 @@ class AwsTestEnv:
 
     # -- lifecycle -------------------------------------------------------------------------------------
     async def __aenter__(self) -> AwsTestEnv:
-        from aiobotocore.session import get_session
+        from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
         session = get_session()
-        kwargs = self.settings.client_kwargs()
-        dynamodb = await self._stack.enter_async_context(session.create_client("dynamodb", **kwargs))
-        sqs = await self._stack.enter_async_context(session.create_client("sqs", **kwargs))
-        for client in (dynamodb, sqs):
+        clients = [await self._stack.enter_async_context(session.create_client(
+            service, config=client_config(), **self.settings.client_kwargs(service))) for service in ("dynamodb", "sqs")]
+        for client in clients:
             instrument(client, always=self.meter)
+        dynamodb, sqs = clients
         self._sqs = sqs
-        self.store = await _open_store(dynamodb, self.settings)
+        await create_table(dynamodb, self.settings)
+        self.store = DynamoEventStore(dynamodb, self.settings, clock=self.clock.now)
         self.urls = await create_queues(sqs, self.settings, visibility_timeout=self.visibility_timeout)
         transport = SqsTransport(sqs, self.urls, self.clock, max_delay=self.settings.timer_hop_max_delay)
         tracking = _TrackingTransport(transport, self.known)
@@ -127,6 +133,7 @@ class AwsTestEnv:
         self.worker = Worker(self.service, transport)
         self.pollers = [SqsPoller(sqs, self.urls.wake, self.worker.handle, wait_seconds=1),
                         SqsPoller(sqs, self.urls.timers, self.worker.handle, wait_seconds=1)]
+        tracking.on_wake = self.pollers[0].kick  # pick up a new wake-up at once (see SqsPoller.kick)
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(p.run()) for p in self.pollers]
         _deployments[self.store] = _Deployment(self.settings, self.clock.offset, self.known)
@@ -198,6 +205,11 @@ class AwsTestEnv:
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _raise_poisoned(self) -> None:
+        for poller in self.pollers:
+            crashed = [r for r in poller.results if r.error is not None]
+            if crashed:
+                poller.results.clear()
+                raise RuntimeError(f"the worker handler crashed: {crashed[0].error!r}") from crashed[0].error
         poisoned = [f for f in self.worker.failures if f.receive_count >= self.settings.max_receives]
         if len(poisoned) > self._reported_poison:
             failure = poisoned[self._reported_poison]
@@ -207,10 +219,8 @@ class AwsTestEnv:
 
     async def _queues_empty(self) -> bool:
         for url in (self.urls.wake, self.urls.timers):
-            attributes = (await self._sqs.get_queue_attributes(
-                QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages",
-                                              "ApproximateNumberOfMessagesNotVisible"]))["Attributes"]
-            if int(attributes["ApproximateNumberOfMessages"]) or int(attributes["ApproximateNumberOfMessagesNotVisible"]):
+            counts = await self.queue_counts(url)
+            if counts["visible"] or counts["in_flight"]:
                 return False
         return True
 
@@ -239,10 +249,3 @@ class AwsTestEnv:
                 "in_flight": int(attributes["ApproximateNumberOfMessagesNotVisible"]),
                 "delayed": int(attributes["ApproximateNumberOfMessagesDelayed"])}
 
-
-async def _open_store(dynamodb: Any, settings: Settings) -> EventStore:
-    """The DynamoDB event store on the env's table (created if missing)."""
-    from dormant.backends.aws_store import DynamoEventStore, create_table
-
-    await create_table(dynamodb, settings)
-    return DynamoEventStore(dynamodb, settings)

@@ -28,7 +28,7 @@ KEY_PARAMETER = {
     "description": "The actor key: parts joined by ',', each part's bytes outside A-Z a-z 0-9 - . _ "
                    "written ~XX (see docs/http-api.md). `main` is [\"main\"], `tenant,42` is [\"tenant\", \"42\"].",
 }
-BEARER = [{"bearer": []}]
+BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 
 
 def _error_responses(schemas: _Schemas, *statuses: int) -> dict[str, Any]:
@@ -100,8 +100,8 @@ def _collect(registry: Registry) -> _Schemas:
             for index, tp in enumerate(types):
                 schemas.add((name, "arg", action_name, index), tp, "validation")
             schemas.add((name, "result", action_name), returns, "serialization")
-        for event_name, spec in definition.events.items():
-            schemas.add((name, "event", event_name), spec.payload, "serialization")
+        for event_name, event_spec in definition.events.items():
+            schemas.add((name, "event", event_name), event_spec.payload, "serialization")
     schemas.resolve()
     return schemas
 

@@ -103,8 +103,10 @@ class SqsPoller:
         self.region = region or getattr(sqs.meta, "region_name", None) or "us-east-1"
         self.arn = queue_arn(queue_url, self.region)
         self.results: list[BatchResult] = []
-        self._tasks: set[asyncio.Task[BatchResult]] = set()
+        self._tasks: set[asyncio.Task[BatchResult | None]] = set()
         self._stopping = False
+        self._running = asyncio.Event()  # cleared: paused (batches in flight still finish)
+        self._running.set()
         self._asynchronous = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
             getattr(handler, "__call__", None))  # noqa: B004 - an object with an async __call__
 
@@ -162,6 +164,7 @@ class SqsPoller:
         """Poll until `stop()`: up to `concurrency` batches in flight (FIFO groups keep per-actor order)."""
         self._stopping = False
         while not self._stopping:
+            await self._running.wait()
             while len(self._tasks) >= self.concurrency:
                 await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
             try:
@@ -174,10 +177,37 @@ class SqsPoller:
                 log.warning("receive from %s failed: %r", self.queue_url, error)
                 await asyncio.sleep(0.2)
                 continue
-            if messages:
-                task = asyncio.get_running_loop().create_task(self.handle(messages))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+            self._dispatch(messages)
+
+    def kick(self) -> None:
+        """Look at the queue now with a short poll (a message was just sent; see _handle_then_look_again)."""
+        if self.active:
+            task = asyncio.get_running_loop().create_task(self._short_poll())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _short_poll(self) -> BatchResult | None:
+        try:
+            messages = await self.receive(wait_seconds=0)
+        except Exception as error:
+            log.debug("short poll of %s failed: %r", self.queue_url, error)
+            return None
+        self._dispatch(messages)
+        return None
+
+    def _dispatch(self, messages: list[dict[str, Any]]) -> None:
+        if messages:
+            task = asyncio.get_running_loop().create_task(self._handle_then_look_again(messages))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _handle_then_look_again(self, messages: list[dict[str, Any]]) -> BatchResult | None:
+        result = await self.handle(messages)
+        # Deleting the batch unlocks its FIFO groups, but a long poll that began while they were locked
+        # does not see them until it ends: look again at once with a short poll.
+        if self.active and len(self._tasks) <= self.concurrency:
+            await self._short_poll()
+        return result
 
     async def drain(self, timeout: float = 30.0) -> None:
         """Wait for the batches in flight to finish (cancel them after `timeout`)."""
@@ -189,5 +219,17 @@ class SqsPoller:
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*pending, return_exceptions=True)
 
+    @property
+    def active(self) -> bool:
+        return self._running.is_set() and not self._stopping
+
+    def pause(self) -> None:
+        """Receive nothing more until `resume()` (a test harness runs wake-ups only when it is told to)."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
     def stop(self) -> None:
         self._stopping = True
+        self._running.set()  # let run() see the stop

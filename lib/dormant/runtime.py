@@ -18,6 +18,7 @@ from dormant.workflow.runner import run_workflow
 from dormant.workflow.signals import WakeAborted, WakeRestart
 
 log = logging.getLogger("dormant.runtime")
+MAX_SCHEDULED_PER_WAKE = 100  # due scheduled actions one wake-up runs before its workflow
 
 
 @dataclass
@@ -67,21 +68,28 @@ async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
     definition = service.registry.get(ref.name)
     serial = False
     race_winners: dict[str, str] = {}  # kept across attempts: see Execution.race_winners
-    for attempt in range(1, MAX_CONFLICT_RETRIES + 1):
+    attempt = lost_races = scheduled_runs = 0
+    # Only lost version races count against MAX_CONFLICT_RETRIES: due scheduled actions have their
+    # own budget (the rest wait for the next wake-up), and a serial re-run cannot restart again.
+    while lost_races < MAX_CONFLICT_RETRIES:
+        attempt += 1
         snapshot = await service.store.load(ref)
         if snapshot is None:
             return WakeReport(ref=ref, outcome="missing", attempts=attempt)
         now = service.clock.now()
         due = [m for m in snapshot.inbox if m.kind == "action" and (m.not_before or 0.0) <= now]
         try:
-            if due:
+            if due and scheduled_runs < MAX_SCHEDULED_PER_WAKE:
+                scheduled_runs += 1
                 await service.run_scheduled(definition, snapshot, due[0])
                 continue  # re-read: one scheduled action per commit, in inbox order
             report = await _run_workflow_once(service, definition, snapshot, serial, race_winners)
         except VersionConflict:
+            lost_races += 1
             continue
         except WakeAborted as aborted:
             if isinstance(aborted.cause, VersionConflict):
+                lost_races += 1
                 continue
             raise aborted.cause from None
         except WakeRestart:
@@ -133,8 +141,8 @@ async def _schedule_next(service: ActorService, snapshot: ActorSnapshot, report:
         for moment in (record.deadline, record.retry_at):
             if moment is not None:
                 times.append(moment)
-    times += [m.not_before for m in snapshot.inbox if m.kind == "action" and m.not_before is not None
-              and m.not_before > service.clock.now()]
+    # Scheduled actions still due here were left over by MAX_SCHEDULED_PER_WAKE: wake again now.
+    times += [max(m.not_before or 0.0, service.clock.now()) for m in snapshot.inbox if m.kind == "action"]
     if times:
         report.next_wake = min(times)
         await service.transport.wake(snapshot.ref, at=report.next_wake)

@@ -25,14 +25,19 @@ class Settings(BaseSettings):
         "DORMANT_REGION", "AWS_REGION", "AWS_DEFAULT_REGION", "region"))
     endpoint_url: str | None = Field(None, validation_alias=AliasChoices(
         "DORMANT_ENDPOINT_URL", "AWS_ENDPOINT_URL", "endpoint_url"))
+    dynamodb_endpoint_url: str | None = Field(None, validation_alias=AliasChoices(
+        "DORMANT_DYNAMODB_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "dynamodb_endpoint_url"))
+    """DynamoDB's own endpoint, when it differs from `endpoint_url` (e.g. dynalite beside a moto SQS)."""
+    sqs_endpoint_url: str | None = Field(None, validation_alias=AliasChoices(
+        "DORMANT_SQS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "sqs_endpoint_url"))
+    """SQS's own endpoint, when it differs from `endpoint_url`."""
 
     # -- DynamoDB ------------------------------------------------------------------------------------
     table: str = "dormant"
     """Table name (DORMANT_TABLE)."""
-    snapshot_every: int = Field(16, ge=1)
-    """A commit carries a full snapshot once the last one is this many versions back."""
-    load_page_size: int = Field(64, ge=2)
-    """Limit of the one Query page a load reads (commits back to the last snapshot + inbox)."""
+    snapshot_every: int = Field(16, ge=2, le=256)
+    """Commit slots per new actor: a commit carries a full snapshot once the last one is this many
+    versions back, and a load reads this many commit items (docs/storage.md)."""
     dedupe_ttl_seconds: int = Field(7 * 24 * 3600, ge=60)
     """How long a consumed message id is remembered (a re-sent id is ignored in this window)."""
     response_ttl_seconds: int = Field(24 * 3600, ge=60)
@@ -72,9 +77,11 @@ class Settings(BaseSettings):
     """Longest the HTTP API holds a request for `send(wait=True)` or an events long-poll
     (DORMANT_API_MAX_WAIT); API Gateway cuts requests at 30 s."""
 
-    def client_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for `session.create_client(service, **kwargs)`."""
+    def client_kwargs(self, service: str | None = None) -> dict[str, Any]:
+        """Keyword arguments for `session.create_client(service, **kwargs)`; naming the service ("dynamodb",
+        "sqs") applies its own endpoint if one is set."""
         kwargs: dict[str, Any] = {"region_name": self.region}
-        if self.endpoint_url:
-            kwargs["endpoint_url"] = self.endpoint_url
+        own = {"dynamodb": self.dynamodb_endpoint_url, "sqs": self.sqs_endpoint_url}.get(service or "")
+        if own or self.endpoint_url:
+            kwargs["endpoint_url"] = own or self.endpoint_url
         return kwargs

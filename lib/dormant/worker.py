@@ -70,7 +70,8 @@ class Worker:
         self.metrics: list[WakeMetrics] = []
         self.hops = 0
 
-    async def handle(self, event: Mapping[str, Any]) -> BatchResponse:
+    async def handle(self, event: Mapping[str, Any], context: Any = None) -> BatchResponse:
+        """Lambda's SQS batch in, ReportBatchItemFailures response out."""
         records: list[Mapping[str, Any]] = list(event.get("Records") or [])
         failed: list[str] = []
         groups: dict[str, tuple[ActorRef, list[Mapping[str, Any]]]] = {}
@@ -113,10 +114,10 @@ class Worker:
                 report = await wake_actor(self.service, ref)
             except Exception as error:
                 receives = max(_receive_count(record) for record in records)
-                self.failures.append(WakeFailure(ref, error, ids, receives))
-                self.metrics.append(WakeMetrics(ref, meter, None))
                 log.warning("wake-up of %s failed (receive %d): %s: %s", ref, receives, type(error).__name__, error)
                 await self._record_error(ref, error, receives)
+                self.failures.append(WakeFailure(ref, error, ids, receives))
+                self.metrics.append(WakeMetrics(ref, meter, None))
                 return ids
         self.reports.append(report)
         self.metrics.append(WakeMetrics(ref, meter, report))
@@ -154,18 +155,19 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
 
     `meter` counts every request of these clients (metering scopes count them too).
     """
-    from aiobotocore.session import get_session
+    from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
-    from dormant.backends.aws_store import DynamoEventStore
+    from dormant.backends.aws_store import DynamoEventStore, client_config
 
     clock = clock or SystemClock()
     session = get_session()
     async with AsyncExitStack() as stack:
-        dynamodb = await stack.enter_async_context(session.create_client("dynamodb", **settings.client_kwargs()))
-        sqs = await stack.enter_async_context(session.create_client("sqs", **settings.client_kwargs()))
-        for client in (dynamodb, sqs):
+        clients = [await stack.enter_async_context(session.create_client(
+            service, config=client_config(), **settings.client_kwargs(service))) for service in ("dynamodb", "sqs")]
+        for client in clients:
             instrument(client, always=meter)
-        store: EventStore = DynamoEventStore(dynamodb, settings)
+        dynamodb, sqs = clients
+        store: EventStore = DynamoEventStore(dynamodb, settings, clock=clock.now)
         if wrap_store is not None:
             store = wrap_store(store)
         transport = await SqsTransport.from_settings(sqs, settings, clock)

@@ -346,3 +346,47 @@ async def test_join_replays_inside_an_iteration_after_a_deploy_of_the_same_code(
         assert status.workflow is WorkflowState.SLEEPING, status.error
         assert (await handle.state()).log == [[0, {"left": 1, "right": 2}, "winner", 2, 7]]
         assert calls_after["join-left"] == 1  # iteration 1's join; iteration 0's was replayed
+
+
+async def test_a_losing_branch_cancels_its_own_nested_branches() -> None:
+    seen: list[str] = []
+    a = actor("nested-loser", state=Counter)
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> Any:
+        async def loser(b: WorkflowContext) -> Any:
+            async def inner(bb: WorkflowContext) -> int:
+                async def slow(s: StepContext) -> int:
+                    try:
+                        await asyncio.sleep(30)
+                    except asyncio.CancelledError:
+                        seen.append("inner step cancelled")
+                        raise
+                    seen.append("inner step finished")
+                    return 1
+
+                return int(await bb.step("slow", slow))
+
+            return await b.join("j", {"inner": inner, "other": lambda bb: bb.step("o", lambda s: 2)})
+
+        async def winner(b: WorkflowContext) -> str:
+            async def quick(s: StepContext) -> str:
+                for _ in range(3):
+                    await asyncio.sleep(0)
+                return "w"
+
+            return str(await b.step("quick", quick))
+
+        result = await ctx.race("r", {"loser": loser, "winner": winner})
+        return result.winner
+
+    async with TestEnv(setup(a)) as env:
+        handle = await start(env, "nested-loser")
+        for _ in range(10):
+            await asyncio.sleep(0)  # nothing may still be running behind the finished wake-up
+        assert seen == ["inner step cancelled"]
+        status = await handle.status()
+        assert status.workflow is WorkflowState.COMPLETED and status.output == "winner"
+        # It used to go on running and commit a "running" record over the completed one.
+        last = env.store.commit_log[-1].draft.workflow
+        assert last is not None and last.state is WorkflowState.COMPLETED

@@ -201,3 +201,65 @@ async def test_a_caught_step_failure_does_not_compensate() -> None:
         status = await handle.status()
         assert status.workflow is WorkflowState.COMPLETED and status.output == "recovered"
         assert undo_log == []
+
+
+async def test_rollback_resumes_inside_the_failed_loop_iteration() -> None:
+    undo_log: list[str] = []
+    failures = {"left": 1}
+    a = actor("loop-resume", state=Counter, queues={"go": queue(Item)})
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        await ctx.rollback_checkpoint("cp")
+        await ctx.step("open", lambda s: "open", rollback=lambda s, out: undo_log.append("close"))
+
+        async def body(loop: WorkflowContext) -> None:
+            message = await loop.queue.next("wait")
+
+            def undo_hold(s: StepContext, out: Any) -> None:
+                undo_log.append(f"release {out}")
+                if failures["left"]:
+                    failures["left"] -= 1
+                    raise RuntimeError("release failed")
+
+            await loop.step("hold", lambda s: message.body.n, rollback=undo_hold)
+
+            def check(s: StepContext) -> None:
+                if message.body.n < 0:
+                    raise NonRetryableError("negative")
+
+            await loop.step("check", check)
+
+        await ctx.loop("items", body)
+
+    async with TestEnv(setup(a)) as env:
+        handle = await start(env, "loop-resume")
+        await handle.send("go", {"n": 1})
+        await handle.send("go", {"n": -1})
+        await env.run_until_idle()
+        assert (await handle.status()).workflow is WorkflowState.ROLLING_BACK
+        await env.advance(3600)
+        assert (await handle.status()).workflow is WorkflowState.FAILED
+        assert undo_log == ["release -1", "release -1", "close"]
+
+
+async def test_compensation_runs_exactly_once_when_storage_replies_are_lost() -> None:
+    injected = 0
+    number = 1
+    while True:
+        undo_log: list[str] = []
+        async with TestEnv(setup(saga_actor("saga-crash", undo_log))) as env:
+            handle = await start(env, "saga-crash")
+            await handle.send("go", {"n": 1})
+            calls_before = env.store.calls
+            env.store.fail_call(number, "after")  # the call is applied, then its reply is lost
+            await env.run_until_idle()
+            await env.advance(3600)
+            if env.store.calls - calls_before < number:
+                break  # every storage call of the failing wake-ups has been hit once
+            injected += 1
+            assert env.failures
+            assert (await handle.status()).workflow is WorkflowState.FAILED
+            assert undo_log == ["undo c c-receipt", "undo b b-receipt", "undo a a-receipt"], number
+        number += 1
+    assert injected >= 4

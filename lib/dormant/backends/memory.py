@@ -166,11 +166,12 @@ class MemoryEventStore:
             record = self._actors.get(ref.id)
             return record is not None and message_id in record.responses
 
-        async with self._changed:
-            try:
-                await asyncio.wait_for(self._changed.wait_for(ready), timeout)
-            except TimeoutError:
-                return False, None
+        if not ready():  # (wait_for with a zero timeout would not even look)
+            async with self._changed:
+                try:
+                    await asyncio.wait_for(self._changed.wait_for(ready), timeout)
+                except TimeoutError:
+                    return False, None
         return True, self._actors[ref.id].responses[message_id]
 
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
@@ -184,11 +185,12 @@ class MemoryEventStore:
             record = self._actors.get(ref.id)
             return record is not None and bool(record.events) and record.events[-1]["seq"] > after
 
-        async with self._changed:
-            try:
-                await asyncio.wait_for(self._changed.wait_for(ready), timeout)
-            except TimeoutError:
-                return []
+        if not ready():
+            async with self._changed:
+                try:
+                    await asyncio.wait_for(self._changed.wait_for(ready), timeout)
+                except TimeoutError:
+                    return []
         return await self.read_events(ref, after, 1000)
 
     async def record_wake_error(self, ref: ActorRef, error: WakeError) -> None:

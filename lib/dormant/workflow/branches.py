@@ -8,7 +8,7 @@ replay, also inside loop iterations that are replayed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -123,7 +123,7 @@ async def _settle(ctx: WorkflowContext, runners: dict[str, Callable[[], Awaitabl
             outcomes.setdefault(branch, BranchCancelled())
         return outcomes
     tasks = {branch: asyncio.ensure_future(runner()) for branch, runner in runners.items()}
-    await asyncio.wait(tasks.values())
+    await _wait_all(tasks.values())
     for branch, task in tasks.items():
         if task.cancelled():
             outcomes[branch] = BranchCancelled()
@@ -232,5 +232,19 @@ async def _settle_race(ctx: WorkflowContext, runners: dict[str, Callable[[], Awa
         return await _settle(ctx, runners, stop_after_first=True)
     for branch, runner in runners.items():
         tasks[branch] = asyncio.ensure_future(runner())
-    await asyncio.wait(tasks.values())
+    await _wait_all(tasks.values())
     return {b: (BranchCancelled() if t.cancelled() else t.exception()) for b, t in tasks.items()}
+
+
+async def _wait_all(tasks: Iterable[asyncio.Future[Any]]) -> None:
+    """Wait for every branch task. If this task is cancelled meanwhile (it is itself a losing race
+    branch), cancel the branch tasks too and wait for them: left running, they would go on and
+    commit after the wake-up has ended."""
+    pending = list(tasks)
+    try:
+        await asyncio.wait(pending)
+    except asyncio.CancelledError:
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending)
+        raise

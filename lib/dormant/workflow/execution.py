@@ -27,7 +27,7 @@ from dormant.workflow.history import (
     WorkflowState,
 )
 from dormant.workflow.replay import HistoryIndex
-from dormant.workflow.signals import WakeAborted
+from dormant.workflow.signals import WakeAborted, WakeRestart
 
 
 def to_json(value: Any) -> Any:
@@ -107,6 +107,14 @@ Now = Callable[[], float]
 RollbackHandler = Callable[[Any, Any], Any]
 
 
+async def _error_of(operation: Awaitable[None]) -> BaseException | None:
+    try:
+        await operation
+    except BaseException as error:  # examined by the caller
+        return error
+    return None
+
+
 async def _run_to_the_end(operation: Awaitable[None]) -> tuple[bool, BaseException | None]:
     """Await `operation` to its end even if the calling task is cancelled meanwhile.
 
@@ -162,6 +170,10 @@ class Execution:
         self.commits = 0
         self._aborted: BaseException | None = None
         self.replayed = 0  # entries served from history in this run (benchmarks)
+        # Set when a failed attempt's state changes could not be undone: the wake-up will be re-run
+        # serially, and nothing of this run (whose state holds those changes) may be committed.
+        self.restart_pending = False
+        self.root_task: asyncio.Task[Any] | None = None  # the task running the workflow function
         # Set when a join/race branch diverged: its siblings must not start anything new meanwhile.
         self.divergence: BaseException | None = None
 
@@ -237,10 +249,15 @@ class Execution:
             # A failed commit took its changes with it: a later commit (say, from a sibling join branch)
             # would store history with a hole in it. The wake-up is over.
             raise WakeAborted(self._aborted)
+        if self.restart_pending:
+            raise WakeRestart()
         draft = self._draft(record)
         if draft.is_empty() and not force:
             return False
-        cancelled, error = await _run_to_the_end(self._checkpointer(draft))
+        if asyncio.current_task() is self.root_task:  # nobody cancels it (but a teardown): no shield
+            cancelled, error = False, await _error_of(self._checkpointer(draft))
+        else:  # a branch task, which a race may cancel: never half-way through a commit
+            cancelled, error = await _run_to_the_end(self._checkpointer(draft))
         if error is not None:  # storage error or lost version race: the wake-up is void
             self._aborted = error
             raise WakeAborted(error) from error

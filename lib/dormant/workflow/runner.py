@@ -3,6 +3,7 @@ runtime, the tests and offline replay."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -29,6 +30,7 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
         return loaded
     if ex.rolling_back and loaded.retry_at is not None and loaded.retry_at > ex.now():
         return loaded  # an early wake-up while a failed compensation waits for its retry
+    ex.root_task = asyncio.current_task()
     root = Scope("", ex.index.children(""), checkpointed=False)
     ctx = WorkflowContext(ex, root)
     base = loaded.model_copy(update={"divergence": None, "waiting_for": [], "deadline": None, "retry_at": None})

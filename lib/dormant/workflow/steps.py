@@ -119,6 +119,7 @@ def _discard_attempt(ex: Any, run: StepRun) -> None:
     if ex.clean_for_revert():
         ex.state.revert()
     elif not ex.serial:
+        ex.restart_pending = True  # siblings still running must not commit the mixed-up state
         raise WakeRestart()
 
 

@@ -1,0 +1,308 @@
+"""The HTTP API: `create_app(registry, settings)` -> a FastAPI app over an ActorService.
+
+Served by the API Lambda through Mangum (functions/api/handler.py) and by uvicorn locally. The URL
+scheme, every route, the error format and auth are described in docs/http-api.md. Routes are
+generic over actor, queue and action names; the OpenAPI document lists each of them with the
+actors' own models (dormant.api_openapi).
+
+Every route checks everything it can (actor, key, queue or action, token, body size, JSON, body
+schema, action arity) before the service writes anything, so a refused request changes nothing.
+Reads never create an actor: they answer 404 `actor_not_found` for one that does not exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import inspect
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Header, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from dormant.actor import ActorDefinition, Registry
+from dormant.api_errors import ApiError, install_error_handlers
+from dormant.api_inspector import workflow_history
+from dormant.api_keys import decode_key
+from dormant.api_openapi import build_openapi
+from dormant.errors import StorageError, VersionConflict, WakeFailedError
+from dormant.ports import ActorRef
+from dormant.service import ActorService
+from dormant.settings import Settings
+from dormant.workflow.execution import to_json
+
+ServiceFactory = Callable[[], AbstractAsyncContextManager[ActorService]]
+MAX_MESSAGE_ID = 128
+API_VERSION = "1"
+
+
+class _ServiceHolder:
+    """The app's ActorService: given, or opened on the first request (the AWS clients need a running loop)."""
+
+    def __init__(self, service: ActorService | None, factory: ServiceFactory | None) -> None:
+        self._service = service
+        self._factory = factory
+        self._stack: AsyncExitStack | None = None
+        self._lock: asyncio.Lock | None = None
+
+    async def get(self) -> ActorService:
+        if self._service is not None:
+            return self._service
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._service is None:
+                assert self._factory is not None
+                stack = AsyncExitStack()
+                self._service = await stack.enter_async_context(self._factory())
+                self._stack = stack
+        return self._service
+
+    async def aclose(self) -> None:
+        if self._stack is not None:
+            await self._stack.aclose()
+            self._stack, self._service = None, None
+
+
+@asynccontextmanager
+async def open_aws_service(registry: Registry, settings: Settings) -> AsyncIterator[ActorService]:
+    """An ActorService on DynamoDB + SQS as the settings describe (clients closed on exit)."""
+    from aiobotocore.session import get_session  # type: ignore[import-untyped]
+
+    from dormant.backends.aws_store import DynamoEventStore, client_config
+    from dormant.backends.aws_transport import SqsTransport
+    from dormant.clocks import SystemClock
+
+    clock = SystemClock()
+    session = get_session()
+    async with AsyncExitStack() as stack:
+        dynamodb, sqs = [await stack.enter_async_context(session.create_client(
+            service, config=client_config(), **settings.client_kwargs(service))) for service in ("dynamodb", "sqs")]
+        transport = await SqsTransport.from_settings(sqs, settings, clock)
+        # Loads need not settle a crashed commit's side items: the actor's next commit (a wake-up, or an
+        # action run here) does that.
+        store = DynamoEventStore(dynamodb, settings, settle_on_load=False, clock=clock.now)
+        yield ActorService(registry, store, transport, clock)
+
+
+# -- request helpers ------------------------------------------------------------------------------------
+class _CreateBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: Any = None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+async def _read_json(request: Request, limit: int, *, required: bool) -> tuple[bool, Any]:
+    """(present, value) of a JSON body, enforcing the size limit before reading more than it."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise ApiError(400, "bad_request", "Content-Length must be a number")
+        if int(declared) > limit:
+            raise ApiError(413, "payload_too_large", f"the body has {declared} bytes; the limit is {limit}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise ApiError(413, "payload_too_large", f"the body is over the limit of {limit} bytes")
+    if not body.strip():
+        if required:
+            raise ApiError(400, "invalid_json", "a JSON body is required")
+        return False, None
+    content_type = request.headers.get("content-type")
+    if content_type is not None:
+        media = content_type.split(";", 1)[0].strip().lower()
+        if media != "application/json" and not media.endswith("+json"):
+            raise ApiError(415, "unsupported_media_type", f"send JSON (Content-Type: application/json), "
+                                                          f"not {media or 'an empty type'}")
+    try:
+        return True, json.loads(bytes(body), parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise ApiError(400, "invalid_json", f"the body is not valid JSON: {error}") from None
+
+
+def _message_id(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not value or len(value) > MAX_MESSAGE_ID or not all("!" <= ch <= "~" for ch in value):
+        raise ApiError(400, "invalid_idempotency_key",
+                       f"Idempotency-Key must be 1 to {MAX_MESSAGE_ID} printable ASCII characters without spaces")
+    return value
+
+
+def _check_arity(fn: Callable[..., Any], args: list[Any], action: str) -> None:
+    try:
+        inspect.signature(fn).bind(None, *args)
+    except TypeError as error:
+        raise ApiError(422, "invalid_arguments", f'action "{action}": {error}') from None
+
+
+def create_app(registry: Registry, settings: Settings | None = None, *, service: ActorService | None = None,
+               service_factory: ServiceFactory | None = None) -> FastAPI:
+    """The HTTP API over `service`, or over DynamoDB + SQS from `settings` (opened on the first request)."""
+    settings = settings or Settings()
+    if service is None and service_factory is None:
+        def aws_factory() -> AbstractAsyncContextManager[ActorService]:
+            return open_aws_service(registry, settings)
+
+        service_factory = aws_factory
+    holder = _ServiceHolder(service, service_factory)
+    limit = settings.max_body_bytes
+    max_wait = settings.api_max_wait
+    expected_token = settings.inspector_token.get_secret_value() if settings.inspector_token else None
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await holder.aclose()
+
+    app = FastAPI(title="Dormant actors", version=API_VERSION, lifespan=lifespan,
+                  description="Durable actor workflows: send to queues, call actions, read state, status, "
+                              "events and history. See docs/http-api.md.")
+    app.state.services = holder  # `await app.state.services.aclose()` closes clients opened on demand
+    install_error_handlers(app)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = build_openapi(registry, title=app.title, version=app.version,
+                                               description=app.description)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+    # -- shared checks -------------------------------------------------------------------------------
+    def resolve(actor: str, key: str) -> tuple[ActorDefinition, ActorRef]:
+        definition = registry.get(actor)  # UnknownActorError -> 404
+        return definition, ActorRef(name=actor, key=decode_key(key))  # InvalidKeyError -> 400
+
+    def authorize(request: Request) -> None:
+        if settings.dev:
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if expected_token is None:
+            raise ApiError(401, "unauthorized", "this route needs a bearer token, and none is configured "
+                                                "(set DORMANT_INSPECTOR_TOKEN, or DORMANT_DEV=1 locally)",
+                           headers={"WWW-Authenticate": "Bearer"})
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), expected_token.encode()):
+            raise ApiError(401, "unauthorized", "missing or wrong bearer token",
+                           headers={"WWW-Authenticate": "Bearer"})
+
+    async def existing(ref: ActorRef) -> ActorService:
+        svc = await holder.get()
+        if not await svc.store.exists(ref):
+            raise ApiError(404, "actor_not_found", f"actor {ref} does not exist (PUT /actors/{{actor}}/{{key}} "
+                                                   f"or a send or call creates it)")
+        return svc
+
+    def capped(seconds: float | None) -> float:
+        return max_wait if seconds is None else min(seconds, max_wait)
+
+    # -- routes --------------------------------------------------------------------------------------
+    @app.get("/actors", include_in_schema=False)
+    async def list_actors() -> list[dict[str, Any]]:
+        return [{"name": d.name, "queues": sorted(d.queues), "actions": sorted(d.actions),
+                 "events": sorted(d.events), "workflow": d.workflow_fn is not None}
+                for d in registry.actors.values()]
+
+    @app.put("/actors/{actor}/{key}", include_in_schema=False)
+    async def get_or_create(request: Request, actor: str, key: str) -> JSONResponse:
+        _, ref = resolve(actor, key)
+        present, body = await _read_json(request, limit, required=False)
+        try:
+            actor_input = _CreateBody.model_validate(body if present else {}).input
+        except ValidationError as error:
+            raise ApiError(422, "invalid_request", 'the body must be {"input": <any JSON>} or empty',
+                           detail=error.errors(include_url=False, include_input=False)) from None
+        created = await (await holder.get()).ensure_created(ref, actor_input)
+        return JSONResponse({"actor": ref.name, "key": list(ref.key), "created": created},
+                            status_code=201 if created else 200)
+
+    @app.post("/actors/{actor}/{key}/queues/{queue}", include_in_schema=False)
+    async def send(request: Request, actor: str, key: str, queue: str, wait: bool = False,
+                   timeout: float | None = Query(None, gt=0),
+                   idempotency_key: str | None = Header(None, alias="Idempotency-Key")) -> JSONResponse:
+        definition, ref = resolve(actor, key)
+        definition.queue_spec(queue)  # UnknownQueueError -> 404, before reading the body
+        message_id = _message_id(idempotency_key)
+        _, body = await _read_json(request, limit, required=True)
+        result = await (await holder.get()).send(ref, queue, body, wait=wait, timeout=capped(timeout),
+                                                 message_id=message_id)
+        payload: dict[str, Any] = {"status": result.status, "id": result.id}
+        if result.status == "completed":
+            payload["response"] = result.response
+        return JSONResponse(payload, status_code=202 if result.status == "queued" else 200)
+
+    @app.post("/actors/{actor}/{key}/actions/{action}", include_in_schema=False)
+    async def call(request: Request, actor: str, key: str, action: str) -> dict[str, Any]:
+        definition, ref = resolve(actor, key)
+        fn = definition.action_fn(action)  # UnknownActionError -> 404
+        present, args = await _read_json(request, limit, required=False)
+        if not present:
+            args = []
+        if not isinstance(args, list):
+            raise ApiError(422, "invalid_arguments", "the body must be a JSON array of the action's arguments")
+        _check_arity(fn, args, action)
+        svc = await holder.get()
+        try:
+            result = await svc.call(ref, action, args)
+        except (StorageError, VersionConflict, WakeFailedError):
+            raise
+        except Exception as error:  # the action's own failure (or its on_create's): nothing was committed
+            raise ApiError(500, "action_failed", f"{type(error).__name__}: {error}") from None
+        return {"result": to_json(result)}
+
+    @app.get("/actors/{actor}/{key}/state", include_in_schema=False)
+    async def state(actor: str, key: str) -> Any:
+        _, ref = resolve(actor, key)
+        value = await (await existing(ref)).state(ref)
+        return value.model_dump(mode="json")
+
+    @app.get("/actors/{actor}/{key}/status", include_in_schema=False)
+    async def status(request: Request, actor: str, key: str, history: bool = False) -> dict[str, Any]:
+        if history:
+            authorize(request)
+        _, ref = resolve(actor, key)
+        svc = await existing(ref)
+        payload = (await svc.status(ref)).model_dump(mode="json")
+        if history:
+            payload["history"] = [e.model_dump(mode="json") for e in await svc.history(ref)]
+        return payload
+
+    @app.get("/actors/{actor}/{key}/history", include_in_schema=False)
+    async def history(request: Request, actor: str, key: str) -> list[dict[str, Any]]:
+        authorize(request)
+        _, ref = resolve(actor, key)
+        return [e.model_dump(mode="json") for e in await (await existing(ref)).history(ref)]
+
+    @app.get("/actors/{actor}/{key}/events", include_in_schema=False)
+    async def events(actor: str, key: str, after: int = Query(0, ge=0), wait: float = Query(0.0, ge=0),
+                     limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
+        _, ref = resolve(actor, key)
+        store = (await existing(ref)).store
+        if wait > 0:
+            batch = await store.wait_events(ref, after, capped(wait))
+        else:
+            batch = await store.read_events(ref, after, limit)
+        batch = [record for record in batch if record.seq > after][:limit]
+        return {"events": [record.model_dump(mode="json") for record in batch],
+                "cursor": batch[-1].seq if batch else after}
+
+    @app.get("/actors/{actor}/{key}/inspector/workflow-history", include_in_schema=False)
+    async def inspector_history(request: Request, actor: str, key: str) -> dict[str, Any]:
+        authorize(request)
+        definition, ref = resolve(actor, key)
+        svc = await existing(ref)
+        enabled = definition.workflow_fn is not None
+        current = (await svc.status(ref)).workflow.value if enabled else None
+        entries = await svc.history(ref) if enabled else []
+        return workflow_history(enabled=enabled, workflow_state=current, entries=entries).model_dump(mode="json")
+
+    return app

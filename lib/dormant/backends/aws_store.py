@@ -1,0 +1,635 @@
+"""EventStore on DynamoDB (async, aiobotocore): one table, single-item conditional commits.
+
+Layout of one actor's partition (`pk` = ActorRef.id; docs/storage.md explains the why):
+
+    c#NNN    commit slots, a ring of N per actor: version v lives in slot (v - 1) % N. Every commit is one
+             conditional PutItem on its slot; every N-th commit (or sooner) carries a full snapshot, so the
+             newest snapshot and the commits after it are always in the ring: a load is one Query of it.
+    i#<id>   an inbox message while pending (indexed by the sparse LSI `pending`, in send order), then
+             its tombstone (no index attribute, with a TTL) so a re-sent id stays a duplicate.
+    r#<id>   the response to a completable message (TTL).
+    e#<seq>  the events of one commit, keyed by their last sequence number (TTL).
+    w#       the last failed wake-up (in the `pending` index too, so a load reads it for free).
+
+No TransactWriteItems anywhere: everything a commit decides is in its one commit item; the inbox
+tombstones, responses and events written after it are re-derived from that item if a crash interrupts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
+from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
+from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+
+from dormant.errors import ItemTooLargeError, StorageError, VersionConflict
+from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage, WakeError
+from dormant.settings import Settings
+from dormant.workflow.execution import CommitDraft
+from dormant.workflow.history import HistoryEntry, WorkflowRecord
+
+log = logging.getLogger("dormant.aws_store")
+
+TTL_ATTRIBUTE = "expires_at"
+PENDING_INDEX = "pending"
+ITEM_LIMIT = 400 * 1024  # DynamoDB's item size limit, in bytes (names + values)
+SNAPSHOT_AFTER_BYTES = 96 * 1024  # also snapshot once the deltas since the last one are this big
+_RING_PREFIX, _INBOX_PREFIX, _RESPONSE_PREFIX, _EVENTS_PREFIX, _WAKE_ERROR = "c#", "i#", "r#", "e#", "w#"
+_WAKE_ERROR_ORDER = "!"  # sorts before every message in the `pending` index
+_BATCH_WRITE_MAX, _BATCH_GET_MAX = 25, 100
+_TORN_READ_RETRIES = 5
+_POLL_FIRST, _POLL_MAX = 0.02, 0.25
+
+
+def table_definition(name: str) -> dict[str, Any]:
+    """CreateTable arguments for the store's table (shared by tests, `dormant dev` and template.yaml).
+
+    TTL is switched on separately (UpdateTimeToLive on attribute `TTL_ATTRIBUTE`)."""
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": attr, "AttributeType": "S"} for attr in ("pk", "sk", "pq")],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        "LocalSecondaryIndexes": [{
+            "IndexName": PENDING_INDEX,
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "pq", "KeyType": "RANGE"}],
+            "Projection": {"ProjectionType": "ALL"},
+        }],
+    }
+
+
+def client_config() -> AioConfig:
+    """Retries with backoff on throttling and 5xx (botocore's standard mode); never on conditional failures."""
+    return AioConfig(retries={"mode": "standard", "max_attempts": 4}, max_pool_connections=64, connect_timeout=5,
+                     read_timeout=30)
+
+
+async def create_table(client: Any, settings: Settings | str, *, timeout: float = 30.0) -> None:
+    """Create the table if missing, wait until it is ACTIVE and switch TTL on (where the server can)."""
+    name = settings if isinstance(settings, str) else settings.table
+    try:
+        await client.create_table(**table_definition(name))
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "ResourceInUseException":
+            raise
+    deadline = time.monotonic() + timeout
+    while (await client.describe_table(TableName=name))["Table"]["TableStatus"] != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise StorageError(f"table {name} did not become ACTIVE within {timeout} s")
+        await asyncio.sleep(0.1)
+    try:
+        await client.update_time_to_live(
+            TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE})
+    except ClientError as error:  # dynalite has no TTL: expired items are filtered on read anyway
+        log.info("TTL not enabled on %s: %s", name, error)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _size(value: Any) -> int:
+    """Bytes of the JSON form of `value` (what it costs inside an item)."""
+    return len(_dumps(value).encode())
+
+
+def _item_size(item: dict[str, dict[str, Any]]) -> int:
+    """DynamoDB's size of a low-level item: attribute names plus values (numbers counted generously)."""
+    total = 0
+    for name, value in item.items():
+        total += len(name.encode())
+        if "S" in value:
+            total += len(value["S"].encode())
+        elif "N" in value:
+            total += 21
+        else:
+            total += 1
+    return total
+
+
+def _ring_key(version: int, ring: int) -> str:
+    return f"{_RING_PREFIX}{(version - 1) % ring:03d}"
+
+
+@dataclass
+class _Side:
+    """What one commit writes besides its commit item; re-derivable from the commit item."""
+
+    consumed: list[str] = field(default_factory=list)
+    responses: dict[str, Any] = field(default_factory=dict)
+    events: list[list[Any]] = field(default_factory=list)  # [seq, name, payload, at]
+    at: float = 0.0
+
+    def payload(self) -> dict[str, Any]:
+        return {"c": self.consumed, "r": self.responses, "e": self.events}
+
+    @staticmethod
+    def from_payload(payload: dict[str, Any], at: float) -> _Side:
+        return _Side(list(payload.get("c", [])), dict(payload.get("r", {})), list(payload.get("e", [])), at)
+
+
+@dataclass
+class _Head:
+    """One materialized version of an actor. Immutable once cached: later versions copy, never edit."""
+
+    version: int
+    ring: int
+    snapshot_version: int
+    meta: dict[str, Any]
+    state: dict[str, Any]
+    workflow: dict[str, Any]
+    history: dict[str, dict[str, Any]]
+    sizes: dict[str, int]  # JSON bytes per history location, to check a snapshot would fit
+    state_bytes: int
+    workflow_bytes: int
+    meta_bytes: int
+    event_seq: int
+    delta_bytes: int  # bytes of the delta items since the snapshot
+    side: _Side
+    settled: bool = False  # this version's tombstones, responses and events are known to be written
+
+    def advance(self, version: int, delta: dict[str, Any], side: _Side,
+                upsert_sizes: list[int] | None = None) -> _Head:
+        history, sizes = dict(self.history), dict(self.sizes)
+        for prefix in delta.get("x", ()):
+            below = prefix + "/"
+            for location in [loc for loc in history if loc == prefix or loc.startswith(below)]:
+                del history[location]
+                del sizes[location]
+        for index, entry in enumerate(delta.get("u", ())):
+            location = entry["location"]
+            history[location] = entry
+            sizes[location] = upsert_sizes[index] if upsert_sizes is not None else _size(entry)
+        state, workflow = delta.get("s"), delta.get("w")
+        return _Head(
+            version=version, ring=self.ring, snapshot_version=self.snapshot_version, meta=self.meta,
+            state=self.state if state is None else state, workflow=self.workflow if workflow is None else workflow,
+            history=history, sizes=sizes,
+            state_bytes=self.state_bytes if state is None else _size(state),
+            workflow_bytes=self.workflow_bytes if workflow is None else _size(workflow), meta_bytes=self.meta_bytes,
+            event_seq=side.events[-1][0] if side.events else self.event_seq, delta_bytes=self.delta_bytes,
+            side=side)
+
+    def full(self) -> dict[str, Any]:
+        return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": self.history,
+                "seq": self.event_seq}
+
+    def full_parts(self) -> list[tuple[str, int]]:
+        """(what, bytes) of everything a snapshot of this version holds, for size errors."""
+        parts = [(f"history entry {loc!r}", size) for loc, size in self.sizes.items()]
+        parts += [("state", self.state_bytes), ("workflow record", self.workflow_bytes),
+                  ("actor metadata and input", self.meta_bytes)]
+        return parts
+
+    def snapshot(self, ref: ActorRef) -> ActorSnapshot:
+        return ActorSnapshot(ref=ref, version=self.version, meta=ActorMeta.model_validate(self.meta),
+                             state=dict(self.state), workflow=WorkflowRecord.model_validate(self.workflow),
+                             history=[HistoryEntry.model_validate(e) for e in self.history.values()], inbox=[])
+
+    @staticmethod
+    def from_snapshot(version: int, ring: int, full: dict[str, Any], side: _Side) -> _Head:
+        history: dict[str, dict[str, Any]] = full["history"]
+        return _Head(version=version, ring=ring, snapshot_version=version, meta=full["meta"], state=full["state"],
+                     workflow=full["workflow"], history=history, sizes={k: _size(v) for k, v in history.items()},
+                     state_bytes=_size(full["state"]), workflow_bytes=_size(full["workflow"]),
+                     meta_bytes=_size(full["meta"]), event_seq=int(full["seq"]), delta_bytes=0, side=side)
+
+
+class _TornRead(Exception):
+    """The ring changed while it was being read (no gap-free chain to a snapshot): read again."""
+
+
+def _too_large(ref: ActorRef, what: str, size: int, parts: Iterable[tuple[str, int]]) -> ItemTooLargeError:
+    biggest = max(parts, key=lambda part: part[1], default=("(nothing)", 0))
+    return ItemTooLargeError(
+        f"{what} of actor {ref} is {size} bytes, over DynamoDB's item limit of {ITEM_LIMIT} bytes (400 KB); "
+        f"the biggest part is {biggest[0]} ({biggest[1]} bytes). Keep step outputs, messages and state small: "
+        "store large payloads elsewhere (e.g. S3) and record a reference. Retrying cannot help.")
+
+
+class DynamoEventStore:
+    """EventStore on a DynamoDB-compatible table (AWS, moto server, dynalite, LocalStack, ...).
+
+    Give it an aiobotocore DynamoDB client (whose lifecycle stays yours) or let `connect` make one from the
+    settings:
+
+        async with DynamoEventStore.connect(settings) as store:
+            await store.create_table()   # tests and `dormant dev`; deployments create it from template.yaml
+
+    `settle_on_load=False` (read-only users such as an API) skips checking, during loads, that the newest
+    commit's responses/events were written; the actor's next commit still makes sure of it.
+    """
+
+    def __init__(self, client: Any, settings: Settings | None = None, *, settle_on_load: bool = True,
+                 cache_size: int = 512, clock: Callable[[], float] = time.time) -> None:
+        self.client = client
+        self.settings = settings if settings is not None else Settings()
+        self.table = self.settings.table
+        self._settle_on_load = settle_on_load
+        self._cache: OrderedDict[tuple[str, int], _Head] = OrderedDict()
+        self._cache_size = cache_size
+        self._now = clock
+        self._last_order_ns = 0
+        self.item_limit = ITEM_LIMIT  # tests raise it to reach the server's own check
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, settings: Settings | None = None, *, session: AioSession | None = None,
+                      **options: Any) -> AsyncIterator[DynamoEventStore]:
+        """A store with its own client (endpoint and region from the settings), closed on exit."""
+        settings = settings if settings is not None else Settings()
+        session = session or get_session()
+        async with session.create_client("dynamodb", config=client_config(), **settings.client_kwargs()) as client:
+            yield cls(client, settings, **options)
+
+    async def create_table(self) -> None:
+        await create_table(self.client, self.table)
+
+    # -- EventStore ----------------------------------------------------------------------------------
+    async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
+                     events: list[tuple[str, Any]]) -> bool:
+        meta_json = meta.model_dump(mode="json")
+        workflow_json = workflow.model_dump(mode="json")
+        side = _Side(events=[[i + 1, name, payload, meta.created_at] for i, (name, payload) in enumerate(events)],
+                     at=self._now())
+        full = {"meta": meta_json, "state": dict(state), "workflow": workflow_json, "history": {},
+                "seq": len(events)}
+        head = _Head.from_snapshot(1, self.settings.snapshot_every, full, side)
+        item = self._commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
+        self._check_size(ref, "the first commit", item, head.full_parts() + self._side_parts(side))
+        if not await self._put_if(item, "attribute_not_exists(pk)", {}):
+            return False
+        self._remember(ref, head)
+        await self._settle(ref, head, [])
+        return True
+
+    async def exists(self, ref: ActorRef) -> bool:
+        # Slot 0 holds version 1 (and later 1 + k*N): present forever once the actor exists.
+        response = await self._call("GetItem", TableName=self.table, ConsistentRead=True, ProjectionExpression="pk",
+                                    Key={"pk": {"S": ref.id}, "sk": {"S": _ring_key(1, 1)}})
+        return "Item" in response
+
+    async def load(self, ref: ActorRef) -> ActorSnapshot | None:
+        for attempt in range(_TORN_READ_RETRIES):
+            ring_items, pending = await asyncio.gather(self._query_ring(ref), self._query_pending(ref))
+            if not ring_items:
+                return None
+            try:
+                head, chain = self._materialize(ref, ring_items)
+                break
+            except _TornRead:
+                await asyncio.sleep(0.01 * (attempt + 1))
+        else:
+            raise StorageError(f"could not read a consistent commit chain of {ref} in {_TORN_READ_RETRIES} tries")
+        wake_errors = [item for item in pending if item["sk"]["S"] == _WAKE_ERROR]
+        inbox, stale = self._live_inbox([item for item in pending if "m" in item], chain)
+        if not head.settled and self._settle_on_load:
+            await self._settle(ref, head, stale, probe=True)
+        self._remember(ref, head)
+        snapshot = head.snapshot(ref)
+        snapshot.inbox = inbox
+        if wake_errors:
+            snapshot.wake_error = WakeError.model_validate_json(wake_errors[0]["d"]["S"])
+        return snapshot
+
+    async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
+        base = await self._base(ref, expected_version)
+        version = expected_version + 1
+        now = self._now()
+        side = _Side(consumed=list(draft.consumed_ids), responses=dict(draft.responses),
+                     events=[[base.event_seq + i + 1, name, payload, draft.committed_at] for i, (name, payload) in
+                             enumerate(draft.events)], at=now)
+        delta: dict[str, Any] = {"u": draft.upserts, "x": draft.deleted_prefixes}
+        if draft.state is not None:
+            delta["s"] = draft.state
+        if draft.workflow is not None:
+            delta["w"] = draft.workflow.model_dump(mode="json")
+        upsert_sizes = [_size(entry) for entry in draft.upserts]
+        head = base.advance(version, delta, side, upsert_sizes)
+        side_parts = self._side_parts(side)
+        # Every version must be able to become a snapshot, so the commit that makes the live history
+        # too big is the one refused (not some later, unrelated one).
+        full_size = sum(size for _, size in head.full_parts()) + sum(size for _, size in side_parts) + 256
+        if full_size > self.item_limit:
+            raise _too_large(ref, f"the live history of version {version}", full_size,
+                             head.full_parts() + side_parts)
+        delta_text_size = sum(upsert_sizes) + _size(draft.state) + _size(delta.get("w"))
+        snapshot = (version - base.snapshot_version >= base.ring
+                    or base.delta_bytes + delta_text_size > SNAPSHOT_AFTER_BYTES)
+        if snapshot:
+            payload = {"f": head.full(), **side.payload()}
+            head.snapshot_version, head.delta_bytes = version, 0
+            parts = head.full_parts() + side_parts
+        else:
+            payload = {**delta, **side.payload()}
+            head.delta_bytes = base.delta_bytes + delta_text_size
+            parts = [(f"history entry {e['location']!r}", size) for e, size in zip(draft.upserts, upsert_sizes,
+                                                                                   strict=True)]
+            parts += [("state", _size(draft.state)), ("workflow record", _size(delta.get("w"))), *side_parts]
+        item = self._commit_item(ref, head, payload, snapshot=snapshot, at=now)
+        self._check_size(ref, f"commit {version}", item, parts)
+        if version <= base.ring:
+            condition, values = "attribute_not_exists(pk)", {}
+        else:  # the slot must still hold the version one lap behind: any later writer got there first
+            condition, values = "v = :previous", {":previous": {"N": str(version - base.ring)}}
+        if not await self._put_if(item, condition, values):
+            raise VersionConflict(f"{ref}: version {expected_version} is no longer current (another commit won)")
+        self._remember(ref, head)
+        await self._settle(ref, head, side.consumed)
+        return version
+
+    async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
+        body = _dumps(message.model_dump(mode="json"))
+        item = {"pk": {"S": ref.id}, "sk": {"S": _INBOX_PREFIX + message.id},
+                "pq": {"S": f"{self._order_ns():020d}#{message.id}"}, "m": {"S": body}}
+        self._check_size(ref, f"message {message.id!r}", item,
+                         [(f"the body of message {message.id!r}", _size(message.body)),
+                          ("its action arguments", _size(message.args))])
+        return await self._put_if(item, "attribute_not_exists(pk)", {})
+
+    async def record_wake_error(self, ref: ActorRef, error: WakeError) -> None:
+        if not await self.exists(ref):
+            return
+        await self._call("PutItem", TableName=self.table, Item={
+            "pk": {"S": ref.id}, "sk": {"S": _WAKE_ERROR}, "pq": {"S": _WAKE_ERROR_ORDER},
+            "d": {"S": error.model_dump_json()}})
+
+    async def wait_response(self, ref: ActorRef, message_id: str, timeout: float) -> tuple[bool, Any]:
+        deadline = time.monotonic() + timeout
+        interval = _POLL_FIRST
+        while True:
+            response = await self._call("GetItem", TableName=self.table, ConsistentRead=True,
+                                        Key={"pk": {"S": ref.id}, "sk": {"S": _RESPONSE_PREFIX + message_id}})
+            item = response.get("Item")
+            if item is not None and not self._expired(item):
+                return True, json.loads(item["d"]["S"])
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False, None
+            await asyncio.sleep(min(interval, remaining))
+            interval = min(interval * 2, _POLL_MAX)
+
+    async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
+        records: list[EventRecord] = []
+        start: dict[str, Any] | None = None
+        while len(records) < limit:
+            # Items are keyed by the last seq of their commit: the first one past `after` may start before it.
+            kwargs: dict[str, Any] = {
+                "TableName": self.table, "ConsistentRead": True,
+                "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
+                "ExpressionAttributeValues": {":pk": {"S": ref.id}, ":low": {"S": f"{_EVENTS_PREFIX}{after + 1:012d}"},
+                                              ":high": {"S": f"{_EVENTS_PREFIX}~"}}}
+            if start is not None:
+                kwargs["ExclusiveStartKey"] = start
+            response = await self._call("Query", **kwargs)
+            for item in response.get("Items", []):
+                if self._expired(item):
+                    continue
+                for seq, name, payload, at in json.loads(item["d"]["S"]):
+                    if seq > after and len(records) < limit:
+                        records.append(EventRecord(seq=seq, name=name, payload=payload, at=at))
+            start = response.get("LastEvaluatedKey")
+            if start is None:
+                break
+        return records
+
+    async def wait_events(self, ref: ActorRef, after: int, timeout: float) -> list[EventRecord]:
+        deadline = time.monotonic() + timeout
+        interval = _POLL_FIRST
+        while True:
+            records = await self.read_events(ref, after, 1000)
+            remaining = deadline - time.monotonic()
+            if records or remaining <= 0:
+                return records
+            await asyncio.sleep(min(interval, remaining))
+            interval = min(interval * 2, _POLL_MAX)
+
+    # -- reading the ring ----------------------------------------------------------------------------
+    async def _query_ring(self, ref: ActorRef) -> list[dict[str, Any]]:
+        return await self._query_all(
+            TableName=self.table, ConsistentRead=True, ScanIndexForward=False,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :ring)",
+            ExpressionAttributeValues={":pk": {"S": ref.id}, ":ring": {"S": _RING_PREFIX}})
+
+    async def _query_pending(self, ref: ActorRef) -> list[dict[str, Any]]:
+        return await self._query_all(
+            TableName=self.table, IndexName=PENDING_INDEX, ConsistentRead=True,
+            KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": {"S": ref.id}})
+
+    async def _query_all(self, **kwargs: Any) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        while True:
+            response = await self._call("Query", **kwargs)
+            items += response.get("Items", [])
+            if "LastEvaluatedKey" not in response:
+                return items
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _materialize(self, ref: ActorRef, items: list[dict[str, Any]]) -> tuple[_Head, list[_Side]]:
+        """The newest version: its snapshot plus the deltas after it. Returns it and the chain's side work."""
+        by_version = {int(item["v"]["N"]): item for item in items}
+        newest = max(by_version)
+        chain: list[dict[str, Any]] = []
+        version = newest
+        while True:
+            item = by_version.get(version)
+            if item is None:
+                raise _TornRead()
+            chain.append(item)
+            if "snap" in item:
+                break
+            version -= 1
+        chain.reverse()  # snapshot first
+        payloads = [json.loads(item["d"]["S"]) for item in chain]
+        sides = [_Side.from_payload(payload, float(item["at"]["N"])) for item, payload in zip(chain, payloads,
+                                                                                                strict=True)]
+        cached = self._cache.get((ref.id, newest))
+        if cached is not None:
+            return cached, sides
+        head = _Head.from_snapshot(int(chain[0]["v"]["N"]), int(chain[0]["n"]["N"]), payloads[0]["f"], sides[0])
+        for item, payload, side in zip(chain[1:], payloads[1:], sides[1:], strict=True):
+            head = head.advance(int(item["v"]["N"]), payload, side)
+            head.delta_bytes += len(item["d"]["S"].encode())
+        return head, sides
+
+    def _live_inbox(self, pending: list[dict[str, Any]], chain: list[_Side]) -> tuple[list[InboxMessage], list[str]]:
+        """Pending messages minus those the chain consumed (their tombstones may not be written yet)."""
+        consumed_at = {mid: side.at for side in chain for mid in side.consumed}
+        inbox: list[InboxMessage] = []
+        stale: list[str] = []
+        window = self.settings.dedupe_ttl_seconds / 2
+        for item in pending:  # the index returns them in send order
+            message = InboxMessage.model_validate(json.loads(item["m"]["S"]))
+            at = consumed_at.get(message.id)
+            # A pending item enqueued long after that consumption is the same id re-sent after the dedupe
+            # window (its tombstone expired): a new message.
+            if at is not None and int(item["pq"]["S"][:20]) / 1e9 <= at + window:
+                stale.append(message.id)
+            else:
+                inbox.append(message)
+        return inbox, stale
+
+    # -- writing -------------------------------------------------------------------------------------
+    def _commit_item(self, ref: ActorRef, head: _Head, payload: dict[str, Any], *, snapshot: bool,
+                     at: float) -> dict[str, dict[str, Any]]:
+        item: dict[str, dict[str, Any]] = {
+            "pk": {"S": ref.id}, "sk": {"S": _ring_key(head.version, head.ring)}, "v": {"N": str(head.version)},
+            "n": {"N": str(head.ring)}, "at": {"N": repr(at)}, "d": {"S": _dumps(payload)}}
+        if snapshot:
+            item["snap"] = {"BOOL": True}
+        return item
+
+    def _check_size(self, ref: ActorRef, what: str, item: dict[str, dict[str, Any]],
+                    parts: Iterable[tuple[str, int]]) -> None:
+        size = _item_size(item)
+        if size > self.item_limit:
+            raise _too_large(ref, what, size, parts)
+
+    @staticmethod
+    def _side_parts(side: _Side) -> list[tuple[str, int]]:
+        parts = [(f"the response to message {mid!r}", _size(r)) for mid, r in side.responses.items()]
+        if side.events:
+            parts.append(("the events of this commit", _size(side.events)))
+        return parts
+
+    async def _base(self, ref: ActorRef, expected_version: int) -> _Head:
+        """The materialized version a commit builds on; settled, so nothing of it can be lost."""
+        head = self._cache.get((ref.id, expected_version))
+        if head is None:
+            snapshot = await self.load(ref)
+            head = self._cache.get((ref.id, expected_version))
+            if snapshot is None or head is None:
+                found = snapshot.version if snapshot is not None else "no actor"
+                raise VersionConflict(f"{ref}: expected version {expected_version}, found {found}")
+        if not head.settled:  # loaded without settling (settle_on_load=False)
+            await self._settle(ref, head, head.side.consumed, probe=True)
+        return head
+
+    async def _settle(self, ref: ActorRef, head: _Head, tombstones: list[str], *, probe: bool = False) -> None:
+        """Write a version's inbox tombstones, responses and events (all idempotent puts).
+
+        A commit settles its own version before returning, and a commit needs its base settled, so only
+        the newest version can be unsettled (a crash right after its commit): whoever loads it next
+        finishes the job. `tombstones`: consumed ids whose pending items may still exist. `probe`: first
+        read which responses/events exist, to re-write only the missing ones."""
+        side, pk = head.side, {"S": ref.id}
+        now = self._now()
+        tombstone_ids = list(dict.fromkeys(tombstones))
+        writes: list[dict[str, Any]] = [
+            {"pk": pk, "sk": {"S": _INBOX_PREFIX + mid}, "t": {"N": str(head.version)},
+             TTL_ATTRIBUTE: {"N": str(int(now + self.settings.dedupe_ttl_seconds))}} for mid in tombstone_ids]
+        derived = [{"pk": pk, "sk": {"S": _RESPONSE_PREFIX + mid}, "v": {"N": str(head.version)},
+                    "d": {"S": _dumps(response)},
+                    TTL_ATTRIBUTE: {"N": str(int(side.at + self.settings.response_ttl_seconds))}}
+                   for mid, response in side.responses.items()]
+        if side.events:
+            derived.append({"pk": pk, "sk": {"S": f"{_EVENTS_PREFIX}{side.events[-1][0]:012d}"},
+                            "v": {"N": str(head.version)}, "d": {"S": _dumps(side.events)},
+                            TTL_ATTRIBUTE: {"N": str(int(side.at + self.settings.event_ttl_seconds))}})
+        if probe and derived:
+            present = await self._present(ref, [item["sk"]["S"] for item in derived], head.version)
+            derived = [item for item in derived if item["sk"]["S"] not in present]
+        writes += derived
+        if writes:
+            await self._batch_write(writes)
+            if probe:
+                log.info("settled version %d of %s: re-wrote %d item(s)", head.version, ref, len(writes))
+        head.settled = True
+
+    async def _present(self, ref: ActorRef, sort_keys: list[str], version: int) -> set[str]:
+        """Which of these derived items exist, written for this version."""
+        found: set[str] = set()
+        for start in range(0, len(sort_keys), _BATCH_GET_MAX):
+            keys: list[dict[str, Any]] = [{"pk": {"S": ref.id}, "sk": {"S": sk}}
+                                          for sk in sort_keys[start:start + _BATCH_GET_MAX]]
+            for attempt in range(6):
+                response = await self._call("BatchGetItem", RequestItems={self.table: {
+                    "Keys": keys, "ConsistentRead": True, "ProjectionExpression": "sk, v"}})
+                for item in response.get("Responses", {}).get(self.table, []):
+                    if int(item["v"]["N"]) == version:
+                        found.add(item["sk"]["S"])
+                keys = response.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
+                if not keys:
+                    break
+                await asyncio.sleep(0.02 * 2 ** attempt)
+            else:
+                raise StorageError(f"DynamoDB kept throttling BatchGetItem on {self.table}")
+        return found
+
+    async def _batch_write(self, items: list[dict[str, Any]]) -> None:
+        for start in range(0, len(items), _BATCH_WRITE_MAX):
+            requests = [{"PutRequest": {"Item": item}} for item in items[start:start + _BATCH_WRITE_MAX]]
+            for attempt in range(6):
+                response = await self._call("BatchWriteItem", RequestItems={self.table: requests})
+                requests = response.get("UnprocessedItems", {}).get(self.table, [])
+                if not requests:
+                    break
+                await asyncio.sleep(0.02 * 2 ** attempt)
+            else:
+                raise StorageError(f"DynamoDB kept throttling BatchWriteItem on {self.table}; "
+                                   "the next load of the actor writes the rest")
+
+    async def _put_if(self, item: dict[str, Any], condition: str, values: dict[str, Any]) -> bool:
+        """Conditional PutItem; False when the condition failed."""
+        kwargs: dict[str, Any] = {"TableName": self.table, "Item": item, "ConditionExpression": condition}
+        if values:
+            kwargs["ExpressionAttributeValues"] = values
+        try:
+            await self._call("PutItem", **kwargs)
+        except _ConditionFailed:
+            return False
+        return True
+
+    async def _call(self, operation: str, **kwargs: Any) -> Any:
+        method = getattr(self.client, _SNAKE[operation])
+        try:
+            return await method(**kwargs)
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code", "")
+            message = error.response.get("Error", {}).get("Message", "")
+            if code == "ConditionalCheckFailedException":
+                raise _ConditionFailed() from None
+            if code == "ValidationException" and "size" in message.lower():
+                raise ItemTooLargeError(f"DynamoDB refused an item of table {self.table} as over its 400 KB "
+                                        f"limit ({message}); retrying cannot help") from error
+            raise StorageError(f"DynamoDB {operation} on {self.table} failed: {code}: {message}") from error
+        except BotoCoreError as error:
+            raise StorageError(f"DynamoDB {operation} on {self.table} failed: {error}") from error
+
+    # -- small helpers -------------------------------------------------------------------------------
+    def _remember(self, ref: ActorRef, head: _Head) -> None:
+        key = (ref.id, head.version)
+        known = self._cache.get(key)
+        if known is not None and known.settled:
+            head.settled = True
+        self._cache[key] = head
+        self._cache.move_to_end(key)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def _order_ns(self) -> int:
+        """Strictly increasing within this store: the send order of messages enqueued through it."""
+        self._last_order_ns = max(time.time_ns(), self._last_order_ns + 1)
+        return self._last_order_ns
+
+    def _expired(self, item: dict[str, Any]) -> bool:
+        # DynamoDB deletes expired items lazily (and dynalite never): filter on read.
+        expires = item.get(TTL_ATTRIBUTE)
+        return expires is not None and float(expires["N"]) < self._now()
+
+
+class _ConditionFailed(Exception):
+    pass
+
+
+_SNAKE = {"GetItem": "get_item", "PutItem": "put_item", "Query": "query", "BatchWriteItem": "batch_write_item",
+          "BatchGetItem": "batch_get_item"}

@@ -1,0 +1,426 @@
+"""The HTTP client: the handle API of `dormant.client.Client`, over the HTTP API (dormant.api).
+
+    async with HttpClient("https://api.example.com", token="...", registry=registry) as client:
+        handle = client.get_or_create("workflow-counter", ["main"])
+        await handle.send("counter", {"delta": 1})
+        print(await handle.state())          # CounterState(...) with a registry, a dict without
+
+    with SyncHttpClient("http://127.0.0.1:8000") as client:   # scripts
+        client.get_or_create("workflow-counter", "main").send("counter", {"delta": 1})
+
+Given the registry (the application's `setup(...)`), the client returns the same types as the in-process
+client: `state()` the state model, `call()` the action's result validated against its return annotation,
+and it checks queue names and bodies before any I/O. Without it, `state()` and `call()` return JSON.
+
+Retries with exponential backoff (and `Retry-After`): idempotent requests (reads, create, sends - every
+send carries a message id, so a re-send is ignored by the actor) on 429, 5xx and connection errors;
+actions, which are not idempotent, only when the server cannot have run them (connection refused, 429, 503).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeVar, get_type_hints
+from urllib.parse import quote
+
+import httpx
+from pydantic import TypeAdapter, ValidationError
+
+from dormant.actor import Registry
+from dormant.api_keys import encode_key
+from dormant.errors import (
+    ActorNotFoundError,
+    InvalidKeyError,
+    InvalidMessageError,
+    ItemTooLargeError,
+    StorageError,
+    UnknownActionError,
+    UnknownActorError,
+    UnknownEventError,
+    UnknownQueueError,
+    WakeFailedError,
+)
+from dormant.models import ActorStatus, SendResult
+from dormant.ports import ActorRef, EventRecord
+from dormant.workflow.errors import DormantError
+from dormant.workflow.execution import to_json
+from dormant.workflow.history import HistoryEntry
+
+T = TypeVar("T")
+DEFAULT_SEND_TIMEOUT = 30.0  # as the in-process client
+RETRYABLE = frozenset({429, 500, 502, 503, 504})
+NOTHING_RAN = frozenset({429, 503})  # the server says it did not run the request
+UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+_NO_BODY = object()
+
+
+class HttpError(DormantError):
+    """An error answer from the API that maps to no more specific exception."""
+
+    def __init__(self, status: int, code: str, message: str, detail: Any = None) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.detail = detail
+
+
+class UnauthorizedError(HttpError):
+    """401: the route needs the inspector bearer token (pass `token=`)."""
+
+
+class ActionFailedError(HttpError):
+    """The action raised on the server; `message` is "ExceptionType: text"."""
+
+
+class InvalidArgumentsError(HttpError, TypeError):
+    """The action's arguments do not fit its signature (in-process this is a TypeError too)."""
+
+
+_BY_CODE: dict[str, type[DormantError]] = {
+    "unknown_actor": UnknownActorError, "unknown_queue": UnknownQueueError, "unknown_action": UnknownActionError,
+    "unknown_event": UnknownEventError, "actor_not_found": ActorNotFoundError, "invalid_key": InvalidKeyError,
+    "payload_too_large": ItemTooLargeError, "storage_unavailable": StorageError, "busy": WakeFailedError,
+}
+
+
+def error_from_response(response: httpx.Response) -> DormantError:
+    """The exception an error response stands for (dormant's own where one matches)."""
+    try:
+        info = response.json()["error"]
+        code, message, detail = str(info["code"]), str(info["message"]), info.get("detail")
+    except (ValueError, KeyError, TypeError):
+        return HttpError(response.status_code, "http_error", response.text[:500] or response.reason_phrase)
+    if code == "invalid_body":
+        return InvalidMessageError(message, errors=detail if isinstance(detail, list) else None)
+    if code in _BY_CODE:
+        return _BY_CODE[code](message)
+    if code == "unauthorized":
+        return UnauthorizedError(response.status_code, code, message, detail)
+    if code == "action_failed":
+        return ActionFailedError(response.status_code, code, message, detail)
+    if code == "invalid_arguments":
+        return InvalidArgumentsError(response.status_code, code, message, detail)
+    return HttpError(response.status_code, code, message, detail)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """`attempts` tries in all; delays base * 2^n, capped at `max_delay`, with jitter."""
+
+    attempts: int = 5
+    base_delay: float = 0.1
+    max_delay: float = 2.0
+
+    def delay(self, attempt: int, retry_after: str | None = None) -> float:
+        if retry_after is not None:
+            try:
+                return min(self.max_delay, max(0.0, float(retry_after)))
+            except ValueError:
+                pass  # an HTTP date: use our own backoff
+        return min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+
+class HttpClient:
+    """Async client of the HTTP API, with the in-process client's handle API."""
+
+    def __init__(self, base_url: str, token: str | None = None, *, registry: Registry | None = None,
+                 retry: RetryPolicy | None = None, timeout: float = 30.0, poll_wait: float = 20.0,
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 headers: dict[str, str] | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.registry = registry
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        self.poll_wait = poll_wait
+        self._transport = transport
+        self._sleep = sleep
+        self._headers = dict(headers or {})
+        if token is not None:
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._http: httpx.AsyncClient | None = None
+        self._adapters: dict[tuple[str, str], TypeAdapter[Any] | None] = {}
+
+    def get_or_create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> HttpActorHandle:
+        """A handle (no I/O): the first request creates the actor (with `input`) if needed."""
+        if self.registry is not None:
+            self.registry.get(actor_name)
+        ref = ActorRef(name=actor_name, key=(key,) if isinstance(key, str) else tuple(key))
+        return HttpActorHandle(self, ref, actor_input=input)
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def __aenter__(self) -> HttpClient:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    # -- transport with retries -------------------------------------------------------------------------
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self.timeout,
+                                           transport=self._transport)
+        return self._http
+
+    async def request(self, method: str, path: str, *, idempotent: bool, json: Any = _NO_BODY,
+                      params: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
+                      timeout: float | None = None) -> httpx.Response:
+        """One API request, retried as the module docstring says; error answers raise."""
+        client = self._client()
+        extra: dict[str, Any] = {} if json is _NO_BODY else {"json": json}
+        if timeout is not None:
+            extra["timeout"] = httpx.Timeout(self.timeout, read=timeout)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = await client.request(method, path, params=params, headers=headers, **extra)
+            except httpx.TransportError as error:
+                if attempt >= self.retry.attempts or not (idempotent or isinstance(error, UNSENT)):
+                    raise
+                await self._sleep(self.retry.delay(attempt))
+                continue
+            status = response.status_code
+            if (status in RETRYABLE and attempt < self.retry.attempts
+                    and (idempotent or status in NOTHING_RAN) and not _is_action_failure(response)):
+                await self._sleep(self.retry.delay(attempt, response.headers.get("retry-after")))
+                continue
+            if status >= 400:
+                raise error_from_response(response)
+            return response
+
+    def adapter(self, actor_name: str, action: str) -> TypeAdapter[Any] | None:
+        """Validates an action's JSON result into its return annotation (None: return the JSON)."""
+        cache_key = (actor_name, action)
+        if cache_key not in self._adapters:
+            adapter = None
+            if self.registry is not None:
+                fn = self.registry.get(actor_name).actions.get(action)
+                try:
+                    returns = get_type_hints(fn).get("return") if fn is not None else None
+                    if returns is not None and returns is not Any and returns is not type(None):
+                        adapter = TypeAdapter(returns)
+                except Exception:  # unresolvable or unsupported annotation: hand out the JSON
+                    adapter = None
+            self._adapters[cache_key] = adapter
+        return self._adapters[cache_key]
+
+
+def _is_action_failure(response: httpx.Response) -> bool:
+    if response.status_code != 500:
+        return False
+    try:
+        return bool(response.json()["error"]["code"] == "action_failed")
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+class HttpActorHandle:
+    """A handle to one actor over HTTP; the same methods as dormant.client.ActorHandle."""
+
+    def __init__(self, client: HttpClient, ref: ActorRef, *, actor_input: Any = None) -> None:
+        self._client = client
+        self._input = to_json(actor_input)
+        self._created = False
+        self.ref = ref
+        self.path = f"/actors/{quote(ref.name, safe='')}/{encode_key(ref.key)}"
+
+    def _definition_check(self, queue: str | None = None, body: Any = None, action: str | None = None) -> None:
+        registry = self._client.registry
+        if registry is None:
+            return
+        definition = registry.get(self.ref.name)
+        if queue is not None:
+            definition.queue_spec(queue).validate_body(queue, body)
+        if action is not None:
+            definition.action_fn(action)
+
+    async def _create_with_input(self) -> None:
+        """With an input, create first (as the in-process client passes it along with the first request)."""
+        if not self._created and self._input is not None:
+            await self.create()
+
+    async def create(self) -> bool:
+        """Get or create the actor now; True if this call created it."""
+        response = await self._client.request("PUT", self.path, json={"input": self._input}, idempotent=True)
+        self._created = True
+        return bool(response.json()["created"])
+
+    async def send(self, queue: str, body: Any, *, wait: bool = False, timeout: float | None = None,
+                   message_id: str | None = None) -> SendResult:
+        """Send to a queue; with `wait`, wait for the workflow's `complete()` (re-polling the same message id
+        when the server's own wait limit is shorter than `timeout`)."""
+        self._definition_check(queue=queue, body=body)
+        await self._create_with_input()
+        message_id = message_id or str(uuid.uuid4())  # a retried send is then one message
+        path = f"{self.path}/queues/{quote(queue, safe='')}"
+        payload = to_json(body)
+        deadline = time.monotonic() + (timeout or DEFAULT_SEND_TIMEOUT)
+        while True:
+            params: dict[str, Any] | None = None
+            read_timeout = None
+            if wait:
+                remaining = max(0.001, deadline - time.monotonic())
+                params = {"wait": "true", "timeout": f"{remaining:.3f}"}
+                read_timeout = remaining + self._client.timeout
+            response = await self._client.request("POST", path, json=payload, params=params, idempotent=True,
+                                                  headers={"Idempotency-Key": message_id}, timeout=read_timeout)
+            self._created = True
+            result = SendResult.model_validate(response.json())
+            if result.status != "timedOut" or deadline - time.monotonic() <= 0.01:
+                return result
+
+    async def call(self, action: str, *args: Any) -> Any:
+        """Run an action; the result as the action's return annotation when the client has the registry."""
+        self._definition_check(action=action)
+        await self._create_with_input()
+        response = await self._client.request("POST", f"{self.path}/actions/{quote(action, safe='')}",
+                                              json=[to_json(a) for a in args], idempotent=False)
+        self._created = True
+        value = response.json()["result"]
+        adapter = self._client.adapter(self.ref.name, action)
+        if adapter is None:
+            return value
+        try:
+            return adapter.validate_python(value)
+        except ValidationError:
+            return value  # the annotation does not describe what the action returned
+
+    async def _get(self, suffix: str, params: dict[str, Any] | None = None, *,
+                   timeout: float | None = None) -> Any:
+        """GET a read route; reads never create, so a missing actor is created (like the in-process
+        handle's first request) and the read repeated."""
+        path = self.path + suffix
+        try:
+            response = await self._client.request("GET", path, params=params, idempotent=True, timeout=timeout)
+        except ActorNotFoundError:
+            if self._created:
+                raise
+            await self.create()
+            response = await self._client.request("GET", path, params=params, idempotent=True, timeout=timeout)
+        self._created = True
+        return response.json()
+
+    async def state(self) -> Any:
+        """The state model when the client has the registry, else the state as a dict."""
+        value = await self._get("/state")
+        if self._client.registry is None:
+            return value
+        return self._client.registry.get(self.ref.name).state.model_validate(value)
+
+    async def status(self) -> ActorStatus:
+        return ActorStatus.model_validate(await self._get("/status"))
+
+    async def history(self) -> list[HistoryEntry]:
+        """The workflow history (needs the inspector token unless the server is in dev mode)."""
+        return [HistoryEntry.model_validate(e) for e in await self._get("/history")]
+
+    async def events(self, *, after: int = 0, follow: bool = True) -> AsyncGenerator[EventRecord, None]:
+        """Events in order after cursor `after`; with `follow`, long-poll for new ones forever."""
+        cursor = after
+        wait = self._client.poll_wait if follow else 0.0
+        while True:
+            page = await self._get("/events", {"after": cursor, "wait": wait, "limit": 1000},
+                                   timeout=wait + self._client.timeout)
+            for item in page["events"]:
+                record = EventRecord.model_validate(item)
+                cursor = record.seq
+                yield record
+            if not follow and not page["events"]:
+                return
+
+    def __getattr__(self, action: str) -> Callable[..., Any]:
+        """`handle.run_task(5)` is `handle.call("run_task", 5)`."""
+        if action.startswith("_"):
+            raise AttributeError(action)
+
+        async def invoke(*args: Any) -> Any:
+            return await self.call(action, *args)
+
+        return invoke
+
+
+class SyncHttpClient:
+    """Blocking wrapper for scripts (not for use inside a running event loop)."""
+
+    def __init__(self, base_url: str, token: str | None = None, **options: Any) -> None:
+        self._runner = asyncio.Runner()
+        self.client = HttpClient(base_url, token, **options)
+
+    def run(self, awaitable: Awaitable[T]) -> T:
+        async def wrapper() -> T:
+            return await awaitable
+
+        return self._runner.run(wrapper())
+
+    def get_or_create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> SyncActorHandle:
+        return SyncActorHandle(self, self.client.get_or_create(actor_name, key, input=input))
+
+    def close(self) -> None:
+        self._runner.run(self.client.aclose())
+        self._runner.close()
+
+    def __enter__(self) -> SyncHttpClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class SyncActorHandle:
+    """The blocking twin of HttpActorHandle."""
+
+    def __init__(self, owner: SyncHttpClient, handle: HttpActorHandle) -> None:
+        self._owner = owner
+        self.handle = handle
+        self.ref = handle.ref
+
+    def send(self, queue: str, body: Any, *, wait: bool = False, timeout: float | None = None,
+             message_id: str | None = None) -> SendResult:
+        return self._owner.run(self.handle.send(queue, body, wait=wait, timeout=timeout, message_id=message_id))
+
+    def call(self, action: str, *args: Any) -> Any:
+        return self._owner.run(self.handle.call(action, *args))
+
+    def state(self) -> Any:
+        return self._owner.run(self.handle.state())
+
+    def status(self) -> ActorStatus:
+        return self._owner.run(self.handle.status())
+
+    def history(self) -> list[HistoryEntry]:
+        return self._owner.run(self.handle.history())
+
+    def events(self, *, after: int = 0, follow: bool = False) -> Iterator[EventRecord]:
+        """Events after `after`; by default only those stored now (follow=True blocks for new ones)."""
+        iterator = self.handle.events(after=after, follow=follow)
+        try:
+            while True:
+                try:
+                    yield self._owner.run(iterator.__anext__())
+                except StopAsyncIteration:
+                    return
+        finally:
+            self._owner.run(iterator.aclose())
+
+    def __getattr__(self, action: str) -> Callable[..., Any]:
+        if action.startswith("_"):
+            raise AttributeError(action)
+
+        def invoke(*args: Any) -> Any:
+            return self.call(action, *args)
+
+        return invoke

@@ -1,0 +1,180 @@
+"""Malformed and hostile requests: each gets the right status and a JSON error body, and the store is
+exactly as it was before (compared as a full dump). Run through uvicorn with raw sockets (so `..` and
+%2F reach the server as typed) and through Mangum with API Gateway HTTP API v2 events."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from dormant.api import create_app
+from dormant.settings import Settings
+from dormant.testing import TestEnv
+from tests.api.apps import registry
+from tests.api.support import (
+    TOKEN,
+    dump_store,
+    http_api_v2_event,
+    lambda_body,
+    mangum_harness,
+    raw_request,
+    serve,
+)
+
+LIMIT = 8192
+JSON = {"Content-Type": "application/json"}
+ALICE = "/actors/account/alice"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    method: str
+    target: str
+    status: int
+    code: str
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _json(value: object) -> bytes:
+    return json.dumps(value).encode()
+
+
+CASES = [
+    # unknown things
+    Case("unknown actor type", "POST", "/actors/nope/alice/queues/deposit", 404, "unknown_actor",
+         _json({"amount": 1}), JSON),
+    Case("unknown queue", "POST", f"{ALICE}/queues/nope", 404, "unknown_queue", _json({"amount": 1}), JSON),
+    Case("unknown action", "POST", f"{ALICE}/actions/nope", 404, "unknown_action", b"[]", JSON),
+    Case("private attribute as action", "POST", f"{ALICE}/actions/__class__", 404, "unknown_action", b"[]", JSON),
+    Case("unknown route", "GET", "/admin", 404, "not_found"),
+    Case("read of an actor that does not exist", "GET", "/actors/account/bob/state", 404, "actor_not_found"),
+    Case("events of an actor that does not exist", "GET", "/actors/account/bob/events?wait=0", 404,
+         "actor_not_found"),
+    Case("wrong method", "DELETE", ALICE, 405, "method_not_allowed"),
+    # bodies failing the queue's schema
+    Case("wrong type in body", "POST", f"{ALICE}/queues/deposit", 422, "invalid_body", _json({"amount": "lots"}), JSON),
+    Case("constraint violated", "POST", f"{ALICE}/queues/deposit", 422, "invalid_body", _json({"amount": -5}), JSON),
+    Case("array instead of object", "POST", f"{ALICE}/queues/deposit", 422, "invalid_body", b"[1, 2]", JSON),
+    Case("missing field", "POST", f"{ALICE}/queues/deposit", 422, "invalid_body", b"{}", JSON),
+    Case("object for an int queue", "POST", "/actors/sleeper/s/queues/go", 422, "invalid_body", b'{"go": 1}', JSON),
+    # malformed JSON and sizes
+    Case("truncated JSON", "POST", f"{ALICE}/queues/deposit", 400, "invalid_json", b'{"amount": 1', JSON),
+    Case("NaN is not JSON", "POST", f"{ALICE}/queues/deposit", 400, "invalid_json", b'{"amount": NaN}', JSON),
+    Case("empty body", "POST", f"{ALICE}/queues/deposit", 400, "invalid_json", b"", JSON),
+    Case("invalid UTF-8", "POST", f"{ALICE}/queues/deposit", 400, "invalid_json", b'{"amount": "\xff\xfe"}', JSON),
+    Case("nested 2000 deep", "POST", f"{ALICE}/queues/deposit", 400, "invalid_json", b"[" * 2000 + b"]" * 2000, JSON),
+    Case("5000-digit number", "POST", f"{ALICE}/queues/deposit", 400, "invalid_json",
+         b'{"amount": ' + b"9" * 5000 + b"}", JSON),
+    Case("body over the limit", "POST", f"{ALICE}/queues/deposit", 413, "payload_too_large",
+         _json({"amount": 1, "note": "x" * LIMIT}), JSON),
+    Case("Content-Length claims 1 GB", "POST", f"{ALICE}/queues/deposit", 413, "payload_too_large", b"",
+         {**JSON, "Content-Length": str(10**9)}),
+    Case("non-JSON content type", "POST", f"{ALICE}/queues/deposit", 415, "unsupported_media_type",
+         b"amount=1", {"Content-Type": "application/x-www-form-urlencoded"}),
+    Case("create with an unknown field", "PUT", "/actors/account/carol", 422, "invalid_request",
+         _json({"input": {}, "admin": True}), JSON),
+    # parameters and ids
+    Case("negative timeout", "POST", f"{ALICE}/queues/deposit?wait=true&timeout=-1", 422, "invalid_request",
+         _json({"amount": 1}), JSON),
+    Case("wait is not a boolean", "POST", f"{ALICE}/queues/deposit?wait=maybe", 422, "invalid_request",
+         _json({"amount": 1}), JSON),
+    Case("negative cursor", "GET", f"{ALICE}/events?after=-1", 422, "invalid_request"),
+    Case("idempotency key with spaces", "POST", f"{ALICE}/queues/deposit", 400, "invalid_idempotency_key",
+         _json({"amount": 1}), {**JSON, "Idempotency-Key": "a b"}),
+    Case("idempotency key too long", "POST", f"{ALICE}/queues/deposit", 400, "invalid_idempotency_key",
+         _json({"amount": 1}), {**JSON, "Idempotency-Key": "k" * 129}),
+    # action arguments
+    Case("arguments not a list", "POST", f"{ALICE}/actions/add", 422, "invalid_arguments", _json({"amount": 1}), JSON),
+    Case("too many arguments", "POST", f"{ALICE}/actions/add", 422, "invalid_arguments", b"[1, 2, 3]", JSON),
+    Case("missing argument", "POST", f"{ALICE}/actions/add", 422, "invalid_arguments", b"[]", JSON),
+    Case("argument of the wrong type", "POST", f"{ALICE}/actions/add", 500, "action_failed", b'["five"]', JSON),
+    Case("action that raises", "POST", f"{ALICE}/actions/explode", 500, "action_failed", b"[]", JSON),
+    # bad keys and path tricks
+    Case("%2F in a key splits the path", "GET", "/actors/account/a%2Fb/state", 404, "not_found"),
+    Case("%2F..%2F climbs nowhere", "GET", "/actors/account/x%2F..%2F..%2Fplain/state", 404, "not_found"),
+    Case("key ..", "GET", "/actors/account/../state", 400, "invalid_key"),
+    Case("key . (percent-encoded)", "GET", "/actors/account/%2E/state", 400, "invalid_key"),
+    Case("../ out of /actors", "GET", "/actors/../actors/account/alice/state", 404, "not_found"),
+    Case("empty key part", "GET", "/actors/account/a,,b/state", 400, "invalid_key"),
+    Case("bad tilde escape", "GET", "/actors/account/a~zz/state", 400, "invalid_key"),
+    Case("escape that is not UTF-8", "GET", "/actors/account/a~FF/state", 400, "invalid_key"),
+    Case("raw control character", "GET", "/actors/account/a%00b/state", 400, "invalid_key"),
+    Case("key part over 512 characters", "POST", f"/actors/account/{'k' * 600}/queues/deposit", 400, "invalid_key",
+         _json({"amount": 1}), JSON),
+    # auth
+    Case("inspector without token", "GET", f"{ALICE}/inspector/workflow-history", 401, "unauthorized"),
+    Case("inspector with a wrong token", "GET", f"{ALICE}/inspector/workflow-history", 401, "unauthorized",
+         headers={"Authorization": "Bearer wrong"}),
+    Case("inspector with a token prefix", "GET", f"{ALICE}/inspector/workflow-history", 401, "unauthorized",
+         headers={"Authorization": f"Bearer {TOKEN[:-1]}"}),
+    Case("inspector with basic auth", "GET", f"{ALICE}/inspector/workflow-history", 401, "unauthorized",
+         headers={"Authorization": f"Basic {TOKEN}"}),
+    Case("history without token", "GET", f"{ALICE}/history", 401, "unauthorized"),
+    Case("status with history, no token", "GET", f"{ALICE}/status?history=true", 401, "unauthorized"),
+    Case("auth is checked before the actor", "GET", "/actors/account/bob/inspector/workflow-history", 401,
+         "unauthorized"),
+]
+
+
+async def _seeded_env(env: TestEnv) -> None:
+    handle = env.client.get_or_create("account", ["alice"])
+    await handle.send("deposit", {"amount": 5})
+    await handle.send("withdraw", {"amount": 2}, wait=True, timeout=5)
+    await env.client.get_or_create("sleeper", ["s"]).status()
+    await env.run_until_idle()
+
+
+def _check(case: Case, status: int, body: object, problems: list[str]) -> None:
+    if status != case.status:
+        problems.append(f"{case.name}: status {status}, expected {case.status}: {body}")
+        return
+    if not (isinstance(body, dict) and set(body) == {"error"} and body["error"].get("code") == case.code
+            and isinstance(body["error"].get("message"), str) and body["error"]["message"]):
+        problems.append(f"{case.name}: body {body!r}, expected error code {case.code}")
+
+
+def _settings() -> Settings:
+    return Settings(dev=False, inspector_token=TOKEN, max_body_bytes=LIMIT)  # type: ignore[arg-type]
+
+
+def test_the_table_has_at_least_twenty_cases() -> None:
+    assert len(CASES) >= 20
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+async def test_hostile_requests_through_uvicorn_change_nothing() -> None:
+    async with TestEnv(registry) as env:
+        await _seeded_env(env)
+        before = dump_store(env.store)
+        problems: list[str] = []
+        async with serve(create_app(registry, _settings(), service=env.service)) as url:
+            for case in CASES:
+                response = await raw_request(url, case.method, case.target, body=case.body, headers=case.headers)
+                try:
+                    body = response.json()
+                except ValueError:
+                    body = response.body
+                _check(case, response.status, body, problems)
+                if response.status == 401 and response.headers.get("www-authenticate") != "Bearer":
+                    problems.append(f"{case.name}: 401 without WWW-Authenticate: Bearer")
+            await env.run_until_idle()
+        assert problems == []
+        assert dump_store(env.store) == before
+
+
+def test_hostile_requests_through_mangum_change_nothing() -> None:
+    with mangum_harness(registry, _settings()) as harness:
+        harness.run(_seeded_env(harness.env))
+        before = dump_store(harness.env.store)
+        problems: list[str] = []
+        for case in CASES:
+            if case.headers.get("Content-Length"):
+                continue  # API Gateway computes Content-Length itself: a lying header cannot reach the Lambda
+            event = http_api_v2_event(case.method, case.target, body=case.body or None, headers=case.headers)
+            response = harness.handler(event, None)
+            _check(case, response["statusCode"], lambda_body(response), problems)
+        harness.run(harness.env.run_until_idle())
+        assert problems == []
+        assert dump_store(harness.env.store) == before

@@ -1,0 +1,96 @@
+"""/openapi.json carries the actors' own models; the inspector's workflow-history document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from dormant.settings import Settings
+from examples.join_dashboard import registry as dashboard_registry
+from tests.api.apps import registry
+from tests.api.support import TOKEN, served_env
+
+
+def resolve(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+async def test_openapi_shows_queue_bodies_responses_state_and_actions() -> None:
+    async with served_env(registry) as (_, url), httpx.AsyncClient(base_url=url) as http:
+        document = (await http.get("/openapi.json")).json()
+        docs = await http.get("/docs")
+    assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    paths = document["paths"]
+    send = paths["/actors/account/{key}/queues/deposit"]["post"]
+    body = resolve(document, send["requestBody"]["content"]["application/json"]["schema"])
+    assert body["required"] == ["amount"]
+    assert body["properties"]["amount"] == {"exclusiveMinimum": 0, "title": "Amount", "type": "integer"}
+    assert {p["name"] for p in send["parameters"]} == {"key", "wait", "timeout", "Idempotency-Key"}
+    answered = paths["/actors/account/{key}/queues/withdraw"]["post"]["responses"]["200"]
+    receipt = resolve(document, answered["content"]["application/json"]["schema"]["properties"]["response"])
+    assert set(receipt["properties"]) == {"ok", "balance"}
+    go = paths["/actors/sleeper/{key}/queues/go"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert go == {"type": "integer"}
+    state = resolve(document, paths["/actors/account/{key}/state"]["get"]["responses"]["200"]["content"][
+        "application/json"]["schema"])
+    assert set(state["properties"]) == {"owner", "balance", "entries"}
+    add = paths["/actors/account/{key}/actions/add"]["post"]
+    args = add["requestBody"]["content"]["application/json"]["schema"]
+    assert args["prefixItems"] == [{"type": "integer"}, {"type": "string"}]
+    assert (args["minItems"], args["maxItems"]) == (1, 2)
+    assert add["description"].startswith("Add to the balance")
+    result = add["responses"]["200"]["content"]["application/json"]["schema"]["properties"]["result"]
+    assert result == {"type": "integer"}
+    events = paths["/actors/account/{key}/events"]["get"]["responses"]["200"]["content"]["application/json"]
+    changed = events["schema"]["properties"]["events"]["items"]["oneOf"][0]
+    assert changed["properties"]["name"] == {"const": "changed"}
+    assert set(resolve(document, changed["properties"]["payload"])["properties"]) == {"balance", "kind"}
+    assert paths["/actors/account/{key}/inspector/workflow-history"]["get"]["security"] == [{"bearer": []}]
+    assert "/actors/plain/{key}/queues/deposit" not in paths
+    assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+
+
+async def test_inspector_lists_entries_in_order_with_locations_and_metadata() -> None:
+    settings = Settings(inspector_token=TOKEN)  # type: ignore[arg-type]
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    async with served_env(registry, settings) as (env, url), httpx.AsyncClient(base_url=url) as http:
+        for amount in (3, 4):
+            await http.post("/actors/account/alice/queues/deposit", json={"amount": amount})
+        await env.run_until_idle()
+        document = (await http.get("/actors/account/alice/inspector/workflow-history", headers=auth)).json()
+        await http.put("/actors/plain/p")
+        plain = (await http.get("/actors/plain/p/inspector/workflow-history", headers=auth)).json()
+    assert (document["isWorkflowEnabled"], document["workflowState"]) == (True, "sleeping")
+    entries = document["history"]["entries"]
+    ids = [e["id"] for e in entries]
+    assert ids[0] == "account-loop" and "account-loop/~1/apply" in ids
+    apply = next(e for e in entries if e["id"] == "account-loop/~1/apply")
+    assert apply["location"] == ["account-loop", {"loop": "account-loop", "iteration": 1}, "apply"]
+    assert apply["kind"] == {"tag": "step", "val": {"name": "apply", "output": {"ok": True, "balance": 7},
+                                                    "error": None}}
+    waited = next(e for e in entries if e["id"] == "account-loop/~1/wait-command")
+    assert waited["kind"]["tag"] == "message"
+    assert waited["kind"]["val"]["messages"][0]["body"] == {"amount": 4, "note": None}
+    metadata = document["history"]["entryMetadata"]["account-loop/~1/apply"]
+    assert metadata["status"] == "completed" and metadata["attempts"] >= 1
+    assert metadata["createdAt"] == env.now()
+    assert set(document["history"]["entryMetadata"]) == set(ids)
+    assert plain == {"isWorkflowEnabled": False, "workflowState": None, "history": None}
+
+
+async def test_inspector_shows_join_branches() -> None:
+    async with served_env(dashboard_registry) as (env, url), httpx.AsyncClient(base_url=url) as http:
+        await http.post("/actors/dashboard/main/queues/refresh", json={})
+        await env.run_until_idle()
+        document = (await http.get("/actors/dashboard/main/inspector/workflow-history")).json()
+    joins = [e for e in document["history"]["entries"] if e["kind"]["tag"] == "join"]
+    assert joins, document
+    branches = joins[0]["kind"]["val"]["branches"]
+    assert set(branches) == {"users", "orders", "revenue"}
+    assert {name: (b["status"], b["output"]) for name, b in branches.items()} == {
+        "users": ("completed", 120), "orders": ("completed", 45), "revenue": ("completed", 9800)}
+    users_step = next(e for e in document["history"]["entries"] if e["id"].endswith("fetch-summary/users/fetch-users"))
+    assert users_step["location"][-3:] == ["fetch-summary", "users", "fetch-users"]

@@ -1,0 +1,96 @@
+"""Fixtures for tests against real servers over HTTP: a moto server and dynalite, started once per session
+on 127.0.0.1 (tests/servers.py), fake AWS credentials, and a fresh DynamoDB event store per test."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from dormant.backends.aws_store import DynamoEventStore
+from dormant.settings import Settings
+from tests.servers import Dynalite, MotoServer, ServerProcess, fake_aws_environment, scrubbed_variables
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fake_aws_credentials() -> Iterator[None]:
+    """Credentials and region for the local servers; nothing can reach a real account."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in scrubbed_variables():
+            patch.delenv(name)
+        for name, value in fake_aws_environment().items():
+            patch.setenv(name, value)
+        yield
+
+
+@pytest.fixture(scope="session")
+def moto_server_process() -> Iterator[MotoServer]:
+    server = MotoServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def dynalite_server_process() -> Iterator[Dynalite]:
+    server = Dynalite()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def moto_server(moto_server_process: MotoServer) -> str:
+    """Endpoint URL of the session's moto server (DynamoDB, SQS, ...)."""
+    return moto_server_process.endpoint
+
+
+@pytest.fixture(scope="session")
+def dynalite_server(dynalite_server_process: Dynalite) -> str:
+    """Endpoint URL of the session's dynalite server (DynamoDB only)."""
+    return dynalite_server_process.endpoint
+
+
+def server_for(request: pytest.FixtureRequest, name: str) -> ServerProcess:
+    process: ServerProcess = request.getfixturevalue(f"{name}_server_process")
+    return process
+
+
+def store_settings(endpoint: str, **overrides: Any) -> Settings:
+    return Settings(table=f"dormant-{uuid.uuid4().hex[:12]}", endpoint_url=endpoint, region="us-east-1",
+                    **overrides)
+
+
+@pytest.fixture(params=["moto", "dynalite"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[DynamoEventStore]:
+    """A DynamoEventStore on a freshly created table, on each server in turn; the server is reset after."""
+    server = server_for(request, request.param)
+    async with DynamoEventStore.connect(store_settings(server.endpoint)) as created:
+        await created.create_table()
+        yield created
+    server.reset()
+
+
+class RequestLog:
+    """Every DynamoDB API call a client makes (botocore's `before-call` hook), by operation name."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def hook(self, model: Any, **_: Any) -> None:
+        self.calls.append(model.name)
+
+    def counts(self) -> Counter[str]:
+        return Counter(self.calls)
+
+    def clear(self) -> None:
+        self.calls.clear()
+
+
+def watch(client: Any) -> RequestLog:
+    log = RequestLog()
+    client.meta.events.register("before-call.dynamodb", log.hook)
+    return log
