@@ -5,7 +5,22 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test demo check bench clean
+.PHONY: test demo check bench clean deploy-tools sam-build lambda-layer build-WorkerFunction build-ApiFunction \
+	build-DependenciesLayer
+
+# -- deployment (template.yaml, infra/; docs/deploy.md) ---------------------------------------------------------
+# cfn-lint and the SAM CLI live in their own venv: their pins (aws-sam-translator, pydantic) are not the project's.
+# cfn-lint 1.53.3 is the last release that runs the SAM translator (it catches dangling references in SAM resources).
+DEPLOY_VENV := tools/deploy-venv
+DEPLOY_PINS := cfn-lint==1.53.3 aws-sam-cli==1.170.0
+DEPLOY_STAMP := $(DEPLOY_VENV)/.installed-cfn-lint-1.53.3-aws-sam-cli-1.170.0
+# The package of the registry that DORMANT_APP names, bundled into the functions (a directory or a single .py).
+APP_DIR ?= examples
+# The layer's wheels: Lambda's python3.13 on arm64 (template.yaml and infra/ say the same).
+LAMBDA_PYTHON ?= 3.13
+LAMBDA_PLATFORM ?= manylinux2014_aarch64
+LAYER_DIR ?= build/lambda/layer
+LAYER_REQUIREMENTS = $(shell $(PYTHON) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))")
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +38,9 @@ check: $(STAMP)
 	$(BIN)/mypy --strict lib/dormant
 	$(BIN)/mypy examples
 
-test: check $(NODE_STAMP)
-	$(BIN)/python -m pytest
+# DORMANT_DEPLOY_TOOLS makes tests/deploy fail (not skip) when a tool is missing.
+test: check $(NODE_STAMP) $(DEPLOY_STAMP)
+	DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin $(BIN)/python -m pytest
 
 demo: $(STAMP)
 	$(BIN)/python -m examples.tour
@@ -32,5 +48,36 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 
+$(DEPLOY_STAMP):
+	test -x $(DEPLOY_VENV)/bin/python || $(PYTHON) -m venv $(DEPLOY_VENV)
+	$(DEPLOY_VENV)/bin/python -m pip install --quiet $(DEPLOY_PINS)
+	touch $(DEPLOY_STAMP)
+
+deploy-tools: $(DEPLOY_STAMP)
+
+# `sam build` (into .aws-sam/build): the functions are pure Python and build offline; the layer downloads wheels.
+sam-build: $(DEPLOY_STAMP)
+	$(DEPLOY_VENV)/bin/sam build --template-file template.yaml
+
+# sam build runs these targets (BuildMethod: makefile) in this directory with ARTIFACTS_DIR set.
+# Both functions get the same bundle: lib/dormant, functions/ and the registry's package (what infra/ zips too).
+build-WorkerFunction build-ApiFunction:
+	test -n "$(ARTIFACTS_DIR)"
+	mkdir -p "$(ARTIFACTS_DIR)"
+	cd lib && find dormant \( -name '*.py' -o -name py.typed \) -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
+	find functions -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
+	cd "$$(dirname "$(APP_DIR)")" && find "$$(basename "$(APP_DIR)")" -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
+
+build-DependenciesLayer:
+	test -n "$(ARTIFACTS_DIR)"
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --target "$(ARTIFACTS_DIR)/python" \
+		--implementation cp --python-version $(LAMBDA_PYTHON) --platform $(LAMBDA_PLATFORM) --only-binary=:all: \
+		$(LAYER_REQUIREMENTS)
+
+# The same layer for infra/ (Terraform zips $(LAYER_DIR)); run it before `terraform apply`.
+lambda-layer:
+	rm -rf $(LAYER_DIR)
+	$(MAKE) --no-print-directory build-DependenciesLayer ARTIFACTS_DIR="$(CURDIR)/$(LAYER_DIR)"
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DEPLOY_VENV) .pytest_cache .mypy_cache .ruff_cache .aws-sam build

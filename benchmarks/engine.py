@@ -175,14 +175,16 @@ class Row:
     replayed: int | None = None
     met: str = ""
 
-    def per_ms(self) -> float | None:
-        return self.timing.median * 1e3 / self.n if self.per_item else None
+    def per_ms(self, seconds: float) -> float | None:
+        return seconds * 1e3 / self.n if self.per_item else None
 
     def verdict(self) -> str:
-        per = self.per_ms()
-        if self.met or per is None or self.goal_ms is None:
+        """Goal met by the median wall time / by the median CPU time (DESIGN's goal is engine CPU)."""
+        if self.met or not self.per_item or self.goal_ms is None:
             return self.met
-        return "yes" if per <= self.goal_ms else "**no**"
+        goal = self.goal_ms
+        return " / ".join("yes" if (self.per_ms(t) or 0.0) <= goal else "**no**"
+                          for t in (self.timing.median, self.timing.cpu))
 
 
 # ---- 1. sequential steps -----------------------------------------------------------------------
@@ -360,17 +362,20 @@ def cpu_model() -> str:
 
 
 def table(rows: list[Row]) -> str:
-    lines = ["| case | N | measured | median ms | best ms | CPU ms | median ms per step/entry | goal ms | met "
-             "| entries loaded | replayed |",
-             "|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|"]
+    lines = ["| case | N | measured | wall ms median | wall ms best | CPU ms median | wall ms per step/entry "
+             "| CPU ms per step/entry | goal ms | met (wall / CPU) | entries loaded | replayed |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---|---|---:|---:|"]
+
+    def num(value: float | int | None, fmt: str) -> str:
+        return "" if value is None else format(value, fmt)
+
     for r in rows:
-        per = r.per_ms()
         goal = f"<= {r.goal_ms}" if r.goal_ms is not None else ("flat in N" if r.case.startswith("queue") else "")
         lines.append(
             f"| {r.case} | {r.n:,} | {r.what} | {r.timing.median * 1e3:.2f} | {r.timing.best * 1e3:.2f} "
-            f"| {r.timing.cpu * 1e3:.2f} "
-            f"| {'' if per is None else f'{per:.4f}'} | {goal} | {r.verdict()} "
-            f"| {'' if r.loaded is None else f'{r.loaded:,}'} | {'' if r.replayed is None else f'{r.replayed:,}'} |")
+            f"| {r.timing.cpu * 1e3:.2f} | {num(r.per_ms(r.timing.median), '.4f')} "
+            f"| {num(r.per_ms(r.timing.cpu), '.4f')} | {goal} | {r.verdict()} "
+            f"| {num(r.loaded, ',')} | {num(r.replayed, ',')} |")
     return "\n".join(lines)
 
 

@@ -9,20 +9,30 @@ the poller that plays Lambda's event source (the worker runs in-process, on the 
     async with AwsTestEnv(registry, store=env.store) as again:   # a new deploy over the stored actors
         ...
 
-The clock is real time plus an offset that `advance()` moves, so real SQS delays still pass. Every actor
-the env has seen is tracked; `advance()` steps the clock to each due deadline (read from the store) in
-order and wakes the actors due then, then wakes every known actor at the target time (early or stale
-wake-ups are harmless). `run_until_idle()` waits until both queues hold no visible or in-flight message;
-delayed timer messages are not waited for (they belong to the future, as in TestEnv).
+The clock stands still unless `advance()` moves it, as TestEnv's does (from the same start), so tests can
+compare deadlines exactly. Every actor the env has seen is tracked; `advance()` steps the clock to each due
+time the store records for them (deadlines, step retries, scheduled actions) in order and wakes the actors
+due then, as TestEnv fires its timers; timers are not sent to SQS, since this clock never reaches them by
+itself. With `real_time=True` the clock is real time plus an offset that `advance()` moves, and timers also
+go through SQS as delayed messages (hopping when longer than the hop limit) and fire by themselves.
+`run_until_idle()` waits until both queues hold no visible or in-flight message; delayed timer messages
+are not waited for (they belong to the future, as in TestEnv).
+
+As in TestEnv, wake-ups run while the test waits: inside `run_until_idle()` / `advance()` and while a
+client waits for a response or for events (`send(wait=True)`, `events(follow=True)`); between those the
+pollers are paused, so messages sent in a row are there together when the actor next wakes. Pass
+`autorun=True` to poll all the time instead (wake-ups then race the test, as in production).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import time
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -36,10 +46,11 @@ from dormant.clocks import OffsetClock
 from dormant.errors import WakeFailedError
 from dormant.metering import Meter, instrument
 from dormant.poller import SqsPoller
-from dormant.ports import ActorRef, EventStore
+from dormant.ports import ActorRef, EventRecord, EventStore
 from dormant.runtime import WakeReport
 from dormant.service import ActorService
 from dormant.settings import Settings
+from dormant.testing import DEFAULT_START
 from dormant.worker import WakeFailure, Worker
 from dormant.workflow.history import WorkflowState
 
@@ -53,6 +64,7 @@ class _Deployment:
 
     settings: Settings
     offset: float
+    now: float
     known: dict[str, ActorRef] = field(default_factory=dict)
 
 
@@ -60,17 +72,23 @@ _deployments: weakref.WeakKeyDictionary[Any, _Deployment] = weakref.WeakKeyDicti
 
 
 class _TrackingTransport:
-    """The SQS transport, remembering every actor it wakes (the env's list of known actors)."""
+    """The SQS transport, remembering every actor it wakes (the env's list of known actors).
 
-    def __init__(self, inner: SqsTransport, known: dict[str, ActorRef]) -> None:
+    With `send_timers=False` (a clock that stands still) timers are not sent: such a clock never reaches
+    their due time by itself, and `advance()` wakes each actor at its due time from what the store says."""
+
+    def __init__(self, inner: SqsTransport, known: dict[str, ActorRef], *, send_timers: bool) -> None:
         self.inner = inner
         self.known = known
+        self.send_timers = send_timers
         self.on_wake: Callable[[], None] | None = None
 
     async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None) -> None:
         self.known.setdefault(ref.id, ref)
-        await self.inner.wake(ref, at=at, reason=reason)
-        if self.on_wake is not None and (at is None or at <= self.inner.clock.now()):
+        immediate = at is None or at <= self.inner.clock.now()
+        if immediate or self.send_timers:
+            await self.inner.wake(ref, at=at, reason=reason)
+        if self.on_wake is not None and immediate:
             self.on_wake()
 
 
@@ -80,7 +98,8 @@ class AwsTestEnv:
     __test__ = False
 
     def __init__(self, registry: Registry, *, store: EventStore | None = None, settings: Settings | None = None,
-                 visibility_timeout: int = 1, max_receives: int = 5, hop_max_delay: int | None = None) -> None:
+                 visibility_timeout: int = 1, max_receives: int = 5, hop_max_delay: int | None = None,
+                 autorun: bool = False, real_time: bool = False, start: float | None = None) -> None:
         self.registry = registry
         previous = _deployments.get(store) if store is not None else None
         if previous is not None:
@@ -96,10 +115,15 @@ class AwsTestEnv:
             base = base.model_copy(update={"timer_hop_max_delay": hop_max_delay})
         self.settings = base
         self.visibility_timeout = visibility_timeout
-        self.clock = OffsetClock(previous.offset if previous else 0.0)
+        if real_time:
+            self.clock = OffsetClock(previous.offset if previous else (start - time.time() if start else 0.0))
+        else:
+            self.clock = OffsetClock(frozen_at=previous.now if previous else (start or DEFAULT_START))
         self.known: dict[str, ActorRef] = dict(previous.known) if previous else {}
         self._redeploy = previous is not None
         self.meter = Meter()
+        self.autorun = autorun
+        self._activity = 0
         self._stack = AsyncExitStack()
         self._tasks: list[asyncio.Task[None]] = []
         self._reported_poison = 0
@@ -118,25 +142,30 @@ class AwsTestEnv:
 
         session = get_session()
         clients = [await self._stack.enter_async_context(session.create_client(
-            service, config=client_config(), **self.settings.client_kwargs(service))) for service in ("dynamodb", "sqs")]
+            service, config=client_config(), **self.settings.client_kwargs(service)))
+            for service in ("dynamodb", "sqs")]
         for client in clients:
             instrument(client, always=self.meter)
         dynamodb, sqs = clients
         self._sqs = sqs
         await create_table(dynamodb, self.settings)
-        self.store = DynamoEventStore(dynamodb, self.settings, clock=self.clock.now)
+        # The store keeps its own (real) time for TTLs and ordering; only workflows see the env clock.
+        self.store = _WaitingStore(DynamoEventStore(dynamodb, self.settings), self)
         self.urls = await create_queues(sqs, self.settings, visibility_timeout=self.visibility_timeout)
         transport = SqsTransport(sqs, self.urls, self.clock, max_delay=self.settings.timer_hop_max_delay)
-        tracking = _TrackingTransport(transport, self.known)
+        tracking = _TrackingTransport(transport, self.known, send_timers=self.clock.frozen_at is None)
         self.service = ActorService(self.registry, self.store, tracking, self.clock)
         self.client = Client(self.service)
         self.worker = Worker(self.service, transport)
-        self.pollers = [SqsPoller(sqs, self.urls.wake, self.worker.handle, wait_seconds=1),
-                        SqsPoller(sqs, self.urls.timers, self.worker.handle, wait_seconds=1)]
+        self.pollers = [SqsPoller(sqs, url, self.worker.handle, wait_seconds=0, idle_delay=0.05)
+                        for url in (self.urls.wake, self.urls.timers)]
+        if not self.autorun:
+            for poller in self.pollers:
+                poller.pause()
         tracking.on_wake = self.pollers[0].kick  # pick up a new wake-up at once (see SqsPoller.kick)
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(p.run()) for p in self.pollers]
-        _deployments[self.store] = _Deployment(self.settings, self.clock.offset, self.known)
+        _deployments[self.store] = _Deployment(self.settings, self.clock.offset, self.clock.now(), self.known)
         if self._redeploy:  # a new deploy over existing actors: wake every one of them once
             for ref in list(self.known.values()):
                 await tracking.wake(ref)
@@ -146,7 +175,7 @@ class AwsTestEnv:
                         tb: TracebackType | None) -> None:
         deployment = _deployments.get(self.store)
         if deployment is not None:
-            deployment.offset = self.clock.offset
+            deployment.offset, deployment.now = self.clock.offset, self.clock.now()
         for poller in self.pollers:
             poller.stop()
         for task in self._tasks:
@@ -170,8 +199,26 @@ class AwsTestEnv:
     def now(self) -> float:
         return self.clock.now()
 
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Let the pollers run while inside (nested uses count)."""
+        self._activity += 1
+        for poller in self.pollers:
+            poller.resume()
+        try:
+            yield
+        finally:
+            self._activity -= 1
+            if self._activity == 0 and not self.autorun:
+                for poller in self.pollers:
+                    poller.pause()
+
     async def run_until_idle(self, timeout: float = IDLE_TIMEOUT) -> None:
         """Wait until no wake-up message is visible or in flight; raise if one went to the DLQ."""
+        async with self.running():
+            await self._until_idle(timeout)
+
+    async def _until_idle(self, timeout: float) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
@@ -184,7 +231,12 @@ class AwsTestEnv:
             await asyncio.sleep(0.02)
 
     async def advance(self, seconds: float) -> None:
-        """Move the clock forward: each due deadline in time order, then the target; run until idle."""
+        """Move the clock forward, waking each actor at each of its due times (deadlines, retries, scheduled
+        actions, as the store records them) in time order, as TestEnv fires timers; run until idle."""
+        async with self.running():
+            await self._advance(seconds)
+
+    async def _advance(self, seconds: float) -> None:
         target = self.clock.now() + seconds
         await self.run_until_idle()
         fired: set[tuple[str, float]] = set()
@@ -199,8 +251,6 @@ class AwsTestEnv:
                 await self.service.transport.wake(ref)
             await self.run_until_idle()
         self.clock.advance(max(0.0, target - self.clock.now()))
-        for ref in list(self.known.values()):
-            await self.service.transport.wake(ref)
         await self.run_until_idle()
 
     # -- helpers ---------------------------------------------------------------------------------------
@@ -249,3 +299,33 @@ class AwsTestEnv:
                 "in_flight": int(attributes["ApproximateNumberOfMessagesNotVisible"]),
                 "delayed": int(attributes["ApproximateNumberOfMessagesDelayed"])}
 
+
+
+class _WaitingStore:
+    """The env's store; a client waiting on it (for a response or events) lets the pollers run meanwhile."""
+
+    def __init__(self, inner: DynamoEventStore, env: AwsTestEnv) -> None:
+        self.inner = inner
+        self._env = env
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def inbox_ids(self, ref: ActorRef) -> list[str]:
+        """Pending message ids, synchronously like MemoryEventStore.inbox_ids (read on a helper thread with
+        its own client, as a test may call it between awaits)."""
+        async def read() -> list[str]:
+            async with DynamoEventStore.connect(self.inner.settings) as store:
+                snapshot = await store.load(ref)
+            return [m.id for m in snapshot.inbox] if snapshot is not None else []
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, read()).result(timeout=30)
+
+    async def wait_response(self, ref: ActorRef, message_id: str, timeout: float) -> tuple[bool, Any]:
+        async with self._env.running():
+            return await self.inner.wait_response(ref, message_id, timeout)
+
+    async def wait_events(self, ref: ActorRef, after: int, timeout: float) -> list[EventRecord]:
+        async with self._env.running():
+            return await self.inner.wait_events(ref, after, timeout)

@@ -36,7 +36,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _post(url: str, body: bytes = b"", headers: dict[str, str] | None = None, timeout: float = 5.0) -> tuple[int, bytes]:
+def _post(url: str, body: bytes = b"", headers: dict[str, str] | None = None,
+          timeout: float = 5.0) -> tuple[int, bytes]:
     request = urllib.request.Request(url, data=body, method="POST", headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -54,7 +55,9 @@ class ServerProcess:
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._process: subprocess.Popen[bytes] | None = None
-        self._log = tempfile.NamedTemporaryFile(prefix=f"dormant-{self.name}-", suffix=".log", delete=False)
+        # closed in stop(); the server writes to it for the whole session
+        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115
+            prefix=f"dormant-{self.name}-", suffix=".log", delete=False)
 
     def command(self) -> list[str]:
         raise NotImplementedError
@@ -187,6 +190,7 @@ def run_moto(port: int) -> None:
 
     os.environ.setdefault("MOTO_PORT", str(port))
     app = DomainDispatcherApplication(create_backend_app)
+    app.debug = True  # type: ignore[attr-defined]  # as moto_server sets it
     run_simple("127.0.0.1", port, SerializedDynamoDB(app), threaded=True, request_handler=MotoRequestHandler)
 
 

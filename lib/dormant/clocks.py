@@ -14,10 +14,12 @@ class SystemClock:
 
 
 class OffsetClock:
-    """Real time plus an offset that only grows: tests skip ahead while real SQS delays still pass."""
+    """A clock tests can move forward: real time plus an offset that only grows, or, when `frozen_at` is
+    given, that moment plus the offset (time stands still unless advanced, as in TestEnv)."""
 
-    def __init__(self, offset: float = 0.0) -> None:
+    def __init__(self, offset: float = 0.0, *, frozen_at: float | None = None) -> None:
         self._offset = offset
+        self.frozen_at = frozen_at
         self._lock = threading.Lock()  # workers may read it from their own threads
 
     @property
@@ -25,7 +27,7 @@ class OffsetClock:
         return self._offset
 
     def now(self) -> float:
-        return time.time() + self._offset
+        return (time.time() if self.frozen_at is None else self.frozen_at) + self._offset
 
     def advance(self, seconds: float) -> None:
         if seconds < 0:

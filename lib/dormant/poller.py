@@ -93,12 +93,14 @@ class SqsPoller:
     """Long-polls one queue and hands batches to `handler` (sync handlers run in a worker thread)."""
 
     def __init__(self, sqs: Any, queue_url: str, handler: Handler, *, batch_size: int = MAX_BATCH,
-                 wait_seconds: int = 1, concurrency: int = 4, region: str | None = None) -> None:
+                 wait_seconds: int = 1, concurrency: int = 4, region: str | None = None,
+                 idle_delay: float = 0.05) -> None:
         self.sqs = sqs
         self.queue_url = queue_url
         self.handler = handler
         self.batch_size = max(1, min(batch_size, MAX_BATCH))
         self.wait_seconds = wait_seconds
+        self.idle_delay = idle_delay  # between short polls (wait_seconds=0) that found nothing
         self.concurrency = max(1, concurrency)
         self.region = region or getattr(sqs.meta, "region_name", None) or "us-east-1"
         self.arn = queue_arn(queue_url, self.region)
@@ -107,6 +109,7 @@ class SqsPoller:
         self._stopping = False
         self._running = asyncio.Event()  # cleared: paused (batches in flight still finish)
         self._running.set()
+        self._receiving: asyncio.Future[list[dict[str, Any]]] | None = None
         self._asynchronous = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
             getattr(handler, "__call__", None))  # noqa: B004 - an object with an async __call__
 
@@ -167,10 +170,14 @@ class SqsPoller:
             await self._running.wait()
             while len(self._tasks) >= self.concurrency:
                 await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
+            self._receiving = asyncio.ensure_future(self.receive())
             try:
-                messages = await self.receive()
+                messages = await self._receiving
             except asyncio.CancelledError:
-                raise
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise
+                continue  # pause() cut the long poll short
             except Exception as error:  # the endpoint went away or was reset: try again shortly
                 if self._stopping:
                     break
@@ -178,6 +185,8 @@ class SqsPoller:
                 await asyncio.sleep(0.2)
                 continue
             self._dispatch(messages)
+            if not messages and self.wait_seconds == 0:
+                await asyncio.sleep(self.idle_delay)
 
     def kick(self) -> None:
         """Look at the queue now with a short poll (a message was just sent; see _handle_then_look_again)."""
@@ -224,8 +233,13 @@ class SqsPoller:
         return self._running.is_set() and not self._stopping
 
     def pause(self) -> None:
-        """Receive nothing more until `resume()` (a test harness runs wake-ups only when it is told to)."""
+        """Receive nothing more until `resume()` (a test harness runs wake-ups only when it is told to).
+
+        A long poll in progress is cut short (a message it had already taken comes back after the queue's
+        visibility timeout); a short poll in progress finishes and its batch is handled."""
         self._running.clear()
+        if self._receiving is not None and self.wait_seconds > 0:
+            self._receiving.cancel()
 
     def resume(self) -> None:
         self._running.set()

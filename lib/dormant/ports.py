@@ -5,6 +5,7 @@ Backends (memory, AWS) implement these Protocols; the runtime and the engine kno
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
@@ -36,9 +37,9 @@ class ActorRef(BaseModel):
                                       f"characters, got {part!r}")
         return key
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
-        """Stable storage id: percent-encoded name and key parts joined by '/'."""
+        """Stable storage id: percent-encoded name and key parts joined by '/' (computed once: hot path)."""
         return "/".join([quote(self.name, safe="")] + [quote(p, safe="") for p in self.key])
 
     def __str__(self) -> str:

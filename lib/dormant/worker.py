@@ -69,6 +69,7 @@ class Worker:
         self.failures: list[WakeFailure] = []
         self.metrics: list[WakeMetrics] = []
         self.hops = 0
+        self._running: dict[str, tuple[asyncio.Lock, int]] = {}  # per actor: one wake-up at a time, users
 
     async def handle(self, event: Mapping[str, Any], context: Any = None) -> BatchResponse:
         """Lambda's SQS batch in, ReportBatchItemFailures response out."""
@@ -108,6 +109,21 @@ class Worker:
         return []
 
     async def _wake(self, ref: ActorRef, records: list[Mapping[str, Any]]) -> list[str]:
+        # Concurrent batches (the FIFO and the timer queue, or a redelivery) may name the same actor: the
+        # version check keeps that correct, the lock keeps one process from running its steps twice.
+        lock, users = self._running.get(ref.id, (asyncio.Lock(), 0))
+        self._running[ref.id] = (lock, users + 1)
+        try:
+            async with lock:
+                return await self._wake_once(ref, records)
+        finally:
+            lock, users = self._running[ref.id]
+            if users == 1:
+                del self._running[ref.id]
+            else:
+                self._running[ref.id] = (lock, users - 1)
+
+    async def _wake_once(self, ref: ActorRef, records: list[Mapping[str, Any]]) -> list[str]:
         ids = [str(record["messageId"]) for record in records]
         with metering() as meter:
             try:
@@ -167,7 +183,7 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
         for client in clients:
             instrument(client, always=meter)
         dynamodb, sqs = clients
-        store: EventStore = DynamoEventStore(dynamodb, settings, clock=clock.now)
+        store: EventStore = DynamoEventStore(dynamodb, settings)
         if wrap_store is not None:
             store = wrap_store(store)
         transport = await SqsTransport.from_settings(sqs, settings, clock)

@@ -1,6 +1,7 @@
 """The HTTP API on the AWS runtime: uvicorn on 127.0.0.1 serving `create_app(registry, settings)` (which
 opens its own DynamoDB and SQS clients, as the API Lambda does) against a moto server, with the worker
-poller running (tests/aws_env.py). Round trips for every route, a request/response that survives a
+poller running all the time (tests/aws_env.py with autorun=True: the API's sends race the worker, as in
+production). Round trips for every route, a request/response that survives a
 poller restart between receive and complete, long-polled events in order, the hostile-request table
 leaving the table unchanged, and functions/api/handler.py invoked as Lambda would."""
 
@@ -53,7 +54,7 @@ def _settings(moto: str, **overrides: Any) -> Settings:
 @asynccontextmanager
 async def aws_api(moto: str, **overrides: Any) -> AsyncIterator[tuple[AwsTestEnv, str]]:
     """A worker (AwsTestEnv: table, queues, pollers) and the API served by uvicorn over the same resources."""
-    async with AwsTestEnv(registry, settings=_settings(moto, **overrides)) as env, \
+    async with AwsTestEnv(registry, settings=_settings(moto, **overrides), autorun=True) as env, \
             serve(create_app(registry, env.settings)) as url:
         yield env, url
 
@@ -120,7 +121,7 @@ async def test_broadcasts_reach_a_long_polling_client_on_aws(moto: str) -> None:
 
 
 async def test_a_request_survives_a_poller_restart_between_receive_and_complete(moto: str) -> None:
-    worker = AwsTestEnv(registry, settings=_settings(moto), visibility_timeout=1)
+    worker = AwsTestEnv(registry, settings=_settings(moto), visibility_timeout=1, autorun=True)
     await worker.__aenter__()
     api = serve(create_app(registry, worker.settings))
     url = await api.__aenter__()
@@ -136,7 +137,7 @@ async def test_a_request_survives_a_poller_restart_between_receive_and_complete(
             GATE.hang = False
             await worker.__aexit__(None, None, None)  # the pollers stop; the hung wake-up is cancelled
             assert not request.done()
-            async with AwsTestEnv(registry, store=worker.store) as restarted:
+            async with AwsTestEnv(registry, store=worker.store, autorun=True) as restarted:
                 # The wake-up message was never deleted: SQS hands it to the new poller.
                 result = await asyncio.wait_for(request, 60)
                 assert (result.status, result.response) == ("completed", {"result": 70})
@@ -169,7 +170,7 @@ async def test_hostile_requests_leave_the_table_unchanged(moto: str) -> None:
 
 
 async def test_the_lambda_module_serves_requests_on_aws(moto: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    async with AwsTestEnv(registry, settings=_settings(moto)) as env:
+    async with AwsTestEnv(registry, settings=_settings(moto), autorun=True) as env:
         for name, value in {"DORMANT_APP": "tests.api.apps:registry", "DORMANT_ENDPOINT_URL": moto,
                             "DORMANT_TABLE": env.settings.table, "DORMANT_QUEUE_URL": env.urls.wake,
                             "DORMANT_TIMER_QUEUE_URL": env.urls.timers, "DORMANT_INSPECTOR_TOKEN": TOKEN}.items():

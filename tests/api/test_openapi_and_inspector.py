@@ -94,3 +94,14 @@ async def test_inspector_shows_join_branches() -> None:
         "users": ("completed", 120), "orders": ("completed", 45), "revenue": ("completed", 9800)}
     users_step = next(e for e in document["history"]["entries"] if e["id"].endswith("fetch-summary/users/fetch-users"))
     assert users_step["location"][-3:] == ["fetch-summary", "users", "fetch-users"]
+
+
+async def test_protected_routes_are_closed_without_a_configured_token_and_open_in_dev_mode() -> None:
+    route = "/actors/plain/p/inspector/workflow-history"
+    async with served_env(registry, Settings()) as (_, url), httpx.AsyncClient(base_url=url) as http:
+        await http.put("/actors/plain/p")
+        closed = await http.get(route, headers={"Authorization": "Bearer anything"})
+    assert closed.status_code == 401 and "DORMANT_INSPECTOR_TOKEN" in closed.json()["error"]["message"]
+    async with served_env(registry, Settings(dev=True)) as (_, url), httpx.AsyncClient(base_url=url) as http:
+        await http.put("/actors/plain/p")
+        assert (await http.get(route)).status_code == 200

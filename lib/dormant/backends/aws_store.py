@@ -11,8 +11,10 @@ Layout of one actor's partition (`pk` = ActorRef.id; docs/storage.md explains th
     e#<seq>  the events of one commit, keyed by their last sequence number (TTL).
     w#       the last failed wake-up (in the `pending` index too, so a load reads it for free).
 
-No TransactWriteItems anywhere: everything a commit decides is in its one commit item; the inbox
-tombstones, responses and events written after it are re-derived from that item if a crash interrupts.
+No TransactWriteItems anywhere: everything a commit decides is in its one commit item. Responses and
+events are also written as their own items right after it (re-derived from it if a crash interrupts).
+Consumed messages are hidden by the commits since the last snapshot, which a load reads anyway; their
+tombstones are written in one batch just before the next snapshot commit drops those commits from reach.
 """
 
 from __future__ import annotations
@@ -155,7 +157,8 @@ class _Head:
     event_seq: int
     delta_bytes: int  # bytes of the delta items since the snapshot
     side: _Side
-    settled: bool = False  # this version's tombstones, responses and events are known to be written
+    chain_consumed: tuple[str, ...] = ()  # message ids consumed from the snapshot to this version
+    settled: bool = False  # this version's responses and events are known to be written
 
     def advance(self, version: int, delta: dict[str, Any], side: _Side,
                 upsert_sizes: list[int] | None = None) -> _Head:
@@ -177,7 +180,7 @@ class _Head:
             state_bytes=self.state_bytes if state is None else _size(state),
             workflow_bytes=self.workflow_bytes if workflow is None else _size(workflow), meta_bytes=self.meta_bytes,
             event_seq=side.events[-1][0] if side.events else self.event_seq, delta_bytes=self.delta_bytes,
-            side=side)
+            side=side, chain_consumed=self.chain_consumed + tuple(side.consumed))
 
     def full(self) -> dict[str, Any]:
         return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": self.history,
@@ -201,7 +204,8 @@ class _Head:
         return _Head(version=version, ring=ring, snapshot_version=version, meta=full["meta"], state=full["state"],
                      workflow=full["workflow"], history=history, sizes={k: _size(v) for k, v in history.items()},
                      state_bytes=_size(full["state"]), workflow_bytes=_size(full["workflow"]),
-                     meta_bytes=_size(full["meta"]), event_seq=int(full["seq"]), delta_bytes=0, side=side)
+                     meta_bytes=_size(full["meta"]), event_seq=int(full["seq"]), delta_bytes=0, side=side,
+                     chain_consumed=tuple(side.consumed))
 
 
 class _TornRead(Exception):
@@ -248,7 +252,8 @@ class DynamoEventStore:
         """A store with its own client (endpoint and region from the settings), closed on exit."""
         settings = settings if settings is not None else Settings()
         session = session or get_session()
-        async with session.create_client("dynamodb", config=client_config(), **settings.client_kwargs()) as client:
+        async with session.create_client("dynamodb", config=client_config(),
+                                         **settings.client_kwargs("dynamodb")) as client:
             yield cls(client, settings, **options)
 
     async def create_table(self) -> None:
@@ -269,7 +274,7 @@ class DynamoEventStore:
         if not await self._put_if(item, "attribute_not_exists(pk)", {}):
             return False
         self._remember(ref, head)
-        await self._settle(ref, head, [])
+        await self._settle(ref, head)
         return True
 
     async def exists(self, ref: ActorRef) -> bool:
@@ -291,9 +296,9 @@ class DynamoEventStore:
         else:
             raise StorageError(f"could not read a consistent commit chain of {ref} in {_TORN_READ_RETRIES} tries")
         wake_errors = [item for item in pending if item["sk"]["S"] == _WAKE_ERROR]
-        inbox, stale = self._live_inbox([item for item in pending if "m" in item], chain)
+        inbox = self._live_inbox([item for item in pending if "m" in item], chain)
         if not head.settled and self._settle_on_load:
-            await self._settle(ref, head, stale, probe=True)
+            await self._settle(ref, head, probe=True)
         self._remember(ref, head)
         snapshot = head.snapshot(ref)
         snapshot.inbox = inbox
@@ -327,7 +332,7 @@ class DynamoEventStore:
                     or base.delta_bytes + delta_text_size > SNAPSHOT_AFTER_BYTES)
         if snapshot:
             payload = {"f": head.full(), **side.payload()}
-            head.snapshot_version, head.delta_bytes = version, 0
+            head.snapshot_version, head.delta_bytes, head.chain_consumed = version, 0, tuple(side.consumed)
             parts = head.full_parts() + side_parts
         else:
             payload = {**delta, **side.payload()}
@@ -341,16 +346,21 @@ class DynamoEventStore:
             condition, values = "attribute_not_exists(pk)", {}
         else:  # the slot must still hold the version one lap behind: any later writer got there first
             condition, values = "v = :previous", {":previous": {"N": str(version - base.ring)}}
+        if snapshot and base.chain_consumed:
+            # After this commit a load no longer reads the commits that consumed these messages: their
+            # tombstones must exist first (already consumed, so writing them early is always right).
+            await self._write_tombstones(ref, base.chain_consumed, version)
         if not await self._put_if(item, condition, values):
             raise VersionConflict(f"{ref}: version {expected_version} is no longer current (another commit won)")
         self._remember(ref, head)
-        await self._settle(ref, head, side.consumed)
+        await self._settle(ref, head)
         return version
 
     async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
         body = _dumps(message.model_dump(mode="json"))
         item = {"pk": {"S": ref.id}, "sk": {"S": _INBOX_PREFIX + message.id},
-                "pq": {"S": f"{self._order_ns():020d}#{message.id}"}, "m": {"S": body}}
+                "pq": {"S": f"{self._order_ns():020d}#{message.id}"}, "m": {"S": body},
+                "et": {"N": repr(self._now())}}  # enqueue time on the store's clock (the commits' clock)
         self._check_size(ref, f"message {message.id!r}", item,
                          [(f"the body of message {message.id!r}", _size(message.body)),
                           ("its action arguments", _size(message.args))])
@@ -461,22 +471,19 @@ class DynamoEventStore:
             head.delta_bytes += len(item["d"]["S"].encode())
         return head, sides
 
-    def _live_inbox(self, pending: list[dict[str, Any]], chain: list[_Side]) -> tuple[list[InboxMessage], list[str]]:
-        """Pending messages minus those the chain consumed (their tombstones may not be written yet)."""
+    def _live_inbox(self, pending: list[dict[str, Any]], chain: list[_Side]) -> list[InboxMessage]:
+        """Pending messages minus those the chain consumed (tombstoned only before the next snapshot)."""
         consumed_at = {mid: side.at for side in chain for mid in side.consumed}
         inbox: list[InboxMessage] = []
-        stale: list[str] = []
         window = self.settings.dedupe_ttl_seconds / 2
         for item in pending:  # the index returns them in send order
             message = InboxMessage.model_validate(json.loads(item["m"]["S"]))
             at = consumed_at.get(message.id)
             # A pending item enqueued long after that consumption is the same id re-sent after the dedupe
             # window (its tombstone expired): a new message.
-            if at is not None and int(item["pq"]["S"][:20]) / 1e9 <= at + window:
-                stale.append(message.id)
-            else:
+            if at is None or float(item["et"]["N"]) > at + window:
                 inbox.append(message)
-        return inbox, stale
+        return inbox
 
     # -- writing -------------------------------------------------------------------------------------
     def _commit_item(self, ref: ActorRef, head: _Head, payload: dict[str, Any], *, snapshot: bool,
@@ -511,22 +518,16 @@ class DynamoEventStore:
                 found = snapshot.version if snapshot is not None else "no actor"
                 raise VersionConflict(f"{ref}: expected version {expected_version}, found {found}")
         if not head.settled:  # loaded without settling (settle_on_load=False)
-            await self._settle(ref, head, head.side.consumed, probe=True)
+            await self._settle(ref, head, probe=True)
         return head
 
-    async def _settle(self, ref: ActorRef, head: _Head, tombstones: list[str], *, probe: bool = False) -> None:
-        """Write a version's inbox tombstones, responses and events (all idempotent puts).
+    async def _settle(self, ref: ActorRef, head: _Head, *, probe: bool = False) -> None:
+        """Write a version's responses and events as their own items (idempotent puts).
 
         A commit settles its own version before returning, and a commit needs its base settled, so only
         the newest version can be unsettled (a crash right after its commit): whoever loads it next
-        finishes the job. `tombstones`: consumed ids whose pending items may still exist. `probe`: first
-        read which responses/events exist, to re-write only the missing ones."""
+        finishes the job. `probe`: first read which of them exist, to write only the missing ones."""
         side, pk = head.side, {"S": ref.id}
-        now = self._now()
-        tombstone_ids = list(dict.fromkeys(tombstones))
-        writes: list[dict[str, Any]] = [
-            {"pk": pk, "sk": {"S": _INBOX_PREFIX + mid}, "t": {"N": str(head.version)},
-             TTL_ATTRIBUTE: {"N": str(int(now + self.settings.dedupe_ttl_seconds))}} for mid in tombstone_ids]
         derived = [{"pk": pk, "sk": {"S": _RESPONSE_PREFIX + mid}, "v": {"N": str(head.version)},
                     "d": {"S": _dumps(response)},
                     TTL_ATTRIBUTE: {"N": str(int(side.at + self.settings.response_ttl_seconds))}}
@@ -538,12 +539,18 @@ class DynamoEventStore:
         if probe and derived:
             present = await self._present(ref, [item["sk"]["S"] for item in derived], head.version)
             derived = [item for item in derived if item["sk"]["S"] not in present]
-        writes += derived
-        if writes:
-            await self._batch_write(writes)
+        if derived:
+            await self._batch_write(derived)
             if probe:
-                log.info("settled version %d of %s: re-wrote %d item(s)", head.version, ref, len(writes))
+                log.info("settled version %d of %s: re-wrote %d item(s)", head.version, ref, len(derived))
         head.settled = True
+
+    async def _write_tombstones(self, ref: ActorRef, message_ids: Iterable[str], version: int) -> None:
+        """Replace consumed messages' items by tombstones: out of the `pending` index, a duplicate id
+        is still refused by the conditional enqueue until the TTL ends the dedupe window."""
+        expires = {"N": str(int(self._now() + self.settings.dedupe_ttl_seconds))}
+        await self._batch_write([{"pk": {"S": ref.id}, "sk": {"S": _INBOX_PREFIX + mid}, "t": {"N": str(version)},
+                                  TTL_ATTRIBUTE: expires} for mid in dict.fromkeys(message_ids)])
 
     async def _present(self, ref: ActorRef, sort_keys: list[str], version: int) -> set[str]:
         """Which of these derived items exist, written for this version."""

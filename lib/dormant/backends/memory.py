@@ -13,10 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import TypeAdapter
+
 from dormant.errors import StorageError, VersionConflict
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage, WakeError
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord
+
+_HISTORY = TypeAdapter(list[HistoryEntry])  # one validation call per load, not one per entry
 
 
 class InjectedFault(StorageError):
@@ -47,7 +51,9 @@ class CommitLogEntry:
 class MemoryEventStore:
     """EventStore in memory, with fault injection and a log of every commit."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_commit_log: bool = True) -> None:
+        """`keep_commit_log` records every commit (crash-safety tests read it); long runs can turn it off."""
+        self._keep_commit_log = keep_commit_log
         self._actors: dict[str, _Actor] = {}
         self._early: dict[str, _Actor] = {}  # inboxes of actors that do not exist yet
         self._changed = asyncio.Condition()
@@ -118,7 +124,7 @@ class MemoryEventStore:
         return ActorSnapshot(
             ref=ref, version=record.version, meta=ActorMeta.model_validate(record.meta), state=dict(record.state),
             workflow=WorkflowRecord.model_validate(record.workflow),
-            history=[HistoryEntry.model_validate(e) for e in record.history.values()],
+            history=_HISTORY.validate_python(list(record.history.values())),
             inbox=[InboxMessage.model_validate(m) for m in record.inbox.values()],
             wake_error=WakeError.model_validate(record.wake_error) if record.wake_error else None)
 
@@ -142,7 +148,8 @@ class MemoryEventStore:
         record.responses.update(draft.responses)
         self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
-        self.commit_log.append(CommitLogEntry(ref, record.version, draft))
+        if self._keep_commit_log:
+            self.commit_log.append(CommitLogEntry(ref, record.version, draft))
         await self._notify()
         self._leave(when, "commit")
         return record.version

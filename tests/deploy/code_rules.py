@@ -1,0 +1,231 @@
+"""What the code requires of a deployment, checked against a description (tests/deploy/describe.py).
+
+The sources of truth are the code's own definitions: the table of `aws_store.table_definition` and
+`TTL_ATTRIBUTE`, the DynamoDB operations `DynamoEventStore` can call, the SQS calls `SqsTransport` makes, the
+`DORMANT_*` settings and their default queue names, the Lambda entry points in functions/, and the layer's
+platform in the Makefile.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+from dormant.backends import aws_store
+from dormant.backends.aws_transport import QueueUrls, SqsTransport, WakeMessage
+from dormant.clocks import OffsetClock
+from dormant.ports import ActorRef
+from dormant.settings import Settings
+
+from .describe import Description
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# env var -> the resource attribute it must name
+ENVIRONMENT = {
+    "DORMANT_TABLE": "{table.name}",
+    "DORMANT_QUEUE_URL": "{wake.url}", "DORMANT_QUEUE_NAME": "{wake.name}",
+    "DORMANT_TIMER_QUEUE_URL": "{timers.url}", "DORMANT_TIMER_QUEUE_NAME": "{timers.name}",
+    "DORMANT_DLQ_URL": "{timers_dlq.url}", "DORMANT_DLQ_NAME": "{timers_dlq.name}",
+    "DORMANT_FIFO_DLQ_URL": "{wake_dlq.url}", "DORMANT_FIFO_DLQ_NAME": "{wake_dlq.name}",
+    "DORMANT_APP": "{param.app}", "DORMANT_MAX_RECEIVES": "{param.max_receives}",
+}
+# queue role -> the Settings field holding its default name ("dormant" + the suffix every deployment uses)
+QUEUE_NAMES = {"wake": "queue_name", "timers": "timer_queue_name", "timers_dlq": "dlq_name",
+               "wake_dlq": "fifo_dlq_name"}
+EVENT_SOURCE_ACTIONS = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
+                        "sqs:ChangeMessageVisibility"}  # what Lambda's SQS event source needs (and no more)
+
+
+def store_actions() -> set[str]:
+    """The DynamoDB actions DynamoEventStore may call while running (table creation is for tests and dev)."""
+    source = Path(aws_store.__file__).read_text()
+    called = set(re.findall(r'_call\("(\w+)"', source))
+    known = set(aws_store._SNAKE)
+    if not called <= known:
+        raise AssertionError(f"aws_store calls {called - known}, which _SNAKE does not map")
+    return {f"dynamodb:{operation}" for operation in known}
+
+
+class _RecordingSqs:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        async def call(**kwargs: Any) -> dict[str, Any]:
+            self.calls.append(name)
+            return {}
+        return call
+
+
+def transport_actions() -> set[str]:
+    """The SQS actions SqsTransport makes when waking an actor now, later, and when a timer hops."""
+    sqs = _RecordingSqs()
+    clock = OffsetClock(frozen_at=1000.0)
+    transport = SqsTransport(sqs, QueueUrls(wake="https://q/1/wake.fifo", timers="https://q/1/timers"), clock)
+    ref = ActorRef(name="a", key=("k",))
+
+    async def use() -> None:
+        await transport.wake(ref, reason="m1")
+        await transport.wake(ref, at=5000.0)
+        await transport.send_timer(WakeMessage.for_ref(ref, due=9000.0, hops=1))
+    asyncio.run(use())
+    return {"sqs:" + "".join(part.title() for part in call.split("_")) for call in sqs.calls}
+
+
+def _defines(path: Path, name: str) -> bool:
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return True
+    return False
+
+
+def _makefile_variable(name: str) -> str:
+    match = re.search(rf"^{name}\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M)
+    if match is None:
+        raise AssertionError(f"the Makefile does not set {name}")
+    return match.group(1)
+
+
+def code_mismatches(d: Description) -> list[str]:
+    """Everything in the description that does not fit the code (empty when all is well)."""
+    problems: list[str] = []
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+
+    # -- the table: exactly what the store creates in tests and `dormant dev`
+    definition = aws_store.table_definition("t")
+    expected_table = {
+        "billing_mode": definition["BillingMode"],
+        "attributes": {a["AttributeName"]: a["AttributeType"] for a in definition["AttributeDefinitions"]},
+        "keys": {k["AttributeName"]: k["KeyType"] for k in definition["KeySchema"]},
+        "local_indexes": {i["IndexName"]: {"keys": {k["AttributeName"]: k["KeyType"] for k in i["KeySchema"]},
+                                           "projection": i["Projection"]["ProjectionType"]}
+                          for i in definition.get("LocalSecondaryIndexes", [])},
+        "global_indexes": {i["IndexName"]: i for i in definition.get("GlobalSecondaryIndexes", [])},
+        "ttl": {"attribute": aws_store.TTL_ATTRIBUTE, "enabled": True},
+    }
+    table = d["tables"].get("table", {})
+    for key, value in expected_table.items():
+        if table.get(key) != value:
+            problems.append(f"table {key}: {table.get(key)!r}, the code's table_definition/TTL has {value!r}")
+
+    # -- the environment of both functions
+    functions = d["functions"]
+    if set(functions) != {"worker", "api"}:
+        problems.append(f"functions: {sorted(functions)}, expected worker and api")
+    for role, function in functions.items():
+        env = function["environment"]
+        for name, target in ENVIRONMENT.items():
+            if env.get(name) != target:
+                problems.append(f"{role} {name} = {env.get(name)!r}, expected {target}")
+        for name in env:
+            field = name.removeprefix("DORMANT_").lower()
+            if not name.startswith("DORMANT_") or field not in Settings.model_fields:
+                problems.append(f"{role} sets {name}, which dormant.settings.Settings does not read")
+        has_token = "DORMANT_INSPECTOR_TOKEN" in env
+        if has_token != (role == "api"):
+            problems.append(f"{role}: DORMANT_INSPECTOR_TOKEN {'set' if has_token else 'missing'} "
+                            "(only the API serves the inspector)")
+        module, _, attribute = function["handler"].rpartition(".")
+        path = ROOT / (module.replace(".", "/") + ".py")
+        if not path.exists() or not _defines(path, attribute):
+            problems.append(f"{role} handler {function['handler']}: {path} does not define {attribute}")
+
+    # -- queues: names, FIFO-ness, redrive
+    queues = d["queues"]
+    for role, field in QUEUE_NAMES.items():
+        queue = queues.get(role)
+        default = getattr(settings, field)
+        if queue is None:
+            problems.append(f"queue {role} is missing")
+            continue
+        if queue["name"] != "{prefix}" + default.removeprefix("dormant"):
+            problems.append(f"queue {role} is named {queue['name']!r}; the code's default {field} is {default!r}")
+        if queue["fifo"] != default.endswith(".fifo"):
+            problems.append(f"queue {role}: FifoQueue={queue['fifo']} but its name {default!r} says otherwise")
+    for source, dlq in (("wake", "wake_dlq"), ("timers", "timers_dlq")):
+        redrive = queues.get(source, {}).get("redrive")
+        if redrive != {"target": "{" + dlq + ".arn}", "max_receives": "{param.max_receives}"}:
+            problems.append(f"queue {source} redrive {redrive!r}, expected to {dlq} after MaxReceives")
+    if d["parameters"].get("max_receives") != settings.max_receives:
+        problems.append(f"max_receives default {d['parameters'].get('max_receives')} != Settings "
+                        f"{settings.max_receives}")
+
+    # -- event sources: both queues, partial failures, visibility >= 6 x timeout (+ window)
+    worker_timeout = functions.get("worker", {}).get("timeout", 0)
+    sources = {target: settings_ for (function, target), settings_ in d["event_sources"].items()
+               if function == "{worker.name}"}
+    if set(sources) != {"{wake.arn}", "{timers.arn}"} or len(d["event_sources"]) != 2:
+        problems.append(f"event sources {sorted(map(str, d['event_sources']))}: expected the worker on wake and "
+                        "timers only")
+    for target, source in sources.items():
+        role = target.strip("{}").split(".")[0]
+        queue = queues.get(role, {})
+        window = source["batching_window"] or 0
+        if queue.get("visibility_timeout", 0) < 6 * worker_timeout + window:
+            problems.append(f"queue {role} visibility timeout {queue.get('visibility_timeout')} < 6 x the worker "
+                            f"timeout {worker_timeout} + batching window {window}")
+        if source["response_types"] != ["ReportBatchItemFailures"]:
+            problems.append(f"event source {role}: {source['response_types']}, expected ReportBatchItemFailures")
+        if queue.get("fifo") and (source["batching_window"] is not None or (source["batch_size"] or 10) > 10):
+            problems.append(f"event source {role}: a FIFO queue takes no batching window and at most 10 messages")
+        if not source["enabled"]:
+            problems.append(f"event source {role} is disabled")
+
+    # -- IAM: what the code calls, on these resources only
+    store = store_actions()
+    send = transport_actions()
+    table_resources = {"{table.arn}", "{table.arn}/index/*"}
+    source_queues = {"{wake.arn}", "{timers.arn}"}
+    for role, needs_event_source in (("worker_role", True), ("api_role", False)):
+        policy = d["iam"].get(role)
+        if policy is None:
+            problems.append(f"role {role} is missing")
+            continue
+        grants: dict[str, set[str]] = {}
+        for _sid, effect, actions, resources in policy["statements"]:
+            if effect != "Allow":
+                problems.append(f"{role}: unexpected {effect} statement")
+            for action in actions:
+                grants.setdefault(action, set()).update(resources)
+        expected = {action: table_resources for action in store}
+        expected.update({action: source_queues for action in send})
+        if needs_event_source:
+            expected.update({action: source_queues for action in EVENT_SOURCE_ACTIONS})
+        logs = "{" + role.replace("_role", "_logs") + ".arn}:*"
+        expected.update({"logs:CreateLogStream": {logs}, "logs:PutLogEvents": {logs}})
+        if grants != expected:
+            extra = {a: sorted(r) for a, r in grants.items() if expected.get(a) != r}
+            missing = {a: sorted(r) for a, r in expected.items() if grants.get(a) != r}
+            problems.append(f"{role} grants {extra} where the code needs {missing}")
+        if policy["managed_policies"]:
+            problems.append(f"{role} attaches managed policies {policy['managed_policies']} (too broad)")
+        if policy["assumed_by"] != ["lambda.amazonaws.com"]:
+            problems.append(f"{role} is assumed by {policy['assumed_by']}")
+
+    # -- runtime and the layer the Makefile builds
+    python = _makefile_variable("LAMBDA_PYTHON")
+    platform = _makefile_variable("LAMBDA_PLATFORM")
+    arch = {"manylinux2014_aarch64": "arm64", "manylinux2014_x86_64": "x86_64"}.get(platform)
+    for role, function in functions.items():
+        if function["runtime"] != f"python{python}":
+            problems.append(f"{role} runtime {function['runtime']}; the Makefile builds the layer for {python}")
+        if function["architectures"] != [arch]:
+            problems.append(f"{role} architectures {function['architectures']}; the layer is built for {platform}")
+        if function["layers"] != ["{layer.arn}"]:
+            problems.append(f"{role} layers {function['layers']}")
+    layer = d["layers"].get("layer", {})
+    if layer.get("runtimes") != [f"python{python}"] or layer.get("architectures") != [arch]:
+        problems.append(f"layer {layer}: expected python{python} on {arch}")
+
+    # -- the HTTP API: every route to the API function, on the $default stage (the app sees unprefixed paths)
+    if d["http"] != {"http_api": {"$default": {"payload": "2.0", "target": "api"}}, "stage": "$default"}:
+        problems.append(f"HTTP API {d['http']}: expected the $default route (payload 2.0) to the API function, "
+                        "on the $default stage")
+    return problems

@@ -1,0 +1,250 @@
+"""template.yaml, translated by the SAM translator, created as a CloudFormation stack in a moto server: the
+resources exist with the shapes the code needs, the functions' environment resolves to them, and the real
+Lambda handlers (functions/api, functions/worker) configured by that environment serve a request end to end.
+
+moto runs no Lambda code (that needs Docker) and creates no API Gateway v2 or table TTL; the event sources
+are played by the test, as Lambda's poller would (receive, invoke, delete what did not fail).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import io
+import json
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlparse
+
+import boto3
+import pytest
+
+from dormant.backends.aws_store import PENDING_INDEX, table_definition
+from dormant.poller import lambda_event
+from dormant.settings import Settings
+from tests.api.support import http_api_v2_event, lambda_body
+from tests.deploy.support import ARTIFACT_BUCKET, REGION, ROOT
+from tests.servers import MotoServer, fake_aws_environment, scrubbed_variables
+
+STACK = "dormant"
+TOKEN_PARAMETER = "/dormant/inspector-token"
+TOKEN = "token-from-ssm"
+
+
+@dataclass
+class Stack:
+    endpoint: str
+    resources: dict[str, dict[str, Any]]  # logical id -> describe_stack_resources entry
+    outputs: dict[str, str]
+    clients: dict[str, Any] = field(default_factory=dict)
+
+    def client(self, service: str) -> Any:
+        if service not in self.clients:
+            self.clients[service] = boto3.client(service, endpoint_url=self.endpoint, region_name=REGION)
+        return self.clients[service]
+
+    def physical(self, logical: str) -> str:
+        return str(self.resources[logical]["PhysicalResourceId"])
+
+    def function(self, logical: str) -> dict[str, Any]:
+        configuration: dict[str, Any] = self.client("lambda").get_function_configuration(
+            FunctionName=self.physical(logical))
+        return configuration
+
+
+def _zip(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def stack(translated: dict[str, Any]) -> Iterator[Stack]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name in scrubbed_variables():
+            patch.delenv(name)
+        for name, value in fake_aws_environment().items():
+            patch.setenv(name, value)
+        server = MotoServer()
+        server.start()
+        try:
+            created = Stack(server.endpoint, {}, {})
+            s3 = created.client("s3")
+            s3.create_bucket(Bucket=ARTIFACT_BUCKET)
+            for name, resource in translated["Resources"].items():
+                code = resource.get("Properties", {}).get("Code") or resource.get("Properties", {}).get("Content")
+                if code:  # what `sam package` uploads (moto only stores it)
+                    s3.put_object(Bucket=code["S3Bucket"], Key=code["S3Key"], Body=_zip({"placeholder.py": ""}))
+            created.client("ssm").put_parameter(Name=TOKEN_PARAMETER, Type="String", Value=TOKEN)
+            cloudformation = created.client("cloudformation")
+            cloudformation.create_stack(StackName=STACK, TemplateBody=json.dumps(translated),
+                                        Capabilities=["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"])
+            description = cloudformation.describe_stacks(StackName=STACK)["Stacks"][0]
+            assert description["StackStatus"] == "CREATE_COMPLETE", description.get("StackStatusReason")
+            for resource in cloudformation.describe_stack_resources(StackName=STACK)["StackResources"]:
+                if "LogicalResourceId" in resource:  # moto lists API Gateway v2 resources without ids
+                    created.resources[resource["LogicalResourceId"]] = resource
+            created.outputs = {o["OutputKey"]: o["OutputValue"] for o in description.get("Outputs", [])}
+            yield created
+        finally:
+            server.stop()
+
+
+def _queue_path(url: str) -> str:
+    """/<account>/<name>: moto hands out URLs on its own host; the path identifies the queue."""
+    return urlparse(url).path
+
+
+def test_the_stack_creates_the_table_queues_functions_and_event_sources(stack: Stack) -> None:
+    kinds = sorted(r["ResourceType"] for r in stack.resources.values())
+    assert kinds.count("AWS::SQS::Queue") == 4
+    assert kinds.count("AWS::Lambda::Function") == 2
+    assert kinds.count("AWS::Lambda::EventSourceMapping") == 2
+    assert kinds.count("AWS::IAM::Role") == 2
+    assert all(r["ResourceStatus"] == "CREATE_COMPLETE" for r in stack.resources.values())
+
+    table = stack.client("dynamodb").describe_table(TableName=stack.physical("ActorTable"))["Table"]
+    expected = table_definition(table["TableName"])
+    assert table["KeySchema"] == expected["KeySchema"]
+    assert sorted(table["AttributeDefinitions"], key=str) == sorted(expected["AttributeDefinitions"], key=str)
+    assert table["LocalSecondaryIndexes"] == [{**index} for index in expected["LocalSecondaryIndexes"]]
+    assert table["BillingModeSummary"]["BillingMode"] == expected["BillingMode"] == "PAY_PER_REQUEST"
+
+    sqs = stack.client("sqs")
+
+    def attributes(logical: str) -> dict[str, str]:
+        found: dict[str, str] = sqs.get_queue_attributes(QueueUrl=stack.physical(logical),
+                                                         AttributeNames=["All"])["Attributes"]
+        return found
+
+    wake, timers = attributes("WakeQueue"), attributes("TimerQueue")
+    wake_dlq, timers_dlq = attributes("WakeDeadLetterQueue"), attributes("TimerDeadLetterQueue")
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert wake["FifoQueue"] == wake_dlq["FifoQueue"] == "true" and "FifoQueue" not in timers
+    assert (wake["DeduplicationScope"], wake["FifoThroughputLimit"]) == ("messageGroup", "perMessageGroupId")
+    assert json.loads(wake["RedrivePolicy"]) == {"deadLetterTargetArn": wake_dlq["QueueArn"],
+                                                 "maxReceiveCount": settings.max_receives}
+    assert json.loads(timers["RedrivePolicy"]) == {"deadLetterTargetArn": timers_dlq["QueueArn"],
+                                                   "maxReceiveCount": settings.max_receives}
+    worker = stack.function("WorkerFunction")
+    assert int(wake["VisibilityTimeout"]) >= 6 * worker["Timeout"]
+    assert int(timers["VisibilityTimeout"]) >= 6 * worker["Timeout"]
+
+    mappings = {m["EventSourceArn"]: m for m in stack.client("lambda").list_event_source_mappings(
+        FunctionName=worker["FunctionName"])["EventSourceMappings"]}
+    assert set(mappings) == {wake["QueueArn"], timers["QueueArn"]}
+    assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings.values())
+    assert mappings[wake["QueueArn"]]["BatchSize"] == 10
+    assert "MaximumBatchingWindowInSeconds" not in mappings[wake["QueueArn"]]  # FIFO: no batching window
+    assert mappings[timers["QueueArn"]]["MaximumBatchingWindowInSeconds"] == 1
+
+
+@pytest.mark.parametrize("logical", ["WorkerFunction", "ApiFunction"])
+def test_the_function_environment_resolves_to_the_stack(stack: Stack, logical: str) -> None:
+    function = stack.function(logical)
+    env = {name: str(value) for name, value in function["Environment"]["Variables"].items()}
+    assert env["DORMANT_TABLE"] == stack.physical("ActorTable") == stack.outputs["TableName"]
+    sqs = stack.client("sqs")
+    for variable, logical_queue in (("DORMANT_QUEUE", "WakeQueue"), ("DORMANT_TIMER_QUEUE", "TimerQueue"),
+                                    ("DORMANT_DLQ", "TimerDeadLetterQueue"),
+                                    ("DORMANT_FIFO_DLQ", "WakeDeadLetterQueue")):
+        url = env[f"{variable}_URL"]
+        assert _queue_path(url) == _queue_path(stack.physical(logical_queue))
+        assert _queue_path(sqs.get_queue_url(QueueName=env[f"{variable}_NAME"])["QueueUrl"]) == _queue_path(url)
+    settings = Settings(_env_file=None, **{name.removeprefix("DORMANT_").lower(): value  # type: ignore[arg-type]
+                                           for name, value in env.items()})
+    assert settings.table == env["DORMANT_TABLE"] and settings.app == "examples.tour:registry"
+    assert settings.queue_url == env["DORMANT_QUEUE_URL"] and settings.queue_url.endswith(".fifo")
+    token = settings.inspector_token.get_secret_value() if settings.inspector_token else None
+    assert token == (TOKEN if logical == "ApiFunction" else None)  # resolved from SSM, for the API only
+    role = stack.client("iam").get_role(RoleName=stack.physical(logical.replace("Function", "Role")))["Role"]
+    assert function["Role"] == role["Arn"]
+    assert function["Handler"] == f"functions.{logical.removesuffix('Function').lower()}.handler.handler"
+    assert function["Runtime"] == "python3.13"
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _use_environment(patch: pytest.MonkeyPatch, env: dict[str, Any], endpoint: str) -> None:
+    """The function's environment as Lambda sets it, plus the endpoint of the moto server."""
+    for name in [name for name in __import__("os").environ if name.startswith("DORMANT_")]:
+        patch.delenv(name)
+    for name, value in env.items():
+        patch.setenv(name, str(value))
+    patch.setenv("DORMANT_ENDPOINT_URL", endpoint)
+
+
+def test_the_lambda_handlers_serve_a_request_on_the_stack(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    lam, sqs = stack.client("lambda"), stack.client("sqs")
+    worker_config, api_config = stack.function("WorkerFunction"), stack.function("ApiFunction")
+    # moto would run the function in Docker when a message arrives: the test plays the event source instead
+    for mapping in lam.list_event_source_mappings(FunctionName=worker_config["FunctionName"])["EventSourceMappings"]:
+        lam.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
+
+    _use_environment(monkeypatch, api_config["Environment"]["Variables"], stack.endpoint)
+    api = _load("deploy_api_handler", ROOT / "functions" / "api" / "handler.py")
+    _use_environment(monkeypatch, worker_config["Environment"]["Variables"], stack.endpoint)
+    worker = _load("deploy_worker_handler", ROOT / "functions" / "worker" / "handler.py")
+
+    loop = asyncio.new_event_loop()  # the API container's loop, which Mangum drives
+    asyncio.set_event_loop(loop)
+
+    def call(method: str, target: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+        raw = None if body is None else json.dumps(body).encode()
+        asyncio.set_event_loop(loop)  # the worker's asyncio.Runner made its own loop current in between
+        response = api.handler(http_api_v2_event(method, target, body=raw, headers={
+            "content-type": "application/json", **headers}), None)
+        return response["statusCode"], lambda_body(response)
+
+    def play_event_sources() -> int:
+        """Receive, invoke the worker, delete what it did not report failed; until both queues are empty."""
+        batches = 0
+        for _ in range(20):
+            delivered = False
+            for logical in ("WakeQueue", "TimerQueue"):
+                url = stack.physical(logical)
+                messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"],
+                                               WaitTimeSeconds=0).get("Messages", [])
+                if not messages:
+                    continue
+                delivered, batches = True, batches + 1
+                arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+                response = worker.handler(lambda_event(messages, arn=arn, region=REGION), None)
+                assert response == {"batchItemFailures": []}
+                for message in messages:
+                    sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            if not delivered:
+                return batches
+        raise AssertionError("the queues did not drain")
+
+    try:
+        assert call("PUT", "/actors/workflow-counter/deploy") == (
+            201, {"actor": "workflow-counter", "key": ["deploy"], "created": True})
+        status, body = call("POST", "/actors/workflow-counter/deploy/queues/counter", {"delta": 5})
+        assert (status, body["status"]) == (202, "queued")
+        assert play_event_sources() >= 1
+        assert call("GET", "/actors/workflow-counter/deploy/state") == (200, {"value": 5, "processed": 1})
+        # the inspector token came from the SSM parameter through the template's parameter
+        assert call("GET", "/actors/workflow-counter/deploy/history")[0] == 401
+        status, history = call("GET", "/actors/workflow-counter/deploy/history", authorization=f"Bearer {TOKEN}")
+        assert status == 200 and "counter-loop" in {entry["location"].split("/")[0] for entry in history}
+        # the message went through the table's `pending` index and was consumed in the commit
+        items = stack.client("dynamodb").scan(TableName=stack.physical("ActorTable"), IndexName=PENDING_INDEX)
+        assert all("m" not in item for item in items["Items"])
+    finally:
+        loop.run_until_complete(api.app.state.services.aclose())
+        loop.close()
+        asyncio.set_event_loop(None)
+        worker.worker.close()
