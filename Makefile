@@ -64,13 +64,14 @@ sam-build: $(DEPLOY_STAMP)
 build-WorkerFunction build-ApiFunction:
 	test -n "$(ARTIFACTS_DIR)"
 	mkdir -p "$(ARTIFACTS_DIR)"
-	cd lib && find dormant \( -name '*.py' -o -name py.typed \) -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
+	cd lib && find dormant -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
 	find functions -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
 	cd "$$(dirname "$(APP_DIR)")" && find "$$(basename "$(APP_DIR)")" -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
 
 build-DependenciesLayer:
 	test -n "$(ARTIFACTS_DIR)"
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check --target "$(ARTIFACTS_DIR)/python" \
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --no-compile \
+		--root-user-action=ignore --target "$(ARTIFACTS_DIR)/python" \
 		--implementation cp --python-version $(LAMBDA_PYTHON) --platform $(LAMBDA_PLATFORM) --only-binary=:all: \
 		$(LAYER_REQUIREMENTS)
 

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
 
 from dormant.backends.aws_store import DynamoEventStore
 from dormant.settings import Settings
@@ -59,6 +60,17 @@ def server_for(request: pytest.FixtureRequest, name: str) -> ServerProcess:
     return process
 
 
+_SESSION: AioSession | None = None
+
+
+def shared_session() -> AioSession:
+    """One botocore session for the whole run: loading the service models again per test costs ~0.1 s."""
+    global _SESSION
+    if _SESSION is None:
+        _SESSION = get_session()
+    return _SESSION
+
+
 def store_settings(endpoint: str, **overrides: Any) -> Settings:
     return Settings(table=f"dormant-{uuid.uuid4().hex[:12]}", endpoint_url=endpoint, region="us-east-1",
                     **overrides)
@@ -68,7 +80,7 @@ def store_settings(endpoint: str, **overrides: Any) -> Settings:
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[DynamoEventStore]:
     """A DynamoEventStore on a freshly created table, on each server in turn; the server is reset after."""
     server = server_for(request, request.param)
-    async with DynamoEventStore.connect(store_settings(server.endpoint)) as created:
+    async with DynamoEventStore.connect(store_settings(server.endpoint), session=shared_session()) as created:
         await created.create_table()
         yield created
     server.reset()

@@ -15,7 +15,7 @@ from dormant.errors import VersionConflict
 from dormant.ports import ActorMeta, ActorRef, EventStore, InboxMessage, WakeError
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowRecord, WorkflowState
-from tests.integration.conftest import server_for, store_settings
+from tests.integration.conftest import server_for, shared_session, store_settings
 
 T0 = 1_767_225_600.0
 
@@ -26,7 +26,7 @@ async def any_store(request: pytest.FixtureRequest) -> AsyncIterator[EventStore]
         yield MemoryEventStore()
         return
     server = server_for(request, request.param)
-    async with DynamoEventStore.connect(store_settings(server.endpoint)) as store:
+    async with DynamoEventStore.connect(store_settings(server.endpoint), session=shared_session()) as store:
         await store.create_table()
         yield store
     server.reset()

@@ -1,0 +1,95 @@
+"""`sam build` packages the functions offline: lib/dormant, functions/ and the registry's package (examples/),
+the same files infra/ zips; the bundle alone (plus the third-party packages of the layer) imports both
+handlers. The layer's make target fetches wheels for Lambda's python3.13 on arm64 (needs PyPI, as
+`make test` does)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.deploy.support import ROOT, deploy_tool, run, tool_environment
+
+FUNCTIONS = ("WorkerFunction", "ApiFunction")
+NO_NETWORK = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "",
+              "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "no_proxy": ""}
+
+
+def expected_bundle() -> set[str]:
+    """What infra/main.tf's local.code_files selects (fileset patterns), as zip paths."""
+    files = {str(p.relative_to(ROOT / "lib")) for p in (ROOT / "lib" / "dormant").rglob("*.py")}
+    files |= {str(p.relative_to(ROOT)) for p in (ROOT / "functions").rglob("*.py")}
+    files |= {str(p.relative_to(ROOT)) for p in (ROOT / "examples").rglob("*.py")}
+    return files
+
+
+def _functions_only(template: dict[str, Any]) -> dict[str, Any]:
+    """template.yaml without the dependencies layer (the one part of `sam build` that downloads)."""
+    stripped = copy.deepcopy(template)
+    del stripped["Globals"]["Function"]["Layers"]
+    del stripped["Resources"]["DependenciesLayer"]
+    return stripped
+
+
+@pytest.fixture(scope="module")
+def built(sam_template: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    sam = deploy_tool("sam")
+    directory = tmp_path_factory.mktemp("sam-build")
+    template = directory / "template.json"
+    template.write_text(json.dumps(_functions_only(sam_template)))
+    # the network is closed to the build: a proxy that refuses every connection
+    result = run([sam, "build", "--template-file", template, "--base-dir", ROOT, "--build-dir", directory / "build"],
+                 env=tool_environment(**NO_NETWORK), timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return directory / "build"
+
+
+def test_sam_build_bundles_lib_functions_and_the_registry_offline(built: Path) -> None:
+    expected = expected_bundle()
+    assert {"dormant/worker.py", "functions/api/handler.py", "examples/tour.py"} <= expected
+    for function in FUNCTIONS:
+        files = {str(p.relative_to(built / function)) for p in (built / function).rglob("*") if p.is_file()}
+        assert files == expected, (function, sorted(files ^ expected))
+    built_template = (built / "template.yaml").read_text()
+    assert all(f"CodeUri: {function}" in built_template for function in FUNCTIONS)
+
+
+def test_the_bundle_alone_imports_both_handlers(built: Path) -> None:
+    """With the bundle first on the path (as /var/task is), the handlers load our code from it, not lib/."""
+    bundle = built / "WorkerFunction"
+    script = (
+        "import json, functions.worker.handler as w, functions.api.handler as a, dormant, examples\n"
+        "print(json.dumps({'dormant': dormant.__file__, 'examples': examples.__file__,\n"
+        "                  'worker': callable(w.handler), 'api': callable(a.handler)}))\n")
+    env = tool_environment(PYTHONPATH=str(bundle), DORMANT_APP="examples.tour:registry",
+                           AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
+    result = run([sys.executable, "-c", script], cwd=built, env=env)  # cwd: not the repository root
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert Path(loaded["dormant"]).is_relative_to(bundle) and Path(loaded["examples"]).is_relative_to(bundle)
+    assert loaded["worker"] is True and loaded["api"] is True
+
+
+def test_the_layer_target_fetches_wheels_for_the_lambda_runtime(tmp_path: Path) -> None:
+    """make build-DependenciesLayer (what sam build runs for the layer): every pinned dependency, built for
+    CPython 3.13 on aarch64 (the template's runtime and architecture)."""
+    result = run(["make", "--no-print-directory", "build-DependenciesLayer", f"ARTIFACTS_DIR={tmp_path}"],
+                 env=tool_environment(), timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    site = tmp_path / "python"
+    import tomllib
+
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    installed = {p.name.removesuffix(".dist-info").lower() for p in site.glob("*.dist-info")}
+    for pin in pins:
+        name, version = re.split(r"==", pin)
+        assert f"{re.sub(r'[-.]', '_', name.split('[')[0]).lower()}-{version}" in installed, pin
+    native = [p.name for p in site.rglob("_pydantic_core*.so")]
+    assert native and all("cpython-313-aarch64-linux-gnu" in name for name in native), native
+    assert not list(site.rglob("*.cpython-311.pyc"))  # nothing compiled for the build machine's Python
