@@ -13,13 +13,17 @@ NODE_STAMP := tools/node/node_modules/.installed
 # cfn-lint 1.53.3 is the last release that runs the SAM translator (it catches dangling references in SAM resources).
 DEPLOY_VENV := tools/deploy-venv
 DEPLOY_PINS := cfn-lint==1.53.3 aws-sam-cli==1.170.0
-DEPLOY_STAMP := $(DEPLOY_VENV)/.installed-cfn-lint-1.53.3-aws-sam-cli-1.170.0
+empty :=
+space := $(empty) $(empty)
+DEPLOY_STAMP := $(DEPLOY_VENV)/.installed-$(subst $(space),+,$(subst ==,-,$(DEPLOY_PINS)))
 # The package of the registry that DORMANT_APP names, bundled into the functions (a directory or a single .py).
 APP_DIR ?= examples
 # The layer's wheels: Lambda's python3.13 on arm64 (template.yaml and infra/ say the same).
 LAMBDA_PYTHON ?= 3.13
 LAMBDA_PLATFORM ?= manylinux2014_aarch64
 LAYER_DIR ?= build/lambda/layer
+# Extra pip requirements of your registry's code, added to the layer (e.g. LAYER_EXTRA="stripe==12.1.0").
+LAYER_EXTRA ?=
 LAYER_REQUIREMENTS = $(shell $(PYTHON) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))")
 
 $(STAMP): pyproject.toml
@@ -57,7 +61,7 @@ deploy-tools: $(DEPLOY_STAMP)
 
 # `sam build` (into .aws-sam/build): the functions are pure Python and build offline; the layer downloads wheels.
 sam-build: $(DEPLOY_STAMP)
-	$(DEPLOY_VENV)/bin/sam build --template-file template.yaml
+	SAM_CLI_TELEMETRY=0 $(DEPLOY_VENV)/bin/sam build --template-file template.yaml
 
 # sam build runs these targets (BuildMethod: makefile) in this directory with ARTIFACTS_DIR set.
 # Both functions get the same bundle: lib/dormant, functions/ and the registry's package (what infra/ zips too).
@@ -73,7 +77,7 @@ build-DependenciesLayer:
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --no-compile \
 		--root-user-action=ignore --target "$(ARTIFACTS_DIR)/python" \
 		--implementation cp --python-version $(LAMBDA_PYTHON) --platform $(LAMBDA_PLATFORM) --only-binary=:all: \
-		$(LAYER_REQUIREMENTS)
+		$(LAYER_REQUIREMENTS) $(LAYER_EXTRA)
 
 # The same layer for infra/ (Terraform zips $(LAYER_DIR)); run it before `terraform apply`.
 lambda-layer:

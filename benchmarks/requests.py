@@ -40,6 +40,9 @@ from dormant.backends.aws_transport import SqsTransport, create_queues  # noqa: 
 from dormant.client import ActorHandle, Client  # noqa: E402
 from dormant.clocks import SystemClock  # noqa: E402
 from dormant.metering import (  # noqa: E402
+    PRICE_PER_READ_UNIT,
+    PRICE_PER_SQS_REQUEST,
+    PRICE_PER_WRITE_UNIT,
     Meter,
     instrument,
 )
@@ -264,6 +267,16 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def costs(results: list[Result]) -> str:
+    lines = ["| scenario | DynamoDB writes | DynamoDB reads | SQS | total |", "|---|---:|---:|---:|---:|"]
+    for r in results:
+        m, per = r.total, 1_000_000 / r.steps
+        parts = (m.write_units * PRICE_PER_WRITE_UNIT * per, m.read_units * PRICE_PER_READ_UNIT * per,
+                 m.sqs_requests * PRICE_PER_SQS_REQUEST * per)
+        lines.append(f"| {r.name} | " + " | ".join(f"{part:.2f}" for part in parts) + f" | {sum(parts):.2f} |")
+    return "\n".join(lines)
+
+
 def detail(results: list[Result]) -> str:
     lines = []
     for r in results:
@@ -290,6 +303,8 @@ async def main(endpoint: str | None, rounds: int) -> None:
             server.stop()
     print(f"AWS requests per workflow step ({rounds} rounds per scenario, moto server, steady state)\n")
     print(table(results))
+    print("\nCost per million steps, USD, by part:\n")
+    print(costs(results))
     print("\nRequests by operation (whole scenario):")
     print(detail(results))
 

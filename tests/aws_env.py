@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from aiobotocore.session import get_session  # type: ignore[import-untyped]
+
 from dormant.actor import Registry
 from dormant.backends.aws_store import DynamoEventStore, client_config, create_table
 from dormant.backends.aws_transport import QueueUrls, SqsTransport, create_queues
@@ -138,8 +140,6 @@ class AwsTestEnv:
 
     # -- lifecycle -------------------------------------------------------------------------------------
     async def __aenter__(self) -> AwsTestEnv:
-        from aiobotocore.session import get_session  # type: ignore[import-untyped]
-
         session = get_session()
         clients = [await self._stack.enter_async_context(session.create_client(
             service, config=client_config(), **self.settings.client_kwargs(service)))
@@ -314,9 +314,12 @@ class _WaitingStore:
     def inbox_ids(self, ref: ActorRef) -> list[str]:
         """Pending message ids, synchronously like MemoryEventStore.inbox_ids (read on a helper thread with
         its own client, as a test may call it between awaits)."""
+        settings = self.inner.settings
+
         async def read() -> list[str]:
-            async with DynamoEventStore.connect(self.inner.settings) as store:
-                snapshot = await store.load(ref)
+            async with get_session().create_client("dynamodb", config=client_config(),
+                                                   **settings.client_kwargs("dynamodb")) as client:
+                snapshot = await DynamoEventStore(client, settings).load(ref)
             return [m.id for m in snapshot.inbox] if snapshot is not None else []
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:

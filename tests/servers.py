@@ -6,7 +6,7 @@ between tests, `stop()` ends it. Used by tests/integration/conftest.py (session-
 The moto server is moto's own `moto_server` application with one change: DynamoDB requests are served
 one at a time. moto checks a condition and writes the item without a lock, so on a busy machine two
 concurrent conditional PutItems on the same key can both succeed (seen here: two commits of one version).
-DynamoDB itself never does that; `python -m tests.servers moto PORT` runs the serialized server.
+DynamoDB itself never does that; `python -m dormant.local_moto PORT` runs the serialized server.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+
+from dormant.local_moto import SerializedDynamoDB, run_moto
+
+__all__ = ["Dynalite", "MotoServer", "SerializedDynamoDB", "run_moto"]
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 30.0
@@ -107,7 +108,7 @@ class MotoServer(ServerProcess):
     name = "moto"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "tests.servers", "moto", str(self.port)]
+        return [sys.executable, "-m", "dormant.local_moto", str(self.port)]
 
     def answers(self) -> bool:
         with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=2) as response:
@@ -167,34 +168,3 @@ def scrubbed_variables() -> list[str]:
     """Variables that could point boto at a real account or another endpoint."""
     return [name for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS",
                               "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE") if name in os.environ]
-
-
-class SerializedDynamoDB:
-    """WSGI middleware: one DynamoDB request at a time (moto's conditional writes are not atomic)."""
-
-    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
-        self.app = app
-        self.lock = threading.Lock()
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if not environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
-            return self.app(environ, start_response)
-        with self.lock:
-            return list(self.app(environ, start_response))  # the whole response, inside the lock
-
-
-def run_moto(port: int) -> None:
-    """What `moto_server -H 127.0.0.1 -p PORT` runs, with SerializedDynamoDB around it."""
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-    from werkzeug.serving import run_simple
-
-    os.environ.setdefault("MOTO_PORT", str(port))
-    app = DomainDispatcherApplication(create_backend_app)
-    app.debug = True  # type: ignore[attr-defined]  # as moto_server sets it
-    run_simple("127.0.0.1", port, SerializedDynamoDB(app), threaded=True, request_handler=MotoRequestHandler)
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] != ["moto"] or len(sys.argv) != 3:
-        raise SystemExit("usage: python -m tests.servers moto PORT")
-    run_moto(int(sys.argv[2]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -20,6 +21,37 @@ def _replay(args: argparse.Namespace) -> int:
     return 0 if report.outcome == "ok" else 1
 
 
+def _dev(args: argparse.Namespace) -> int:
+    from dormant.devstack import run_dev_stack
+    from dormant.settings import Settings
+
+    settings = Settings()
+    app = args.app or settings.app
+    if not app:
+        print("dormant dev: name your registry with --app module:attribute or DORMANT_APP", file=sys.stderr)
+        return 2
+    registry = load_registry(app)
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        async with run_dev_stack(registry, host=args.host, port=args.port, endpoint_url=args.endpoint,
+                                 settings=settings.model_copy(update={"app": app})) as stack:
+            print(f"dormant dev: serving {app}", flush=True)
+            print(f"  API        {stack.api_url}   (OpenAPI docs at {stack.api_url}/docs)", flush=True)
+            print(f"  AWS        {stack.endpoint_url}   table {stack.settings.table}", flush=True)
+            print(f"  queues     {stack.settings.queue_url}", flush=True)
+            print(f"             {stack.settings.timer_queue_url}", flush=True)
+            print("  Ctrl-C stops everything.", flush=True)
+            await stop.wait()
+            print("dormant dev: stopping", flush=True)
+
+    asyncio.run(serve())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dormant", description="Durable actor workflows on AWS.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -28,6 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("file", help="history export (JSON lines)")
     replay.add_argument("--app", required=True, help="module:attribute of the registry (as DORMANT_APP)")
     replay.set_defaults(run=_replay)
+    dev = commands.add_parser("dev", help="run the whole stack locally: embedded moto server (or --endpoint), "
+                                          "table and queues, the HTTP API and a polling worker")
+    dev.add_argument("--app", help="module:attribute of the registry (default: DORMANT_APP)")
+    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--port", type=int, default=8787)
+    dev.add_argument("--endpoint", help="use this AWS endpoint (LocalStack, a real account) instead of an embedded "
+                                        "moto server (default: AWS_ENDPOINT_URL / DORMANT_ENDPOINT_URL)")
+    dev.set_defaults(run=_dev)
     return parser
 
 

@@ -168,6 +168,8 @@ class SqsPoller:
         self._stopping = False
         while not self._stopping:
             await self._running.wait()
+            if self._stopping:
+                break
             while len(self._tasks) >= self.concurrency:
                 await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
             self._receiving = asyncio.ensure_future(self.receive())

@@ -141,7 +141,7 @@ class ActorService:
         if snapshot.workflow.state is WorkflowState.PENDING and self.registry.get(ref.name).workflow_fn is not None:
             # Created but never woken: the creator may have crashed between the create and its wake-up.
             # A duplicate wake-up is harmless, a missing one would leave the workflow unstarted.
-            await self.transport.wake(ref)
+            await self.transport.wake(ref, reason="create")
         return snapshot
 
     async def state(self, ref: ActorRef) -> Any:

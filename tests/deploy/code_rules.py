@@ -96,7 +96,7 @@ def _makefile_variable(name: str) -> str:
 def code_mismatches(d: Description) -> list[str]:
     """Everything in the description that does not fit the code (empty when all is well)."""
     problems: list[str] = []
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)
 
     # -- the table: exactly what the store creates in tests and `dormant dev`
     definition = aws_store.table_definition("t")
@@ -136,6 +136,12 @@ def code_mismatches(d: Description) -> list[str]:
         path = ROOT / (module.replace(".", "/") + ".py")
         if not path.exists() or not _defines(path, attribute):
             problems.append(f"{role} handler {function['handler']}: {path} does not define {attribute}")
+
+    # API Gateway cuts a request at 30 s; the API holds waits for at most api_max_wait, then answers
+    api_timeout = functions.get("api", {}).get("timeout", 0)
+    if not settings.api_max_wait < api_timeout <= 30:
+        problems.append(f"api timeout {api_timeout}: must exceed DORMANT_API_MAX_WAIT ({settings.api_max_wait} s) "
+                        "and be at most API Gateway's 30 s")
 
     # -- queues: names, FIFO-ness, redrive
     queues = d["queues"]

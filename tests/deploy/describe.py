@@ -141,7 +141,7 @@ def describe_sam(translated: dict[str, Any]) -> Description:
     sam = _Sam(translated)
     tables = sam.of_type("AWS::DynamoDB::Table")
     description: Description = {"tables": {}, "queues": {}, "functions": {}, "event_sources": {}, "log_groups": {},
-                                "layers": {}, "iam": {}, "parameters": {}, "http": {}}
+                                "layers": {}, "iam": {}, "parameters": {}, "http": {}, "outputs": {}}
     for role, p in tables.items():
         description["tables"][role] = {
             "name": p.get("TableName"),
@@ -203,16 +203,25 @@ def describe_sam(translated: dict[str, Any]) -> Description:
             route: {"payload": method["x-amazon-apigateway-integration"]["payloadFormatVersion"],
                     "target": _function_of(method["x-amazon-apigateway-integration"]["uri"])}
             for route, methods in routes.items() for method in methods.values()}
-    for name, resource in sam.resources.items():
+    for resource in sam.resources.values():
         if resource["Type"] == "AWS::ApiGatewayV2::Stage":
             description["http"]["stage"] = resource["Properties"]["StageName"]
     description["permissions"] = sorted(
         (p["FunctionName"], p["Principal"], p["Action"]) for p in sam.of_type_any("AWS::Lambda::Permission"))
+    for name, output in translated.get("Outputs", {}).items():
+        value = sam.value(output["Value"])
+        if value == "https://{http_api.id}.execute-api.{AWS::Region}.{AWS::URLSuffix}/":
+            value = "{http_api.url}"
+        description["outputs"][_snake(name)] = value
     for name, definition in sam.parameters.items():
         if name not in PARAMETERS:
             raise Unsupported(f"parameter {name} has no Terraform variable in PARAMETERS")
         description["parameters"][PARAMETERS[name]] = _plain(definition.get("Default"))
     return description
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def _function_of(uri: str) -> str:
@@ -245,7 +254,7 @@ class _Tf:
     """infra/*.tf parsed with python-hcl2; expressions evaluated just enough to compare them."""
 
     def __init__(self, directory: Path, texts: dict[str, str] | None = None) -> None:
-        import hcl2  # type: ignore[import-untyped]
+        import hcl2
         from hcl2 import SerializationOptions
 
         options = SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
@@ -253,6 +262,7 @@ class _Tf:
         self.data: dict[str, dict[str, Any]] = {}
         self.locals: dict[str, Any] = {}
         self.variables: dict[str, dict[str, Any]] = {}
+        self.outputs: dict[str, dict[str, Any]] = {}
         self.terraform: list[dict[str, Any]] = []
         sources = texts if texts is not None else {p.name: p.read_text() for p in sorted(directory.glob("*.tf"))}
         for text in sources.values():
@@ -269,6 +279,8 @@ class _Tf:
                 self.locals.update(block)
             for block in parsed.get("variable", []):
                 self.variables.update(block)
+            for block in parsed.get("output", []):
+                self.outputs.update(block)
             self.terraform += parsed.get("terraform", [])
 
     # -- expressions -------------------------------------------------------------------------------------
@@ -298,6 +310,8 @@ class _Tf:
             if parts[1] not in self.variables:
                 raise Unsupported(f"unknown {path}")
             return "{param." + parts[1] + "}"
+        if path == "aws_apigatewayv2_stage.default.invoke_url":  # the $default stage's URL is the API's
+            return "{http_api.url}"
         if path == "data.aws_ssm_parameter.inspector_token.value":
             return "{param.inspector_token_parameter}"
         if parts[0] == "data":
@@ -454,7 +468,7 @@ def describe_terraform(directory: Path, texts: dict[str, str] | None = None) -> 
     tf = _Tf(directory, texts)
     v = tf.value
     description: Description = {"tables": {}, "queues": {}, "functions": {}, "event_sources": {}, "log_groups": {},
-                                "layers": {}, "iam": {}, "parameters": {}, "http": {}}
+                                "layers": {}, "iam": {}, "parameters": {}, "http": {}, "outputs": {}}
     for role, body in tf.of_type("aws_dynamodb_table").items():
         ttl = _one(body["ttl"]) if "ttl" in body else None
         hash_key = v(body["hash_key"])
@@ -503,7 +517,8 @@ def describe_terraform(directory: Path, texts: dict[str, str] | None = None) -> 
         description["event_sources"][(v(body["function_name"]), v(body["event_source_arn"]))] = {
             "batch_size": v(body.get("batch_size")),
             "batching_window": v(body.get("maximum_batching_window_in_seconds")),
-            "response_types": sorted(v(body.get("function_response_types", []))), "enabled": v(body.get("enabled", True))}
+            "response_types": sorted(v(body.get("function_response_types", []))),
+            "enabled": v(body.get("enabled", True))}
     for role, body in tf.of_type("aws_cloudwatch_log_group").items():
         description["log_groups"][role] = {"name": v(body.get("name")), "retention": v(body.get("retention_in_days"))}
     for role, body in tf.of_type("aws_lambda_layer_version").items():
@@ -534,6 +549,8 @@ def describe_terraform(directory: Path, texts: dict[str, str] | None = None) -> 
         description["http"]["stage"] = v(stage["name"])
     description["permissions"] = sorted((v(p["function_name"]), v(p["principal"]), v(p["action"]))
                                         for p in tf.resources_of("aws_lambda_permission"))
+    for name, output in tf.outputs.items():
+        description["outputs"][name] = v(output["value"])
     for name, definition in tf.variables.items():
         if name in PARAMETERS.values():
             description["parameters"][name] = definition.get("default")

@@ -25,6 +25,7 @@ def test_sam_and_terraform_describe_the_same_deployment(sam_description: Descrip
     assert set(sam_description["functions"]) == {"worker", "api"}
     assert len(sam_description["event_sources"]) == 2
     assert {len(role["statements"]) for role in sam_description["iam"].values()} == {3, 4}
+    assert {"api_url", "table_name", "wake_queue_url", "timer_queue_url"} <= set(sam_description["outputs"])
 
 
 @pytest.mark.parametrize("side", ["sam", "terraform"])
@@ -90,5 +91,5 @@ def test_the_reader_refuses_what_it_does_not_understand(translated: dict[str, An
         describe_sam(unknown)
     texts = {path.name: path.read_text() for path in INFRA.glob("*.tf")}
     texts["main.tf"] += '\nresource "aws_sqs_queue" "extra" {\n  name = "x"\n}\n'
-    with pytest.raises(Unsupported, match="aws_sqs_queue.extra"):
+    with pytest.raises(Unsupported, match=r"aws_sqs_queue\.extra"):
         describe_terraform(INFRA, texts)

@@ -12,6 +12,7 @@ import asyncio
 import importlib.util
 import io
 import json
+import os
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlparse
 
-import boto3
+import boto3  # type: ignore[import-untyped]
 import pytest
 
 from dormant.backends.aws_store import table_definition
@@ -77,7 +78,7 @@ def stack(translated: dict[str, Any]) -> Iterator[Stack]:
             created = Stack(server.endpoint, {}, {})
             s3 = created.client("s3")
             s3.create_bucket(Bucket=ARTIFACT_BUCKET)
-            for name, resource in translated["Resources"].items():
+            for resource in translated["Resources"].values():
                 code = resource.get("Properties", {}).get("Code") or resource.get("Properties", {}).get("Content")
                 if code:  # what `sam package` uploads (moto only stores it)
                     s3.put_object(Bucket=code["S3Bucket"], Key=code["S3Key"], Body=_zip({"placeholder.py": ""}))
@@ -125,7 +126,7 @@ def test_the_stack_creates_the_table_queues_functions_and_event_sources(stack: S
 
     wake, timers = attributes("WakeQueue"), attributes("TimerQueue")
     wake_dlq, timers_dlq = attributes("WakeDeadLetterQueue"), attributes("TimerDeadLetterQueue")
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)
     assert wake["FifoQueue"] == wake_dlq["FifoQueue"] == "true" and "FifoQueue" not in timers
     assert (wake["DeduplicationScope"], wake["FifoThroughputLimit"]) == ("messageGroup", "perMessageGroupId")
     assert json.loads(wake["RedrivePolicy"]) == {"deadLetterTargetArn": wake_dlq["QueueArn"],
@@ -179,7 +180,7 @@ def _load(name: str, path: Path) -> ModuleType:
 
 def _use_environment(patch: pytest.MonkeyPatch, env: dict[str, Any], endpoint: str) -> None:
     """The function's environment as Lambda sets it, plus the endpoint of the moto server."""
-    for name in [name for name in __import__("os").environ if name.startswith("DORMANT_")]:
+    for name in [name for name in os.environ if name.startswith("DORMANT_")]:
         patch.delenv(name)
     for name, value in env.items():
         patch.setenv(name, str(value))

@@ -121,7 +121,7 @@ async def test_wake_ups_go_to_the_fifo_queue_per_actor_and_duplicates_collapse(s
 async def test_a_timer_is_a_delayed_message_carrying_its_due_time(sqs: Any, moto: str) -> None:
     urls = await create_queues(sqs, unique_settings(moto))
     clock = SystemClock()
-    transport = SqsTransport(sqs, urls, clock, max_delay=2)
+    transport = SqsTransport(sqs, urls, clock, max_delay=1)
     ref = ActorRef(name="counter", key=("a",))
     due = clock.now() + 3600
     await transport.wake(ref, at=due)
@@ -130,7 +130,7 @@ async def test_a_timer_is_a_delayed_message_carrying_its_due_time(sqs: Any, moto
     attributes = (await sqs.get_queue_attributes(QueueUrl=urls.timers, AttributeNames=["All"]))["Attributes"]
     assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"
     assert len(await receive_all(sqs, urls.wake)) == 1
-    await asyncio.sleep(2.1)  # the hop limit (2 s), not the hour: the receiver hops it on
+    await asyncio.sleep(1.1)  # the hop limit (1 s), not the hour: the receiver hops it on
     [timer] = await receive_all(sqs, urls.timers, wait=1)
     assert WakeMessage.model_validate_json(timer["Body"]) == WakeMessage(actor="counter", key=["a"], due=due)
 
@@ -204,7 +204,7 @@ async def test_reminders_fire_on_time_through_sqs_delays_and_timer_hops(
                                    SqsTransport(sqs, urls, clock), clock)
             handle = Client(service).get_or_create("reminder", ["e2e"])
             start = clock.now()
-            due = {"tea": start + 2, "call": start + 5.5}  # 2 s: one SQS delay; 3.5 s more: over the 2 s limit
+            due = {"tea": start + 2, "call": start + 6.5}  # 2 s: one SQS delay; then >= 3.5 s: over the 2 s limit
             for text, at in due.items():
                 await handle.send("reminders", {"text": text, "at": at})
             fired_at: dict[str, float] = {}
