@@ -1,0 +1,119 @@
+"""`dormant dev` as a user runs it: a real subprocess, driven over HTTP, stopped with Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dormant.devstack import free_port
+from dormant.http_client import HttpClient
+from tests.servers import MotoServer, fake_aws_environment
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _environment(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DORMANT_"))}
+    return {**env, **fake_aws_environment(), "PYTHONUNBUFFERED": "1", **extra}
+
+
+def _start(*args: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "dormant.cli", "dev", "--port", str(port), *args],
+                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"dormant dev exited early:\n{process.stdout.read() if process.stdout else ''}")
+        try:
+            urllib.request.urlopen(f"{url}/openapi.json", timeout=1).close()
+            return process, url
+        except (urllib.error.URLError, OSError):
+            assert time.monotonic() < deadline, "dormant dev did not start"
+            time.sleep(0.2)
+
+
+def _interrupt(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    return output
+
+
+@pytest.fixture
+def moto() -> Iterator[MotoServer]:
+    server = MotoServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+async def _count_to(url: str, total: int) -> None:
+    async with HttpClient(url) as client:
+        handle = client.get_or_create("workflow-counter", ["e2e"])
+        for delta in (2, 3, total - 5):
+            await handle.send("counter", {"delta": delta})
+        deadline = time.monotonic() + 20
+        while (state := await handle.state())["processed"] < 3:
+            assert time.monotonic() < deadline, state
+            time.sleep(0.1)
+        assert state == {"value": total, "processed": 3}
+        history = await handle.history()  # dev mode: the inspector needs no token
+        assert any(entry.location.endswith("apply-counter-command") for entry in history)
+
+
+async def test_dev_runs_the_whole_stack_and_stops_on_ctrl_c() -> None:
+    process, url = _start("--app", "examples.counter:registry", env=_environment())
+    try:
+        await _count_to(url, 42)
+    finally:
+        output = _interrupt(process)
+    assert "API        " + url in output and "dormant dev: stopping" in output
+    assert "127.0.0.1" in output.split("AWS")[1]  # the embedded moto server
+
+
+async def test_dev_uses_another_endpoint_when_given_one(moto: MotoServer) -> None:
+    process, url = _start(env=_environment(DORMANT_APP="examples.counter:registry", AWS_ENDPOINT_URL=moto.endpoint))
+    try:
+        await _count_to(url, 10)
+    finally:
+        output = _interrupt(process)
+    assert f"AWS        {moto.endpoint}" in output
+    # The table lives on that endpoint: it outlives the stack.
+    import boto3
+
+    creds = fake_aws_environment()
+    dynamodb = boto3.client("dynamodb", endpoint_url=moto.endpoint, region_name="us-east-1",
+                            aws_access_key_id=creds["AWS_ACCESS_KEY_ID"],
+                            aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"])
+    tables = dynamodb.list_tables()["TableNames"]
+    assert "dormant" in tables
+
+
+def test_dev_without_an_app_says_what_to_do() -> None:
+    result = subprocess.run([sys.executable, "-m", "dormant.cli", "dev"], cwd=ROOT, env=_environment(),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--app module:attribute or DORMANT_APP" in result.stderr
+
+
+def test_make_demo_tour_runs_end_to_end() -> None:
+    result = subprocess.run([sys.executable, "-m", "examples.tour"], cwd=ROOT, env=_environment(),
+                            capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "=> state: value=42 processed=3" in out
+    assert "=> completed: {'doubled': 42}" in out
+    assert "=> fulfilled" in out
+    assert "fired after" in out and "['stand up']" in out
+    assert "released ['reserve-big-2']" in out and "(compensated)" in out
+    assert "dormant dev stopped (exit code 0)" in out
