@@ -1,11 +1,11 @@
-"""Fixtures for tests against real servers over HTTP: a moto server and dynalite, started once per session
-on 127.0.0.1 (tests/servers.py), fake AWS credentials, and a fresh DynamoDB event store per test."""
+"""Fixtures for tests against real servers over HTTP: a fresh DynamoDB event store per test, on the session's
+moto server and dynalite (started by tests/conftest.py)."""
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,46 +13,7 @@ from aiobotocore.session import AioSession, get_session  # type: ignore[import-u
 
 from dormant.backends.aws_store import DynamoEventStore
 from dormant.settings import Settings
-from tests.servers import Dynalite, MotoServer, ServerProcess, fake_aws_environment, scrubbed_variables
-
-
-@pytest.fixture(scope="session", autouse=True)
-def fake_aws_credentials() -> Iterator[None]:
-    """Credentials and region for the local servers; nothing can reach a real account."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name in scrubbed_variables():
-            patch.delenv(name)
-        for name, value in fake_aws_environment().items():
-            patch.setenv(name, value)
-        yield
-
-
-@pytest.fixture(scope="session")
-def moto_server_process() -> Iterator[MotoServer]:
-    server = MotoServer()
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def dynalite_server_process() -> Iterator[Dynalite]:
-    server = Dynalite()
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def moto_server(moto_server_process: MotoServer) -> str:
-    """Endpoint URL of the session's moto server (DynamoDB, SQS, ...)."""
-    return moto_server_process.endpoint
-
-
-@pytest.fixture(scope="session")
-def dynalite_server(dynalite_server_process: Dynalite) -> str:
-    """Endpoint URL of the session's dynalite server (DynamoDB only)."""
-    return dynalite_server_process.endpoint
+from tests.servers import ServerProcess
 
 
 def server_for(request: pytest.FixtureRequest, name: str) -> ServerProcess:
