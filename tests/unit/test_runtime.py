@@ -249,4 +249,4 @@ async def test_storage_faults_in_a_wakeup_are_retried_to_the_same_result(when: L
             assert (await handle.status()).output == "done"
             assert env.store.inbox_ids(handle.ref) == []
         number += 1
-    assert injected >= 5  # the loads and commits of three wake-ups
+    assert injected >= 4  # the load and the one commit of each wake-up (step results ride with the suspension)

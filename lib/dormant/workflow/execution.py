@@ -266,6 +266,15 @@ class Execution:
             raise asyncio.CancelledError()  # delivered once the commit is settled
         return True
 
+    def want_commit(self) -> None:
+        """A step finished: its result goes out with the next commit (see `flush`)."""
+        self._commit_wanted = True
+
+    async def flush(self) -> None:
+        """Before a new side effect starts: commit finished step results that are still pending."""
+        if self._commit_wanted:
+            await self.checkpoint()
+
     async def checkpoint(self) -> None:
         """Commit what is pending, but only when no step is half-way through changing the state."""
         self._commit_wanted = True

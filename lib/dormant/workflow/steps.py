@@ -68,6 +68,10 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
             raise RollbackStop()
         entry = ex.new_entry(EntryKind.STEP, scope.child(name), name)
 
+    # Results of earlier steps are committed before this one's side effects start (and at the latest when
+    # the run suspends or ends), so a step costs one write, folded with what follows it.
+    await ex.flush()
+    ctx._check_cancelled()
     attempt = entry.attempts + 1
     run = StepRun(location=entry.location, attempt=attempt)
     limit = seconds(timeout)
@@ -108,7 +112,7 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
     ex.step_succeeded()
     if rollback is not None:
         ex.register_rollback(entry, rollback)
-    await ex.checkpoint()
+    ex.want_commit()
     return ex.copy_output(entry)
 
 
