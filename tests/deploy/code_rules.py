@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dormant.backends import aws_store
-from dormant.backends.aws_transport import QueueUrls, SqsTransport, WakeMessage
+from dormant.backends.aws_transport import QueueUrls, SqsTransport, WakeMessage, queue_attributes
 from dormant.clocks import OffsetClock
 from dormant.ports import ActorRef
 from dormant.settings import Settings
@@ -74,6 +74,10 @@ def transport_actions() -> set[str]:
         await transport.send_timer(WakeMessage.for_ref(ref, due=9000.0, hops=1))
     asyncio.run(use())
     return {"sqs:" + "".join(part.title() for part in call.split("_")) for call in sqs.calls}
+
+
+def _flag(value: Any) -> str | None:
+    return None if value is None else str(value).lower()
 
 
 def _defines(path: Path, name: str) -> bool:
@@ -155,6 +159,17 @@ def code_mismatches(d: Description) -> list[str]:
             problems.append(f"queue {role} is named {queue['name']!r}; the code's default {field} is {default!r}")
         if queue["fifo"] != default.endswith(".fifo"):
             problems.append(f"queue {role}: FifoQueue={queue['fifo']} but its name {default!r} says otherwise")
+        # The attributes `dormant dev` and the tests create the queues with (all but the visibility timeout).
+        code = queue_attributes(role)
+        declared = {"FifoQueue": "true" if queue["fifo"] else None,
+                    "ContentBasedDeduplication": _flag(queue["content_based_deduplication"]),
+                    "DeduplicationScope": queue["deduplication_scope"],
+                    "FifoThroughputLimit": queue["throughput_limit"],
+                    "MessageRetentionPeriod": str(queue["retention"])}
+        for attribute, value in declared.items():
+            if code.get(attribute) != value:
+                problems.append(f"queue {role}: {attribute}={value!r}, but the code's queue_attributes says "
+                                f"{code.get(attribute)!r}")
     for source, dlq in (("wake", "wake_dlq"), ("timers", "timers_dlq")):
         redrive = queues.get(source, {}).get("redrive")
         if redrive != {"target": "{" + dlq + ".arn}", "max_receives": "{param.max_receives}"}:

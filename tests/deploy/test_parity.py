@@ -75,7 +75,9 @@ def _template_with(old: str, new: str) -> dict[str, Any]:
      "DORMANT_QUEUE_URL = '{wake_dlq.url}', expected {wake.url}"),
     ("AttributeName: expires_at", "AttributeName: ttl", "table ttl"),
     ("Action: [sqs:SendMessage]", "Action: [sqs:*]", "worker_role grants"),
-], ids=["visibility", "env", "ttl", "iam-wildcard"])
+    ("DeduplicationScope: messageGroup", "DeduplicationScope: queue",
+     "queue wake: DeduplicationScope='queue', but the code's queue_attributes says 'messageGroup'"),
+], ids=["visibility", "env", "ttl", "iam-wildcard", "queue-attributes"])
 def test_a_template_that_does_not_fit_the_code_is_caught(old: str, new: str, problem: str,
                                                          terraform_description: Description) -> None:
     broken = describe_sam(_template_with(old, new))

@@ -119,26 +119,48 @@ async def resolve_queue_urls(sqs: Any, settings: Settings) -> QueueUrls:
                      timers=await url(settings.timer_queue_url, settings.timer_queue_name))
 
 
+RETENTION_SECONDS = 14 * 24 * 3600  # SQS's maximum: a wake-up waits out a long outage
+
+
+def queue_attributes(role: str, *, visibility_timeout: int = 30, receive_wait: int = 0) -> dict[str, str]:
+    """The attributes of each queue ("wake", "timers", "wake_dlq", "timers_dlq"), without names and redrive.
+
+    The one definition of the queues: `create_queues` (tests, `dormant dev`) uses it, and the deploy tests
+    check that template.yaml and infra/ declare the same (only the visibility timeout is the deployment's:
+    6x the worker's timeout there, short locally so that a crashed wake-up comes back quickly).
+    """
+    attributes = {"MessageRetentionPeriod": str(RETENTION_SECONDS)}
+    if role in ("wake", "wake_dlq"):
+        attributes["FifoQueue"] = "true"
+    if role == "wake":
+        # Deduplication per actor (message group) lets FIFO high-throughput mode scale across actors.
+        attributes.update({"ContentBasedDeduplication": "false", "DeduplicationScope": "messageGroup",
+                           "FifoThroughputLimit": "perMessageGroupId"})
+    if role in ("wake", "timers"):
+        attributes.update({"VisibilityTimeout": str(visibility_timeout),
+                           "ReceiveMessageWaitTimeSeconds": str(receive_wait)})
+    return attributes
+
+
 async def create_queues(sqs: Any, settings: Settings, *, visibility_timeout: int = 30,
                         receive_wait: int = 0) -> QueueUrls:
     """Create the FIFO wake-up queue, the timer queue and their DLQs (redrive after `max_receives`).
 
     For tests and local stacks; deployments create the same queues from template.yaml / infra/.
     """
-    async def create(name: str, attributes: dict[str, str]) -> tuple[str, str]:
-        fifo = {"FifoQueue": "true"} if name.endswith(".fifo") else {}
-        url = str((await sqs.create_queue(QueueName=name, Attributes={**fifo, **attributes}))["QueueUrl"])
+    async def create(name: str, role: str, extra: dict[str, str]) -> tuple[str, str]:
+        attributes = {**queue_attributes(role, visibility_timeout=visibility_timeout, receive_wait=receive_wait),
+                      **extra}
+        url = str((await sqs.create_queue(QueueName=name, Attributes=attributes))["QueueUrl"])
         arn = (await sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"]))["Attributes"]["QueueArn"]
         return url, str(arn)
 
-    def redrive(dlq_arn: str) -> str:
-        return json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": settings.max_receives})
+    def redrive(dlq_arn: str) -> dict[str, str]:
+        return {"RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn,
+                                             "maxReceiveCount": settings.max_receives})}
 
-    common = {"VisibilityTimeout": str(visibility_timeout), "ReceiveMessageWaitTimeSeconds": str(receive_wait)}
-    wake_name, timers_name = settings.queue_name, settings.timer_queue_name
-    wake_dlq, wake_dlq_arn = await create(settings.fifo_dlq_name if wake_name.endswith(".fifo")
-                                          else settings.dlq_name, {})
-    timers_dlq, timers_dlq_arn = await create(settings.dlq_name, {})
-    wake, _ = await create(wake_name, {**common, "RedrivePolicy": redrive(wake_dlq_arn)})
-    timers, _ = await create(timers_name, {**common, "RedrivePolicy": redrive(timers_dlq_arn)})
+    wake_dlq, wake_dlq_arn = await create(settings.fifo_dlq_name, "wake_dlq", {})
+    timers_dlq, timers_dlq_arn = await create(settings.dlq_name, "timers_dlq", {})
+    wake, _ = await create(settings.queue_name, "wake", redrive(wake_dlq_arn))
+    timers, _ = await create(settings.timer_queue_name, "timers", redrive(timers_dlq_arn))
     return QueueUrls(wake=wake, timers=timers, wake_dlq=wake_dlq, timers_dlq=timers_dlq)
