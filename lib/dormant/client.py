@@ -6,8 +6,8 @@ client offers the same handle API.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, cast
 
 from dormant.contexts import IdSource
 from dormant.models import ActorStatus, SendResult
@@ -16,7 +16,21 @@ from dormant.service import ActorService
 from dormant.workflow.history import HistoryEntry
 
 
-class ActorHandle:
+class ActionShortcuts:
+    """`handle.run_task(5)` is `handle.call("run_task", 5)`: for every handle, in-process or HTTP."""
+
+    def __getattr__(self, action: str) -> Callable[..., Any]:
+        if action.startswith("_"):
+            raise AttributeError(action)
+        call = cast(Callable[..., Awaitable[Any]], object.__getattribute__(self, "call"))
+
+        async def invoke(*args: Any) -> Any:
+            return await call(action, *args)
+
+        return invoke
+
+
+class ActorHandle(ActionShortcuts):
     """A handle to one actor. No I/O until the first request, which creates the actor."""
 
     def __init__(self, service: ActorService, ref: ActorRef, *, actor_input: Any = None,
@@ -65,15 +79,6 @@ class ActorHandle:
         async for record in self._service.events(self.ref, after=after, follow=follow):
             yield record
 
-    def __getattr__(self, action: str) -> Callable[..., Any]:
-        """`handle.run_task(5)` is `handle.call("run_task", 5)`."""
-        if action.startswith("_"):
-            raise AttributeError(action)
-
-        async def invoke(*args: Any) -> Any:
-            return await self.call(action, *args)
-
-        return invoke
 
 
 class Client:

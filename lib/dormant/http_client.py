@@ -34,6 +34,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from dormant.actor import Registry
 from dormant.api_keys import encode_key
+from dormant.client import ActionShortcuts
 from dormant.errors import (
     ActorNotFoundError,
     InvalidKeyError,
@@ -227,7 +228,7 @@ def _is_action_failure(response: httpx.Response) -> bool:
         return False
 
 
-class HttpActorHandle:
+class HttpActorHandle(ActionShortcuts):
     """A handle to one actor over HTTP; the same methods as dormant.client.ActorHandle."""
 
     def __init__(self, client: HttpClient, ref: ActorRef, *, actor_input: Any = None) -> None:
@@ -341,15 +342,6 @@ class HttpActorHandle:
             if not follow and not page["events"]:
                 return
 
-    def __getattr__(self, action: str) -> Callable[..., Any]:
-        """`handle.run_task(5)` is `handle.call("run_task", 5)`."""
-        if action.startswith("_"):
-            raise AttributeError(action)
-
-        async def invoke(*args: Any) -> Any:
-            return await self.call(action, *args)
-
-        return invoke
 
 
 class SyncHttpClient:
