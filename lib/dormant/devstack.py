@@ -91,7 +91,7 @@ async def run_dev_stack(registry: Registry, *, host: str = "127.0.0.1", port: in
     from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
     from dormant.api import create_app
-    from dormant.backends.aws_store import client_config, create_table
+    from dormant.backends.aws_table import client_config, create_table
     from dormant.backends.aws_transport import create_queues
     from dormant.poller import SqsPoller
     from dormant.worker import open_worker

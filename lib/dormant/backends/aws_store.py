@@ -23,214 +23,46 @@ import asyncio
 import json
 import logging
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
-from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
 from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
+from dormant.backends.aws_items import (
+    ITEM_LIMIT,
+    RING_PREFIX,
+    Head,
+    Side,
+    TornRead,
+    commit_payload,
+    compress,
+    dumps,
+    item_size,
+    json_size,
+    ring_key,
+    too_large,
+)
+from dormant.backends.aws_table import PENDING_INDEX, TTL_ATTRIBUTE, client_config, create_table, table_definition
 from dormant.errors import ItemTooLargeError, StorageError, VersionConflict
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage, WakeError
 from dormant.settings import Settings
 from dormant.workflow.execution import CommitDraft
-from dormant.workflow.history import HistoryEntry, WorkflowRecord
+from dormant.workflow.history import WorkflowRecord
+
+__all__ = ["ITEM_LIMIT", "PENDING_INDEX", "TTL_ATTRIBUTE", "DynamoEventStore", "client_config", "create_table",
+           "table_definition"]
 
 log = logging.getLogger("dormant.aws_store")
 
-TTL_ATTRIBUTE = "expires_at"
-PENDING_INDEX = "pending"
-ITEM_LIMIT = 400 * 1024  # DynamoDB's item size limit, in bytes (names + values)
 SNAPSHOT_AFTER_BYTES = 96 * 1024  # also snapshot once the deltas since the last one are this big
-_RING_PREFIX, _INBOX_PREFIX, _RESPONSE_PREFIX, _EVENTS_PREFIX, _WAKE_ERROR = "c#", "i#", "r#", "e#", "w#"
+_RING_PREFIX, _INBOX_PREFIX, _RESPONSE_PREFIX, _EVENTS_PREFIX, _WAKE_ERROR = RING_PREFIX, "i#", "r#", "e#", "w#"
 _WAKE_ERROR_ORDER = "!"  # sorts before every message in the `pending` index
 _BATCH_WRITE_MAX, _BATCH_GET_MAX = 25, 100
 _TORN_READ_RETRIES = 5
 _POLL_FIRST, _POLL_MAX = 0.02, 0.25
-
-
-def table_definition(name: str) -> dict[str, Any]:
-    """CreateTable arguments for the store's table (shared by tests, `dormant dev` and template.yaml).
-
-    TTL is switched on separately (UpdateTimeToLive on attribute `TTL_ATTRIBUTE`)."""
-    return {
-        "TableName": name,
-        "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [{"AttributeName": attr, "AttributeType": "S"} for attr in ("pk", "sk", "pq")],
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        "LocalSecondaryIndexes": [{
-            "IndexName": PENDING_INDEX,
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "pq", "KeyType": "RANGE"}],
-            "Projection": {"ProjectionType": "ALL"},
-        }],
-    }
-
-
-def client_config() -> AioConfig:
-    """Retries with backoff on throttling and 5xx (botocore's standard mode); never on conditional failures."""
-    return AioConfig(retries={"mode": "standard", "max_attempts": 4}, max_pool_connections=64, connect_timeout=5,
-                     read_timeout=30)
-
-
-async def create_table(client: Any, settings: Settings | str, *, timeout: float = 30.0) -> None:
-    """Create the table if missing, wait until it is ACTIVE and switch TTL on (where the server can)."""
-    name = settings if isinstance(settings, str) else settings.table
-    try:
-        await client.create_table(**table_definition(name))
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") != "ResourceInUseException":
-            raise
-    deadline = time.monotonic() + timeout
-    while (await client.describe_table(TableName=name))["Table"]["TableStatus"] != "ACTIVE":
-        if time.monotonic() > deadline:
-            raise StorageError(f"table {name} did not become ACTIVE within {timeout} s")
-        await asyncio.sleep(0.1)
-    try:
-        await client.update_time_to_live(
-            TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE})
-    except ClientError as error:  # dynalite has no TTL: expired items are filtered on read anyway
-        log.info("TTL not enabled on %s: %s", name, error)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _compress(value: Any) -> bytes:
-    """Commit payloads are compressed JSON: their field names repeat, so they shrink 2-4x, and a commit
-    of a step usually fits in one write unit (1 KB) and a load in one read unit."""
-    return zlib.compress(_dumps(value).encode(), 6)
-
-
-def _commit_payload(item: dict[str, dict[str, Any]]) -> Any:
-    return json.loads(zlib.decompress(item["z"]["B"]))
-
-
-def _size(value: Any) -> int:
-    """Bytes of the JSON form of `value` (what it costs inside an item)."""
-    return len(_dumps(value).encode())
-
-
-def _item_size(item: dict[str, dict[str, Any]]) -> int:
-    """DynamoDB's size of a low-level item: attribute names plus values (numbers counted generously)."""
-    total = 0
-    for name, value in item.items():
-        total += len(name.encode())
-        if "S" in value:
-            total += len(value["S"].encode())
-        elif "B" in value:
-            total += len(value["B"])
-        elif "N" in value:
-            total += 21
-        else:
-            total += 1
-    return total
-
-
-def _ring_key(version: int, ring: int) -> str:
-    return f"{_RING_PREFIX}{(version - 1) % ring:03d}"
-
-
-@dataclass
-class _Side:
-    """What one commit writes besides its commit item; re-derivable from the commit item."""
-
-    consumed: list[str] = field(default_factory=list)
-    responses: dict[str, Any] = field(default_factory=dict)
-    events: list[list[Any]] = field(default_factory=list)  # [seq, name, payload, at]
-    at: float = 0.0
-
-    def payload(self) -> dict[str, Any]:
-        return {"c": self.consumed, "r": self.responses, "e": self.events}
-
-    @staticmethod
-    def from_payload(payload: dict[str, Any], at: float) -> _Side:
-        return _Side(list(payload.get("c", [])), dict(payload.get("r", {})), list(payload.get("e", [])), at)
-
-
-@dataclass
-class _Head:
-    """One materialized version of an actor. Immutable once cached: later versions copy, never edit."""
-
-    version: int
-    ring: int
-    snapshot_version: int
-    meta: dict[str, Any]
-    state: dict[str, Any]
-    workflow: dict[str, Any]
-    history: dict[str, dict[str, Any]]
-    sizes: dict[str, int]  # JSON bytes per history location, to check a snapshot would fit
-    state_bytes: int
-    workflow_bytes: int
-    meta_bytes: int
-    event_seq: int
-    delta_bytes: int  # bytes of the delta items since the snapshot
-    side: _Side
-    chain_consumed: tuple[str, ...] = ()  # message ids consumed from the snapshot to this version
-    settled: bool = False  # this version's responses and events are known to be written
-
-    def advance(self, version: int, delta: dict[str, Any], side: _Side,
-                upsert_sizes: list[int] | None = None) -> _Head:
-        history, sizes = dict(self.history), dict(self.sizes)
-        for prefix in delta.get("x", ()):
-            below = prefix + "/"
-            for location in [loc for loc in history if loc == prefix or loc.startswith(below)]:
-                del history[location]
-                del sizes[location]
-        for index, entry in enumerate(delta.get("u", ())):
-            location = entry["location"]
-            history[location] = entry
-            sizes[location] = upsert_sizes[index] if upsert_sizes is not None else _size(entry)
-        state, workflow = delta.get("s"), delta.get("w")
-        return _Head(
-            version=version, ring=self.ring, snapshot_version=self.snapshot_version, meta=self.meta,
-            state=self.state if state is None else state, workflow=self.workflow if workflow is None else workflow,
-            history=history, sizes=sizes,
-            state_bytes=self.state_bytes if state is None else _size(state),
-            workflow_bytes=self.workflow_bytes if workflow is None else _size(workflow), meta_bytes=self.meta_bytes,
-            event_seq=side.events[-1][0] if side.events else self.event_seq, delta_bytes=self.delta_bytes,
-            side=side, chain_consumed=self.chain_consumed + tuple(side.consumed))
-
-    def full(self) -> dict[str, Any]:
-        return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": self.history,
-                "seq": self.event_seq}
-
-    def full_parts(self) -> list[tuple[str, int]]:
-        """(what, bytes) of everything a snapshot of this version holds, for size errors."""
-        parts = [(f"history entry {loc!r}", size) for loc, size in self.sizes.items()]
-        parts += [("state", self.state_bytes), ("workflow record", self.workflow_bytes),
-                  ("actor metadata and input", self.meta_bytes)]
-        return parts
-
-    def snapshot(self, ref: ActorRef) -> ActorSnapshot:
-        return ActorSnapshot(ref=ref, version=self.version, meta=ActorMeta.model_validate(self.meta),
-                             state=dict(self.state), workflow=WorkflowRecord.model_validate(self.workflow),
-                             history=[HistoryEntry.model_validate(e) for e in self.history.values()], inbox=[])
-
-    @staticmethod
-    def from_snapshot(version: int, ring: int, full: dict[str, Any], side: _Side) -> _Head:
-        history: dict[str, dict[str, Any]] = full["history"]
-        return _Head(version=version, ring=ring, snapshot_version=version, meta=full["meta"], state=full["state"],
-                     workflow=full["workflow"], history=history, sizes={k: _size(v) for k, v in history.items()},
-                     state_bytes=_size(full["state"]), workflow_bytes=_size(full["workflow"]),
-                     meta_bytes=_size(full["meta"]), event_seq=int(full["seq"]), delta_bytes=0, side=side,
-                     chain_consumed=tuple(side.consumed))
-
-
-class _TornRead(Exception):
-    """The ring changed while it was being read (no gap-free chain to a snapshot): read again."""
-
-
-def _too_large(ref: ActorRef, what: str, size: int, parts: Iterable[tuple[str, int]]) -> ItemTooLargeError:
-    biggest = max(parts, key=lambda part: part[1], default=("(nothing)", 0))
-    return ItemTooLargeError(
-        f"{what} of actor {ref} is {size} bytes, over DynamoDB's item limit of {ITEM_LIMIT} bytes (400 KB); "
-        f"the biggest part is {biggest[0]} ({biggest[1]} bytes). Keep step outputs, messages and state small: "
-        "store large payloads elsewhere (e.g. S3) and record a reference. Retrying cannot help.")
 
 
 class DynamoEventStore:
@@ -252,7 +84,7 @@ class DynamoEventStore:
         self.settings = settings if settings is not None else Settings()
         self.table = self.settings.table
         self._settle_on_load = settle_on_load
-        self._cache: OrderedDict[tuple[str, int], _Head] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, int], Head] = OrderedDict()
         self._cache_size = cache_size
         self._now = clock
         self._last_order_ns = 0
@@ -277,11 +109,11 @@ class DynamoEventStore:
                      events: list[tuple[str, Any]]) -> bool:
         meta_json = meta.model_dump(mode="json")
         workflow_json = workflow.model_dump(mode="json")
-        side = _Side(events=[[i + 1, name, payload, meta.created_at] for i, (name, payload) in enumerate(events)],
+        side = Side(events=[[i + 1, name, payload, meta.created_at] for i, (name, payload) in enumerate(events)],
                      at=self._now())
         full = {"meta": meta_json, "state": dict(state), "workflow": workflow_json, "history": {},
                 "seq": len(events)}
-        head = _Head.from_snapshot(1, self.settings.snapshot_every, full, side)
+        head = Head.from_snapshot(1, self.settings.snapshot_every, full, side)
         item = self._commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
         self._check_size(ref, "the first commit", item, head.full_parts() + self._side_parts(side))
         if not await self._put_if(item, "attribute_not_exists(pk)", {}):
@@ -293,7 +125,7 @@ class DynamoEventStore:
     async def exists(self, ref: ActorRef) -> bool:
         # Slot 0 holds version 1 (and later 1 + k*N): present forever once the actor exists.
         response = await self._call("GetItem", TableName=self.table, ConsistentRead=True, ProjectionExpression="pk",
-                                    Key={"pk": {"S": ref.id}, "sk": {"S": _ring_key(1, 1)}})
+                                    Key={"pk": {"S": ref.id}, "sk": {"S": ring_key(1, 1)}})
         return "Item" in response
 
     async def load(self, ref: ActorRef) -> ActorSnapshot | None:
@@ -304,7 +136,7 @@ class DynamoEventStore:
             try:
                 head, chain = self._materialize(ref, ring_items)
                 break
-            except _TornRead:
+            except TornRead:
                 await asyncio.sleep(0.01 * (attempt + 1))
         else:
             raise StorageError(f"could not read a consistent commit chain of {ref} in {_TORN_READ_RETRIES} tries")
@@ -323,7 +155,7 @@ class DynamoEventStore:
         base = await self._base(ref, expected_version)
         version = expected_version + 1
         now = self._now()
-        side = _Side(consumed=list(draft.consumed_ids), responses=dict(draft.responses),
+        side = Side(consumed=list(draft.consumed_ids), responses=dict(draft.responses),
                      events=[[base.event_seq + i + 1, name, payload, draft.committed_at] for i, (name, payload) in
                              enumerate(draft.events)], at=now)
         delta: dict[str, Any] = {"u": draft.upserts, "x": draft.deleted_prefixes}
@@ -331,16 +163,16 @@ class DynamoEventStore:
             delta["s"] = draft.state
         if draft.workflow is not None:
             delta["w"] = draft.workflow.model_dump(mode="json")
-        upsert_sizes = [_size(entry) for entry in draft.upserts]
+        upsert_sizes = [json_size(entry) for entry in draft.upserts]
         head = base.advance(version, delta, side, upsert_sizes)
         side_parts = self._side_parts(side)
         # Every version must be able to become a snapshot, so the commit that makes the live history
         # too big is the one refused (not some later, unrelated one).
         full_size = sum(size for _, size in head.full_parts()) + sum(size for _, size in side_parts) + 256
         if full_size > self.item_limit:
-            raise _too_large(ref, f"the live history of version {version}", full_size,
+            raise too_large(ref, f"the live history of version {version}", full_size,
                              head.full_parts() + side_parts)
-        delta_text_size = sum(upsert_sizes) + _size(draft.state) + _size(delta.get("w"))
+        delta_text_size = sum(upsert_sizes) + json_size(draft.state) + json_size(delta.get("w"))
         snapshot = (version - base.snapshot_version >= base.ring
                     or base.delta_bytes + delta_text_size > SNAPSHOT_AFTER_BYTES)
         if snapshot:
@@ -352,7 +184,7 @@ class DynamoEventStore:
             head.delta_bytes = base.delta_bytes + delta_text_size
             parts = [(f"history entry {e['location']!r}", size) for e, size in zip(draft.upserts, upsert_sizes,
                                                                                    strict=True)]
-            parts += [("state", _size(draft.state)), ("workflow record", _size(delta.get("w"))), *side_parts]
+            parts += [("state", json_size(draft.state)), ("workflow record", json_size(delta.get("w"))), *side_parts]
         item = self._commit_item(ref, head, payload, snapshot=snapshot, at=now)
         self._check_size(ref, f"commit {version}", item, parts)
         if version <= base.ring:
@@ -370,13 +202,13 @@ class DynamoEventStore:
         return version
 
     async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
-        body = _dumps(message.model_dump(mode="json"))
+        body = dumps(message.model_dump(mode="json"))
         item = {"pk": {"S": ref.id}, "sk": {"S": _INBOX_PREFIX + message.id},
                 "pq": {"S": f"{self._order_ns():020d}#{message.id}"}, "m": {"S": body},
                 "et": {"N": repr(self._now())}}  # enqueue time on the store's clock (the commits' clock)
         self._check_size(ref, f"message {message.id!r}", item,
-                         [(f"the body of message {message.id!r}", _size(message.body)),
-                          ("its action arguments", _size(message.args))])
+                         [(f"the body of message {message.id!r}", json_size(message.body)),
+                          ("its action arguments", json_size(message.args))])
         return await self._put_if(item, "attribute_not_exists(pk)", {})
 
     async def record_wake_error(self, ref: ActorRef, error: WakeError) -> None:
@@ -457,7 +289,7 @@ class DynamoEventStore:
                 return items
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
-    def _materialize(self, ref: ActorRef, items: list[dict[str, Any]]) -> tuple[_Head, list[_Side]]:
+    def _materialize(self, ref: ActorRef, items: list[dict[str, Any]]) -> tuple[Head, list[Side]]:
         """The newest version: its snapshot plus the deltas after it. Returns it and the chain's side work."""
         by_version = {int(item["v"]["N"]): item for item in items}
         newest = max(by_version)
@@ -466,25 +298,25 @@ class DynamoEventStore:
         while True:
             item = by_version.get(version)
             if item is None:
-                raise _TornRead()
+                raise TornRead()
             chain.append(item)
             if "snap" in item:
                 break
             version -= 1
         chain.reverse()  # snapshot first
-        payloads = [_commit_payload(item) for item in chain]
-        sides = [_Side.from_payload(payload, float(item["at"]["N"])) for item, payload in zip(chain, payloads,
+        payloads = [commit_payload(item) for item in chain]
+        sides = [Side.from_payload(payload, float(item["at"]["N"])) for item, payload in zip(chain, payloads,
                                                                                                 strict=True)]
         cached = self._cache.get((ref.id, newest))
         if cached is not None:
             return cached, sides
-        head = _Head.from_snapshot(int(chain[0]["v"]["N"]), int(chain[0]["n"]["N"]), payloads[0]["f"], sides[0])
+        head = Head.from_snapshot(int(chain[0]["v"]["N"]), int(chain[0]["n"]["N"]), payloads[0]["f"], sides[0])
         for item, payload, side in zip(chain[1:], payloads[1:], sides[1:], strict=True):
             head = head.advance(int(item["v"]["N"]), payload, side)
             head.delta_bytes += len(item["z"]["B"])
         return head, sides
 
-    def _live_inbox(self, pending: list[dict[str, Any]], chain: list[_Side]) -> list[InboxMessage]:
+    def _live_inbox(self, pending: list[dict[str, Any]], chain: list[Side]) -> list[InboxMessage]:
         """Pending messages minus those the chain consumed (tombstoned only before the next snapshot)."""
         consumed_at = {mid: side.at for side in chain for mid in side.consumed}
         inbox: list[InboxMessage] = []
@@ -499,29 +331,29 @@ class DynamoEventStore:
         return inbox
 
     # -- writing -------------------------------------------------------------------------------------
-    def _commit_item(self, ref: ActorRef, head: _Head, payload: dict[str, Any], *, snapshot: bool,
+    def _commit_item(self, ref: ActorRef, head: Head, payload: dict[str, Any], *, snapshot: bool,
                      at: float) -> dict[str, dict[str, Any]]:
         item: dict[str, dict[str, Any]] = {
-            "pk": {"S": ref.id}, "sk": {"S": _ring_key(head.version, head.ring)}, "v": {"N": str(head.version)},
-            "n": {"N": str(head.ring)}, "at": {"N": repr(at)}, "z": {"B": _compress(payload)}}
+            "pk": {"S": ref.id}, "sk": {"S": ring_key(head.version, head.ring)}, "v": {"N": str(head.version)},
+            "n": {"N": str(head.ring)}, "at": {"N": repr(at)}, "z": {"B": compress(payload)}}
         if snapshot:
             item["snap"] = {"BOOL": True}
         return item
 
     def _check_size(self, ref: ActorRef, what: str, item: dict[str, dict[str, Any]],
                     parts: Iterable[tuple[str, int]]) -> None:
-        size = _item_size(item)
+        size = item_size(item)
         if size > self.item_limit:
-            raise _too_large(ref, what, size, parts)
+            raise too_large(ref, what, size, parts)
 
     @staticmethod
-    def _side_parts(side: _Side) -> list[tuple[str, int]]:
-        parts = [(f"the response to message {mid!r}", _size(r)) for mid, r in side.responses.items()]
+    def _side_parts(side: Side) -> list[tuple[str, int]]:
+        parts = [(f"the response to message {mid!r}", json_size(r)) for mid, r in side.responses.items()]
         if side.events:
-            parts.append(("the events of this commit", _size(side.events)))
+            parts.append(("the events of this commit", json_size(side.events)))
         return parts
 
-    async def _base(self, ref: ActorRef, expected_version: int) -> _Head:
+    async def _base(self, ref: ActorRef, expected_version: int) -> Head:
         """The materialized version a commit builds on; settled, so nothing of it can be lost."""
         head = self._cache.get((ref.id, expected_version))
         if head is None:
@@ -534,7 +366,7 @@ class DynamoEventStore:
             await self._settle(ref, head, probe=True)
         return head
 
-    async def _settle(self, ref: ActorRef, head: _Head, *, probe: bool = False) -> None:
+    async def _settle(self, ref: ActorRef, head: Head, *, probe: bool = False) -> None:
         """Write a version's responses and events as their own items (idempotent puts).
 
         A commit settles its own version before returning, and a commit needs its base settled, so only
@@ -542,12 +374,12 @@ class DynamoEventStore:
         finishes the job. `probe`: first read which of them exist, to write only the missing ones."""
         side, pk = head.side, {"S": ref.id}
         derived = [{"pk": pk, "sk": {"S": _RESPONSE_PREFIX + mid}, "v": {"N": str(head.version)},
-                    "d": {"S": _dumps(response)},
+                    "d": {"S": dumps(response)},
                     TTL_ATTRIBUTE: {"N": str(int(side.at + self.settings.response_ttl_seconds))}}
                    for mid, response in side.responses.items()]
         if side.events:
             derived.append({"pk": pk, "sk": {"S": f"{_EVENTS_PREFIX}{side.events[-1][0]:012d}"},
-                            "v": {"N": str(head.version)}, "d": {"S": _dumps(side.events)},
+                            "v": {"N": str(head.version)}, "d": {"S": dumps(side.events)},
                             TTL_ATTRIBUTE: {"N": str(int(side.at + self.settings.event_ttl_seconds))}})
         if probe and derived:
             present = await self._present(ref, [item["sk"]["S"] for item in derived], head.version)
@@ -626,7 +458,7 @@ class DynamoEventStore:
             raise StorageError(f"DynamoDB {operation} on {self.table} failed: {error}") from error
 
     # -- small helpers -------------------------------------------------------------------------------
-    def _remember(self, ref: ActorRef, head: _Head) -> None:
+    def _remember(self, ref: ActorRef, head: Head) -> None:
         key = (ref.id, head.version)
         known = self._cache.get(key)
         if known is not None and known.settled:

@@ -1,0 +1,154 @@
+"""DynamoDB items of the event store: the commit-ring model (snapshots and deltas folded into the live
+history) and the item codec (compressed JSON payloads, DynamoDB's size rules). No I/O here."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dormant.errors import ItemTooLargeError
+from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
+from dormant.workflow.history import HistoryEntry, WorkflowRecord
+
+ITEM_LIMIT = 400 * 1024  # DynamoDB's item size limit, in bytes (names + values)
+RING_PREFIX = "c#"
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def compress(value: Any) -> bytes:
+    """Commit payloads are compressed JSON: their field names repeat, so they shrink 2-4x, and a commit
+    of a step usually fits in one write unit (1 KB) and a load in one read unit."""
+    return zlib.compress(dumps(value).encode(), 6)
+
+
+def commit_payload(item: dict[str, dict[str, Any]]) -> Any:
+    return json.loads(zlib.decompress(item["z"]["B"]))
+
+
+def json_size(value: Any) -> int:
+    """Bytes of the JSON form of `value` (what it costs inside an item)."""
+    return len(dumps(value).encode())
+
+
+def item_size(item: dict[str, dict[str, Any]]) -> int:
+    """DynamoDB's size of a low-level item: attribute names plus values (numbers counted generously)."""
+    total = 0
+    for name, value in item.items():
+        total += len(name.encode())
+        if "S" in value:
+            total += len(value["S"].encode())
+        elif "B" in value:
+            total += len(value["B"])
+        elif "N" in value:
+            total += 21
+        else:
+            total += 1
+    return total
+
+
+def ring_key(version: int, ring: int) -> str:
+    return f"{RING_PREFIX}{(version - 1) % ring:03d}"
+
+
+@dataclass
+class Side:
+    """What one commit writes besides its commit item; re-derivable from the commit item."""
+
+    consumed: list[str] = field(default_factory=list)
+    responses: dict[str, Any] = field(default_factory=dict)
+    events: list[list[Any]] = field(default_factory=list)  # [seq, name, payload, at]
+    at: float = 0.0
+
+    def payload(self) -> dict[str, Any]:
+        return {"c": self.consumed, "r": self.responses, "e": self.events}
+
+    @staticmethod
+    def from_payload(payload: dict[str, Any], at: float) -> Side:
+        return Side(list(payload.get("c", [])), dict(payload.get("r", {})), list(payload.get("e", [])), at)
+
+
+@dataclass
+class Head:
+    """One materialized version of an actor. Immutable once cached: later versions copy, never edit."""
+
+    version: int
+    ring: int
+    snapshot_version: int
+    meta: dict[str, Any]
+    state: dict[str, Any]
+    workflow: dict[str, Any]
+    history: dict[str, dict[str, Any]]
+    sizes: dict[str, int]  # JSON bytes per history location, to check a snapshot would fit
+    state_bytes: int
+    workflow_bytes: int
+    meta_bytes: int
+    event_seq: int
+    delta_bytes: int  # bytes of the delta items since the snapshot
+    side: Side
+    chain_consumed: tuple[str, ...] = ()  # message ids consumed from the snapshot to this version
+    settled: bool = False  # this version's responses and events are known to be written
+
+    def advance(self, version: int, delta: dict[str, Any], side: Side,
+                upsert_sizes: list[int] | None = None) -> Head:
+        history, sizes = dict(self.history), dict(self.sizes)
+        for prefix in delta.get("x", ()):
+            below = prefix + "/"
+            for location in [loc for loc in history if loc == prefix or loc.startswith(below)]:
+                del history[location]
+                del sizes[location]
+        for index, entry in enumerate(delta.get("u", ())):
+            location = entry["location"]
+            history[location] = entry
+            sizes[location] = upsert_sizes[index] if upsert_sizes is not None else json_size(entry)
+        state, workflow = delta.get("s"), delta.get("w")
+        return Head(
+            version=version, ring=self.ring, snapshot_version=self.snapshot_version, meta=self.meta,
+            state=self.state if state is None else state, workflow=self.workflow if workflow is None else workflow,
+            history=history, sizes=sizes,
+            state_bytes=self.state_bytes if state is None else json_size(state),
+            workflow_bytes=self.workflow_bytes if workflow is None else json_size(workflow), meta_bytes=self.meta_bytes,
+            event_seq=side.events[-1][0] if side.events else self.event_seq, delta_bytes=self.delta_bytes,
+            side=side, chain_consumed=self.chain_consumed + tuple(side.consumed))
+
+    def full(self) -> dict[str, Any]:
+        return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": self.history,
+                "seq": self.event_seq}
+
+    def full_parts(self) -> list[tuple[str, int]]:
+        """(what, bytes) of everything a snapshot of this version holds, for size errors."""
+        parts = [(f"history entry {loc!r}", size) for loc, size in self.sizes.items()]
+        parts += [("state", self.state_bytes), ("workflow record", self.workflow_bytes),
+                  ("actor metadata and input", self.meta_bytes)]
+        return parts
+
+    def snapshot(self, ref: ActorRef) -> ActorSnapshot:
+        return ActorSnapshot(ref=ref, version=self.version, meta=ActorMeta.model_validate(self.meta),
+                             state=dict(self.state), workflow=WorkflowRecord.model_validate(self.workflow),
+                             history=[HistoryEntry.model_validate(e) for e in self.history.values()], inbox=[])
+
+    @staticmethod
+    def from_snapshot(version: int, ring: int, full: dict[str, Any], side: Side) -> Head:
+        history: dict[str, dict[str, Any]] = full["history"]
+        return Head(version=version, ring=ring, snapshot_version=version, meta=full["meta"], state=full["state"],
+                     workflow=full["workflow"], history=history, sizes={k: json_size(v) for k, v in history.items()},
+                     state_bytes=json_size(full["state"]), workflow_bytes=json_size(full["workflow"]),
+                     meta_bytes=json_size(full["meta"]), event_seq=int(full["seq"]), delta_bytes=0, side=side,
+                     chain_consumed=tuple(side.consumed))
+
+
+class TornRead(Exception):
+    """The ring changed while it was being read (no gap-free chain to a snapshot): read again."""
+
+
+def too_large(ref: ActorRef, what: str, size: int, parts: Iterable[tuple[str, int]]) -> ItemTooLargeError:
+    biggest = max(parts, key=lambda part: part[1], default=("(nothing)", 0))
+    return ItemTooLargeError(
+        f"{what} of actor {ref} is {size} bytes, over DynamoDB's item limit of {ITEM_LIMIT} bytes (400 KB); "
+        f"the biggest part is {biggest[0]} ({biggest[1]} bytes). Keep step outputs, messages and state small: "
+        "store large payloads elsewhere (e.g. S3) and record a reference. Retrying cannot help.")

@@ -1,0 +1,63 @@
+"""The table's definition: the one source for tests, `dormant dev`, template.yaml and infra/ (the deploy
+tests compare them)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
+from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+
+from dormant.errors import StorageError
+from dormant.settings import Settings
+
+log = logging.getLogger("dormant.aws_store")
+
+TTL_ATTRIBUTE = "expires_at"
+PENDING_INDEX = "pending"
+
+
+def table_definition(name: str) -> dict[str, Any]:
+    """CreateTable arguments for the store's table (shared by tests, `dormant dev` and template.yaml).
+
+    TTL is switched on separately (UpdateTimeToLive on attribute `TTL_ATTRIBUTE`)."""
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": attr, "AttributeType": "S"} for attr in ("pk", "sk", "pq")],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        "LocalSecondaryIndexes": [{
+            "IndexName": PENDING_INDEX,
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "pq", "KeyType": "RANGE"}],
+            "Projection": {"ProjectionType": "ALL"},
+        }],
+    }
+
+
+def client_config() -> AioConfig:
+    """Retries with backoff on throttling and 5xx (botocore's standard mode); never on conditional failures."""
+    return AioConfig(retries={"mode": "standard", "max_attempts": 4}, max_pool_connections=64, connect_timeout=5,
+                     read_timeout=30)
+
+
+async def create_table(client: Any, settings: Settings | str, *, timeout: float = 30.0) -> None:
+    """Create the table if missing, wait until it is ACTIVE and switch TTL on (where the server can)."""
+    name = settings if isinstance(settings, str) else settings.table
+    try:
+        await client.create_table(**table_definition(name))
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "ResourceInUseException":
+            raise
+    deadline = time.monotonic() + timeout
+    while (await client.describe_table(TableName=name))["Table"]["TableStatus"] != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise StorageError(f"table {name} did not become ACTIVE within {timeout} s")
+        await asyncio.sleep(0.1)
+    try:
+        await client.update_time_to_live(
+            TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE})
+    except ClientError as error:  # dynalite has no TTL: expired items are filtered on read anyway
+        log.info("TTL not enabled on %s: %s", name, error)
