@@ -20,6 +20,7 @@ actions, which are not idempotent, only when the server cannot have run them (co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 import uuid
@@ -121,10 +122,8 @@ class RetryPolicy:
 
     def delay(self, attempt: int, retry_after: str | None = None) -> float:
         if retry_after is not None:
-            try:
+            with contextlib.suppress(ValueError):  # an HTTP date instead of seconds: use our own backoff
                 return min(self.max_delay, max(0.0, float(retry_after)))
-            except ValueError:
-                pass  # an HTTP date: use our own backoff
         return min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
 
