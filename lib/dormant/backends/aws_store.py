@@ -45,6 +45,7 @@ from dormant.backends.aws_items import (
     ring_key,
     too_large,
 )
+from dormant.backends.aws_side import EVENTS_PREFIX, RESPONSE_PREFIX, SideItems
 from dormant.backends.aws_table import PENDING_INDEX, TTL_ATTRIBUTE, client_config, create_table, table_definition
 from dormant.errors import ItemTooLargeError, StorageError, VersionConflict
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage, WakeError
@@ -58,11 +59,10 @@ __all__ = ["ITEM_LIMIT", "PENDING_INDEX", "TTL_ATTRIBUTE", "DynamoEventStore", "
 log = logging.getLogger("dormant.aws_store")
 
 SNAPSHOT_AFTER_BYTES = 96 * 1024  # also snapshot once the deltas since the last one are this big
-_RING_PREFIX, _INBOX_PREFIX, _RESPONSE_PREFIX, _EVENTS_PREFIX, _WAKE_ERROR = RING_PREFIX, "i#", "r#", "e#", "w#"
+_RING_PREFIX, _INBOX_PREFIX, _WAKE_ERROR = RING_PREFIX, "i#", "w#"
 _WAKE_ERROR_ORDER = "!"  # sorts before every message in the `pending` index
 _BATCH_WRITE_MAX, _BATCH_GET_MAX = 25, 100
 _TORN_READ_RETRIES = 5
-_POLL_FIRST, _POLL_MAX = 0.02, 0.25
 
 
 class DynamoEventStore:
@@ -89,6 +89,7 @@ class DynamoEventStore:
         self._now = clock
         self._last_order_ns = 0
         self.item_limit = ITEM_LIMIT  # tests raise it to reach the server's own check
+        self._side = SideItems(self._call, self.table, self._expired)
 
     @classmethod
     @asynccontextmanager
@@ -219,54 +220,13 @@ class DynamoEventStore:
             "d": {"S": error.model_dump_json()}})
 
     async def wait_response(self, ref: ActorRef, message_id: str, timeout: float) -> tuple[bool, Any]:
-        deadline = time.monotonic() + timeout
-        interval = _POLL_FIRST
-        while True:
-            response = await self._call("GetItem", TableName=self.table, ConsistentRead=True,
-                                        Key={"pk": {"S": ref.id}, "sk": {"S": _RESPONSE_PREFIX + message_id}})
-            item = response.get("Item")
-            if item is not None and not self._expired(item):
-                return True, json.loads(item["d"]["S"])
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False, None
-            await asyncio.sleep(min(interval, remaining))
-            interval = min(interval * 2, _POLL_MAX)
+        return await self._side.wait_response(ref, message_id, timeout)
 
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
-        records: list[EventRecord] = []
-        start: dict[str, Any] | None = None
-        while len(records) < limit:
-            # Items are keyed by the last seq of their commit: the first one past `after` may start before it.
-            kwargs: dict[str, Any] = {
-                "TableName": self.table, "ConsistentRead": True,
-                "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
-                "ExpressionAttributeValues": {":pk": {"S": ref.id}, ":low": {"S": f"{_EVENTS_PREFIX}{after + 1:012d}"},
-                                              ":high": {"S": f"{_EVENTS_PREFIX}~"}}}
-            if start is not None:
-                kwargs["ExclusiveStartKey"] = start
-            response = await self._call("Query", **kwargs)
-            for item in response.get("Items", []):
-                if self._expired(item):
-                    continue
-                for seq, name, payload, at in json.loads(item["d"]["S"]):
-                    if seq > after and len(records) < limit:
-                        records.append(EventRecord(seq=seq, name=name, payload=payload, at=at))
-            start = response.get("LastEvaluatedKey")
-            if start is None:
-                break
-        return records
+        return await self._side.read_events(ref, after, limit)
 
     async def wait_events(self, ref: ActorRef, after: int, timeout: float) -> list[EventRecord]:
-        deadline = time.monotonic() + timeout
-        interval = _POLL_FIRST
-        while True:
-            records = await self.read_events(ref, after, 1000)
-            remaining = deadline - time.monotonic()
-            if records or remaining <= 0:
-                return records
-            await asyncio.sleep(min(interval, remaining))
-            interval = min(interval * 2, _POLL_MAX)
+        return await self._side.wait_events(ref, after, timeout)
 
     # -- reading the ring ----------------------------------------------------------------------------
     async def _query_ring(self, ref: ActorRef) -> list[dict[str, Any]]:
@@ -373,12 +333,12 @@ class DynamoEventStore:
         the newest version can be unsettled (a crash right after its commit): whoever loads it next
         finishes the job. `probe`: first read which of them exist, to write only the missing ones."""
         side, pk = head.side, {"S": ref.id}
-        derived = [{"pk": pk, "sk": {"S": _RESPONSE_PREFIX + mid}, "v": {"N": str(head.version)},
+        derived = [{"pk": pk, "sk": {"S": RESPONSE_PREFIX + mid}, "v": {"N": str(head.version)},
                     "d": {"S": dumps(response)},
                     TTL_ATTRIBUTE: {"N": str(int(side.at + self.settings.response_ttl_seconds))}}
                    for mid, response in side.responses.items()]
         if side.events:
-            derived.append({"pk": pk, "sk": {"S": f"{_EVENTS_PREFIX}{side.events[-1][0]:012d}"},
+            derived.append({"pk": pk, "sk": {"S": f"{EVENTS_PREFIX}{side.events[-1][0]:012d}"},
                             "v": {"N": str(head.version)}, "d": {"S": dumps(side.events)},
                             TTL_ATTRIBUTE: {"N": str(int(side.at + self.settings.event_ttl_seconds))}})
         if probe and derived:
