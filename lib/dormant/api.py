@@ -21,7 +21,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from typing import Any
 
 from fastapi import FastAPI, Header, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dormant.actor import ActorDefinition, Registry
@@ -30,6 +30,7 @@ from dormant.api_inspector import workflow_history
 from dormant.api_keys import decode_key
 from dormant.api_openapi import build_openapi
 from dormant.errors import StorageError, VersionConflict, WakeFailedError
+from dormant.offline import export_lines
 from dormant.ports import ActorRef
 from dormant.service import ActorService
 from dormant.settings import Settings
@@ -304,5 +305,16 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         current = (await svc.status(ref)).workflow.value if enabled else None
         entries = await svc.history(ref) if enabled else []
         return workflow_history(enabled=enabled, workflow_state=current, entries=entries).model_dump(mode="json")
+
+    @app.get("/actors/{actor}/{key}/inspector/export", include_in_schema=False)
+    async def inspector_export(request: Request, actor: str, key: str) -> PlainTextResponse:
+        """The actor's history as JSON lines, for `dormant replay` (offline, against new code)."""
+        authorize(request)
+        _, ref = resolve(actor, key)
+        svc = await existing(ref)
+        snapshot = await svc.store.load(ref)
+        if snapshot is None:  # deleted between the two reads: as if it never existed
+            raise ApiError(404, "actor_not_found", f"actor {ref} does not exist")
+        return PlainTextResponse("\n".join(export_lines(snapshot)) + "\n", media_type="application/x-ndjson")
 
     return app

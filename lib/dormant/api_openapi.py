@@ -189,6 +189,11 @@ def _actor_paths(definition: ActorDefinition, schemas: _Schemas) -> dict[str, An
     paths[f"{base}/inspector/workflow-history"] = {"get": op(
         "Inspector: workflow history", "inspector", security=BEARER,
         responses={"200": _json(schemas["WorkflowHistoryResponse"]), **_error_responses(schemas, 400, 401, 404)})}
+    paths[f"{base}/inspector/export"] = {"get": op(
+        "Inspector: export the history as JSON lines (for `dormant replay`)", "inspector", security=BEARER,
+        responses={"200": {"description": "one actor header line, then one line per history entry",
+                           "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
+                   **_error_responses(schemas, 400, 401, 404)})}
     return paths
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -52,6 +53,25 @@ def _dev(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    import httpx
+
+    from dormant.api_keys import encode_key
+
+    headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
+    url = f"{args.url.rstrip('/')}/actors/{args.actor}/{encode_key(args.key)}/inspector/export"
+    response = httpx.get(url, headers=headers, timeout=30)
+    if response.status_code != 200:
+        print(f"dormant history export: HTTP {response.status_code}: {response.text}", file=sys.stderr)
+        return 1
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            handle.write(response.text)
+    else:
+        sys.stdout.write(response.text)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dormant", description="Durable actor workflows on AWS.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -60,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("file", help="history export (JSON lines)")
     replay.add_argument("--app", required=True, help="module:attribute of the registry (as DORMANT_APP)")
     replay.set_defaults(run=_replay)
+    history = commands.add_parser("history", help="actor histories")
+    history_commands = history.add_subparsers(dest="history_command", required=True)
+    export = history_commands.add_parser("export", help="write an actor's history as JSON lines (for replay)")
+    export.add_argument("actor", help="the actor type")
+    export.add_argument("key", nargs="+", help="the actor's key parts")
+    export.add_argument("--url", required=True, help="the API's base URL (dormant dev or API Gateway)")
+    export.add_argument("--token", default=os.environ.get("DORMANT_INSPECTOR_TOKEN"),
+                        help="inspector bearer token (default: DORMANT_INSPECTOR_TOKEN)")
+    export.add_argument("--out", help="file to write (default: standard output)")
+    export.set_defaults(run=_export)
     dev = commands.add_parser("dev", help="run the whole stack locally: embedded moto server (or --endpoint), "
                                           "table and queues, the HTTP API and a polling worker")
     dev.add_argument("--app", help="module:attribute of the registry (default: DORMANT_APP)")

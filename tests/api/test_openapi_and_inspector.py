@@ -105,3 +105,24 @@ async def test_protected_routes_are_closed_without_a_configured_token_and_open_i
     async with served_env(registry, Settings(dev=True)) as (_, url), httpx.AsyncClient(base_url=url) as http:
         await http.put("/actors/plain/p")
         assert (await http.get(route)).status_code == 200
+
+
+async def test_export_route_gives_a_replayable_history_behind_the_token() -> None:
+    from dormant.offline import parse_export, replay_snapshot
+
+    settings = Settings(inspector_token=TOKEN)  # type: ignore[arg-type]
+    route = "/actors/account/alice/inspector/export"
+    async with served_env(registry, settings) as (env, url), httpx.AsyncClient(base_url=url) as http:
+        for amount in (3, 4):
+            await http.post("/actors/account/alice/queues/deposit", json={"amount": amount})
+        await env.run_until_idle()
+        assert (await http.get(route)).status_code == 401
+        assert (await http.get(route, headers={"Authorization": "Bearer wrong"})).status_code == 401
+        assert (await http.get("/actors/account/nobody/inspector/export",
+                               headers={"Authorization": f"Bearer {TOKEN}"})).status_code == 404
+        response = await http.get(route, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 200 and response.headers["content-type"].startswith("application/x-ndjson")
+    snapshot = parse_export(response.text.splitlines())
+    assert snapshot.ref.key == ("alice",) and any(e.location == "account-loop/~1/apply" for e in snapshot.history)
+    report = await replay_snapshot(registry, snapshot)
+    assert report.outcome == "ok", report.detail

@@ -43,6 +43,13 @@ def _start(*args: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]
             time.sleep(0.2)
 
 
+def _cli(*args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "dormant.cli", *args], cwd=ROOT, env=_environment(),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
 def _interrupt(process: subprocess.Popen[str]) -> str:
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=30)
@@ -72,10 +79,15 @@ async def _count_to(url: str, total: int) -> None:
         assert any(entry.location.endswith("apply-counter-command") for entry in history)
 
 
-async def test_dev_runs_the_whole_stack_and_stops_on_ctrl_c() -> None:
+async def test_dev_runs_the_whole_stack_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     process, url = _start("--app", "examples.counter:registry", env=_environment())
     try:
         await _count_to(url, 42)
+        # Production history, replayed offline against the code before a deploy:
+        exported = tmp_path / "counter.jsonl"
+        _cli("history", "export", "workflow-counter", "e2e", "--url", url, "--out", str(exported))
+        replayed = _cli("replay", str(exported), "--app", "examples.counter:registry")
+        assert "workflow-counter['e2e']: ok" in replayed
     finally:
         output = _interrupt(process)
     assert "API        " + url in output and "dormant dev: stopping" in output
