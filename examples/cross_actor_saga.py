@@ -11,11 +11,15 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from dormant import ActionContext, StepContext, WorkflowContext, actor, queue, setup
+from dormant import ActionContext, NonRetryableError, StepContext, WorkflowContext, actor, queue, setup
+
+DECLINE_ABOVE = 1_000
 
 
 async def _charge_card(order_id: str, amount: int) -> None:
-    return None
+    """The default (fake) payment gateway declines large charges, so the saga has something to compensate."""
+    if amount > DECLINE_ABOVE:
+        raise NonRetryableError(f"card declined: {amount} is over the {DECLINE_ABOVE} limit")
 
 
 @dataclass

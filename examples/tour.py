@@ -17,21 +17,10 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from dormant import NonRetryableError, setup
+from dormant import setup
 from dormant.devstack import free_port
 from dormant.http_client import HttpActorHandle, HttpClient
 from examples import approval_gate, counter, cross_actor_saga, request_response, timers
-
-DECLINE_ABOVE = 1_000
-
-
-async def _charge_card(order_id: str, amount: int) -> None:
-    """The demo's payment gateway declines large charges, so the saga has something to compensate."""
-    if amount > DECLINE_ABOVE:
-        raise NonRetryableError(f"card declined: {amount} is over the {DECLINE_ABOVE} limit")
-
-
-cross_actor_saga.services = cross_actor_saga.Services(charge_card=_charge_card)
 
 registry = setup(*[definition for module in (counter, request_response, approval_gate, timers, cross_actor_saga)
                    for definition in module.registry.actors.values()])

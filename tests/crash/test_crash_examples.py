@@ -4,7 +4,7 @@ and after it applied but before the caller heard back), and the outcome never ch
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -264,6 +264,16 @@ SCENARIOS = [
     Scenario("async_rpc", async_rpc.registry, drive_async_rpc, observe_async_rpc),
     Scenario("bounded_drain", bounded_drain.registry, drive_drain, observe_drain),
 ]
+
+
+@pytest.fixture(autouse=True)
+def restore_services() -> Iterator[None]:
+    """The scenarios swap the examples' injected services: put the originals back for other tests."""
+    modules = [race_auction, join_dashboard, rollback_checkout, cross_actor_saga, approval_gate, bounded_drain]
+    saved = {module: module.services for module in modules}
+    yield
+    for module, services in saved.items():
+        module.services = services
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
