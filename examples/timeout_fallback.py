@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from dormant import ActionContext, StepContext, WorkflowContext, actor, queue, setup
 
-PRIMARY_STEP_TIMEOUT = 0.05  # seconds of real time a primary call may take
+PRIMARY_STEP_TIMEOUT = 2.0  # seconds of real time a primary call may take
 FALLBACK_AFTER = 0.2  # durable timer: seconds before the fallback is used
 
 

@@ -10,7 +10,9 @@ import pytest
 
 from dormant.testing import TestEnv
 from examples import timeout_fallback
-from examples.timeout_fallback import FALLBACK_AFTER, PRIMARY_STEP_TIMEOUT, Services, registry
+from examples.timeout_fallback import FALLBACK_AFTER, Services, registry
+
+HUNG_TEST_TIMEOUT = 0.05  # the hung-primary test shortens the step timeout so it runs fast
 
 
 class FakeBackends:
@@ -50,7 +52,8 @@ async def test_fast_primary_wins(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def test_hung_primary_falls_back_when_the_timer_fires(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeBackends(primary_delay=PRIMARY_STEP_TIMEOUT * 10)
+    monkeypatch.setattr(timeout_fallback, "PRIMARY_STEP_TIMEOUT", HUNG_TEST_TIMEOUT)
+    fake = FakeBackends(primary_delay=HUNG_TEST_TIMEOUT * 10)
     install(monkeypatch, fake)
     async with TestEnv(registry) as env:
         chooser = env.client.get_or_create("timeout-fallback", ["main"])
