@@ -12,7 +12,7 @@ from dormant.testing import TestEnv
 from examples import timeout_fallback
 from examples.timeout_fallback import FALLBACK_AFTER, Services, registry
 
-HUNG_TEST_TIMEOUT = 0.05  # the hung-primary test shortens the step timeout so it runs fast
+HUNG_TEST_TIMEOUT = 0.5  # the hung-primary test shortens the step timeout so it runs fast
 
 
 class FakeBackends:
@@ -69,7 +69,9 @@ async def test_hung_primary_falls_back_when_the_timer_fires(monkeypatch: pytest.
         await env.advance(FALLBACK_AFTER)
         state = await chooser.state()
         assert (state.last_source, state.last_value) == ("fallback", "from-fallback")
-        assert fake.calls == Counter({"primary": 1, "fallback": 1})
+        # On the AWS backends the call reaches the primary through DynamoDB: on a slow machine the step may
+        # time out before it got there. Either way the primary never answered and the fallback answered once.
+        assert fake.calls["fallback"] == 1 and fake.calls["primary"] <= 1
         race = next(e for e in await chooser.history() if e.kind.value == "race")
         assert race.winner == "timeout"
         primary = race.branches["primary"]
