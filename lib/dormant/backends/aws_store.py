@@ -1,20 +1,10 @@
 """EventStore on DynamoDB (async, aiobotocore): one table, single-item conditional commits.
 
-Layout of one actor's partition (`pk` = ActorRef.id; docs/storage.md explains the why):
-
-    c#NNN    commit slots, a ring of N per actor: version v lives in slot (v - 1) % N. Every commit is one
-             conditional PutItem on its slot; every N-th commit (or sooner) carries a full snapshot, so the
-             newest snapshot and the commits after it are always in the ring: a load is one Query of it.
-    i#<id>   an inbox message while pending (indexed by the sparse LSI `pending`, in send order), then
-             its tombstone (no index attribute, with a TTL) so a re-sent id stays a duplicate.
-    r#<id>   the response to a completable message (TTL).
-    e#<seq>  the events of one commit, keyed by their last sequence number (TTL).
-    w#       the last failed wake-up (in the `pending` index too, so a load reads it for free).
-
-No TransactWriteItems anywhere: everything a commit decides is in its one commit item. Responses and
-events are also written as their own items right after it (re-derived from it if a crash interrupts).
-Consumed messages are hidden by the commits since the last snapshot, which a load reads anyway; their
-tombstones are written in one batch just before the next snapshot commit drops those commits from reach.
+One actor's partition (`pk` = ActorRef.id) holds a ring of commit slots `c#NNN` (every commit is one
+conditional PutItem on its slot; every N-th carries a full snapshot, so a load is one Query of the ring),
+inbox items `i#<id>` (pending, in the sparse `pending` index, then tombstones with a TTL), responses `r#<id>`
+and events `e#<seq>` (TTL) and the last wake-up error `w#`. No TransactWriteItems anywhere. The layout, and
+why, is in docs/storage.md.
 """
 
 from __future__ import annotations
