@@ -42,6 +42,7 @@ from dormant.testing import TestEnv, VirtualClock
 from dormant.workflow.execution import CommitDraft, Execution, StateCell
 from dormant.workflow.history import QueuedMessage, WorkflowRecord, WorkflowState
 from dormant.workflow.runner import run_workflow
+from examples.counter import counter
 
 GOAL_STEP_MS = 0.1
 GOAL_REPLAY_MS = 0.02
@@ -73,34 +74,7 @@ async def run_steps(ctx: WorkflowContext) -> int:
     return total
 
 
-class CounterState(BaseModel):
-    value: int = 0
-    processed: int = 0
-
-
-class Delta(BaseModel):
-    delta: int
-
-
-counter = actor("bench-counter", state=CounterState, queues={"counter": queue(Delta)})
-
-
-@counter.workflow
-async def run_counter(ctx: WorkflowContext) -> None:
-    """The DESIGN counter: a queue loop, one step per message."""
-
-    async def iteration(loop: WorkflowContext) -> None:
-        message = await loop.queue.next("wait-counter-command")
-
-        def apply(s: StepContext) -> None:
-            s.state.value += message.body.delta
-            s.state.processed += 1
-
-        await loop.step("apply-counter-command", apply)
-
-    await ctx.loop("counter-loop", iteration)
-
-
+# The DESIGN counter (a queue loop, one step per message) is examples/counter.py.
 registry: Registry = setup(steps_actor, counter)
 
 
@@ -255,7 +229,7 @@ async def bench_replay(n: int, runs: int) -> list[Row]:
 # ---- 3. queue loop -----------------------------------------------------------------------------
 async def fill_counter(env: TestEnv, key: str, messages: int, batch: int) -> float:
     """Have counter `key` process `messages` messages: send a batch, let it drain, repeat. Returns seconds."""
-    handle = env.client.get_or_create("bench-counter", [key])
+    handle = env.client.get_or_create(counter.name, [key])
     start = time.perf_counter()
     sent = 0
     while sent < messages:
@@ -275,7 +249,7 @@ async def bench_counter(checkpoints: list[int], runs: int, batch: int = 1000) ->
     runs *= 10
     notes: list[str] = []
     async with TestEnv(registry) as env:
-        refs = [env.service.ref("bench-counter", [f"after-{n}"]) for n in checkpoints]
+        refs = [env.service.ref(counter.name, [f"after-{n}"]) for n in checkpoints]
         for n, ref in zip(checkpoints, refs, strict=True):
             fill_s = await fill_counter(env, ref.key[0], n, batch)
             notes.append(f"reaching {n:,} processed messages took {fill_s:.1f} s "
@@ -318,7 +292,7 @@ async def bench_counter(checkpoints: list[int], runs: int, batch: int = 1000) ->
                     idle[i].append(elapsed)
         gc.unfreeze()
         for n, ref in zip(checkpoints, refs, strict=True):
-            state = await env.client.get_or_create("bench-counter", [ref.key[0]]).state()
+            state = await env.client.get_or_create(counter.name, [ref.key[0]]).state()
             assert state.processed == n + runs + 1, state
     rows: list[Row] = []
     case = "queue loop (DESIGN counter)"

@@ -37,7 +37,8 @@ async def run(ctx: WorkflowContext) -> None:
 
 @counter.action
 def get_state(c: ActionContext) -> CounterState:
-    return c.state
+    state: CounterState = c.state
+    return state
 
 
 registry = setup(counter)

@@ -13,8 +13,8 @@ from dormant.errors import VersionConflict, WakeFailedError
 from dormant.ports import ActorRef, ActorSnapshot
 from dormant.service import MAX_CONFLICT_RETRIES, ActorService
 from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
-from dormant.workflow.history import QueuedMessage, WorkflowRecord, WorkflowState
-from dormant.workflow.runner import run_workflow
+from dormant.workflow.history import QueuedMessage, WorkflowRecord
+from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted, WakeRestart
 
 log = logging.getLogger("dormant.runtime")
@@ -105,7 +105,7 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
                              serial: bool, race_winners: dict[str, str]) -> WakeReport:
     if definition.workflow_fn is None:
         return WakeReport(ref=snapshot.ref, outcome="no-workflow", record=snapshot.workflow)
-    if snapshot.workflow.state in (WorkflowState.COMPLETED, WorkflowState.FAILED):
+    if snapshot.workflow.state in TERMINAL:
         return WakeReport(ref=snapshot.ref, outcome="finished", record=snapshot.workflow)
     state = StateCell(definition.state, snapshot.state)
     vars = definition.vars() if definition.vars else None

@@ -185,7 +185,3 @@ class ActorService:
                 yield record
             if not follow and not batch:
                 return
-
-
-def workflow_is_runnable(record: WorkflowRecord) -> bool:
-    return record.state not in (WorkflowState.COMPLETED, WorkflowState.FAILED)

@@ -19,7 +19,6 @@ from pydantic_core import to_jsonable_python
 
 from dormant.workflow.history import (
     EntryKind,
-    EntryStatus,
     ErrorInfo,
     HistoryEntry,
     QueuedMessage,
@@ -53,7 +52,6 @@ class StepRun:
     location: str
     attempt: int
     events: list[tuple[str, Any]] = field(default_factory=list)
-    sends: int = 0  # ordinal for deterministic ids of messages sent from this attempt
     touched_state: bool = False  # set by the host when the attempt reads or writes the actor state
 
 
@@ -312,8 +310,3 @@ class Execution:
     def copy_output_value(value: Any) -> Any:
         # Recorded values are handed out as copies so user code cannot edit history in place.
         return value if value is None or isinstance(value, (str, int, float, bool)) else copy.deepcopy(value)
-
-    def fail_entry(self, entry: HistoryEntry, error: BaseException) -> None:
-        entry.status = EntryStatus.FAILED
-        entry.error = error_info(error)
-        self.touch(entry)
