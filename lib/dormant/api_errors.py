@@ -16,18 +16,9 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from dormant.error_codes import ERROR_CODES
 from dormant.errors import (
-    ActorNotFoundError,
-    InvalidKeyError,
     InvalidMessageError,
-    ItemTooLargeError,
-    StorageError,
-    UnknownActionError,
-    UnknownActorError,
-    UnknownEventError,
-    UnknownQueueError,
-    VersionConflict,
-    WakeFailedError,
 )
 
 log = logging.getLogger("dormant.api")
@@ -58,20 +49,8 @@ class ApiError(Exception):
         self.headers = headers
 
 
-# Dormant exceptions a route lets through, and what they mean over HTTP (checked in order: subclasses first).
-_MAPPING: list[tuple[type[Exception], int, str]] = [
-    (UnknownActorError, 404, "unknown_actor"),
-    (UnknownQueueError, 404, "unknown_queue"),
-    (UnknownActionError, 404, "unknown_action"),
-    (UnknownEventError, 404, "unknown_event"),
-    (ActorNotFoundError, 404, "actor_not_found"),
-    (InvalidKeyError, 400, "invalid_key"),
-    (InvalidMessageError, 422, "invalid_body"),
-    (ItemTooLargeError, 413, "payload_too_large"),
-    (StorageError, 503, "storage_unavailable"),
-    (VersionConflict, 503, "busy"),
-    (WakeFailedError, 503, "busy"),
-]
+# Dormant exceptions a route lets through, and what they mean over HTTP: dormant.error_codes.
+_MAPPING = ERROR_CODES
 
 
 def from_exception(error: Exception) -> ApiError | None:

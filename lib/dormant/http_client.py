@@ -36,17 +36,10 @@ from pydantic import TypeAdapter, ValidationError
 from dormant.actor import Registry
 from dormant.api_keys import encode_key
 from dormant.client import ActionShortcuts
+from dormant.error_codes import EXCEPTION_BY_CODE
 from dormant.errors import (
     ActorNotFoundError,
-    InvalidKeyError,
     InvalidMessageError,
-    ItemTooLargeError,
-    StorageError,
-    UnknownActionError,
-    UnknownActorError,
-    UnknownEventError,
-    UnknownQueueError,
-    WakeFailedError,
 )
 from dormant.models import ActorStatus, SendResult
 from dormant.ports import ActorRef, EventRecord
@@ -85,13 +78,6 @@ class InvalidArgumentsError(HttpError, TypeError):
     """The action's arguments do not fit its signature (in-process this is a TypeError too)."""
 
 
-_BY_CODE: dict[str, type[DormantError]] = {
-    "unknown_actor": UnknownActorError, "unknown_queue": UnknownQueueError, "unknown_action": UnknownActionError,
-    "unknown_event": UnknownEventError, "actor_not_found": ActorNotFoundError, "invalid_key": InvalidKeyError,
-    "payload_too_large": ItemTooLargeError, "storage_unavailable": StorageError, "busy": WakeFailedError,
-}
-
-
 def error_from_response(response: httpx.Response) -> DormantError:
     """The exception an error response stands for (dormant's own where one matches)."""
     try:
@@ -101,8 +87,8 @@ def error_from_response(response: httpx.Response) -> DormantError:
         return HttpError(response.status_code, "http_error", response.text[:500] or response.reason_phrase)
     if code == "invalid_body":
         return InvalidMessageError(message, errors=detail if isinstance(detail, list) else None)
-    if code in _BY_CODE:
-        return _BY_CODE[code](message)
+    if code in EXCEPTION_BY_CODE:
+        return EXCEPTION_BY_CODE[code](message)
     if code == "unauthorized":
         return UnauthorizedError(response.status_code, code, message, detail)
     if code == "action_failed":

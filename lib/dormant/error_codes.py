@@ -1,0 +1,38 @@
+"""How dormant's exceptions travel over HTTP: one table, read by the API (exception -> status and code)
+and by the HTTP client (code -> exception). No web framework here: the client imports it too."""
+
+from __future__ import annotations
+
+from dormant.errors import (
+    ActorNotFoundError,
+    InvalidKeyError,
+    InvalidMessageError,
+    ItemTooLargeError,
+    StorageError,
+    UnknownActionError,
+    UnknownActorError,
+    UnknownEventError,
+    UnknownQueueError,
+    VersionConflict,
+    WakeFailedError,
+)
+from dormant.workflow.errors import DormantError
+
+# Checked in order (subclasses first); where two exceptions share a code, the client raises the first.
+ERROR_CODES: list[tuple[type[DormantError], int, str]] = [
+    (UnknownActorError, 404, "unknown_actor"),
+    (UnknownQueueError, 404, "unknown_queue"),
+    (UnknownActionError, 404, "unknown_action"),
+    (UnknownEventError, 404, "unknown_event"),
+    (ActorNotFoundError, 404, "actor_not_found"),
+    (InvalidKeyError, 400, "invalid_key"),
+    (InvalidMessageError, 422, "invalid_body"),
+    (ItemTooLargeError, 413, "payload_too_large"),
+    (StorageError, 503, "storage_unavailable"),
+    (WakeFailedError, 503, "busy"),
+    (VersionConflict, 503, "busy"),
+]
+
+EXCEPTION_BY_CODE: dict[str, type[DormantError]] = {}
+for _kind, _status, _code in ERROR_CODES:
+    EXCEPTION_BY_CODE.setdefault(_code, _kind)
