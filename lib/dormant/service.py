@@ -134,8 +134,11 @@ class ActorService:
         return result, version
 
     # -- reads -------------------------------------------------------------------------------
-    async def _load(self, ref: ActorRef) -> ActorSnapshot:
+    async def _load(self, ref: ActorRef, *, create: bool = False) -> ActorSnapshot:
         snapshot = await self.store.load(ref)
+        if snapshot is None and create:  # reads through a handle create the actor (one read when it exists)
+            await self.ensure_created(ref)
+            snapshot = await self.store.load(ref)
         if snapshot is None:
             raise ActorNotFoundError(f"actor {ref} does not exist yet")
         if snapshot.workflow.state is WorkflowState.PENDING and self.registry.get(ref.name).workflow_fn is not None:
@@ -146,12 +149,10 @@ class ActorService:
 
     async def state(self, ref: ActorRef) -> Any:
         definition = self.registry.get(ref.name)
-        await self.ensure_created(ref)
-        return definition.state.model_validate((await self._load(ref)).state)
+        return definition.state.model_validate((await self._load(ref, create=True)).state)
 
     async def status(self, ref: ActorRef) -> ActorStatus:
-        await self.ensure_created(ref)
-        snapshot = await self._load(ref)
+        snapshot = await self._load(ref, create=True)
         record = snapshot.workflow
         error = None
         if record.error is not None:
@@ -169,8 +170,7 @@ class ActorService:
                                                   retry_at=record.retry_at))
 
     async def history(self, ref: ActorRef) -> list[HistoryEntry]:
-        await self.ensure_created(ref)
-        return sorted((await self._load(ref)).history, key=lambda e: e.seq)
+        return sorted((await self._load(ref, create=True)).history, key=lambda e: e.seq)
 
     async def events(self, ref: ActorRef, *, after: int = 0, wait: float = DEFAULT_WAIT_TIMEOUT,
                      follow: bool = True) -> AsyncIterator[EventRecord]:
