@@ -89,10 +89,10 @@ class ActorService:
         """Run an action; its state changes commit conditionally (a lost race re-runs it)."""
         definition = self.registry.get(ref.name)
         fn = definition.action_fn(action)
-        await self.ensure_created(ref, actor_input)  # only once the action is known to exist
         ids = f"{ref.id}|action|{uuid.uuid4()}"
         for _ in range(MAX_CONFLICT_RETRIES):
-            snapshot = await self._load(ref)
+            # Created (on_create, workflow started) only now that the action is known to exist.
+            snapshot = await self._load(ref, create=True, actor_input=actor_input)
             try:
                 result, _ = await self._run_action(definition, snapshot, fn, list(args), ids, consumed=None)
             except VersionConflict:
@@ -134,10 +134,10 @@ class ActorService:
         return result, version
 
     # -- reads -------------------------------------------------------------------------------
-    async def _load(self, ref: ActorRef, *, create: bool = False) -> ActorSnapshot:
+    async def _load(self, ref: ActorRef, *, create: bool = False, actor_input: Any = None) -> ActorSnapshot:
         snapshot = await self.store.load(ref)
-        if snapshot is None and create:  # reads through a handle create the actor (one read when it exists)
-            await self.ensure_created(ref)
+        if snapshot is None and create:  # requests through a handle create the actor (one read when it exists)
+            await self.ensure_created(ref, actor_input)
             snapshot = await self.store.load(ref)
         if snapshot is None:
             raise ActorNotFoundError(f"actor {ref} does not exist yet")
