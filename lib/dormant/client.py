@@ -1,19 +1,40 @@
 """The Python client: `client.get_or_create(actor, key)` -> handle with send/call/state/status/history/events.
 
-`Client` here runs in-process over an ActorService (tests, steps, actions, `dormant dev`); the HTTP
-client offers the same handle API.
+`Client` here runs in-process over the actor operations (the runtime's ActorService: tests, steps,
+actions, `dormant dev`); `dormant.http.client.HttpClient` offers the same handle API over HTTP.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
-from dormant.contexts import IdSource
+from dormant.ids import IdSource
 from dormant.models import ActorStatus, SendResult
 from dormant.ports import ActorRef, EventRecord
-from dormant.service import ActorService
 from dormant.workflow.history import HistoryEntry
+
+
+class ActorOperations(Protocol):
+    """What a client asks of the runtime (dormant's ActorService implements it)."""
+
+    def ref(self, actor_name: str, key: str | Sequence[str]) -> ActorRef: ...
+
+    async def ensure_created(self, ref: ActorRef, actor_input: Any = None) -> bool: ...
+
+    async def send(self, ref: ActorRef, queue_name: str, body: Any, *, wait: bool = False,
+                   timeout: float | None = None, message_id: str | None = None,
+                   actor_input: Any = None) -> SendResult: ...
+
+    async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None) -> Any: ...
+
+    async def state(self, ref: ActorRef) -> Any: ...
+
+    async def status(self, ref: ActorRef) -> ActorStatus: ...
+
+    async def history(self, ref: ActorRef) -> list[HistoryEntry]: ...
+
+    def events(self, ref: ActorRef, *, after: int = 0, follow: bool = True) -> AsyncIterator[EventRecord]: ...
 
 
 class ActionShortcuts:
@@ -33,7 +54,7 @@ class ActionShortcuts:
 class ActorHandle(ActionShortcuts):
     """A handle to one actor. No I/O until the first request, which creates the actor."""
 
-    def __init__(self, service: ActorService, ref: ActorRef, *, actor_input: Any = None,
+    def __init__(self, service: ActorOperations, ref: ActorRef, *, actor_input: Any = None,
                  ids: IdSource | None = None) -> None:
         self._service = service
         self._input = actor_input
@@ -80,11 +101,10 @@ class ActorHandle(ActionShortcuts):
             yield record
 
 
-
 class Client:
-    """In-process client over an ActorService."""
+    """In-process client over the actor operations (an ActorService)."""
 
-    def __init__(self, service: ActorService, *, ids: IdSource | None = None) -> None:
+    def __init__(self, service: ActorOperations, *, ids: IdSource | None = None) -> None:
         self._service = service
         self._ids = ids
 

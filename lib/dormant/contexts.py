@@ -4,39 +4,22 @@ broadcasts live (workflow code itself only gets the durable primitives)."""
 from __future__ import annotations
 
 import inspect
-import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from dormant.client import Client
+from dormant.ids import IdSource
 from dormant.workflow.execution import StateCell, StepRun
 from dormant.workflow.sleeps import epoch_seconds
 from dormant.workflow.steps import seconds
 
 if TYPE_CHECKING:
     from dormant.actor import ActorDefinition
-    from dormant.client import Client
     from dormant.ports import ActorRef
     from dormant.service import ActorService
-
-IdSource = Callable[[], str]
-_ID_NAMESPACE = uuid.UUID("6f1c2a7e-2f0b-4d8e-9c59-1d3f0e8b7a10")
-
-
-def deterministic_ids(seed: str) -> IdSource:
-    """Message ids derived from `seed`: a re-run step or retried action re-sends the same ids,
-    which receivers deduplicate."""
-    counter = 0
-
-    def next_id() -> str:
-        nonlocal counter
-        counter += 1
-        return str(uuid.uuid5(_ID_NAMESPACE, f"{seed}#{counter}"))
-
-    return next_id
-
 
 class SelfQueue:
     """`c.queue`: send to this actor's own queues."""
@@ -109,8 +92,6 @@ class ActorContext:
         return self._service.clock.now()
 
     def client(self) -> Client:
-        from dormant.client import Client
-
         return Client(self._service, ids=self._ids)
 
     def broadcast(self, event_name: str, payload: Any) -> None:

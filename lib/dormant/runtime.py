@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dormant.actor import ActorDefinition
-from dormant.contexts import HookContext, StepContext, call_hook, deterministic_ids
+from dormant.contexts import HookContext, StepContext, call_hook
 from dormant.errors import VersionConflict, WakeFailedError
+from dormant.ids import deterministic_ids
 from dormant.ports import ActorRef, ActorSnapshot
 from dormant.service import MAX_CONFLICT_RETRIES, ActorService
 from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
