@@ -34,10 +34,10 @@ from pydantic import BaseModel
 
 from dormant import StepContext, WorkflowContext, actor, queue, setup
 from dormant.actor import Registry
-from dormant.backends.memory import MemoryEventStore, MemoryTransport
+from dormant.memory import MemoryEventStore, MemoryTransport
 from dormant.ports import ActorRef, ActorSnapshot, InboxMessage
-from dormant.runtime import ActorHost, wake_actor
-from dormant.service import ActorService
+from dormant.runtime.service import ActorService
+from dormant.runtime.wake import ActorHost, wake_actor
 from dormant.testing import TestEnv, VirtualClock
 from dormant.workflow.execution import CommitDraft, Execution, StateCell
 from dormant.workflow.history import QueuedMessage, WorkflowRecord, WorkflowState

@@ -5,7 +5,7 @@
 
 Runs each scenario through the real pieces: the client side (ActorService on the DynamoDB store and the
 SQS transport), SQS, the poller's receive and delete (what Lambda's event source does, billed as SQS
-requests), and the worker. Every request is counted through botocore's event hooks (dormant.metering);
+requests), and the worker. Every request is counted through botocore's event hooks (dormant.aws.metering);
 receives that came back empty are polling overhead, a fixed cost independent of load, and are left out.
 Capacity units come from item sizes: 1 WCU per started KB written, 1 RCU per started 4 KB read
 (strongly consistent). Prices: DynamoDB on-demand $0.625 per million WCU, $0.125 per million RCU,
@@ -35,21 +35,21 @@ sys.path.insert(0, str(_HERE.parent))
 
 from aiobotocore.session import get_session  # type: ignore[import-untyped]  # noqa: E402
 
-from dormant.backends.aws_store import DynamoEventStore, client_config, create_table  # noqa: E402
-from dormant.backends.aws_transport import SqsTransport, create_queues  # noqa: E402
-from dormant.client import ActorHandle, Client  # noqa: E402
-from dormant.clocks import SystemClock  # noqa: E402
-from dormant.metering import (  # noqa: E402
+from dormant.aws.metering import (  # noqa: E402
     PRICE_PER_READ_UNIT,
     PRICE_PER_SQS_REQUEST,
     PRICE_PER_WRITE_UNIT,
     Meter,
     instrument,
 )
-from dormant.poller import SqsPoller  # noqa: E402
-from dormant.service import ActorService  # noqa: E402
+from dormant.aws.poller import SqsPoller  # noqa: E402
+from dormant.aws.store import DynamoEventStore, client_config, create_table  # noqa: E402
+from dormant.aws.transport import SqsTransport, create_queues  # noqa: E402
+from dormant.aws.worker import Worker  # noqa: E402
+from dormant.client import ActorHandle, Client  # noqa: E402
+from dormant.runtime.clocks import SystemClock  # noqa: E402
+from dormant.runtime.service import ActorService  # noqa: E402
 from dormant.settings import Settings  # noqa: E402
-from dormant.worker import Worker  # noqa: E402
 from examples.counter import registry as counter_registry  # noqa: E402
 from examples.fan_out_fan_in import registry as join_registry  # noqa: E402
 from examples.simple_workflow import registry as invoice_registry  # noqa: E402

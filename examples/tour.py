@@ -18,8 +18,8 @@ import urllib.request
 from typing import Any
 
 from dormant import setup
-from dormant.devstack import free_port
-from dormant.http_client import HttpActorHandle, HttpClient
+from dormant.dev.stack import free_port
+from dormant.http.client import HttpActorHandle, HttpClient
 from examples import approval_gate, counter, cross_actor_saga, request_response, timers
 
 registry = setup(*[definition for module in (counter, request_response, approval_gate, timers, cross_actor_saga)

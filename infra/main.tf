@@ -49,7 +49,7 @@ locals {
 }
 
 # -- storage: one table, single-item conditional commits. Key schema, the `pending` local secondary index and the
-# TTL attribute are those of dormant.backends.aws_store.table_definition / TTL_ATTRIBUTE.
+# TTL attribute are those of dormant.aws.store.table_definition / TTL_ATTRIBUTE.
 resource "aws_dynamodb_table" "actors" {
   name                        = "${local.prefix}-actors"
   billing_mode                = "PAY_PER_REQUEST"

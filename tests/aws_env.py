@@ -41,19 +41,19 @@ from typing import Any
 from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
 from dormant.actor import Registry
-from dormant.backends.aws_store import DynamoEventStore, client_config, create_table
-from dormant.backends.aws_transport import QueueUrls, SqsTransport, create_queues
+from dormant.aws.metering import Meter, instrument
+from dormant.aws.poller import SqsPoller
+from dormant.aws.store import DynamoEventStore, client_config, create_table
+from dormant.aws.transport import QueueUrls, SqsTransport, create_queues
+from dormant.aws.worker import WakeFailure, Worker
 from dormant.client import Client
-from dormant.clocks import OffsetClock
 from dormant.errors import WakeFailedError
-from dormant.metering import Meter, instrument
-from dormant.poller import SqsPoller
 from dormant.ports import ActorRef, EventRecord, EventStore
-from dormant.runtime import WakeReport
-from dormant.service import ActorService
+from dormant.runtime.clocks import OffsetClock
+from dormant.runtime.service import ActorService
+from dormant.runtime.wake import WakeReport
 from dormant.settings import Settings
 from dormant.testing import DEFAULT_START
-from dormant.worker import WakeFailure, Worker
 from dormant.workflow.history import WorkflowState
 
 IDLE_TIMEOUT = 60.0

@@ -6,7 +6,7 @@ between tests, `stop()` ends it. Used by tests/integration/conftest.py (session-
 The moto server is moto's own `moto_server` application with one change: DynamoDB requests are served
 one at a time. moto checks a condition and writes the item without a lock, so on a busy machine two
 concurrent conditional PutItems on the same key can both succeed (seen here: two commits of one version).
-DynamoDB itself never does that; `python -m dormant.local_moto PORT` runs the serialized server.
+DynamoDB itself never does that; `python -m dormant.dev.moto PORT` runs the serialized server.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from dormant.local_moto import SerializedDynamoDB, run_moto
+from dormant.dev.moto import SerializedDynamoDB, run_moto
 
 __all__ = ["Dynalite", "MotoServer", "SerializedDynamoDB", "run_moto"]
 
@@ -108,7 +108,7 @@ class MotoServer(ServerProcess):
     name = "moto"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "dormant.local_moto", str(self.port)]
+        return [sys.executable, "-m", "dormant.dev.moto", str(self.port)]
 
     def answers(self) -> bool:
         with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=2) as response:

@@ -1,4 +1,4 @@
-"""API Lambda entry point: the HTTP API (dormant.api) behind API Gateway, through Mangum.
+"""API Lambda entry point: the HTTP API (dormant.http.app) behind API Gateway, through Mangum.
 
 Configuration comes from the environment (dormant.settings.Settings): DORMANT_APP names the registry
 (`module:attribute`), DORMANT_TABLE / DORMANT_QUEUE_* the resources, DORMANT_INSPECTOR_TOKEN the token
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from mangum import Mangum
 
-from dormant.api import create_app
-from dormant.offline import load_registry
+from dormant.actor import load_registry
+from dormant.http.app import create_app
 from dormant.settings import Settings
 
 settings = Settings()

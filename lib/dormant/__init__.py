@@ -2,7 +2,6 @@
 
 from dormant.actor import ActorDefinition, Registry, actor, event, queue, setup
 from dormant.client import ActorHandle, Client
-from dormant.contexts import ActionContext, HookContext, StepContext
 from dormant.errors import (
     ActorNotFoundError,
     InvalidKeyError,
@@ -14,6 +13,7 @@ from dormant.errors import (
     VersionConflict,
 )
 from dormant.models import ActorStatus, SendResult
+from dormant.runtime.contexts import ActionContext, HookContext, StepContext
 from dormant.workflow import (
     HistoryDivergedError,
     JoinError,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -190,3 +191,14 @@ class Registry:
 def setup(*actors: ActorDefinition) -> Registry:
     """Collect actor definitions into a registry."""
     return Registry(actors)
+
+
+def load_registry(spec: str) -> Registry:
+    """`module:attribute` -> the Registry it names (what DORMANT_APP holds)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"expected module:attribute, got {spec!r}")
+    registry = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(registry, Registry):
+        raise TypeError(f"{spec} is a {type(registry).__name__}, not a dormant Registry (use setup(...))")
+    return registry

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol, cast
 
-from dormant.ids import IdSource
 from dormant.models import ActorStatus, SendResult
 from dormant.ports import ActorRef, EventRecord
+from dormant.runtime.ids import IdSource
 from dormant.workflow.history import HistoryEntry
 
 

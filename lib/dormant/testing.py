@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from types import TracebackType
 
 from dormant.actor import Registry
-from dormant.backends.memory import MemoryEventStore, MemoryTransport
 from dormant.client import Client
 from dormant.errors import WakeFailedError
+from dormant.memory import MemoryEventStore, MemoryTransport
 from dormant.ports import ActorRef
-from dormant.runtime import WakeReport, wake_actor
-from dormant.service import ActorService
+from dormant.runtime.service import ActorService
+from dormant.runtime.wake import WakeReport, wake_actor
 
 log = logging.getLogger("dormant.testing")
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from dormant.api import create_app
-from dormant.http_client import HttpClient
+from dormant.http.app import create_app
+from dormant.http.client import HttpClient
 from dormant.settings import Settings
 from dormant.testing import TestEnv
 from tests.api.apps import GATE

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 import uvicorn
 from fastapi import FastAPI
 
-from dormant.backends.memory import MemoryEventStore
+from dormant.memory import MemoryEventStore
 
 TOKEN = "s3cret-token"
 
@@ -179,7 +179,7 @@ class MangumHarness:
 def mangum_harness(registry: Any, settings: Any) -> Iterator[MangumHarness]:
     from mangum import Mangum
 
-    from dormant.api import create_app
+    from dormant.http.app import create_app
     from dormant.testing import TestEnv
 
     loop = asyncio.new_event_loop()
@@ -200,7 +200,7 @@ def mangum_harness(registry: Any, settings: Any) -> Iterator[MangumHarness]:
 @asynccontextmanager
 async def served_env(registry: Any, settings: Any = None) -> AsyncIterator[tuple[Any, str]]:
     """A TestEnv and uvicorn serving the API over it: yields (env, base URL)."""
-    from dormant.api import create_app
+    from dormant.http.app import create_app
     from dormant.settings import Settings
     from dormant.testing import TestEnv
 

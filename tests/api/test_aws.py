@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from dormant.api import create_app
-from dormant.http_client import HttpClient
+from dormant.http.app import create_app
+from dormant.http.client import HttpClient
 from dormant.settings import Settings
 from dormant.workflow.history import EntryStatus, WorkflowState
 from tests.api.apps import GATE, AccountState, registry

@@ -1,5 +1,5 @@
 """ONE client test suite, run with the in-process client and with the HTTP client (uvicorn on 127.0.0.1
-serving dormant.api over the same TestEnv): every assertion holds for both, so both behave the same."""
+serving dormant.http.app over the same TestEnv): every assertion holds for both, so both behave the same."""
 
 from __future__ import annotations
 

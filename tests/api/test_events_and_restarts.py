@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import httpx
 
-from dormant.api import create_app
-from dormant.http_client import HttpClient
+from dormant.http.app import create_app
+from dormant.http.client import HttpClient
 from dormant.ports import ActorRef
-from dormant.service import ActorService
+from dormant.runtime.service import ActorService
 from dormant.settings import Settings
 from dormant.testing import TestEnv
 from dormant.workflow.history import EntryStatus

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from dormant.api import create_app
+from dormant.http.app import create_app
 from dormant.settings import Settings
 from dormant.testing import TestEnv
 from tests.api.apps import registry

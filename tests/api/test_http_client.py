@@ -14,7 +14,7 @@ import pytest
 
 from dormant import InvalidMessageError, UnknownQueueError
 from dormant.errors import StorageError
-from dormant.http_client import (
+from dormant.http.client import (
     ActionFailedError,
     HttpClient,
     HttpError,

@@ -6,8 +6,8 @@ from urllib.parse import quote, unquote
 
 import pytest
 
-from dormant.api_keys import decode_key, encode_key
 from dormant.errors import InvalidKeyError
+from dormant.http.keys import decode_key, encode_key
 
 AWKWARD = [
     ["main"],

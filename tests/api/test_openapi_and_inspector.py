@@ -108,7 +108,7 @@ async def test_protected_routes_are_closed_without_a_configured_token_and_open_i
 
 
 async def test_export_route_gives_a_replayable_history_behind_the_token() -> None:
-    from dormant.offline import parse_export, replay_snapshot
+    from dormant.runtime.offline import parse_export, replay_snapshot
 
     settings = Settings(inspector_token=TOKEN)  # type: ignore[arg-type]
     route = "/actors/account/alice/inspector/export"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dormant.actor import Registry
-from dormant.backends.memory import InjectedFault, MemoryEventStore
+from dormant.memory import InjectedFault, MemoryEventStore
 from dormant.testing import TestEnv
 
 Observation = dict[str, Any]

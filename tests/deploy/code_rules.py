@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from dormant.backends import aws_store
-from dormant.backends.aws_transport import QueueUrls, SqsTransport, WakeMessage, queue_attributes
-from dormant.clocks import OffsetClock
+from dormant.aws import store as aws_store
+from dormant.aws.transport import QueueUrls, SqsTransport, WakeMessage, queue_attributes
 from dormant.ports import ActorRef
+from dormant.runtime.clocks import OffsetClock
 from dormant.settings import Settings
 
 from .describe import Description

@@ -52,7 +52,7 @@ def built(sam_template: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
 
 def test_sam_build_bundles_lib_functions_and_the_registry_offline(built: Path) -> None:
     expected = expected_bundle()
-    assert {"dormant/worker.py", "functions/api/handler.py", "examples/tour.py"} <= expected
+    assert {"dormant/aws/worker.py", "functions/api/handler.py", "examples/tour.py"} <= expected
     for function in FUNCTIONS:
         files = {str(p.relative_to(built / function)) for p in (built / function).rglob("*") if p.is_file()}
         assert files == expected, (function, sorted(files ^ expected))

@@ -24,8 +24,8 @@ from urllib.parse import urlparse
 import boto3  # type: ignore[import-untyped]
 import pytest
 
-from dormant.backends.aws_store import table_definition
-from dormant.poller import lambda_event
+from dormant.aws.poller import lambda_event
+from dormant.aws.store import table_definition
 from dormant.settings import Settings
 from tests.api.support import http_api_v2_event, lambda_body
 from tests.deploy.support import ARTIFACT_BUCKET, REGION, ROOT

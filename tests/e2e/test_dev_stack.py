@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dormant.devstack import free_port
-from dormant.http_client import HttpClient
+from dormant.dev.stack import free_port
+from dormant.http.client import HttpClient
 from tests.servers import MotoServer, fake_aws_environment
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
 
-from dormant.backends.aws_store import DynamoEventStore
+from dormant.aws.store import DynamoEventStore
 from dormant.settings import Settings
 from tests.servers import ServerProcess
 

@@ -12,15 +12,15 @@ import pytest
 from pydantic import BaseModel
 
 from dormant import StepContext, WorkflowContext, actor, event, queue, setup
-from dormant.backends.aws_store import ITEM_LIMIT, PENDING_INDEX, TTL_ATTRIBUTE, DynamoEventStore, table_definition
-from dormant.backends.memory import MemoryEventStore, MemoryTransport
+from dormant.aws.metering import Meter, instrument
+from dormant.aws.store import ITEM_LIMIT, PENDING_INDEX, TTL_ATTRIBUTE, DynamoEventStore, table_definition
 from dormant.client import Client
-from dormant.clocks import SystemClock
 from dormant.errors import ItemTooLargeError, StorageError, VersionConflict
-from dormant.metering import Meter, instrument
+from dormant.memory import MemoryEventStore, MemoryTransport
 from dormant.ports import ActorRef, ActorSnapshot
-from dormant.runtime import wake_actor
-from dormant.service import ActorService
+from dormant.runtime.clocks import SystemClock
+from dormant.runtime.service import ActorService
+from dormant.runtime.wake import wake_actor
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowRecord, WorkflowState
 from tests.integration.conftest import watch

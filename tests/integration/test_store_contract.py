@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from dormant.backends.aws_store import DynamoEventStore
-from dormant.backends.memory import MemoryEventStore
+from dormant.aws.store import DynamoEventStore
 from dormant.errors import VersionConflict
+from dormant.memory import MemoryEventStore
 from dormant.ports import ActorMeta, ActorRef, EventStore, InboxMessage, WakeError
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowRecord, WorkflowState

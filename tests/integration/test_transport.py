@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
-from dormant.backends.aws_store import DynamoEventStore, client_config, create_table
-from dormant.backends.aws_transport import (
+from dormant.aws.poller import SqsPoller, failed_ids, queue_arn
+from dormant.aws.store import DynamoEventStore, client_config, create_table
+from dormant.aws.transport import (
     QueueUrls,
     SqsTransport,
     WakeMessage,
@@ -24,10 +25,9 @@ from dormant.backends.aws_transport import (
     timer_delay,
 )
 from dormant.client import Client
-from dormant.clocks import OffsetClock, SystemClock
-from dormant.poller import SqsPoller, failed_ids, queue_arn
 from dormant.ports import ActorRef
-from dormant.service import ActorService
+from dormant.runtime.clocks import OffsetClock, SystemClock
+from dormant.runtime.service import ActorService
 from dormant.settings import Settings
 from examples.timers import registry as timers_registry
 from tests.servers import MotoServer

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from dormant.cli import main
-from dormant.offline import ExportFormatError, export_lines, parse_export, replay_snapshot
+from dormant.runtime.offline import ExportFormatError, export_lines, parse_export, replay_snapshot
 from dormant.testing import TestEnv
 from tests.tools.replay_apps import registry_v1, registry_v2
 

@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from dormant import ActorHandle, Registry
-from dormant.backends.memory import MemoryEventStore
+from dormant.memory import MemoryEventStore
 from dormant.ports import ActorRef
-from dormant.runtime import WakeReport
+from dormant.runtime.wake import WakeReport
 from dormant.testing import TestEnv
 
 

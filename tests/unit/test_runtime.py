@@ -10,8 +10,8 @@ from typing import Any, Literal
 import pytest
 
 from dormant import ActionContext, StepContext, WorkflowContext, WorkflowState, actor, queue, setup
-from dormant.backends.memory import MemoryEventStore
-from dormant.runtime import MAX_SCHEDULED_PER_WAKE, wake_actor
+from dormant.memory import MemoryEventStore
+from dormant.runtime.wake import MAX_SCHEDULED_PER_WAKE, wake_actor
 from dormant.testing import TestEnv
 from dormant.workflow.execution import CommitDraft
 from tests.unit.support import Counter, Item, reports_for, start

@@ -9,7 +9,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from dormant.offline import load_registry, parse_export, replay_snapshot
+from dormant.actor import load_registry
+from dormant.runtime.offline import parse_export, replay_snapshot
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -23,7 +24,7 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _dev(args: argparse.Namespace) -> int:
-    from dormant.devstack import run_dev_stack
+    from dormant.dev.stack import run_dev_stack
     from dormant.settings import Settings
 
     settings = Settings()
@@ -56,7 +57,7 @@ def _dev(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     import httpx
 
-    from dormant.api_keys import encode_key
+    from dormant.http.keys import encode_key
 
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
     url = f"{args.url.rstrip('/')}/actors/{args.actor}/{encode_key(args.key)}/inspector/export"
@@ -111,5 +112,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,6 @@ stops at the first step history does not have (nothing new ever runs).
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -42,16 +41,6 @@ class ReplayReport:
     detail: str
     replayed: int
 
-
-def load_registry(spec: str) -> Registry:
-    """`module:attribute` -> the Registry it names (what DORMANT_APP holds)."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"expected module:attribute, got {spec!r}")
-    registry = getattr(importlib.import_module(module_name), attribute)
-    if not isinstance(registry, Registry):
-        raise TypeError(f"{spec} is a {type(registry).__name__}, not a dormant Registry (use setup(...))")
-    return registry
 
 
 def export_lines(snapshot: ActorSnapshot) -> Iterator[str]:

@@ -3,7 +3,7 @@
 Served by the API Lambda through Mangum (functions/api/handler.py) and by uvicorn locally. The URL
 scheme, every route, the error format and auth are described in docs/http-api.md. Routes are
 generic over actor, queue and action names; the OpenAPI document lists each of them with the
-actors' own models (dormant.api_openapi).
+actors' own models (dormant.http.openapi).
 
 Every route checks everything it can (actor, key, queue or action, token, body size, JSON, body
 schema, action arity) before the service writes anything, so a refused request changes nothing.
@@ -25,14 +25,14 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dormant.actor import ActorDefinition, Registry
-from dormant.api_errors import ApiError, install_error_handlers
-from dormant.api_inspector import workflow_history
-from dormant.api_keys import decode_key
-from dormant.api_openapi import build_openapi
 from dormant.errors import StorageError, VersionConflict, WakeFailedError
-from dormant.offline import export_lines
+from dormant.http.errors import ApiError, install_error_handlers
+from dormant.http.inspector import workflow_history
+from dormant.http.keys import decode_key
+from dormant.http.openapi import build_openapi
 from dormant.ports import ActorRef
-from dormant.service import ActorService
+from dormant.runtime.offline import export_lines
+from dormant.runtime.service import ActorService
 from dormant.settings import Settings
 from dormant.workflow.execution import to_json
 
@@ -68,26 +68,6 @@ class _ServiceHolder:
             await self._stack.aclose()
             self._stack, self._service = None, None
 
-
-@asynccontextmanager
-async def open_aws_service(registry: Registry, settings: Settings) -> AsyncIterator[ActorService]:
-    """An ActorService on DynamoDB + SQS as the settings describe (clients closed on exit)."""
-    from aiobotocore.session import get_session  # type: ignore[import-untyped]
-
-    from dormant.backends.aws_store import DynamoEventStore, client_config
-    from dormant.backends.aws_transport import SqsTransport
-    from dormant.clocks import SystemClock
-
-    clock = SystemClock()
-    session = get_session()
-    async with AsyncExitStack() as stack:
-        dynamodb, sqs = [await stack.enter_async_context(session.create_client(
-            service, config=client_config(), **settings.client_kwargs(service))) for service in ("dynamodb", "sqs")]
-        transport = await SqsTransport.from_settings(sqs, settings, clock)
-        # Loads need not settle a crashed commit's side items: the actor's next commit (a wake-up, or an
-        # action run here) does that.
-        store = DynamoEventStore(dynamodb, settings, settle_on_load=False, clock=clock.now)
-        yield ActorService(registry, store, transport, clock)
 
 
 # -- request helpers ------------------------------------------------------------------------------------
@@ -150,6 +130,8 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     """The HTTP API over `service`, or over DynamoDB + SQS from `settings` (opened on the first request)."""
     settings = settings or Settings()
     if service is None and service_factory is None:
+        from dormant.aws.service import open_aws_service  # the deployed default; tests and dev pass their own
+
         def aws_factory() -> AbstractAsyncContextManager[ActorService]:
             return open_aws_service(registry, settings)
 

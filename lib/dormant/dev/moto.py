@@ -1,4 +1,4 @@
-"""An embedded moto server for `dormant dev` and the test suite: `python -m dormant.local_moto PORT`.
+"""An embedded moto server for `dormant dev` and the test suite: `python -m dormant.dev.moto PORT`.
 
 It is moto's own server app with DynamoDB requests serialized: moto's conditional writes are not
 atomic under concurrent requests (two commits of one version could both succeed), and Dormant's
@@ -45,5 +45,5 @@ def run_moto(port: int, host: str = "127.0.0.1") -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or not sys.argv[1].isdigit():
-        raise SystemExit("usage: python -m dormant.local_moto PORT")
+        raise SystemExit("usage: python -m dormant.dev.moto PORT")
     run_moto(int(sys.argv[1]))

@@ -1,4 +1,4 @@
-"""The HTTP client: the handle API of `dormant.client.Client`, over the HTTP API (dormant.api).
+"""The HTTP client: the handle API of `dormant.client.Client`, over the HTTP API (dormant.http.app).
 
     async with HttpClient("https://api.example.com", token="...", registry=registry) as client:
         handle = client.get_or_create("workflow-counter", ["main"])
@@ -34,13 +34,13 @@ import httpx
 from pydantic import TypeAdapter, ValidationError
 
 from dormant.actor import Registry
-from dormant.api_keys import encode_key
 from dormant.client import ActionShortcuts
-from dormant.error_codes import EXCEPTION_BY_CODE
 from dormant.errors import (
     ActorNotFoundError,
     InvalidMessageError,
 )
+from dormant.http.error_codes import EXCEPTION_BY_CODE
+from dormant.http.keys import encode_key
 from dormant.models import ActorStatus, SendResult
 from dormant.ports import ActorRef, EventRecord
 from dormant.workflow.errors import DormantError

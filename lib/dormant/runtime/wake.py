@@ -8,17 +8,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from dormant.actor import ActorDefinition
-from dormant.contexts import HookContext, StepContext, call_hook
 from dormant.errors import VersionConflict, WakeFailedError
-from dormant.ids import deterministic_ids
 from dormant.ports import ActorRef, ActorSnapshot
-from dormant.service import MAX_CONFLICT_RETRIES, ActorService
+from dormant.runtime.contexts import HookContext, StepContext, call_hook
+from dormant.runtime.ids import deterministic_ids
+from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
 from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
 from dormant.workflow.history import QueuedMessage, WorkflowRecord
 from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted, WakeRestart
 
-log = logging.getLogger("dormant.runtime")
+log = logging.getLogger("dormant.runtime.wake")
 MAX_SCHEDULED_PER_WAKE = 100  # due scheduled actions one wake-up runs before its workflow
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from dormant.backends.aws_items import (
+from dormant.aws.items import (
     ITEM_LIMIT,
     RING_PREFIX,
     Head,
@@ -35,8 +35,8 @@ from dormant.backends.aws_items import (
     ring_key,
     too_large,
 )
-from dormant.backends.aws_side import EVENTS_PREFIX, RESPONSE_PREFIX, SideItems
-from dormant.backends.aws_table import PENDING_INDEX, TTL_ATTRIBUTE, client_config, create_table, table_definition
+from dormant.aws.side import EVENTS_PREFIX, RESPONSE_PREFIX, SideItems
+from dormant.aws.table import PENDING_INDEX, TTL_ATTRIBUTE, client_config, create_table, table_definition
 from dormant.errors import ItemTooLargeError, StorageError, VersionConflict
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage, WakeError
 from dormant.settings import Settings
@@ -46,7 +46,7 @@ from dormant.workflow.history import WorkflowRecord
 __all__ = ["ITEM_LIMIT", "PENDING_INDEX", "TTL_ATTRIBUTE", "DynamoEventStore", "client_config", "create_table",
            "table_definition"]
 
-log = logging.getLogger("dormant.aws_store")
+log = logging.getLogger(__name__)
 
 SNAPSHOT_AFTER_BYTES = 96 * 1024  # also snapshot once the deltas since the last one are this big
 _RING_PREFIX, _INBOX_PREFIX, _WAKE_ERROR = RING_PREFIX, "i#", "w#"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-log = logging.getLogger("dormant.poller")
+log = logging.getLogger("dormant.aws.poller")
 
 Handler = Callable[[dict[str, Any], Any], Any]  # returns the response, or an awaitable of it
 MAX_BATCH = 10

@@ -39,7 +39,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class EmbeddedMoto:
-    """`python -m dormant.local_moto PORT` in a child process, stopped with the stack."""
+    """`python -m dormant.dev.moto PORT` in a child process, stopped with the stack."""
 
     def __init__(self, port: int = 0) -> None:
         self.port = port or free_port()
@@ -47,7 +47,7 @@ class EmbeddedMoto:
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30.0) -> None:
-        self._process = subprocess.Popen([sys.executable, "-m", "dormant.local_moto", str(self.port)],
+        self._process = subprocess.Popen([sys.executable, "-m", "dormant.dev.moto", str(self.port)],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -90,11 +90,11 @@ async def run_dev_stack(registry: Registry, *, host: str = "127.0.0.1", port: in
     import uvicorn
     from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
-    from dormant.api import create_app
-    from dormant.backends.aws_table import client_config, create_table
-    from dormant.backends.aws_transport import create_queues
-    from dormant.poller import SqsPoller
-    from dormant.worker import open_worker
+    from dormant.aws.poller import SqsPoller
+    from dormant.aws.table import client_config, create_table
+    from dormant.aws.transport import create_queues
+    from dormant.aws.worker import open_worker
+    from dormant.http.app import create_app
 
     settings = settings or Settings()
     endpoint = endpoint_url or settings.endpoint_url

@@ -23,18 +23,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from dormant.actor import Registry
-from dormant.backends.aws_transport import SqsTransport, WakeMessage
-from dormant.clocks import SystemClock
+from dormant.actor import Registry, load_registry
+from dormant.aws.metering import Meter, instrument, metering
+from dormant.aws.transport import SqsTransport, WakeMessage
 from dormant.errors import InvalidKeyError
-from dormant.metering import Meter, instrument, metering
-from dormant.offline import load_registry
 from dormant.ports import ActorRef, Clock, EventStore, WakeError
-from dormant.runtime import WakeReport, wake_actor
-from dormant.service import ActorService
+from dormant.runtime.clocks import SystemClock
+from dormant.runtime.service import ActorService
+from dormant.runtime.wake import WakeReport, wake_actor
 from dormant.settings import Settings
 
-log = logging.getLogger("dormant.worker")
+log = logging.getLogger("dormant.aws.worker")
 MAX_ERROR_TEXT = 2000
 
 BatchResponse = dict[str, list[dict[str, str]]]
@@ -173,7 +172,7 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
     """
     from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
-    from dormant.backends.aws_store import DynamoEventStore, client_config
+    from dormant.aws.store import DynamoEventStore, client_config
 
     clock = clock or SystemClock()
     session = get_session()

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from dormant.actor import ActorDefinition, Registry
-from dormant.contexts import ActionContext, HookContext, call_hook
 from dormant.errors import ActorNotFoundError, VersionConflict, WakeFailedError
-from dormant.ids import deterministic_ids
 from dormant.models import ActorStatus, SendResult, WaitingFor
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, Clock, EventRecord, EventStore, InboxMessage, Transport
+from dormant.runtime.contexts import ActionContext, HookContext, call_hook
+from dormant.runtime.ids import deterministic_ids
 from dormant.workflow.execution import CommitDraft, StateCell, to_json
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 

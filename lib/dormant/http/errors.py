@@ -16,12 +16,12 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from dormant.error_codes import ERROR_CODES
 from dormant.errors import (
     InvalidMessageError,
 )
+from dormant.http.error_codes import ERROR_CODES
 
-log = logging.getLogger("dormant.api")
+log = logging.getLogger("dormant.http")
 
 
 class ErrorInfo(BaseModel):
@@ -49,7 +49,7 @@ class ApiError(Exception):
         self.headers = headers
 
 
-# Dormant exceptions a route lets through, and what they mean over HTTP: dormant.error_codes.
+# Dormant exceptions a route lets through, and what they mean over HTTP: dormant.http.error_codes.
 _MAPPING = ERROR_CODES
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from dormant.client import Client
-from dormant.ids import IdSource
+from dormant.runtime.ids import IdSource
 from dormant.workflow.execution import StateCell, StepRun
 from dormant.workflow.sleeps import epoch_seconds
 from dormant.workflow.steps import seconds
@@ -19,7 +19,7 @@ from dormant.workflow.steps import seconds
 if TYPE_CHECKING:
     from dormant.actor import ActorDefinition
     from dormant.ports import ActorRef
-    from dormant.service import ActorService
+    from dormant.runtime.service import ActorService
 
 class SelfQueue:
     """`c.queue`: send to this actor's own queues."""

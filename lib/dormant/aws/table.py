@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 from dormant.errors import StorageError
 from dormant.settings import Settings
 
-log = logging.getLogger("dormant.aws_store")
+log = logging.getLogger(__name__)
 
 TTL_ATTRIBUTE = "expires_at"
 PENDING_INDEX = "pending"

@@ -16,8 +16,8 @@ from typing import Any, get_type_hints
 from pydantic import TypeAdapter
 
 from dormant.actor import ActorDefinition, Registry
-from dormant.api_errors import ErrorBody
-from dormant.api_inspector import WorkflowHistoryResponse
+from dormant.http.errors import ErrorBody
+from dormant.http.inspector import WorkflowHistoryResponse
 from dormant.models import ActorStatus
 from dormant.ports import EventRecord
 from dormant.workflow.history import HistoryEntry

@@ -1,1 +1,0 @@
-"""Implementations of the ports in dormant.ports."""

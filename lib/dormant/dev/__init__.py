@@ -1,0 +1,1 @@
+"""`dormant dev`: the whole stack on one machine (`stack`) over an embedded moto server (`moto`)."""
