@@ -48,7 +48,7 @@ from dormant.aws.transport import QueueUrls, SqsTransport, create_queues
 from dormant.aws.worker import WakeFailure, Worker
 from dormant.client import Client
 from dormant.errors import WakeFailedError
-from dormant.ports import ActorRef, EventRecord, EventStore
+from dormant.ports import ActorRef, Creation, EventRecord, EventStore, InboxMessage
 from dormant.runtime.clocks import OffsetClock
 from dormant.runtime.service import ActorService
 from dormant.runtime.wake import WakeReport
@@ -85,11 +85,12 @@ class _TrackingTransport:
         self.send_timers = send_timers
         self.on_wake: Callable[[], None] | None = None
 
-    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None) -> None:
+    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None,
+                   message: InboxMessage | None = None, creation: Creation | None = None) -> None:
         self.known.setdefault(ref.id, ref)
         immediate = at is None or at <= self.inner.clock.now()
         if immediate or self.send_timers:
-            await self.inner.wake(ref, at=at, reason=reason)
+            await self.inner.wake(ref, at=at, reason=reason, message=message, creation=creation)
         if self.on_wake is not None and immediate:
             self.on_wake()
 

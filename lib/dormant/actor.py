@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from dormant.errors import (
+    InvalidArgumentsError,
     InvalidMessageError,
     UnknownActionError,
     UnknownActorError,
@@ -18,6 +20,7 @@ from dormant.errors import (
 )
 from dormant.workflow.errors import WorkflowDefinitionError
 from dormant.workflow.execution import to_json
+from dormant.workflow.values import describe_errors
 
 F = TypeVar("F", bound=Callable[..., Any])
 B = TypeVar("B")
@@ -67,20 +70,92 @@ _ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
 
 
 def _adapter(tp: Any) -> TypeAdapter[Any]:
-    adapter = _ADAPTERS.get(tp)
+    try:
+        adapter = _ADAPTERS.get(tp)
+    except TypeError:  # an unhashable annotation (e.g. Annotated with unhashable metadata): not cached
+        return _build_adapter(tp)
     if adapter is None:
-        adapter = _ADAPTERS[tp] = TypeAdapter(tp)
+        adapter = _ADAPTERS[tp] = _build_adapter(tp)
     return adapter
+
+
+def _build_adapter(tp: Any) -> TypeAdapter[Any]:
+    try:
+        return TypeAdapter(tp)
+    except Exception:  # a class pydantic has no schema for (in-process only): an isinstance check
+        return TypeAdapter(tp, config=ConfigDict(arbitrary_types_allowed=True))
 
 
 def _validate(tp: Any, value: Any, what: str) -> Any:
     try:
         return _adapter(tp).validate_python(value)
-    except ValidationError as error:
-        raise InvalidMessageError(f"{what} is invalid: {error.error_count()} error(s): "
-                                  f"{error.errors(include_url=False)}",
+    except ValidationError as error:  # the message names fields and rules, never the rejected values
+        raise InvalidMessageError(f"{what} is invalid: {describe_errors(error)}",
                                   errors=[dict(e) for e in error.errors(include_url=False, include_input=False)]
                                   ) from None
+
+
+@dataclass(frozen=True)
+class ActionParameter:
+    name: str
+    annotation: Any
+    required: bool
+    adapter: TypeAdapter[Any]
+
+
+class ActionSignature:
+    """An action's parameters after the context, with a pydantic adapter per type hint (built once).
+
+    `validate(args)` checks the count like a call would and each value against its hint (unannotated
+    parameters take anything), returning the validated values: a JSON object for a model parameter
+    arrives as the model, in-process and over HTTP alike."""
+
+    def __init__(self, action: str, fn: Callable[..., Any]) -> None:
+        self.action = action
+        try:
+            hints = get_type_hints(fn)
+        except Exception:  # unresolvable annotations (e.g. names only defined locally): accept anything
+            hints = {}
+        self.positional: list[ActionParameter] = []
+        self.variadic: ActionParameter | None = None
+        self.keyword_only: list[str] = []
+        for param in list(inspect.signature(fn).parameters.values())[1:]:  # the context comes first
+            annotation = hints.get(param.name, Any)
+            made = ActionParameter(param.name, annotation, param.default is inspect.Parameter.empty,
+                                   _adapter(annotation))
+            if param.kind is inspect.Parameter.VAR_POSITIONAL:
+                self.variadic = made
+            elif param.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+                self.positional.append(made)
+            elif param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is inspect.Parameter.empty:
+                self.keyword_only.append(param.name)
+        self.returns = hints.get("return", Any)
+
+    @property
+    def required(self) -> int:
+        return sum(1 for p in self.positional if p.required)
+
+    def validate(self, args: Sequence[Any]) -> list[Any]:
+        what = f'action "{self.action}"'
+        if self.keyword_only:
+            raise InvalidArgumentsError(f"{what} has required keyword-only parameters ({', '.join(self.keyword_only)})"
+                                        " that a call cannot pass")
+        if len(args) < self.required:
+            missing = [p.name for p in self.positional[len(args):] if p.required]
+            raise InvalidArgumentsError(f"{what} takes {self.required} required argument(s); missing: "
+                                        f"{', '.join(missing)}")
+        if len(args) > len(self.positional) and self.variadic is None:
+            raise InvalidArgumentsError(f"{what} takes at most {len(self.positional)} argument(s), got {len(args)}")
+        validated: list[Any] = []
+        for index, value in enumerate(args):
+            param = self.positional[index] if index < len(self.positional) else self.variadic
+            assert param is not None
+            try:
+                validated.append(param.adapter.validate_python(value))
+            except ValidationError as error:
+                raise InvalidArgumentsError(f'{what}: argument "{param.name}" (position {index + 1}) is invalid: '
+                                            f"{describe_errors(error)}") from None
+        return validated
 
 
 @dataclass
@@ -98,6 +173,7 @@ class ActorDefinition:
     on_wake_fn: Callable[..., Any] | None = None
     on_sleep_fn: Callable[..., Any] | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    _signatures: dict[str, ActionSignature] = field(default_factory=dict, repr=False, compare=False)
 
     def workflow(self, fn: F) -> F:
         if self.workflow_fn is not None:
@@ -142,12 +218,24 @@ class ActorDefinition:
                                      f"declared actions: {sorted(self.actions)}")
         return fn
 
+    def action_signature(self, action_name: str) -> ActionSignature:
+        """The action's typed parameters (built on first use: hints may name classes defined later)."""
+        signature = self._signatures.get(action_name)
+        if signature is None:
+            signature = self._signatures[action_name] = ActionSignature(action_name, self.action_fn(action_name))
+        return signature
+
+    def validate_arguments(self, action_name: str, args: Sequence[Any]) -> list[Any]:
+        """The action's arguments checked against its signature and type hints (InvalidArgumentsError)."""
+        return self.action_signature(action_name).validate(args)
+
     def event_payload(self, event_name: str, payload: Any) -> Any:
         spec = self.events.get(event_name)
         if spec is None:
             raise UnknownEventError(f'actor "{self.name}" has no event "{event_name}"; '
                                     f"declared events: {sorted(self.events)}")
-        return to_json(_validate(spec.payload, payload, f'event "{event_name}" payload'))
+        return to_json(_validate(spec.payload, payload, f'event "{event_name}" payload'),
+                       f'the payload of event "{event_name}"')
 
     def initial_state(self) -> BaseModel:
         try:

@@ -24,7 +24,7 @@ class ActorOperations(Protocol):
 
     async def send(self, ref: ActorRef, queue_name: str, body: Any, *, wait: bool = False,
                    timeout: float | None = None, message_id: str | None = None,
-                   actor_input: Any = None) -> SendResult: ...
+                   actor_input: Any = None, derived_id: bool = False) -> SendResult: ...
 
     async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None) -> Any: ...
 
@@ -72,9 +72,10 @@ class ActorHandle(ActionShortcuts):
         """Send to a queue. `message_id` makes retries idempotent (a duplicate id is ignored)."""
         # No _ensure() first: a rejected message must not create the actor; the service creates it once
         # the message is known to be valid.
+        derived = message_id is None and self._ids is not None  # a step's deterministic id: dedupe only
         mid = message_id or (self._ids() if self._ids else None)
         result = await self._service.send(self.ref, queue, body, wait=wait, timeout=timeout, message_id=mid,
-                                          actor_input=self._input)
+                                          actor_input=self._input, derived_id=derived)
         self._created = True
         return result
 

@@ -29,6 +29,18 @@ class InvalidMessageError(DormantError):
         super().__init__(message)
 
 
+class InvalidArgumentsError(DormantError, TypeError):
+    """An action's arguments do not fit its signature or its type hints (a TypeError, like a bad call)."""
+
+
+class IdempotencyConflictError(DormantError):
+    """A message id (Idempotency-Key) was reused for another queue or another body."""
+
+
+class ActorFinishedError(DormantError):
+    """The actor's workflow has finished: it takes no more messages."""
+
+
 class InvalidKeyError(DormantError):
     """An actor key is not a non-empty list of non-empty strings."""
 
@@ -47,6 +59,20 @@ class StorageError(DormantError):
 
 class ItemTooLargeError(StorageError):
     """A record is over the store's item size limit; retrying cannot help."""
+
+
+class TransportError(DormantError):
+    """The wake-up transport (SQS) could not be reached; nothing was sent."""
+
+
+class SendFailedError(StorageError):
+    """A send could not finish. `stored` says where the message is: False, nowhere (send it again);
+    True, in its wake-up, which stores and processes it (sending it again with the same id is harmless)."""
+
+    def __init__(self, message: str, *, message_id: str = "", stored: bool = False) -> None:
+        super().__init__(message)
+        self.message_id = message_id
+        self.stored = stored
 
 
 class WakeFailedError(DormantError):

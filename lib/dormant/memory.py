@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from dormant.errors import StorageError, VersionConflict
-from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage, WakeError
+from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, Creation, EventRecord, InboxMessage, WakeError
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord
 
@@ -35,7 +35,7 @@ class _Actor:
     workflow: dict[str, Any]
     history: dict[str, dict[str, Any]]
     inbox: dict[str, dict[str, Any]]  # insertion order = send order
-    seen_ids: set[str] = field(default_factory=set)
+    seen_ids: dict[str, str] = field(default_factory=dict)  # every message id ever stored -> its fingerprint
     responses: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     wake_error: dict[str, Any] | None = None
@@ -102,7 +102,7 @@ class MemoryEventStore:
         early = self._early.pop(ref.id, None)
         record = _Actor(version=1, meta=meta.model_dump(mode="json"), state=dict(state),
                         workflow=workflow.model_dump(mode="json"), history={},
-                        inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else set())
+                        inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else {})
         self._append_events(record, events, meta.created_at)
         self._actors[ref.id] = record
         await self._notify()
@@ -126,7 +126,8 @@ class MemoryEventStore:
             workflow=WorkflowRecord.model_validate(record.workflow),
             history=_HISTORY.validate_python(list(record.history.values())),
             inbox=[InboxMessage.model_validate(m) for m in record.inbox.values()],
-            wake_error=WakeError.model_validate(record.wake_error) if record.wake_error else None)
+            wake_error=WakeError.model_validate(record.wake_error) if record.wake_error else None,
+            held_ids=set(record.seen_ids))
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
         when = self._enter("commit")
@@ -163,10 +164,17 @@ class MemoryEventStore:
         if message.id in record.seen_ids:
             self._leave(when, "enqueue")
             return False
-        record.seen_ids.add(message.id)
+        record.seen_ids[message.id] = message.fingerprint()
         record.inbox[message.id] = message.model_dump(mode="json")
         self._leave(when, "enqueue")
         return True
+
+    async def message_fingerprint(self, ref: ActorRef, message_id: str) -> str | None:
+        when = self._enter("message_fingerprint")
+        record = self._actors.get(ref.id) or self._early.get(ref.id)
+        found = record.seen_ids.get(message_id) if record is not None else None
+        self._leave(when, "message_fingerprint")
+        return found
 
     async def wait_response(self, ref: ActorRef, message_id: str, timeout: float) -> tuple[bool, Any]:
         def ready() -> bool:
@@ -224,30 +232,52 @@ class MemoryEventStore:
             record.events.append({"seq": seq, "name": name, "payload": payload, "at": at})
 
 
+@dataclass
+class Carried:
+    """What due wake-ups of one actor carry (see Transport.wake): its runner stores what is missing."""
+
+    messages: list[InboxMessage] = field(default_factory=list)
+    creation: Creation | None = None
+
+
 class MemoryTransport:
-    """Wake-ups in a time-ordered heap; a runner (TestEnv, `dormant dev`) drains what is due."""
+    """Wake-ups in a time-ordered heap; a runner (TestEnv, `dormant dev`) drains what is due.
+
+    Like SQS, a wake-up carries the message (and creation) of the request that sent it, handed to the
+    runner with the wake-up (`take_carried`)."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, ActorRef]] = []
+        self._heap: list[tuple[float, int, ActorRef, InboxMessage | None, Creation | None]] = []
         self._scheduled: set[tuple[str, float]] = set()
         self._counter = itertools.count()
+        self._carried: dict[str, Carried] = {}
         self.on_wake: Callable[[], None] | None = None
 
-    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None) -> None:
+    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None,
+                   message: InboxMessage | None = None, creation: Creation | None = None) -> None:
         moment = float("-inf") if at is None else at
-        if (ref.id, moment) in self._scheduled:
+        if (ref.id, moment) in self._scheduled and message is None and creation is None:
             return  # the same timer twice is one timer
         self._scheduled.add((ref.id, moment))
-        heapq.heappush(self._heap, (moment, next(self._counter), ref))
+        heapq.heappush(self._heap, (moment, next(self._counter), ref, message, creation))
         if self.on_wake is not None:
             self.on_wake()
+
+    def take_carried(self, ref: ActorRef) -> Carried:
+        """What the wake-ups of `ref` handed out so far carried (cleared: the runner stores it)."""
+        return self._carried.pop(ref.id, None) or Carried()
 
     def pop_due(self, now: float) -> list[ActorRef]:
         due: dict[str, ActorRef] = {}
         while self._heap and self._heap[0][0] <= now:
-            moment, _, ref = heapq.heappop(self._heap)
+            moment, _, ref, message, creation = heapq.heappop(self._heap)
             self._scheduled.discard((ref.id, moment))
             due.setdefault(ref.id, ref)
+            if message is not None or creation is not None:
+                carried = self._carried.setdefault(ref.id, Carried())
+                if message is not None and all(m.id != message.id for m in carried.messages):
+                    carried.messages.append(message)
+                carried.creation = carried.creation or creation
         return list(due.values())
 
     def next_time(self) -> float | None:

@@ -13,6 +13,9 @@ class SendResult(BaseModel):
     status: Literal["queued", "completed", "timedOut"]
     id: str
     response: Any = None
+    workflow: WorkflowState | None = None
+    """Set when the actor's workflow has failed or diverged: the message is stored and runs only after an
+    operator resumes the actor (a `wait` returns at once)."""
 
 
 class WaitingFor(BaseModel):

@@ -6,16 +6,22 @@ Backends (memory, AWS) implement these Protocols; the runtime and the engine kno
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dormant.errors import InvalidKeyError
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord
 
 MAX_KEY_PART = 512
+MAX_CARRIED_BYTES = 240 * 1024
+"""Largest message (its JSON, plus the actor's input when the send creates the actor) a wake-up carries:
+one SQS message is 256 KiB; the rest is the wake-up's envelope (actor, key: under 16 KiB)."""
+MAX_ID_BYTES = 2048  # DynamoDB's partition key limit: the whole storage id (name and key, encoded)
 
 
 class ActorRef(BaseModel):
@@ -31,11 +37,25 @@ class ActorRef(BaseModel):
     def _check_key(cls, key: tuple[str, ...]) -> tuple[str, ...]:
         if not key:
             raise InvalidKeyError("an actor key needs at least one part")
-        for part in key:
+        for index, part in enumerate(key):
             if not isinstance(part, str) or not part or len(part) > MAX_KEY_PART:
                 raise InvalidKeyError(f"actor key parts must be non-empty strings of at most {MAX_KEY_PART} "
-                                      f"characters, got {part!r}")
+                                      f"characters (part {index + 1} is not)")
+            try:
+                part.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidKeyError(f"actor key part {index + 1} contains a lone surrogate (U+D800-U+DFFF), "
+                                      "which is not valid UTF-8") from None
         return key
+
+    @model_validator(mode="after")
+    def _check_id_size(self) -> ActorRef:
+        size = len(self.id.encode())
+        if size > MAX_ID_BYTES:
+            raise InvalidKeyError(f"the actor's storage key (type name and key parts, percent-encoded) is {size} "
+                                  f"bytes; DynamoDB's partition key limit is {MAX_ID_BYTES} bytes. Use a shorter key "
+                                  "(a non-ASCII character takes 6 to 12 bytes once encoded)")
+        return self
 
     @functools.cached_property
     def id(self) -> str:
@@ -56,6 +76,18 @@ class InboxMessage(BaseModel):
     kind: Literal["queue", "action"] = "queue"
     args: list[Any] = Field(default_factory=list)
     not_before: float | None = None
+
+    def fingerprint(self) -> str:
+        """What makes two sends with one id the same request: kind, queue, body and arguments (not the times)."""
+        canonical = json.dumps([self.kind, self.queue, self.body, self.args], sort_keys=True, separators=(",", ":"),
+                               ensure_ascii=False)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+class Creation(BaseModel):
+    """A wake-up that may find its actor missing carries how to create it (the request's actor input)."""
+
+    input: Any = None
 
 
 class EventRecord(BaseModel):
@@ -92,6 +124,9 @@ class ActorSnapshot(BaseModel):
     history: list[HistoryEntry]
     inbox: list[InboxMessage]
     wake_error: WakeError | None = None
+    held_ids: set[str] = Field(default_factory=set)
+    """Ids of every message the load saw stored (the inbox, and consumed ones not yet forgotten): a carried
+    message whose id is here needs no storing."""
 
 
 class EventStore(Protocol):
@@ -114,6 +149,11 @@ class EventStore(Protocol):
         """Persist a message idempotently by id; False when this id was seen before."""
         ...
 
+    async def message_fingerprint(self, ref: ActorRef, message_id: str) -> str | None:
+        """The fingerprint of the stored message with this id (pending or consumed, within the dedupe
+        window), None if unknown: how a reused idempotency key is compared with the first request."""
+        ...
+
     async def wait_response(self, ref: ActorRef, message_id: str, timeout: float) -> tuple[bool, Any]:
         """(True, response) once a completable message is answered, (False, None) after `timeout`."""
         ...
@@ -133,9 +173,14 @@ class EventStore(Protocol):
 class Transport(Protocol):
     """Delivers wake-ups: now, or at an absolute time (timers, retries, scheduled actions)."""
 
-    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None) -> None:
+    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None,
+                   message: InboxMessage | None = None, creation: Creation | None = None) -> None:
         """Wake `ref` now or at `at`. `reason` names what the wake-up is about (e.g. a message id):
-        wake-ups with the same reason may be collapsed into one by the transport."""
+        wake-ups with the same reason may be collapsed into one by the transport.
+
+        A request that stores something and wakes the actor sends the wake-up first, carrying what it
+        stores (`message`, and `creation` when the actor may not exist yet): whoever runs the wake-up stores
+        what is missing, so a request cut off after this call still completes (docs/semantics.md)."""
         ...
 
 

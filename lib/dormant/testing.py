@@ -17,7 +17,7 @@ from types import TracebackType
 from dormant.actor import Registry
 from dormant.client import Client
 from dormant.errors import WakeFailedError
-from dormant.memory import MemoryEventStore, MemoryTransport
+from dormant.memory import Carried, MemoryEventStore, MemoryTransport
 from dormant.ports import ActorRef
 from dormant.runtime.service import ActorService
 from dormant.runtime.wake import WakeReport, wake_actor
@@ -70,11 +70,17 @@ class _Runner:
                 self.running[ref.id] = asyncio.get_running_loop().create_task(self._wake(ref))
 
     async def _wake(self, ref: ActorRef) -> None:
+        carried = Carried()  # what the wake-ups carried, kept until a wake-up succeeds (as SQS redelivers)
         try:
             while True:
                 self.again.discard(ref.id)
+                more = self.transport.take_carried(ref)
+                carried.messages += [m for m in more.messages if m.id not in {c.id for c in carried.messages}]
+                carried.creation = carried.creation or more.creation
                 try:
-                    self.reports.append(await wake_actor(self.service, ref))
+                    self.reports.append(await wake_actor(self.service, ref, messages=carried.messages,
+                                                         creation=carried.creation))
+                    carried = Carried()
                     self.consecutive.pop(ref.id, None)
                 except Exception as error:  # a crashed wake-up is redelivered, as SQS would
                     failure = WakeFailure(ref, error)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -74,8 +75,9 @@ class SwitchableTransport:
     def __init__(self, target: Callable[[], TestEnv]) -> None:
         self.target = target
 
-    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None) -> None:
-        await self.target().transport.wake(ref, at=at, reason=reason)
+    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None,
+                   **carried: Any) -> None:
+        await self.target().transport.wake(ref, at=at, reason=reason, **carried)
 
 
 async def test_a_request_survives_the_worker_dying_between_receive_and_complete() -> None:

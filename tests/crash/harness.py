@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dormant.actor import Registry
+from dormant.errors import StorageError
 from dormant.memory import InjectedFault, MemoryEventStore
 from dormant.testing import TestEnv
 
@@ -37,11 +38,14 @@ class Scenario:
 
 async def retrying(operation: Callable[[], Awaitable[Any]]) -> Any:
     """What a well-behaved client does: retry an operation that failed on a storage fault (with
-    the same message ids, so the retry is idempotent)."""
+    the same message ids, so the retry is idempotent). A send reports the fault as SendFailedError
+    (a StorageError) whose cause is the injected fault."""
     for _ in range(10):
         try:
             return await operation()
-        except InjectedFault:
+        except StorageError as error:
+            if not isinstance(error, InjectedFault) and not isinstance(error.__cause__, InjectedFault):
+                raise
             continue
     raise AssertionError("an operation kept failing on injected faults")
 

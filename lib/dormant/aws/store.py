@@ -10,7 +10,6 @@ why, is in docs/storage.md.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import OrderedDict
@@ -21,6 +20,7 @@ from typing import Any
 from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
+from dormant.aws.inbox import InboxItems
 from dormant.aws.items import (
     ITEM_LIMIT,
     RING_PREFIX,
@@ -49,7 +49,7 @@ __all__ = ["ITEM_LIMIT", "PENDING_INDEX", "TTL_ATTRIBUTE", "DynamoEventStore", "
 log = logging.getLogger(__name__)
 
 SNAPSHOT_AFTER_BYTES = 96 * 1024  # also snapshot once the deltas since the last one are this big
-_RING_PREFIX, _INBOX_PREFIX, _WAKE_ERROR = RING_PREFIX, "i#", "w#"
+_RING_PREFIX, _WAKE_ERROR = RING_PREFIX, "w#"
 _WAKE_ERROR_ORDER = "!"  # sorts before every message in the `pending` index
 _BATCH_WRITE_MAX, _BATCH_GET_MAX = 25, 100
 _TORN_READ_RETRIES = 5
@@ -77,9 +77,10 @@ class DynamoEventStore:
         self._cache: OrderedDict[tuple[str, int], Head] = OrderedDict()
         self._cache_size = cache_size
         self._now = clock
-        self._last_order_ns = 0
         self.item_limit = ITEM_LIMIT  # tests raise it to reach the server's own check
         self._side = SideItems(self._call, self.table, self._expired)
+        self._inbox = InboxItems(self._call, self._put_if, self._batch_write, self.table, now=clock,
+                                 dedupe_ttl_seconds=self.settings.dedupe_ttl_seconds)
 
     @classmethod
     @asynccontextmanager
@@ -132,12 +133,13 @@ class DynamoEventStore:
         else:
             raise StorageError(f"could not read a consistent commit chain of {ref} in {_TORN_READ_RETRIES} tries")
         wake_errors = [item for item in pending if item["sk"]["S"] == _WAKE_ERROR]
-        inbox = self._live_inbox([item for item in pending if "m" in item], chain)
+        inbox, held = self._inbox.live(ref, [item for item in pending if "m" in item], chain)
         if not head.settled and self._settle_on_load:
             await self._settle(ref, head, probe=True)
         self._remember(ref, head)
         snapshot = head.snapshot(ref)
         snapshot.inbox = inbox
+        snapshot.held_ids = held
         if wake_errors:
             snapshot.wake_error = WakeError.model_validate_json(wake_errors[0]["d"]["S"])
         return snapshot
@@ -185,7 +187,7 @@ class DynamoEventStore:
         if snapshot and base.chain_consumed:
             # After this commit a load no longer reads the commits that consumed these messages: their
             # tombstones must exist first (already consumed, so writing them early is always right).
-            await self._write_tombstones(ref, base.chain_consumed, version)
+            await self._inbox.write_tombstones(ref, base.chain_consumed, version)
         if not await self._put_if(item, condition, values):
             raise VersionConflict(f"{ref}: version {expected_version} is no longer current (another commit won)")
         self._remember(ref, head)
@@ -193,14 +195,12 @@ class DynamoEventStore:
         return version
 
     async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
-        body = dumps(message.model_dump(mode="json"))
-        item = {"pk": {"S": ref.id}, "sk": {"S": _INBOX_PREFIX + message.id},
-                "pq": {"S": f"{self._order_ns():020d}#{message.id}"}, "m": {"S": body},
-                "et": {"N": repr(self._now())}}  # enqueue time on the store's clock (the commits' clock)
-        self._check_size(ref, f"message {message.id!r}", item,
-                         [(f"the body of message {message.id!r}", json_size(message.body)),
-                          ("its action arguments", json_size(message.args))])
-        return await self._put_if(item, "attribute_not_exists(pk)", {})
+        item = self._inbox.item(ref, message)
+        self._check_size(ref, f"message {message.id!r}", item, self._inbox.parts(message))
+        return await self._inbox.put(ref, message.id, item)
+
+    async def message_fingerprint(self, ref: ActorRef, message_id: str) -> str | None:
+        return await self._inbox.fingerprint(ref, message_id)
 
     async def record_wake_error(self, ref: ActorRef, error: WakeError) -> None:
         if not await self.exists(ref):
@@ -266,20 +266,6 @@ class DynamoEventStore:
             head.delta_bytes += len(item["z"]["B"])
         return head, sides
 
-    def _live_inbox(self, pending: list[dict[str, Any]], chain: list[Side]) -> list[InboxMessage]:
-        """Pending messages minus those the chain consumed (tombstoned only before the next snapshot)."""
-        consumed_at = {mid: side.at for side in chain for mid in side.consumed}
-        inbox: list[InboxMessage] = []
-        window = self.settings.dedupe_ttl_seconds / 2
-        for item in pending:  # the index returns them in send order
-            message = InboxMessage.model_validate(json.loads(item["m"]["S"]))
-            at = consumed_at.get(message.id)
-            # A pending item enqueued long after that consumption is the same id re-sent after the dedupe
-            # window (its tombstone expired): a new message.
-            if at is None or float(item["et"]["N"]) > at + window:
-                inbox.append(message)
-        return inbox
-
     # -- writing -------------------------------------------------------------------------------------
     def _commit_item(self, ref: ActorRef, head: Head, payload: dict[str, Any], *, snapshot: bool,
                      at: float) -> dict[str, dict[str, Any]]:
@@ -339,13 +325,6 @@ class DynamoEventStore:
             if probe:
                 log.info("settled version %d of %s: re-wrote %d item(s)", head.version, ref, len(derived))
         head.settled = True
-
-    async def _write_tombstones(self, ref: ActorRef, message_ids: Iterable[str], version: int) -> None:
-        """Replace consumed messages' items by tombstones: out of the `pending` index, a duplicate id
-        is still refused by the conditional enqueue until the TTL ends the dedupe window."""
-        expires = {"N": str(int(self._now() + self.settings.dedupe_ttl_seconds))}
-        await self._batch_write([{"pk": {"S": ref.id}, "sk": {"S": _INBOX_PREFIX + mid}, "t": {"N": str(version)},
-                                  TTL_ATTRIBUTE: expires} for mid in dict.fromkeys(message_ids)])
 
     async def _present(self, ref: ActorRef, sort_keys: list[str], version: int) -> set[str]:
         """Which of these derived items exist, written for this version."""
@@ -417,11 +396,6 @@ class DynamoEventStore:
         self._cache.move_to_end(key)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
-
-    def _order_ns(self) -> int:
-        """Strictly increasing within this store: the send order of messages enqueued through it."""
-        self._last_order_ns = max(time.time_ns(), self._last_order_ns + 1)
-        return self._last_order_ns
 
     def _expired(self, item: dict[str, Any]) -> bool:
         # DynamoDB deletes expired items lazily (and dynalite never): filter on read.

@@ -10,8 +10,11 @@
   a worker that receives it early re-sends it with the remaining delay ("hops") and lets the old one
   be deleted. An early, duplicate or stale timer is harmless: the wake-up finds nothing to do.
 
-A wake-up message only says "look at this actor": what to do is in the store, so SQS messages are
-deleted (by the event source) only after the wake-up committed.
+A wake-up message says "look at this actor", and carries what the request that sent it stores (the inbox
+message, and how to create the actor when the request may create it): requests send their wake-up first,
+then write, so a request cut off in between is completed by the worker, which stores what the store
+lacks before waking the actor (docs/semantics.md). SQS messages are deleted (by the event source) only
+after the wake-up committed. SQS errors raise TransportError (nothing was sent).
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict
 
-from dormant.ports import ActorRef, Clock
+from dormant.errors import TransportError
+from dormant.ports import ActorRef, Clock, Creation, InboxMessage
 from dormant.settings import Settings
 
 MAX_SQS_DELAY = 900
@@ -41,10 +46,13 @@ class WakeMessage(BaseModel):
     key: list[str]
     due: float | None = None  # timers: when it is due on the runtime's clock; None = now
     hops: int = 0
+    message: InboxMessage | None = None  # the message of the send that sent this wake-up
+    creation: Creation | None = None  # set when that request may have had to create the actor
 
     @classmethod
-    def for_ref(cls, ref: ActorRef, *, due: float | None = None, hops: int = 0) -> WakeMessage:
-        return cls(actor=ref.name, key=list(ref.key), due=due, hops=hops)
+    def for_ref(cls, ref: ActorRef, *, due: float | None = None, hops: int = 0, message: InboxMessage | None = None,
+                creation: Creation | None = None) -> WakeMessage:
+        return cls(actor=ref.name, key=list(ref.key), due=due, hops=hops, message=message, creation=creation)
 
     @property
     def ref(self) -> ActorRef:
@@ -92,23 +100,33 @@ class SqsTransport:
         """Queue URLs from the settings, looked up by name when not given."""
         return cls(sqs, await resolve_queue_urls(sqs, settings), clock, max_delay=settings.timer_hop_max_delay)
 
-    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None) -> None:
+    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None,
+                   message: InboxMessage | None = None, creation: Creation | None = None) -> None:
         if at is not None and at > self.clock.now():
-            await self.send_timer(WakeMessage.for_ref(ref, due=at))
+            await self.send_timer(WakeMessage.for_ref(ref, due=at, message=message, creation=creation))
             return
-        body = WakeMessage.for_ref(ref).model_dump_json(exclude_defaults=True)
+        body = WakeMessage.for_ref(ref, message=message, creation=creation).model_dump_json(exclude_defaults=True)
         params: dict[str, Any] = {"QueueUrl": self.urls.wake, "MessageBody": body}
         if self._fifo:
             params.update(MessageGroupId=group_id(ref), MessageDeduplicationId=dedup_id(ref, reason))
-        await self.sqs.send_message(**params)
+        await self._send(params)
 
     async def send_timer(self, message: WakeMessage) -> int:
         """Send (or re-send, for a hop) a timer message; returns the delay used."""
         assert message.due is not None
         delay = timer_delay(message.due, self.clock.now(), self.max_delay)
         body = message.model_dump_json(exclude_defaults=True)
-        await self.sqs.send_message(QueueUrl=self.urls.timers, MessageBody=body, DelaySeconds=delay)
+        await self._send({"QueueUrl": self.urls.timers, "MessageBody": body, "DelaySeconds": delay})
         return delay
+
+    async def _send(self, params: dict[str, Any]) -> None:
+        try:
+            await self.sqs.send_message(**params)
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code", "")
+            raise TransportError(f"SQS SendMessage failed: {code}") from error
+        except BotoCoreError as error:
+            raise TransportError(f"SQS SendMessage failed: {type(error).__name__}") from error
 
 
 async def resolve_queue_urls(sqs: Any, settings: Settings) -> QueueUrls:

@@ -74,7 +74,7 @@ class Worker:
         """Lambda's SQS batch in, ReportBatchItemFailures response out."""
         records: list[Mapping[str, Any]] = list(event.get("Records") or [])
         failed: list[str] = []
-        groups: dict[str, tuple[ActorRef, list[Mapping[str, Any]]]] = {}
+        groups: dict[str, tuple[ActorRef, list[tuple[Mapping[str, Any], WakeMessage]]]] = {}
         early: list[tuple[Mapping[str, Any], WakeMessage]] = []
         now = self.service.clock.now()
         for record in records:
@@ -89,7 +89,7 @@ class Worker:
             if message.due is not None and message.due > now:
                 early.append((record, message))
             else:
-                groups.setdefault(ref.id, (ref, []))[1].append(record)
+                groups.setdefault(ref.id, (ref, []))[1].append((record, message))
         outcomes = await asyncio.gather(*(self._hop(record, message) for record, message in early),
                                         *(self._wake(ref, group) for ref, group in groups.values()))
         for ids in outcomes:
@@ -107,7 +107,7 @@ class Worker:
         log.debug("timer for %s hops (%d): %d s more", message.ref, message.hops + 1, delay)
         return []
 
-    async def _wake(self, ref: ActorRef, records: list[Mapping[str, Any]]) -> list[str]:
+    async def _wake(self, ref: ActorRef, records: list[tuple[Mapping[str, Any], WakeMessage]]) -> list[str]:
         # Concurrent batches (the FIFO and the timer queue, or a redelivery) may name the same actor: the
         # version check keeps that correct, the lock keeps one process from running its steps twice.
         lock, users = self._running.get(ref.id, (asyncio.Lock(), 0))
@@ -122,11 +122,14 @@ class Worker:
             else:
                 self._running[ref.id] = (lock, users - 1)
 
-    async def _wake_once(self, ref: ActorRef, records: list[Mapping[str, Any]]) -> list[str]:
+    async def _wake_once(self, ref: ActorRef, group: list[tuple[Mapping[str, Any], WakeMessage]]) -> list[str]:
+        records = [record for record, _ in group]
         ids = [str(record["messageId"]) for record in records]
+        carried = [message.message for _, message in group if message.message is not None]
+        creation = next((message.creation for _, message in group if message.creation is not None), None)
         with metering() as meter:
             try:
-                report = await wake_actor(self.service, ref)
+                report = await wake_actor(self.service, ref, messages=carried, creation=creation)
             except Exception as error:
                 receives = max(_receive_count(record) for record in records)
                 log.warning("wake-up of %s failed (receive %d): %s: %s", ref, receives, type(error).__name__, error)

@@ -29,7 +29,7 @@ class SelfQueue:
 
     async def send(self, queue_name: str, body: Any) -> str:
         owner = self._owner
-        result = await owner._service.send(owner.ref, queue_name, body, message_id=owner._ids())
+        result = await owner._service.send(owner.ref, queue_name, body, message_id=owner._ids(), derived_id=True)
         return result.id
 
 

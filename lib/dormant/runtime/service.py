@@ -1,24 +1,78 @@
 """The actor operations behind every client: create, send, call, read. Shared by the
-in-process client, step/action contexts, the runtime and (later) the HTTP API."""
+in-process client, step/action contexts, the runtime and the HTTP API.
+
+Requests that both store something and wake the actor send the wake-up first, carrying what they store
+(Transport.wake): a request cut off after it still completes when the wake-up runs (docs/semantics.md,
+"A send is processed or not stored")."""
 
 from __future__ import annotations
 
 import inspect
+import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from dormant.actor import ActorDefinition, Registry
-from dormant.errors import ActorNotFoundError, VersionConflict, WakeFailedError
+from dormant.errors import (
+    ActorFinishedError,
+    ActorNotFoundError,
+    IdempotencyConflictError,
+    ItemTooLargeError,
+    SendFailedError,
+    StorageError,
+    TransportError,
+    VersionConflict,
+    WakeFailedError,
+)
 from dormant.models import ActorStatus, SendResult, WaitingFor
-from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, Clock, EventRecord, EventStore, InboxMessage, Transport
+from dormant.ports import (
+    MAX_CARRIED_BYTES,
+    ActorMeta,
+    ActorRef,
+    ActorSnapshot,
+    Clock,
+    Creation,
+    EventRecord,
+    EventStore,
+    InboxMessage,
+    Transport,
+)
 from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.workflow.execution import CommitDraft, StateCell, to_json
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
+log = logging.getLogger("dormant.runtime.service")
 DEFAULT_WAIT_TIMEOUT = 30.0
 MAX_CONFLICT_RETRIES = 20
+
+# -- which workflow states take messages: the one place that says so ---------------------------------------
+SendRule = Literal["run", "hold", "refuse"]
+REFUSING_STATES: frozenset[WorkflowState] = frozenset({WorkflowState.COMPLETED})
+"""A finished workflow consumes nothing more: a send is refused (409 actor_finished), nothing is stored."""
+HOLDING_STATES: frozenset[WorkflowState] = frozenset({WorkflowState.FAILED, WorkflowState.DIVERGED,
+                                                      WorkflowState.ROLLING_BACK})
+"""Stopped by an error: a send is stored and runs after an operator resumes the actor (202 with the status)."""
+
+
+def send_rule(state: WorkflowState) -> SendRule:
+    """What a send to an actor in `state` does: run (normal), hold (stored, waits) or refuse."""
+    if state in REFUSING_STATES:
+        return "refuse"
+    if state in HOLDING_STATES:
+        return "hold"
+    return "run"
+
+
+@dataclass
+class _Creation:
+    """A new actor, prepared (on_create has run, its state is checked) but not stored yet."""
+
+    meta: ActorMeta
+    state: dict[str, Any]
+    events: list[tuple[str, Any]]
 
 
 class ActorService:
@@ -40,10 +94,21 @@ class ActorService:
         """Create the actor if needed: run on_create, store version 1, start its workflow."""
         if await self.store.exists(ref):
             return False
+        return await self.create_actor(ref, actor_input)
+
+    async def create_actor(self, ref: ActorRef, actor_input: Any = None, *, wake: bool = True) -> bool:
+        """Create the actor (False if it exists). With a workflow and `wake`, its wake-up goes first,
+        carrying the input: if this request stops before the create, the wake-up creates the actor."""
         definition = self.registry.get(ref.name)
+        input_json = to_json(actor_input, "the actor's input")
+        prepared = await self._prepare_creation(definition, ref, input_json)
+        if wake and definition.workflow_fn is not None:
+            await self.transport.wake(ref, reason="create", creation=Creation(input=input_json))
+        return await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events)
+
+    async def _prepare_creation(self, definition: ActorDefinition, ref: ActorRef, input_json: Any) -> _Creation:
         cell = StateCell(definition.state, definition.initial_state().model_dump(mode="json"))
         events: list[tuple[str, Any]] = []
-        input_json = to_json(actor_input)
         if definition.on_create_fn is not None:
             context = ActionContext(service=self, definition=definition, ref=ref, state=cell,
                                     vars=definition.vars() if definition.vars else None, events=events,
@@ -51,24 +116,38 @@ class ActorService:
             result = definition.on_create_fn(context)
             if inspect.isawaitable(result):
                 await result
+        state = cell.check("on_create")
         meta = ActorMeta(name=ref.name, key=ref.key, created_at=self.clock.now(), input=input_json)
-        created = await self.store.create(ref, meta, cell.dump(), WorkflowRecord(), events)
-        if definition.workflow_fn is not None:  # also when a concurrent creator won: waking twice is harmless
-            await self.transport.wake(ref, reason="create")
-        return created
+        return _Creation(meta, state, events)
 
     # -- queues ------------------------------------------------------------------------------
     async def send(self, ref: ActorRef, queue_name: str, body: Any, *, wait: bool = False,
                    timeout: float | None = None, message_id: str | None = None,
-                   actor_input: Any = None) -> SendResult:
-        """Persist a message in the actor's inbox and wake it; optionally wait for `complete()`."""
+                   actor_input: Any = None, derived_id: bool = False) -> SendResult:
+        """Persist a message in the actor's inbox and wake it; optionally wait for `complete()`.
+
+        A `message_id` given by the caller is an idempotency key: the same id with the same queue and body
+        is the same message, with another queue or body IdempotencyConflictError. Ids a step derives
+        (`derived_id`) are only deduplicated: a re-run step re-sends, and the first send stands."""
         definition = self.registry.get(ref.name)
         validated = definition.queue_spec(queue_name).validate_body(queue_name, body)
-        await self.ensure_created(ref, actor_input)  # only once the message is known to be valid
-        message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=queue_name, body=to_json(validated),
+        message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=queue_name,
+                               body=to_json(validated, f'the body of queue "{queue_name}"'),
                                created_at=self.clock.now())
-        await self.store.enqueue(ref, message)
-        await self.transport.wake(ref, reason=f"message:{message.id}")
+        snapshot = await self.store.load(ref)
+        creation = None
+        state = WorkflowState.PENDING
+        if snapshot is None:  # created only once the message is known to be valid
+            creation = Creation(input=to_json(actor_input, "the actor's input"))
+        else:
+            state = snapshot.workflow.state
+        rule = send_rule(state)
+        if rule == "refuse":
+            raise ActorFinishedError(f"the workflow of actor {ref} has {state.value}: it takes no more messages")
+        _check_carried_size(message, creation)
+        await self._deliver(ref, message, creation=creation, compare=message_id is not None and not derived_id)
+        if rule == "hold":
+            return SendResult(status="queued", id=message.id, workflow=state)
         if not wait:
             return SendResult(status="queued", id=message.id)
         found, response = await self.store.wait_response(ref, message.id, timeout or DEFAULT_WAIT_TIMEOUT)
@@ -76,13 +155,44 @@ class ActorService:
             return SendResult(status="timedOut", id=message.id)
         return SendResult(status="completed", id=message.id, response=response)
 
+    async def _deliver(self, ref: ActorRef, message: InboxMessage, *, creation: Creation | None = None,
+                       at: float | None = None, compare: bool = False) -> None:
+        """The wake-up (carrying the message) first, then the actor's creation and the inbox write."""
+        definition = self.registry.get(ref.name)
+        prepared = None
+        if creation is not None:  # on_create runs before anything is sent: if it raises, nothing happened
+            prepared = await self._prepare_creation(definition, ref, creation.input)
+        try:
+            await self.transport.wake(ref, at=at, reason=f"message:{message.id}", message=message, creation=creation)
+        except TransportError as error:
+            raise SendFailedError(f"the message was not stored: the wake-up queue is unreachable ({error}); "
+                                  "send it again", message_id=message.id, stored=False) from error
+        try:
+            if prepared is not None:
+                await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events)
+            new = await self.store.enqueue(ref, message)
+        except ItemTooLargeError:
+            raise
+        except StorageError as error:
+            raise SendFailedError(f"the store failed ({error}), but the message's wake-up carries it: it will be "
+                                  "stored and processed; sending it again with the same id is harmless",
+                                  message_id=message.id, stored=True) from error
+        if not new and compare:
+            known = await self.store.message_fingerprint(ref, message.id)
+            if known is not None and known != message.fingerprint():
+                raise IdempotencyConflictError(
+                    f"message id {message.id!r} was already used for another message (another queue or body); "
+                    "a new message needs a new Idempotency-Key")
+
     async def schedule_action(self, ref: ActorRef, at: float, action: str, args: list[Any], *,
                               message_id: str | None = None) -> str:
-        self.registry.get(ref.name).action_fn(action)
+        definition = self.registry.get(ref.name)
+        validated = definition.validate_arguments(action, args)
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=action, kind="action",
-                               args=to_json(args), created_at=self.clock.now(), not_before=at)
-        await self.store.enqueue(ref, message)
-        await self.transport.wake(ref, at=at, reason=f"message:{message.id}")
+                               args=to_json(validated, f'the arguments of action "{action}"'),
+                               created_at=self.clock.now(), not_before=at)
+        _check_carried_size(message, None)
+        await self._deliver(ref, message, at=at)
         return message.id
 
     # -- actions -----------------------------------------------------------------------------
@@ -90,6 +200,7 @@ class ActorService:
         """Run an action; its state changes commit conditionally (a lost race re-runs it)."""
         definition = self.registry.get(ref.name)
         fn = definition.action_fn(action)
+        args = definition.validate_arguments(action, args)  # before anything is read, created or run
         ids = f"{ref.id}|action|{uuid.uuid4()}"
         for _ in range(MAX_CONFLICT_RETRIES):
             # Created (on_create, workflow started) only now that the action is known to exist.
@@ -103,10 +214,23 @@ class ActorService:
 
     async def run_scheduled(self, definition: ActorDefinition, snapshot: ActorSnapshot,
                             message: InboxMessage) -> None:
-        """Run a due scheduled action, consuming its inbox message in the same commit."""
-        fn = definition.action_fn(message.queue)
-        await self._run_action(definition, snapshot, fn, message.args, f"{snapshot.ref.id}|{message.id}",
-                               consumed=message.id)
+        """Run a due scheduled action, consuming its inbox message in the same commit.
+
+        An action that raises (or whose arguments no longer fit it) is consumed with nothing else committed
+        and logged: retrying it on every wake-up would block the actor for good."""
+        try:
+            fn = definition.action_fn(message.queue)
+            args = definition.validate_arguments(message.queue, message.args)
+            await self._run_action(definition, snapshot, fn, args, f"{snapshot.ref.id}|{message.id}",
+                                   consumed=message.id)
+        except (StorageError, TransportError, VersionConflict):
+            raise
+        except Exception as error:
+            log.error("scheduled action %s of %s failed and is dropped: %s: %s", message.queue, snapshot.ref,
+                      type(error).__name__, error)
+            await self.store.commit(snapshot.ref, snapshot.version, CommitDraft(
+                upserts=[], deleted_prefixes=[], state=None, consumed_ids=[message.id], responses={}, events=[],
+                workflow=None, committed_at=self.clock.now()))
 
     async def _run_action(self, definition: ActorDefinition, snapshot: ActorSnapshot, fn: Any, args: list[Any],
                           id_seed: str, consumed: str | None) -> tuple[Any, int]:
@@ -125,7 +249,7 @@ class ActorService:
                 result = await result
         finally:
             await call_hook(definition.on_sleep_fn, hooks)
-        state = cell.dump()
+        state = cell.check(f'action "{getattr(fn, "__name__", "?")}"')  # invalid state: nothing commits
         draft = CommitDraft(upserts=[], deleted_prefixes=[], state=state if state != cell.committed else None,
                             consumed_ids=[consumed] if consumed else [], responses={}, events=events, workflow=None,
                             committed_at=self.clock.now())
@@ -138,14 +262,11 @@ class ActorService:
     async def _load(self, ref: ActorRef, *, create: bool = False, actor_input: Any = None) -> ActorSnapshot:
         snapshot = await self.store.load(ref)
         if snapshot is None and create:  # requests through a handle create the actor (one read when it exists)
-            await self.ensure_created(ref, actor_input)
+            await self.create_actor(ref, actor_input)
             snapshot = await self.store.load(ref)
         if snapshot is None:
-            raise ActorNotFoundError(f"actor {ref} does not exist yet")
-        if snapshot.workflow.state is WorkflowState.PENDING and self.registry.get(ref.name).workflow_fn is not None:
-            # Created but never woken: the creator may have crashed between the create and its wake-up.
-            # A duplicate wake-up is harmless, a missing one would leave the workflow unstarted.
-            await self.transport.wake(ref, reason="create")
+            raise ActorNotFoundError("the actor does not exist yet")
+        # (A created actor's wake-up was sent before its creation, so none is missing: no wake here.)
         return snapshot
 
     async def state(self, ref: ActorRef) -> Any:
@@ -186,3 +307,15 @@ class ActorService:
                 yield record
             if not follow and not batch:
                 return
+
+
+def _check_carried_size(message: InboxMessage, creation: Creation | None) -> None:
+    """The wake-up carries the message (and the actor's input): it must fit one SQS message."""
+    size = len(message.model_dump_json().encode())
+    if creation is not None:
+        size += len(creation.model_dump_json().encode())
+    if size > MAX_CARRIED_BYTES:
+        raise ItemTooLargeError(f"the message is {size} bytes as JSON (with the actor's input when it creates the "
+                                f"actor); the limit is {MAX_CARRIED_BYTES} bytes, because its wake-up carries it "
+                                "whole (one SQS message: 256 KiB). Store large payloads elsewhere (e.g. S3) and "
+                                "send a reference")

@@ -4,12 +4,13 @@ workflow -> commit (conditionally on the version read) -> schedule the next wake
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dormant.actor import ActorDefinition
 from dormant.errors import VersionConflict, WakeFailedError
-from dormant.ports import ActorRef, ActorSnapshot
+from dormant.ports import ActorRef, ActorSnapshot, Creation, InboxMessage
 from dormant.runtime.contexts import HookContext, StepContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
@@ -64,9 +65,16 @@ class ActorHost:
                            actor_input=self._snapshot.meta.input)
 
 
-async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
-    """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up)."""
+async def wake_actor(service: ActorService, ref: ActorRef, *, budget: float | None = None,
+                     messages: Sequence[InboxMessage] = (), creation: Creation | None = None) -> WakeReport:
+    """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up).
+
+    `budget`: seconds this wake-up may take (the worker's remaining invocation time); the engine may use
+    it to resolve short waits in-process. `messages` and `creation`: what the wake-up messages carried
+    (see Transport.wake); whatever of it the store lacks is stored first, so a send that was cut off
+    between its wake-up and its own write is completed here."""
     definition = service.registry.get(ref.name)
+    carried = bool(messages) or creation is not None
     serial = False
     race_winners: dict[str, str] = {}  # kept across attempts: see Execution.race_winners
     attempt = lost_races = scheduled_runs = 0
@@ -75,6 +83,9 @@ async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
     while lost_races < MAX_CONFLICT_RETRIES:
         attempt += 1
         snapshot = await service.store.load(ref)
+        if carried:
+            carried = False
+            snapshot = await _complete_requests(service, ref, snapshot, messages, creation)
         if snapshot is None:
             return WakeReport(ref=ref, outcome="missing", attempts=attempt)
         now = service.clock.now()
@@ -100,6 +111,29 @@ async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
         await _schedule_next(service, snapshot, report)
         return report
     raise WakeFailedError(f"wake-up of {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")
+
+
+async def _complete_requests(service: ActorService, ref: ActorRef, snapshot: ActorSnapshot | None,
+                             messages: Sequence[InboxMessage], creation: Creation | None) -> ActorSnapshot | None:
+    """Store what the wake-ups carried and the store lacks: the actor (if a request meant to create it) and
+    messages whose ids the load did not see. On the normal path both were written by the request itself,
+    the load shows them, and this writes nothing."""
+    if snapshot is None:
+        if creation is None:
+            return None
+        log.info("creating %s from its wake-up (the request that sent it did not get to)", ref)
+        await service.create_actor(ref, creation.input, wake=False)
+        snapshot = await service.store.load(ref)
+        if snapshot is None:
+            return None
+    stored = 0
+    for message in messages:
+        if message.id not in snapshot.held_ids and await service.store.enqueue(ref, message):
+            stored += 1
+    if not stored:
+        return snapshot
+    log.info("stored %d message(s) of %s from their wake-ups (the sends did not get to)", stored, ref)
+    return await service.store.load(ref)
 
 
 async def _run_workflow_once(service: ActorService, definition: ActorDefinition, snapshot: ActorSnapshot,

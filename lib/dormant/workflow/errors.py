@@ -9,6 +9,22 @@ class DormantError(Exception):
     """Base class of every error Dormant raises on purpose."""
 
 
+class InvalidJsonError(DormantError, ValueError):
+    """A value cannot be stored: it does not round-trip through JSON (see dormant.workflow.values).
+
+    `path` locates the offending part (`$.items[3].name`), `rule` says what is wrong; neither holds the value.
+    """
+
+    def __init__(self, message: str, *, path: str = "$", rule: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.rule = rule
+
+
+class InvalidStateError(DormantError):
+    """A step, action, hook or rollback handler left the actor's state not matching its model."""
+
+
 class WorkflowDefinitionError(DormantError):
     """The workflow code uses the API wrongly (bad name, duplicate entry, missing checkpoint...)."""
 

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
-from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from dormant.workflow.errors import InvalidStateError
 from dormant.workflow.history import (
     EntryKind,
     ErrorInfo,
@@ -27,13 +28,18 @@ from dormant.workflow.history import (
 )
 from dormant.workflow.replay import HistoryIndex
 from dormant.workflow.signals import WakeAborted, WakeRestart
+from dormant.workflow.values import check_json, describe_errors
 
 
-def to_json(value: Any) -> Any:
-    """The JSON form every recorded value takes; the workflow always sees this form."""
-    if value is None or isinstance(value, (str, int, float, bool)):
+def to_json(value: Any, what: str = "the value") -> Any:
+    """The JSON form every recorded value takes; the workflow always sees this form.
+
+    Raises InvalidJsonError (naming `what` and the path) for anything the store could not read back."""
+    if value is None or isinstance(value, bool):
         return value
-    return to_jsonable_python(value)
+    if isinstance(value, (str, int, float)):
+        return check_json(value, what)
+    return check_json(to_jsonable_python(value), what)
 
 
 def error_info(error: BaseException) -> ErrorInfo:
@@ -68,6 +74,23 @@ class StateCell:
 
     def revert(self) -> None:
         self.value = self.model_type.model_validate(self.committed)
+
+    def check(self, after: str) -> dict[str, Any]:
+        """The state's JSON, proven to load back into its model; InvalidStateError (naming fields and rules,
+        never values) if `after` (a step, an action...) left it otherwise. Run before anything commits it."""
+        name = self.model_type.__name__
+        try:
+            dump = self.value.model_dump(mode="json", warnings=False)
+        except PydanticSerializationError:
+            raise InvalidStateError(f"{after} left the state ({name}) holding a value that cannot be "
+                                    "serialized") from None
+        check_json(dump, f"the state ({name}) after {after}")
+        try:
+            self.model_type.model_validate(dump)
+        except ValidationError as error:
+            raise InvalidStateError(f"{after} left the state not matching {name}: {describe_errors(error)}"
+                                    ) from None
+        return dump
 
 
 class WorkflowHost(Protocol):

@@ -56,6 +56,7 @@ async def compensate(ex: Execution) -> None:
             result = handler(ex.host.step_context(run), ex.copy_output(entry))
             if inspect.isawaitable(result):
                 await result
+            ex.state.check(f'the rollback of step "{entry.location}"')
         except Exception as error:
             ex.in_flight -= 1
             ex.state.revert()

@@ -37,6 +37,7 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
     try:
         output = await fn(ctx)
         root.finish(fn)
+        output = to_json(output, "the workflow's result")  # unstorable: the workflow fails, not the wake-up
     except Suspend as suspension:
         if ex.rolling_back:
             return await _finish_rollback(ex, base)
@@ -66,7 +67,7 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
     else:
         if ex.rolling_back:
             return await _finish_rollback(ex, base)
-        record = base.model_copy(update={"state": WorkflowState.COMPLETED, "output": to_json(output),
+        record = base.model_copy(update={"state": WorkflowState.COMPLETED, "output": output,
                                          "error": None})
     await ex.finish(record)
     return record

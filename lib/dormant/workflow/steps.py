@@ -81,7 +81,9 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
         result = fn(ex.host.step_context(run))
         if inspect.isawaitable(result):
             result = await (asyncio.wait_for(result, limit) if limit is not None else result)
-        output = to_json(result)
+        output = to_json(result, f'the result of step "{name}"')
+        if run.touched_state:  # a state change that would not load back fails the attempt, like any error
+            ex.state.check(f'step "{name}"')
     except (asyncio.CancelledError, BranchCancelled):
         ex.in_flight -= 1
         scope.leave()

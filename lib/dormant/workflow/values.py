@@ -1,0 +1,110 @@
+"""What a stored value may be: JSON that round-trips through the store's JSON form.
+
+Every value Dormant records or stores (message bodies, action arguments, actor inputs, step results,
+loop state, events, responses, state) passes `check_json` on its way in (through `to_json`), so nothing
+is written that a later load could not read back. Refused, with the path of the offending part and the
+rule it breaks (never the value itself):
+
+- strings with lone surrogates (U+D800-U+DFFF, e.g. a JSON `"\\ud800"`): not encodable as UTF-8;
+- integers of more than `MAX_INT_DIGITS` digits: Python cannot turn them into JSON text;
+- NaN and +-Infinity: not JSON;
+- nesting deeper than `MAX_DEPTH` arrays/objects;
+- anything that is not null, a bool, a number, a string, a list or a string-keyed object.
+
+No I/O here (the engine's package).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from dormant.workflow.errors import InvalidJsonError
+
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects in one stored value."""
+MAX_INT_DIGITS = getattr(sys.int_info, "default_max_str_digits", 4300) or 4300
+"""Longest integer (in decimal digits) Python converts to JSON text (its int-to-str limit)."""
+_INT_BOUND = 10 ** MAX_INT_DIGITS
+_MAX_KEY_SHOWN = 40
+
+
+def _key_text(key: str, index: int) -> str:
+    """A key for a path: short printable keys as they are, others by position (never echo odd input)."""
+    if len(key) <= _MAX_KEY_SHOWN and key.isprintable() and _encodable(key) and key.isascii():
+        return f".{key}" if key.isidentifier() else f"[{key!r}]"
+    return f"[<key #{index + 1}>]"
+
+
+def _encodable(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def json_problem(value: Any) -> tuple[str, str] | None:
+    """(path, rule) of the first part of `value` that cannot be stored as JSON, or None if all can.
+
+    Iterative (no recursion limit to hit on hostile nesting)."""
+    stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if item is None or isinstance(item, bool):
+            continue
+        if isinstance(item, str):
+            if not _encodable(item):
+                return path, "a string contains a lone surrogate (U+D800-U+DFFF), which is not valid UTF-8"
+            continue
+        if isinstance(item, int):
+            if not -_INT_BOUND < item < _INT_BOUND:
+                return path, f"an integer has more than {MAX_INT_DIGITS} digits"
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return path, "NaN and Infinity are not JSON numbers"
+            continue
+        if isinstance(item, (list, tuple)):
+            if depth >= MAX_DEPTH:
+                return path, f"arrays and objects nest deeper than {MAX_DEPTH} levels"
+            stack.extend((child, f"{path}[{index}]", depth + 1) for index, child in enumerate(item))
+            continue
+        if isinstance(item, dict):
+            if depth >= MAX_DEPTH:
+                return path, f"arrays and objects nest deeper than {MAX_DEPTH} levels"
+            for index, (key, child) in enumerate(item.items()):
+                if not isinstance(key, str):
+                    return f"{path}[<key #{index + 1}>]", "object keys must be strings"
+                if not _encodable(key):
+                    return (f"{path}[<key #{index + 1}>]",
+                            "an object key contains a lone surrogate (U+D800-U+DFFF), which is not valid UTF-8")
+                stack.append((child, path + _key_text(key, index), depth + 1))
+            continue
+        return path, f"a {type(item).__name__} is not a JSON value"
+    return None
+
+
+def check_json(value: Any, what: str = "the value") -> Any:
+    """`value` itself if it can be stored as JSON; otherwise InvalidJsonError naming `what`, path and rule."""
+    problem = json_problem(value)
+    if problem is not None:
+        path, rule = problem
+        raise InvalidJsonError(f"{what} cannot be stored: {rule} (at {path})", path=path, rule=rule)
+    return value
+
+
+def describe_errors(error: ValidationError, *, limit: int = 5, prefix: tuple[str | int, ...] = ()) -> str:
+    """pydantic's errors as "field: rule" (`items.3.name: Input should be a valid string`), without the
+    input values pydantic would otherwise print."""
+    parts = []
+    for item in error.errors(include_url=False, include_input=False, include_context=False)[:limit]:
+        location = ".".join(str(part) for part in (*prefix, *item["loc"])) or "(the value itself)"
+        parts.append(f"{location}: {item['msg']}")
+    more = error.error_count() - limit
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
