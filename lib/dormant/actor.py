@@ -207,14 +207,15 @@ class ActorDefinition:
     def queue_spec(self, queue_name: str) -> QueueSpec[Any]:
         spec = self.queues.get(queue_name)
         if spec is None:
-            raise UnknownQueueError(f'actor "{self.name}" has no queue "{queue_name}"; '
+            # (The requested name is not repeated: errors never echo what a client sent.)
+            raise UnknownQueueError(f'actor "{self.name}" has no queue of that name; '
                                     f"declared queues: {sorted(self.queues)}")
         return spec
 
     def action_fn(self, action_name: str) -> Callable[..., Any]:
         fn = self.actions.get(action_name)
         if fn is None:
-            raise UnknownActionError(f'actor "{self.name}" has no action "{action_name}"; '
+            raise UnknownActionError(f'actor "{self.name}" has no action of that name; '
                                      f"declared actions: {sorted(self.actions)}")
         return fn
 
@@ -272,7 +273,7 @@ class Registry:
     def get(self, name: str) -> ActorDefinition:
         definition = self.actors.get(name)
         if definition is None:
-            raise UnknownActorError(f'no actor type "{name}" is registered; known: {sorted(self.actors)}')
+            raise UnknownActorError(f"no actor type of that name is registered; known: {sorted(self.actors)}")
         return definition
 
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from dormant import ActionContext, StepContext, WorkflowContext, actor, event, queue, setup
 from examples.progress_broadcast import progress_actor
 from examples.request_response import doubler
+from tests.api.boundary_apps import breaker, counter, deep, finisher, notes
 
 
 # -- account: two queues on one completable receive, actions, events, input ---------------------------
@@ -176,4 +177,4 @@ async def run_hanger(ctx: WorkflowContext) -> None:
     await ctx.loop("job-loop", iteration)
 
 
-registry = setup(account, sleeper, plain, hanger, doubler, progress_actor)
+registry = setup(account, sleeper, plain, hanger, doubler, progress_actor, notes, finisher, breaker, deep, counter)

@@ -24,7 +24,7 @@ from dormant.settings import Settings
 from dormant.workflow.history import EntryStatus, WorkflowState
 from tests.api.apps import GATE, AccountState, registry
 from tests.api.support import TOKEN, http_api_v2_event, lambda_body, raw_request, serve
-from tests.api.test_hostile import CASES, LIMIT, _check
+from tests.api.test_hostile import CASES, LIMIT, _check, seed
 from tests.api.test_mangum import HANDLER_PATH
 from tests.aws_env import AwsTestEnv
 from tests.servers import MotoServer, fake_aws_environment, scrubbed_variables
@@ -150,11 +150,7 @@ async def test_a_request_survives_a_poller_restart_between_receive_and_complete(
 
 async def test_hostile_requests_leave_the_table_unchanged(moto: str) -> None:
     async with aws_api(moto, max_body_bytes=LIMIT) as (env, url):
-        alice = env.client.get_or_create("account", ["alice"])
-        await alice.send("deposit", {"amount": 5})
-        await alice.send("withdraw", {"amount": 2}, wait=True, timeout=20)
-        await env.client.get_or_create("sleeper", ["s"]).status()
-        await env.run_until_idle()
+        await seed(env)
         before = await scan(env)
         problems: list[str] = []
         for case in CASES:

@@ -1,11 +1,16 @@
-"""Malformed and hostile requests: each gets the right status and a JSON error body, and the store is
-exactly as it was before (compared as a full dump). Run through uvicorn with raw sockets (so `..` and
-%2F reach the server as typed) and through Mangum with API Gateway HTTP API v2 events."""
+"""Malformed and hostile requests: each gets the right status and a JSON error body that never repeats what
+was sent, and the store is exactly as it was before (compared as a full dump). Run through uvicorn with raw
+sockets (so `..`, %2F and %FF reach the server as typed), through Mangum with API Gateway HTTP API v2 events,
+and (tests/api/test_aws.py) on DynamoDB + SQS. The cases marked "issue 9" are the ones the issue lists.
+
+`python -m tests.api.test_hostile` prints the table (case, request, answer) as Markdown."""
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from dormant.http.app import create_app
 from dormant.settings import Settings
@@ -24,6 +29,10 @@ from tests.api.support import (
 LIMIT = 8192
 JSON = {"Content-Type": "application/json"}
 ALICE = "/actors/account/alice"
+NOTES = "/actors/notes/n"
+COUNTER = "/actors/workflow-counter/c"
+CARD = "4111 1111 1111 1111"
+SEEDED_KEY = "seeded-note-1"
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,7 @@ class Case:
     code: str
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
+    raw_only: bool = False  # needs the raw request target (uvicorn); API Gateway decodes the path first
 
 
 def _json(value: object) -> bytes:
@@ -89,7 +99,7 @@ CASES = [
     Case("arguments not a list", "POST", f"{ALICE}/actions/add", 422, "invalid_arguments", _json({"amount": 1}), JSON),
     Case("too many arguments", "POST", f"{ALICE}/actions/add", 422, "invalid_arguments", b"[1, 2, 3]", JSON),
     Case("missing argument", "POST", f"{ALICE}/actions/add", 422, "invalid_arguments", b"[]", JSON),
-    Case("argument of the wrong type", "POST", f"{ALICE}/actions/add", 500, "action_failed", b'["five"]', JSON),
+    Case("argument of the wrong type", "POST", f"{ALICE}/actions/add", 422, "invalid_arguments", b'["five"]', JSON),
     Case("action that raises", "POST", f"{ALICE}/actions/explode", 500, "action_failed", b"[]", JSON),
     # bad keys and path tricks
     Case("%2F in a key splits the path", "GET", "/actors/account/a%2Fb/state", 404, "not_found"),
@@ -103,6 +113,52 @@ CASES = [
     Case("raw control character", "GET", "/actors/account/a%00b/state", 400, "invalid_key"),
     Case("key part over 512 characters", "POST", f"/actors/account/{'k' * 600}/queues/deposit", 400, "invalid_key",
          _json({"amount": 1}), JSON),
+    # issue 9: typed actions
+    Case("issue 9: [1] for `note: str`", "POST", f"{NOTES}/actions/add_note", 422, "invalid_arguments", b"[1]", JSON),
+    Case("issue 9: an object for `note: str`", "POST", f"{NOTES}/actions/add_note", 422, "invalid_arguments",
+         _json([{"note": "x"}]), JSON),
+    Case("issue 9: no arguments for add_note", "POST", f"{NOTES}/actions/add_note", 422, "invalid_arguments", b"[]",
+         JSON),
+    Case("issue 9: a card number where an int belongs", "POST", f"{ALICE}/queues/deposit", 422, "invalid_body",
+         _json({"amount": CARD}), JSON),
+    Case("issue 9: a card number as an action argument", "POST", f"{ALICE}/actions/add", 422, "invalid_arguments",
+         _json([CARD]), JSON),
+    # issue 9: values the store cannot hold
+    Case("issue 9: lone surrogate in a body", "POST", f"{NOTES}/queues/note", 400, "invalid_json",
+         b'{"note": "\\ud800"}', JSON),
+    Case("issue 9: lone surrogate deep in a body", "POST", f"{NOTES}/queues/raw", 400, "invalid_json",
+         b'{"a": [{"b": "x\\udfff"}]}', JSON),
+    Case("issue 9: lone surrogate in an object key", "POST", f"{NOTES}/queues/raw", 400, "invalid_json",
+         b'{"\\udc00": 1}', JSON),
+    Case("issue 9: lone surrogate in an action argument", "POST", f"{NOTES}/actions/add_note", 400, "invalid_json",
+         b'["\\ud800"]', JSON),
+    Case("issue 9: lone surrogate in an actor input", "PUT", "/actors/notes/fresh", 400, "invalid_json",
+         b'{"input": {"name": "\\ud800"}}', JSON),
+    Case("issue 9: 4300-digit integer", "POST", f"{COUNTER}/queues/counter", 400, "invalid_json",
+         b'{"delta": ' + b"9" * 4300 + b"}", JSON),
+    Case("issue 9: 1001-digit integer", "POST", f"{COUNTER}/queues/counter", 400, "invalid_json",
+         b'{"delta": ' + b"9" * 1001 + b"}", JSON),
+    Case("issue 9: 1e400 (Infinity)", "POST", f"{NOTES}/queues/raw", 400, "invalid_json", b'{"x": 1e400}', JSON),
+    Case("issue 9: -Infinity literal", "POST", f"{NOTES}/queues/raw", 400, "invalid_json", b'{"x": -Infinity}', JSON),
+    Case("issue 9: nested 65 deep", "POST", "/actors/deep/d/queues/any", 400, "invalid_json",
+         b"[" * 65 + b"]" * 65, JSON),
+    # issue 9: idempotency keys compare the request; finished actors refuse work
+    Case("issue 9: key reused with another body", "POST", f"{NOTES}/queues/note", 409, "idempotency_conflict",
+         _json({"note": "changed"}), {**JSON, "Idempotency-Key": SEEDED_KEY}),
+    Case("issue 9: key reused on another queue", "POST", f"{NOTES}/queues/raw", 409, "idempotency_conflict",
+         _json({"note": "hello"}), {**JSON, "Idempotency-Key": SEEDED_KEY}),
+    Case("issue 9: send to a completed workflow", "POST", "/actors/finisher/f/queues/go", 409, "actor_finished",
+         b"2", JSON),
+    Case("issue 9: wait=true on a completed workflow", "POST", "/actors/finisher/f/queues/go?wait=true", 409,
+         "actor_finished", b"2", JSON),
+    # issue 9: keys
+    Case("issue 9: %FF in a key", "GET", "/actors/account/a%FF/state", 400, "invalid_key", raw_only=True),
+    Case("issue 9: %FE in a key", "POST", "/actors/account/a%FE/queues/deposit", 400, "invalid_key",
+         _json({"amount": 1}), JSON, raw_only=True),
+    Case("issue 9: storage key over 2048 bytes (non-ASCII)", "POST", f"/actors/account/{'~C3~A9' * 400}/queues/deposit",
+         400, "invalid_key", _json({"amount": 1}), JSON),
+    Case("issue 9: storage key over 2048 bytes (five parts)", "PUT", "/actors/account/" + ",".join(["k" * 500] * 5),
+         400, "invalid_key"),
     # auth
     Case("inspector without token", "GET", f"{ALICE}/inspector/workflow-history", 401, "unauthorized"),
     Case("inspector with a wrong token", "GET", f"{ALICE}/inspector/workflow-history", 401, "unauthorized",
@@ -118,12 +174,26 @@ CASES = [
 ]
 
 
-async def _seeded_env(env: TestEnv) -> None:
+async def seed(env: Any) -> None:
+    """The actors the cases hit (a TestEnv or an AwsTestEnv): an account with history, a sleeper, notes with a
+    message sent under SEEDED_KEY, a counter, a completed finisher, a failed breaker, a `deep` actor."""
     handle = env.client.get_or_create("account", ["alice"])
     await handle.send("deposit", {"amount": 5})
-    await handle.send("withdraw", {"amount": 2}, wait=True, timeout=5)
+    await handle.send("withdraw", {"amount": 2}, wait=True, timeout=20)
     await env.client.get_or_create("sleeper", ["s"]).status()
+    notes = env.client.get_or_create("notes", ["n"])
+    await notes.call("add_note", "first")
+    await notes.send("note", {"note": "hello"}, message_id=SEEDED_KEY)
+    await env.client.get_or_create("workflow-counter", ["c"]).send("counter", {"delta": 1})
+    await env.client.get_or_create("finisher", ["f"]).send("go", 1)
+    await env.client.get_or_create("breaker", ["b"]).send("go", 1)
+    await env.client.get_or_create("deep", ["d"]).status()
     await env.run_until_idle()
+    assert (await env.client.get_or_create("finisher", ["f"]).status()).workflow.value == "completed"
+    assert (await env.client.get_or_create("breaker", ["b"]).status()).workflow.value == "failed"
+
+
+
 
 
 def _check(case: Case, status: int, body: object, problems: list[str]) -> None:
@@ -133,6 +203,16 @@ def _check(case: Case, status: int, body: object, problems: list[str]) -> None:
     if not (isinstance(body, dict) and set(body) == {"error"} and body["error"].get("code") == case.code
             and isinstance(body["error"].get("message"), str) and body["error"]["message"]):
         problems.append(f"{case.name}: body {body!r}, expected error code {case.code}")
+        return
+    echoed = [part for part in _sent_values(case) if part in json.dumps(body, ensure_ascii=False)]
+    if echoed:
+        problems.append(f"{case.name}: the error repeats what was sent ({echoed[0][:40]!r}): {body}")
+
+
+def _sent_values(case: Case) -> list[str]:
+    """Distinctive things a case sent (that no error message should contain)."""
+    sent = [CARD, "9" * 50, "changed"] if case.body else []
+    return [value for value in sent if value.encode() in case.body or value in case.target]
 
 
 def _settings() -> Settings:
@@ -146,7 +226,7 @@ def test_the_table_has_at_least_twenty_cases() -> None:
 
 async def test_hostile_requests_through_uvicorn_change_nothing() -> None:
     async with TestEnv(registry) as env:
-        await _seeded_env(env)
+        await seed(env)
         before = dump_store(env.store)
         problems: list[str] = []
         async with serve(create_app(registry, _settings(), service=env.service)) as url:
@@ -166,15 +246,31 @@ async def test_hostile_requests_through_uvicorn_change_nothing() -> None:
 
 def test_hostile_requests_through_mangum_change_nothing() -> None:
     with mangum_harness(registry, _settings()) as harness:
-        harness.run(_seeded_env(harness.env))
+        harness.run(seed(harness.env))
         before = dump_store(harness.env.store)
         problems: list[str] = []
         for case in CASES:
-            if case.headers.get("Content-Length"):
-                continue  # API Gateway computes Content-Length itself: a lying header cannot reach the Lambda
+            if case.headers.get("Content-Length") or case.raw_only:
+                continue  # API Gateway computes Content-Length itself and decodes the path before the Lambda
             event = http_api_v2_event(case.method, case.target, body=case.body or None, headers=case.headers)
             response = harness.handler(event, None)
             _check(case, response["statusCode"], lambda_body(response), problems)
         harness.run(harness.env.run_until_idle())
         assert problems == []
         assert dump_store(harness.env.store) == before
+
+
+def markdown_table() -> str:
+    """The cases as a Markdown table (for reports: what was tried and what the API answered)."""
+    rows = ["| case | request | answer |", "|---|---|---|"]
+    for case in CASES:
+        body = case.body.decode("utf-8", "replace")
+        body = body if len(body) <= 40 else body[:37] + "..."
+        target = case.target if len(case.target) <= 60 else case.target[:57] + "..."
+        request = f"`{case.method} {target}`" + (f" `{body}`" if body else "")
+        rows.append(f"| {case.name} | {request.replace('|', '/')} | {case.status} `{case.code}` |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown_table() + "\n")

@@ -71,7 +71,7 @@ def test_every_route_round_trips_through_mangum(make_event: Any) -> None:
         assert status == 200 and body["isWorkflowEnabled"] is True
         assert call("GET", "/actors/account/tenant~2F1,alice/inspector/workflow-history")[0] == 401
         assert call("GET", "/actors/nope/x/state") == (
-            404, {"error": {"code": "unknown_actor", "message": "no actor type \"nope\" is registered; known: "
+            404, {"error": {"code": "unknown_actor", "message": "no actor type of that name is registered; known: "
                                                                 f"{sorted(registry.actors)}"}})
         harness.run(harness.env.run_until_idle())
         state = harness.run(harness.env.client.get_or_create("account", ["tenant/1", "alice"]).state())

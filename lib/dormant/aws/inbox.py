@@ -53,7 +53,7 @@ class InboxItems:
 
     @staticmethod
     def parts(message: InboxMessage) -> list[tuple[str, int]]:
-        return [(f"the body of message {message.id!r}", json_size(message.body)),
+        return [("the message body", json_size(message.body)),
                 ("its action arguments", json_size(message.args))]
 
     async def put(self, ref: ActorRef, message_id: str, item: dict[str, Any]) -> bool:

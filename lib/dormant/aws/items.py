@@ -149,6 +149,7 @@ class TornRead(Exception):
 def too_large(ref: ActorRef, what: str, size: int, parts: Iterable[tuple[str, int]]) -> ItemTooLargeError:
     biggest = max(parts, key=lambda part: part[1], default=("(nothing)", 0))
     return ItemTooLargeError(
-        f"{what} of actor {ref} is {size} bytes, over DynamoDB's item limit of {ITEM_LIMIT} bytes (400 KB); "
+        f"{what} of an actor of type {ref.name!r} is {size} bytes, over DynamoDB's item limit of {ITEM_LIMIT} "
+        "bytes (400 KB); "
         f"the biggest part is {biggest[0]} ({biggest[1]} bytes). Keep step outputs, messages and state small: "
         "store large payloads elsewhere (e.g. S3) and record a reference. Retrying cannot help.")

@@ -196,7 +196,7 @@ class DynamoEventStore:
 
     async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
         item = self._inbox.item(ref, message)
-        self._check_size(ref, f"message {message.id!r}", item, self._inbox.parts(message))
+        self._check_size(ref, "the message", item, self._inbox.parts(message))
         return await self._inbox.put(ref, message.id, item)
 
     async def message_fingerprint(self, ref: ActorRef, message_id: str) -> str | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import inspect
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -25,16 +24,18 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dormant.actor import ActorDefinition, Registry
-from dormant.errors import StorageError, VersionConflict, WakeFailedError
+from dormant.errors import StorageError, TransportError, VersionConflict, WakeFailedError
 from dormant.http.errors import ApiError, install_error_handlers
 from dormant.http.inspector import workflow_history
-from dormant.http.keys import decode_key
+from dormant.http.keys import decode_key, percent_decode
 from dormant.http.openapi import build_openapi
 from dormant.ports import ActorRef
 from dormant.runtime.offline import export_lines
 from dormant.runtime.service import ActorService
 from dormant.settings import Settings
+from dormant.workflow.errors import InvalidJsonError, InvalidStateError
 from dormant.workflow.execution import to_json
+from dormant.workflow.values import check_json
 
 ServiceFactory = Callable[[], AbstractAsyncContextManager[ActorService]]
 MAX_MESSAGE_ID = 128
@@ -104,9 +105,16 @@ async def _read_json(request: Request, limit: int, *, required: bool) -> tuple[b
             raise ApiError(415, "unsupported_media_type", f"send JSON (Content-Type: application/json), "
                                                           f"not {media or 'an empty type'}")
     try:
-        return True, json.loads(bytes(body), parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        raise ApiError(400, "invalid_json", f"the body is not valid JSON: {error}") from None
+        value = json.loads(bytes(body), parse_constant=_reject_constant)
+    except UnicodeDecodeError as error:
+        raise ApiError(400, "invalid_json", f"the body is not valid UTF-8 (at byte {error.start})") from None
+    except json.JSONDecodeError as error:  # its text names the position and the rule, not the input
+        raise ApiError(400, "invalid_json", f"the body is not valid JSON: {error.msg} at line {error.lineno} "
+                                            f"column {error.colno}") from None
+    except (ValueError, RecursionError) as error:  # NaN/Infinity (see _reject_constant), too deep
+        raise ApiError(400, "invalid_json", f"the body is not valid JSON: {error}"[:200]) from None
+    check_json(value, "the body")  # InvalidJsonError -> 400 invalid_json, naming the path
+    return True, value
 
 
 def _message_id(value: str | None) -> str | None:
@@ -118,11 +126,22 @@ def _message_id(value: str | None) -> str | None:
     return value
 
 
-def _check_arity(fn: Callable[..., Any], args: list[Any], action: str) -> None:
-    try:
-        inspect.signature(fn).bind(None, *args)
-    except TypeError as error:
-        raise ApiError(422, "invalid_arguments", f'action "{action}": {error}') from None
+def _key_segment(request: Request, decoded: str) -> str:
+    """The key's path segment as the client sent it, percent-decoded strictly.
+
+    Servers decode the path before routing and replace escapes that are not UTF-8 by U+FFFD (`%FF` and
+    `%FE` would name one actor): where the raw path is known (uvicorn), the segment is taken from it and
+    decoded strictly (InvalidKeyError). Behind API Gateway (Mangum) the gateway has decoded it already."""
+    raw = request.scope.get("raw_path")
+    route = request.scope.get("route")
+    template = getattr(route, "path", None)
+    if not raw or template is None:
+        return decoded
+    raw_parts = bytes(raw).split(b"/")
+    template_parts = str(template).split("/")
+    if len(raw_parts) != len(template_parts) or "{key}" not in template_parts:
+        return decoded  # a root path or an encoded '/': routing used the decoded path, so do we
+    return percent_decode(raw_parts[template_parts.index("{key}")].decode("latin-1"))
 
 
 def create_app(registry: Registry, settings: Settings | None = None, *, service: ActorService | None = None,
@@ -161,9 +180,9 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     app.openapi = openapi  # type: ignore[method-assign]
 
     # -- shared checks -------------------------------------------------------------------------------
-    def resolve(actor: str, key: str) -> tuple[ActorDefinition, ActorRef]:
+    def resolve(request: Request, actor: str, key: str) -> tuple[ActorDefinition, ActorRef]:
         definition = registry.get(actor)  # UnknownActorError -> 404
-        return definition, ActorRef(name=actor, key=decode_key(key))  # InvalidKeyError -> 400
+        return definition, ActorRef(name=actor, key=decode_key(_key_segment(request, key)))  # InvalidKeyError -> 400
 
     def authorize(request: Request) -> None:
         if settings.dev:
@@ -181,8 +200,8 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     async def existing(ref: ActorRef) -> ActorService:
         svc = await holder.get()
         if not await svc.store.exists(ref):
-            raise ApiError(404, "actor_not_found", f"actor {ref} does not exist (PUT /actors/{{actor}}/{{key}} "
-                                                   f"or a send or call creates it)")
+            raise ApiError(404, "actor_not_found", "the actor does not exist (PUT /actors/{actor}/{key} "
+                                                   "or a send or call creates it)")
         return svc
 
     def capped(seconds: float | None) -> float:
@@ -197,7 +216,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     @app.put("/actors/{actor}/{key}", include_in_schema=False)
     async def get_or_create(request: Request, actor: str, key: str) -> JSONResponse:
-        _, ref = resolve(actor, key)
+        _, ref = resolve(request, actor, key)
         present, body = await _read_json(request, limit, required=False)
         try:
             actor_input = _CreateBody.model_validate(body if present else {}).input
@@ -212,7 +231,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     async def send(request: Request, actor: str, key: str, queue: str, wait: bool = False,
                    timeout: float | None = Query(None, gt=0),
                    idempotency_key: str | None = Header(None, alias="Idempotency-Key")) -> JSONResponse:
-        definition, ref = resolve(actor, key)
+        definition, ref = resolve(request, actor, key)
         definition.queue_spec(queue)  # UnknownQueueError -> 404, before reading the body
         message_id = _message_id(idempotency_key)
         _, body = await _read_json(request, limit, required=True)
@@ -221,30 +240,38 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         payload: dict[str, Any] = {"status": result.status, "id": result.id}
         if result.status == "completed":
             payload["response"] = result.response
+        if result.workflow is not None:  # failed or diverged: stored, runs once an operator resumes the actor
+            payload["workflow"] = result.workflow.value
         return JSONResponse(payload, status_code=202 if result.status == "queued" else 200)
 
     @app.post("/actors/{actor}/{key}/actions/{action}", include_in_schema=False)
     async def call(request: Request, actor: str, key: str, action: str) -> dict[str, Any]:
-        definition, ref = resolve(actor, key)
-        fn = definition.action_fn(action)  # UnknownActionError -> 404
+        definition, ref = resolve(request, actor, key)
+        definition.action_fn(action)  # UnknownActionError -> 404
         present, args = await _read_json(request, limit, required=False)
         if not present:
             args = []
         if not isinstance(args, list):
             raise ApiError(422, "invalid_arguments", "the body must be a JSON array of the action's arguments")
-        _check_arity(fn, args, action)
+        definition.validate_arguments(action, args)  # count and type hints: InvalidArgumentsError -> 422
         svc = await holder.get()
         try:
             result = await svc.call(ref, action, args)
-        except (StorageError, VersionConflict, WakeFailedError):
+        except (StorageError, VersionConflict, WakeFailedError, TransportError):
             raise
+        except InvalidStateError as error:  # the action left the state invalid: nothing was committed
+            raise ApiError(500, "action_failed", f"InvalidStateError: {error}") from None
         except Exception as error:  # the action's own failure (or its on_create's): nothing was committed
             raise ApiError(500, "action_failed", f"{type(error).__name__}: {error}") from None
-        return {"result": to_json(result)}
+        try:
+            return {"result": to_json(result, "the action's result")}
+        except InvalidJsonError as error:
+            raise ApiError(500, "action_failed", f"the action ran, but its result cannot be sent as JSON: "
+                                                 f"{error.rule} (at {error.path})") from None
 
     @app.get("/actors/{actor}/{key}/state", include_in_schema=False)
-    async def state(actor: str, key: str) -> Any:
-        _, ref = resolve(actor, key)
+    async def state(request: Request, actor: str, key: str) -> Any:
+        _, ref = resolve(request, actor, key)
         value = await (await existing(ref)).state(ref)
         return value.model_dump(mode="json")
 
@@ -252,7 +279,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     async def status(request: Request, actor: str, key: str, history: bool = False) -> dict[str, Any]:
         if history:
             authorize(request)
-        _, ref = resolve(actor, key)
+        _, ref = resolve(request, actor, key)
         svc = await existing(ref)
         payload = (await svc.status(ref)).model_dump(mode="json")
         if history:
@@ -262,13 +289,13 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     @app.get("/actors/{actor}/{key}/history", include_in_schema=False)
     async def history(request: Request, actor: str, key: str) -> list[dict[str, Any]]:
         authorize(request)
-        _, ref = resolve(actor, key)
+        _, ref = resolve(request, actor, key)
         return [e.model_dump(mode="json") for e in await (await existing(ref)).history(ref)]
 
     @app.get("/actors/{actor}/{key}/events", include_in_schema=False)
-    async def events(actor: str, key: str, after: int = Query(0, ge=0), wait: float = Query(0.0, ge=0),
-                     limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
-        _, ref = resolve(actor, key)
+    async def events(request: Request, actor: str, key: str, after: int = Query(0, ge=0),
+                     wait: float = Query(0.0, ge=0), limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
+        _, ref = resolve(request, actor, key)
         store = (await existing(ref)).store
         if wait > 0:
             batch = await store.wait_events(ref, after, capped(wait))
@@ -281,7 +308,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     @app.get("/actors/{actor}/{key}/inspector/workflow-history", include_in_schema=False)
     async def inspector_history(request: Request, actor: str, key: str) -> dict[str, Any]:
         authorize(request)
-        definition, ref = resolve(actor, key)
+        definition, ref = resolve(request, actor, key)
         svc = await existing(ref)
         enabled = definition.workflow_fn is not None
         current = (await svc.status(ref)).workflow.value if enabled else None
@@ -292,11 +319,11 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     async def inspector_export(request: Request, actor: str, key: str) -> PlainTextResponse:
         """The actor's history as JSON lines, for `dormant replay` (offline, against new code)."""
         authorize(request)
-        _, ref = resolve(actor, key)
+        _, ref = resolve(request, actor, key)
         svc = await existing(ref)
         snapshot = await svc.store.load(ref)
         if snapshot is None:  # deleted between the two reads: as if it never existed
-            raise ApiError(404, "actor_not_found", f"actor {ref} does not exist")
+            raise ApiError(404, "actor_not_found", "the actor does not exist")
         return PlainTextResponse("\n".join(export_lines(snapshot)) + "\n", media_type="application/x-ndjson")
 
     return app

@@ -4,11 +4,16 @@ and by the HTTP client (code -> exception). No web framework here: the client im
 from __future__ import annotations
 
 from dormant.errors import (
+    ActorFinishedError,
     ActorNotFoundError,
+    IdempotencyConflictError,
+    InvalidArgumentsError,
     InvalidKeyError,
     InvalidMessageError,
     ItemTooLargeError,
+    SendFailedError,
     StorageError,
+    TransportError,
     UnknownActionError,
     UnknownActorError,
     UnknownEventError,
@@ -16,7 +21,7 @@ from dormant.errors import (
     VersionConflict,
     WakeFailedError,
 )
-from dormant.workflow.errors import DormantError
+from dormant.workflow.errors import DormantError, InvalidJsonError
 
 # Checked in order (subclasses first); where two exceptions share a code, the client raises the first.
 ERROR_CODES: list[tuple[type[DormantError], int, str]] = [
@@ -26,9 +31,15 @@ ERROR_CODES: list[tuple[type[DormantError], int, str]] = [
     (UnknownEventError, 404, "unknown_event"),
     (ActorNotFoundError, 404, "actor_not_found"),
     (InvalidKeyError, 400, "invalid_key"),
+    (InvalidJsonError, 400, "invalid_json"),
     (InvalidMessageError, 422, "invalid_body"),
+    (InvalidArgumentsError, 422, "invalid_arguments"),
+    (ActorFinishedError, 409, "actor_finished"),
+    (IdempotencyConflictError, 409, "idempotency_conflict"),
     (ItemTooLargeError, 413, "payload_too_large"),
+    (SendFailedError, 503, "send_failed"),
     (StorageError, 503, "storage_unavailable"),
+    (TransportError, 503, "queue_unavailable"),
     (WakeFailedError, 503, "busy"),
     (VersionConflict, 503, "busy"),
 ]

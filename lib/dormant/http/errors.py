@@ -18,8 +18,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dormant.errors import (
     InvalidMessageError,
+    SendFailedError,
+    StorageError,
+    TransportError,
 )
 from dormant.http.error_codes import ERROR_CODES
+from dormant.workflow.errors import InvalidJsonError
 
 log = logging.getLogger("dormant.http")
 
@@ -53,13 +57,32 @@ class ApiError(Exception):
 _MAPPING = ERROR_CODES
 
 
+RETRY_AFTER_SECONDS = 1
+# Errors of the storage and queue services: their own texts may quote request values (DynamoDB's validation
+# messages do), so clients get these instead; the logs keep the original.
+_UNAVAILABLE = {
+    "storage_unavailable": "the store is unavailable; nothing was changed or it is safe to retry",
+    "queue_unavailable": "the wake-up queue is unavailable; nothing was sent, retry",
+}
+
+
 def from_exception(error: Exception) -> ApiError | None:
     """The ApiError for a dormant exception, or None if it is not one the API maps."""
     for kind, status, code in _MAPPING:
         if isinstance(error, kind):
-            detail = to_jsonable_python(error.errors, fallback=str) if isinstance(error, InvalidMessageError) else None
-            headers = {"Retry-After": "1"} if status == 503 else None
-            return ApiError(status, code, str(error), detail=detail, headers=headers)
+            detail: Any = None
+            message = str(error)
+            if isinstance(error, InvalidMessageError):
+                detail = to_jsonable_python(error.errors, fallback=str)
+            elif isinstance(error, InvalidJsonError):
+                detail = {"path": error.path, "rule": error.rule}
+            elif isinstance(error, SendFailedError):
+                detail = {"id": error.message_id, "stored": error.stored}
+            elif isinstance(error, (StorageError, TransportError)) and code in _UNAVAILABLE:
+                log.warning("%s: %s", code, error)
+                message = _UNAVAILABLE[code]
+            headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+            return ApiError(status, code, message, detail=detail, headers=headers)
     return None
 
 
@@ -82,7 +105,8 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(error, StarletteHTTPException)
         code = _STATUS_CODES.get(error.status_code, "http_error")
         message = "no such route" if error.status_code == 404 else str(error.detail)
-        return error_response(ApiError(error.status_code, code, f"{message}: {request.method} {request.url.path}",
+        # (The path is not repeated: errors never echo what a client sent.)
+        return error_response(ApiError(error.status_code, code, f"{message} (method {request.method})",
                                        headers=dict(error.headers or {})))
 
     async def on_validation_error(request: Request, error: Exception) -> JSONResponse:

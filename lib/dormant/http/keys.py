@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
+from urllib.parse import unquote_to_bytes
 
 from dormant.errors import InvalidKeyError
 
@@ -41,7 +42,7 @@ def encode_key(key: str | Sequence[str]) -> str:
         raise InvalidKeyError("an actor key needs at least one part")
     for part in parts:
         if not isinstance(part, str) or not part:
-            raise InvalidKeyError(f"actor key parts must be non-empty strings, got {part!r}")
+            raise InvalidKeyError("actor key parts must be non-empty strings")
     return SEPARATOR.join(_encode_part(p) for p in parts)
 
 
@@ -55,13 +56,14 @@ def _decode_part(text: str) -> str:
         if ch == ESCAPE:
             pair = text[i + 1:i + 3]
             if len(pair) != 2 or not set(pair) <= _HEX:
-                raise InvalidKeyError(f"bad escape {text[i:i + 3]!r} in actor key: '~' must be followed by two "
-                                      f"hex digits")
+                raise InvalidKeyError(f"bad escape at character {i + 1} of an actor key part: '~' must be followed "
+                                      "by two hex digits")
             out.append(int(pair, 16))
             i += 3
             continue
         if ord(ch) < 0x20 or ord(ch) == 0x7F:
-            raise InvalidKeyError(f"raw control character {ch!r} in actor key: escape it as ~{ord(ch):02X}")
+            raise InvalidKeyError(f"raw control character at character {i + 1} of an actor key part: escape it "
+                                  "as ~XX")
         out += ch.encode("utf-8")
         i += 1
     try:
@@ -73,5 +75,14 @@ def _decode_part(text: str) -> str:
 def decode_key(segment: str) -> tuple[str, ...]:
     """The key parts of a path segment made by `encode_key` (or typed by hand)."""
     if segment in (".", ".."):
-        raise InvalidKeyError(f"{segment!r} is not an actor key (write a literal dot key as ~2E)")
+        raise InvalidKeyError("a bare '.' or '..' is not an actor key (write a literal dot key as ~2E)")
     return tuple(_decode_part(p) for p in segment.split(SEPARATOR))
+
+
+def percent_decode(raw: str) -> str:
+    """A path segment as sent (`%XX` escapes and all) decoded strictly: escapes that are not UTF-8 are an
+    InvalidKeyError, never replaced by U+FFFD (which would make different keys name one actor)."""
+    try:
+        return unquote_to_bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidKeyError("the key's %XX escapes are not valid UTF-8") from None

@@ -143,7 +143,7 @@ class ActorService:
             state = snapshot.workflow.state
         rule = send_rule(state)
         if rule == "refuse":
-            raise ActorFinishedError(f"the workflow of actor {ref} has {state.value}: it takes no more messages")
+            raise ActorFinishedError(f"the actor's workflow has {state.value}: it takes no more messages")
         _check_carried_size(message, creation)
         await self._deliver(ref, message, creation=creation, compare=message_id is not None and not derived_id)
         if rule == "hold":
@@ -165,8 +165,9 @@ class ActorService:
         try:
             await self.transport.wake(ref, at=at, reason=f"message:{message.id}", message=message, creation=creation)
         except TransportError as error:
-            raise SendFailedError(f"the message was not stored: the wake-up queue is unreachable ({error}); "
-                                  "send it again", message_id=message.id, stored=False) from error
+            log.warning("send to %s failed before anything was stored: %s", ref, error)
+            raise SendFailedError("the message was not stored: the wake-up queue is unreachable; send it again",
+                                  message_id=message.id, stored=False) from error
         try:
             if prepared is not None:
                 await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events)
@@ -174,15 +175,16 @@ class ActorService:
         except ItemTooLargeError:
             raise
         except StorageError as error:
-            raise SendFailedError(f"the store failed ({error}), but the message's wake-up carries it: it will be "
-                                  "stored and processed; sending it again with the same id is harmless",
+            log.warning("send to %s: the store failed after the wake-up was sent: %s", ref, error)
+            raise SendFailedError("the store failed, but the message's wake-up carries it: it will be stored and "
+                                  "processed; sending it again with the same id is harmless",
                                   message_id=message.id, stored=True) from error
         if not new and compare:
             known = await self.store.message_fingerprint(ref, message.id)
             if known is not None and known != message.fingerprint():
                 raise IdempotencyConflictError(
-                    f"message id {message.id!r} was already used for another message (another queue or body); "
-                    "a new message needs a new Idempotency-Key")
+                    "this message id (Idempotency-Key) was already used for another message (another queue or "
+                    "body); a new message needs a new id")
 
     async def schedule_action(self, ref: ActorRef, at: float, action: str, args: list[Any], *,
                               message_id: str | None = None) -> str:
@@ -210,7 +212,7 @@ class ActorService:
             except VersionConflict:
                 continue
             return result
-        raise WakeFailedError(f"action {action} on {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")
+        raise WakeFailedError(f'action "{action}" lost {MAX_CONFLICT_RETRIES} version races in a row; retry it')
 
     async def run_scheduled(self, definition: ActorDefinition, snapshot: ActorSnapshot,
                             message: InboxMessage) -> None:

@@ -6,7 +6,8 @@ is written that a later load could not read back. Refused, with the path of the 
 rule it breaks (never the value itself):
 
 - strings with lone surrogates (U+D800-U+DFFF, e.g. a JSON `"\\ud800"`): not encodable as UTF-8;
-- integers of more than `MAX_INT_DIGITS` digits: Python cannot turn them into JSON text;
+- integers of more than `MAX_INT_DIGITS` digits (Python cannot turn integers of over 4300 digits into JSON
+  text; the lower limit keeps sums of stored integers printable);
 - NaN and +-Infinity: not JSON;
 - nesting deeper than `MAX_DEPTH` arrays/objects;
 - anything that is not null, a bool, a number, a string, a list or a string-keyed object.
@@ -17,7 +18,6 @@ No I/O here (the engine's package).
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,8 +26,9 @@ from dormant.workflow.errors import InvalidJsonError
 
 MAX_DEPTH = 64
 """Deepest nesting of arrays and objects in one stored value."""
-MAX_INT_DIGITS = getattr(sys.int_info, "default_max_str_digits", 4300) or 4300
-"""Longest integer (in decimal digits) Python converts to JSON text (its int-to-str limit)."""
+MAX_INT_DIGITS = 1000
+"""Longest integer (in decimal digits) a stored value may hold: well under the 4300 digits Python can turn
+into text, so that sums of stored integers stay serializable."""
 _INT_BOUND = 10 ** MAX_INT_DIGITS
 _MAX_KEY_SHOWN = 40
 
@@ -104,7 +105,7 @@ def describe_errors(error: ValidationError, *, limit: int = 5, prefix: tuple[str
     input values pydantic would otherwise print."""
     parts = []
     for item in error.errors(include_url=False, include_input=False, include_context=False)[:limit]:
-        location = ".".join(str(part) for part in (*prefix, *item["loc"])) or "(the value itself)"
-        parts.append(f"{location}: {item['msg']}")
+        location = ".".join(str(part) for part in (*prefix, *item["loc"]))
+        parts.append(f"{location}: {item['msg']}" if location else str(item["msg"]))
     more = error.error_count() - limit
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
