@@ -10,8 +10,8 @@ different modules do not collide.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Hashable
-from typing import Any, get_type_hints
+from collections.abc import Hashable
+from typing import Any
 
 from pydantic import TypeAdapter
 
@@ -24,39 +24,42 @@ from dormant.workflow.history import HistoryEntry
 
 REF_TEMPLATE = "#/components/schemas/{model}"
 KEY_PARAMETER = {
-    "name": "key", "in": "path", "required": True, "schema": {"type": "string"},
+    "name": "key", "in": "path", "required": True, "schema": {"type": "string"}, "example": "main",
     "description": "The actor key: parts joined by ',', each part's bytes outside A-Z a-z 0-9 - . _ "
                    "written ~XX (see docs/http-api.md). `main` is [\"main\"], `tenant,42` is [\"tenant\", \"42\"].",
 }
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 
 
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}}}
+
+
 def _error_responses(schemas: _Schemas, *statuses: int) -> dict[str, Any]:
-    text = {400: "Malformed request (bad key, bad JSON)", 401: "Missing or wrong bearer token",
-            404: "Unknown actor, queue or action, or the actor does not exist yet", 413: "Body over the size limit",
-            415: "Body is not JSON", 422: "Body or parameters fail validation", 503: "Storage busy; retry"}
-    return {str(s): {"description": text[s], "content": {"application/json": {
-        "schema": schemas["ErrorBody"]}}} for s in statuses}
+    text = {400: "Malformed request (bad key, bad JSON, a value the store cannot hold)",
+            401: "Missing or wrong bearer token",
+            404: "Unknown actor, queue or action, or the actor does not exist yet",
+            409: "The actor's workflow has completed (actor_finished), or the Idempotency-Key was used for "
+                 "another message (idempotency_conflict)",
+            413: "Body over the size limit", 415: "Body is not JSON",
+            422: "Body, arguments or parameters fail validation",
+            503: "Storage or queue unavailable, or busy: retry after Retry-After seconds (a send says in "
+                 "`detail.stored` whether its message was stored; retry it with the same Idempotency-Key)"}
+    responses: dict[str, Any] = {}
+    for status in statuses:
+        responses[str(status)] = {"description": text[status],
+                                  "content": {"application/json": {"schema": schemas["ErrorBody"]}}}
+        if status == 503:
+            responses[str(status)]["headers"] = RETRY_AFTER
+    responses["default"] = {"description": "Any other error (e.g. 405 method not allowed)",
+                            "content": {"application/json": {"schema": schemas["ErrorBody"]}}}
+    return responses
 
 
-def _action_signature(fn: Callable[..., Any]) -> tuple[list[Any], int, bool, Any]:
-    """(parameter types, required count, variadic?, return type) of an action, context excluded."""
-    try:
-        hints = get_type_hints(fn)
-    except Exception:  # unresolvable annotations (e.g. local classes): document them as "any"
-        hints = {}
-    params = list(inspect.signature(fn).parameters.values())[1:]
-    types, required, variadic = [], 0, False
-    for param in params:
-        if param.kind is inspect.Parameter.VAR_POSITIONAL:
-            variadic = True
-            continue
-        if param.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD):
-            continue
-        types.append(hints.get(param.name, Any))
-        if param.default is inspect.Parameter.empty:
-            required += 1
-    return types, required, variadic, hints.get("return", Any)
+def _action_signature(definition: ActorDefinition, action: str) -> tuple[list[Any], int, Any, Any]:
+    """(parameter types, required count, variadic element type or None, return type) of an action."""
+    signature = definition.action_signature(action)
+    variadic = signature.variadic.annotation if signature.variadic is not None else None
+    return [p.annotation for p in signature.positional], signature.required, variadic, signature.returns
 
 
 class _Schemas:
@@ -95,10 +98,12 @@ def _collect(registry: Registry) -> _Schemas:
             schemas.add((name, "queue", queue_name), spec.body, "validation")
             schemas.add((name, "response", queue_name), spec.response if spec.response is not None else Any,
                         "serialization")
-        for action_name, fn in definition.actions.items():
-            types, _, _, returns = _action_signature(fn)
+        for action_name in definition.actions:
+            types, _, variadic, returns = _action_signature(definition, action_name)
             for index, tp in enumerate(types):
                 schemas.add((name, "arg", action_name, index), tp, "validation")
+            if variadic is not None:
+                schemas.add((name, "rest", action_name), variadic, "validation")
             schemas.add((name, "result", action_name), returns, "serialization")
         for event_name, event_spec in definition.events.items():
             schemas.add((name, "event", event_name), event_spec.payload, "serialization")
@@ -126,7 +131,7 @@ def _actor_paths(definition: ActorDefinition, schemas: _Schemas) -> dict[str, An
             "type": "object", "properties": {"input": {"description": "The actor's input (create only)"}},
             "additionalProperties": False}}}},
         responses={"200": _json(_ref_actor_info(), "It existed"), "201": _json(_ref_actor_info(), "Created"),
-                   **_error_responses(schemas, 400, 404, 413, 422)})}
+                   **_error_responses(schemas, 400, 404, 413, 415, 422, 503)})}
     for queue_name in definition.queues:
         response = schemas[(name, "response", queue_name)]
         paths[f"{base}/queues/{queue_name}"] = {"post": op(
@@ -141,35 +146,43 @@ def _actor_paths(definition: ActorDefinition, schemas: _Schemas) -> dict[str, An
             requestBody={"required": True, "content": {"application/json": {
                 "schema": schemas[(name, "queue", queue_name)]}}},
             responses={
-                "202": _json({"type": "object", "properties": {"status": {"const": "queued"},
-                                                                "id": {"type": "string"}}}, "Queued"),
-                "200": _json({"type": "object", "properties": {
+                "202": _json({"type": "object", "required": ["status", "id"], "properties": {
+                    "status": {"const": "queued"}, "id": {"type": "string"},
+                    "workflow": {"enum": ["failed", "diverged", "rolling_back"],
+                                 "description": "Set when the workflow has stopped on an error: the message is "
+                                                "stored and runs after an operator resumes the actor"}}},
+                    "Queued"),
+                "200": _json({"type": "object", "required": ["status", "id"], "properties": {
                     "status": {"enum": ["completed", "timedOut"]}, "id": {"type": "string"},
                     "response": response}}, "Completed (with the response) or timed out"),
-                **_error_responses(schemas, 400, 404, 413, 415, 422, 503)})}
+                **_error_responses(schemas, 400, 404, 409, 413, 415, 422, 503)})}
     for action_name, fn in definition.actions.items():
-        types, required, variadic, _ = _action_signature(fn)
-        args: dict[str, Any] = {"type": "array", "minItems": required,
-                                "prefixItems": [schemas[(name, "arg", action_name, i)] for i in range(len(types))]}
-        if not variadic:
+        types, required, variadic, _ = _action_signature(definition, action_name)
+        args: dict[str, Any] = {"type": "array", "minItems": required}
+        if types:  # (an empty prefixItems is not valid JSON Schema for client generators)
+            args["prefixItems"] = [schemas[(name, "arg", action_name, i)] for i in range(len(types))]
+        if variadic is None:
             args["maxItems"] = len(types)
+        else:
+            args["items"] = schemas[(name, "rest", action_name)]
         paths[f"{base}/actions/{action_name}"] = {"post": op(
             f"Call action {action_name}", f"call:{action_name}",
             description=inspect.getdoc(fn) or "",
             requestBody={"required": False, "content": {"application/json": {"schema": args}}},
             responses={"200": _json({"type": "object", "properties": {
                 "result": schemas[(name, "result", action_name)]}, "required": ["result"]}),
-                       "500": _json(schemas["ErrorBody"], "The action raised (code action_failed)"),
+                       "500": _json(schemas["ErrorBody"], "The action raised, or left the state invalid (code "
+                                                          "action_failed); nothing was committed"),
                        **_error_responses(schemas, 400, 404, 413, 415, 422, 503)})}
     paths[f"{base}/state"] = {"get": op("Read the state", "state", responses={
-        "200": _json(schemas[(name, "state")]), **_error_responses(schemas, 400, 404)})}
+        "200": _json(schemas[(name, "state")]), **_error_responses(schemas, 400, 404, 503)})}
     paths[f"{base}/status"] = {"get": op(
         "Read the workflow status", "status",
         parameters=[{"name": "history", "in": "query", "schema": {"type": "boolean", "default": False},
                      "description": "Include the history (needs the bearer token)"}],
-        responses={"200": _json(schemas["ActorStatus"]), **_error_responses(schemas, 400, 401, 404)})}
+        responses={"200": _json(schemas["ActorStatus"]), **_error_responses(schemas, 400, 401, 404, 503)})}
     paths[f"{base}/history"] = {"get": op("Read the workflow history", "history", security=BEARER, responses={
-        "200": _json(schemas["History"]), **_error_responses(schemas, 400, 401, 404)})}
+        "200": _json(schemas["History"]), **_error_responses(schemas, 400, 401, 404, 503)})}
     event_schema: dict[str, Any] = schemas["EventRecord"]
     if definition.events:
         event_schema = {"oneOf": [{"type": "object", "properties": {
@@ -185,15 +198,15 @@ def _actor_paths(definition: ActorDefinition, schemas: _Schemas) -> dict[str, An
             {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
         responses={"200": _json({"type": "object", "properties": {
             "events": {"type": "array", "items": event_schema}, "cursor": {"type": "integer"}}}),
-            **_error_responses(schemas, 400, 404)})}
+            **_error_responses(schemas, 400, 404, 503)})}
     paths[f"{base}/inspector/workflow-history"] = {"get": op(
-        "Inspector: workflow history", "inspector", security=BEARER,
-        responses={"200": _json(schemas["WorkflowHistoryResponse"]), **_error_responses(schemas, 400, 401, 404)})}
+        "Inspector: workflow history", "inspector-history", security=BEARER,
+        responses={"200": _json(schemas["WorkflowHistoryResponse"]), **_error_responses(schemas, 400, 401, 404, 503)})}
     paths[f"{base}/inspector/export"] = {"get": op(
-        "Inspector: export the history as JSON lines (for `dormant replay`)", "inspector", security=BEARER,
+        "Inspector: export the history as JSON lines (for `dormant replay`)", "inspector-export", security=BEARER,
         responses={"200": {"description": "one actor header line, then one line per history entry",
                            "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
-                   **_error_responses(schemas, 400, 401, 404)})}
+                   **_error_responses(schemas, 400, 401, 404, 503)})}
     return paths
 
 

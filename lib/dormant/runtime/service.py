@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic_core import to_jsonable_python
+
 from dormant.actor import ActorDefinition, Registry
 from dormant.errors import (
     ActorFinishedError,
@@ -43,6 +45,7 @@ from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.workflow.execution import CommitDraft, StateCell, to_json
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.values import check_json
 
 log = logging.getLogger("dormant.runtime.service")
 DEFAULT_WAIT_TIMEOUT = 30.0
@@ -203,6 +206,7 @@ class ActorService:
         definition = self.registry.get(ref.name)
         fn = definition.action_fn(action)
         args = definition.validate_arguments(action, args)  # before anything is read, created or run
+        _check_arguments(action, args)
         ids = f"{ref.id}|action|{uuid.uuid4()}"
         for _ in range(MAX_CONFLICT_RETRIES):
             # Created (on_create, workflow started) only now that the action is known to exist.
@@ -321,3 +325,12 @@ def _check_carried_size(message: InboxMessage, creation: Creation | None) -> Non
                                 f"actor); the limit is {MAX_CARRIED_BYTES} bytes, because its wake-up carries it "
                                 "whole (one SQS message: 256 KiB). Store large payloads elsewhere (e.g. S3) and "
                                 "send a reference")
+
+
+def _check_arguments(action: str, args: Sequence[Any]) -> None:
+    """Action arguments cross the JSON-safety check too (in process, values with no JSON form pass)."""
+    try:
+        converted = to_jsonable_python(list(args), fallback=lambda _: None)
+    except UnicodeEncodeError:
+        converted = list(args)
+    check_json(converted, f'the arguments of action "{action}"')

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from dormant.workflow.errors import InvalidStateError
+from dormant.workflow.errors import InvalidJsonError, InvalidStateError
 from dormant.workflow.history import (
     EntryKind,
     ErrorInfo,
@@ -39,7 +39,13 @@ def to_json(value: Any, what: str = "the value") -> Any:
         return value
     if isinstance(value, (str, int, float)):
         return check_json(value, what)
-    return check_json(to_jsonable_python(value), what)
+    try:
+        converted = to_jsonable_python(value)
+    except UnicodeEncodeError:  # a lone surrogate in a dict key: find it in the value as given
+        check_json(value, what)
+        raise InvalidJsonError(f"{what} cannot be stored: it holds a lone surrogate (U+D800-U+DFFF)",
+                               rule="lone surrogate") from None
+    return check_json(converted, what)
 
 
 def error_info(error: BaseException) -> ErrorInfo:
