@@ -157,7 +157,7 @@ class AwsTestEnv:
         tracking = _TrackingTransport(transport, self.known, send_timers=self.clock.frozen_at is None)
         self.service = ActorService(self.registry, self.store, tracking, self.clock)
         self.client = Client(self.service)
-        self.worker = Worker(self.service, transport)
+        self.worker = Worker(self.service, transport, self.settings)
         self.pollers = [SqsPoller(sqs, url, self.worker.handle, wait_seconds=0, idle_delay=0.05)
                         for url in (self.urls.wake, self.urls.timers)]
         if not self.autorun:

@@ -111,6 +111,7 @@ class WakeError(BaseModel):
     at: float
     receive_count: int = 1
     version: int | None = None  # the actor's version after the failure; a later commit makes it stale
+    failures: int = 0  # wake-ups failed by the actor's own errors (not the infrastructure's) since that version
 
 
 class ActorSnapshot(BaseModel):

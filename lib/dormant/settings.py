@@ -60,7 +60,16 @@ class Settings(BaseSettings):
     """Dead-letter queue of the FIFO queue (SQS requires a FIFO queue's DLQ to be FIFO too)."""
     fifo_dlq_url: str | None = None
     max_receives: int = Field(5, ge=1)
-    """Receives before SQS moves a message to the DLQ (the redrive policy's maxReceiveCount)."""
+    """Receives of a wake-up message: on the last one, a wake-up that fails by the actor's own error is moved
+    to the DLQ by the worker, with the reason as attributes (the redrive policy's maxReceiveCount is the same
+    number, SQS's backstop for workers that crash)."""
+    wake_retry_base: float = Field(5.0, ge=0)
+    """Seconds before a failed wake-up's messages come back after their first receive; doubles per receive."""
+    wake_retry_max: float = Field(300.0, ge=0)
+    """Longest delay before a failed wake-up's messages come back."""
+    worker_reserve_seconds: float = Field(5.0, ge=0)
+    """The worker starts no new wake-up once its invocation has less time left than this (the messages go
+    back to the queue at once)."""
     timer_hop_max_delay: int = Field(900, ge=0, le=900)
     """Longest single SQS delay in seconds (SQS caps it at 900); longer sleeps hop."""
 

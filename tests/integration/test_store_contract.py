@@ -222,3 +222,34 @@ async def test_wake_error_is_recorded_on_existing_actors_only(any_store: EventSt
     assert snapshot is not None
     assert snapshot.wake_error == WakeError(message="poison", at=T0 + 1, receive_count=5, version=1)
     assert [m.id for m in snapshot.inbox] == ["after-error"]
+
+
+async def test_fingerprints_identify_a_message_id_pending_and_after_consumption(any_store: EventStore) -> None:
+    actor = await created(any_store)
+    first = message("k1", {"delta": 1})
+    assert await any_store.enqueue(actor, first)
+    assert await any_store.message_fingerprint(actor, "k1") == first.fingerprint()
+    assert await any_store.message_fingerprint(actor, "unknown") is None
+    assert message("k1", {"delta": 1}).fingerprint() == first.fingerprint()  # times are not part of it
+    assert message("k1", {"delta": 2}).fingerprint() != first.fingerprint()
+    snapshot = await any_store.load(actor)
+    assert snapshot is not None and snapshot.held_ids >= {"k1"}
+    # Consumed, then through a whole ring of commits (the tombstone is written before the next snapshot):
+    version = await any_store.commit(actor, 1, draft(consumed=["k1"], state={"value": 1}))
+    for n in range(20):
+        version = await any_store.commit(actor, version, draft(state={"value": n + 2}))
+    assert await any_store.message_fingerprint(actor, "k1") == first.fingerprint()
+    assert not await any_store.enqueue(actor, message("k1", {"delta": 2}))  # still a duplicate id
+    loaded = await any_store.load(actor)
+    assert loaded is not None and loaded.inbox == []
+
+
+async def test_a_load_shows_the_ids_it_holds_so_a_wake_up_stores_only_missing_ones(any_store: EventStore) -> None:
+    actor = await created(any_store)
+    for mid in ("a", "b"):
+        assert await any_store.enqueue(actor, message(mid))
+    await any_store.commit(actor, 1, draft(consumed=["a"]))
+    snapshot = await any_store.load(actor)
+    assert snapshot is not None
+    assert [m.id for m in snapshot.inbox] == ["b"]
+    assert {"a", "b"} <= snapshot.held_ids  # "a" is consumed but still known: nothing to store for it

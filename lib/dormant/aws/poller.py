@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,15 +27,17 @@ MAX_BATCH = 10
 
 @dataclass
 class LambdaContext:
-    """The parts of Lambda's context object a handler may read."""
+    """The parts of Lambda's context object a handler may read; the remaining time counts down from the
+    function's timeout, starting when the invocation does (as Lambda's)."""
 
     function_name: str = "dormant-worker"
     aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     memory_limit_in_mb: int = 512
     timeout_ms: int = 60_000
+    started: float = field(default_factory=time.monotonic)
 
     def get_remaining_time_in_millis(self) -> int:
-        return self.timeout_ms
+        return max(0, int(self.timeout_ms - (time.monotonic() - self.started) * 1000))
 
 
 @dataclass
@@ -94,7 +97,7 @@ class SqsPoller:
 
     def __init__(self, sqs: Any, queue_url: str, handler: Handler, *, batch_size: int = MAX_BATCH,
                  wait_seconds: int = 1, concurrency: int = 4, region: str | None = None,
-                 idle_delay: float = 0.05) -> None:
+                 idle_delay: float = 0.05, function_timeout: float = 60.0) -> None:
         self.sqs = sqs
         self.queue_url = queue_url
         self.handler = handler
@@ -102,6 +105,7 @@ class SqsPoller:
         self.wait_seconds = wait_seconds
         self.idle_delay = idle_delay  # between short polls (wait_seconds=0) that found nothing
         self.concurrency = max(1, concurrency)
+        self.function_timeout = function_timeout  # seconds: the LambdaContext's remaining time counts from it
         self.region = region or getattr(sqs.meta, "region_name", None) or "us-east-1"
         self.arn = queue_arn(queue_url, self.region)
         self.results: list[BatchResult] = []
@@ -147,9 +151,10 @@ class SqsPoller:
         return result
 
     async def _invoke(self, event: dict[str, Any]) -> Any:
+        context = LambdaContext(timeout_ms=int(self.function_timeout * 1000))
         if self._asynchronous:
-            return await self.handler(event, LambdaContext())
-        response = await asyncio.to_thread(self.handler, event, LambdaContext())
+            return await self.handler(event, context)
+        response = await asyncio.to_thread(self.handler, event, context)
         return await response if inspect.isawaitable(response) else response
 
     async def _delete(self, messages: list[dict[str, Any]]) -> list[str]:

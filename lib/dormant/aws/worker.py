@@ -1,11 +1,18 @@
 """The worker Lambda's logic: an SQS batch of wake-up messages -> one wake-up per actor -> partial failures.
 
-`Worker.handle(event)` groups the batch by actor and wakes each actor once (concurrently across actors);
-it answers `{"batchItemFailures": [...]}` naming every message whose wake-up did not complete, so the
-event source deletes a message only after the commit that consumed what it was about. A timer that
-arrives before its due time hops (re-sent with the remaining delay) instead of waking the actor.
-A failed wake-up records its error on the actor (shown by status) before its messages are retried;
-after `max_receives` receives SQS moves them to the DLQ.
+`Worker.handle(event, context)` groups the batch by actor and wakes each actor once (concurrently across
+actors); it answers `{"batchItemFailures": [...]}` naming every message whose wake-up did not complete, so the
+event source deletes a message only after the commit that consumed what it was about. A timer that arrives
+before its due time hops (re-sent with the remaining delay) instead of waking the actor. Wake-up messages
+carry what their request stores; the wake-up stores what the store lacks (runtime.wake).
+
+Time and ownership (dormant.aws.redelivery): the worker reads the invocation's remaining time from the Lambda
+context, starts no wake-up with less than `worker_reserve_seconds` left (those messages go straight back) and
+gives each wake-up the rest as its budget; while a wake-up runs its messages' visibility is extended. A failed
+wake-up records its error on the actor (shown by status) and its messages come back after a backoff; on the
+last receive (`max_receives`) a failure by the actor's own error moves them to the DLQ with the actor, error
+type and message as attributes, while messages that ran out of receives without such a failure (a killed
+worker, an outage) are refreshed instead: healthy wake-ups never reach a DLQ.
 
 `LambdaWorker` is the synchronous Lambda entry (functions/worker/handler.py): one event loop and one
 set of clients per container, built on the first invocation from `Settings()` and `DORMANT_APP`.
@@ -16,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -25,6 +33,7 @@ from pydantic import ValidationError
 
 from dormant.actor import Registry, load_registry
 from dormant.aws.metering import Meter, instrument, metering
+from dormant.aws.redelivery import Redelivery, backoff_seconds, is_transient, receive_count
 from dormant.aws.transport import SqsTransport, WakeMessage
 from dormant.errors import InvalidKeyError
 from dormant.ports import ActorRef, Clock, EventStore, WakeError
@@ -61,17 +70,25 @@ class WakeMetrics:
 class Worker:
     """Runs batches of wake-up messages over an ActorService whose transport is an SqsTransport."""
 
-    def __init__(self, service: ActorService, transport: SqsTransport) -> None:
+    def __init__(self, service: ActorService, transport: SqsTransport, settings: Settings | None = None) -> None:
         self.service = service
         self.transport = transport
+        self.settings = settings if settings is not None else Settings()
+        self.redelivery = Redelivery(transport.sqs, transport.urls, self.settings)
         self.reports: list[WakeReport] = []
         self.failures: list[WakeFailure] = []
         self.metrics: list[WakeMetrics] = []
         self.hops = 0
+        self.deferred = 0  # messages handed back unstarted: too little invocation time was left
         self._running: dict[str, tuple[asyncio.Lock, int]] = {}  # per actor: one wake-up at a time, users
 
     async def handle(self, event: Mapping[str, Any], context: Any = None) -> BatchResponse:
-        """Lambda's SQS batch in, ReportBatchItemFailures response out."""
+        """Lambda's SQS batch in, ReportBatchItemFailures response out. `context`: Lambda's context object
+        (its remaining time bounds what this invocation starts)."""
+        deadline = None
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        if callable(remaining):
+            deadline = time.monotonic() + float(remaining()) / 1000
         records: list[Mapping[str, Any]] = list(event.get("Records") or [])
         failed: list[str] = []
         groups: dict[str, tuple[ActorRef, list[tuple[Mapping[str, Any], WakeMessage]]]] = {}
@@ -91,7 +108,7 @@ class Worker:
             else:
                 groups.setdefault(ref.id, (ref, []))[1].append((record, message))
         outcomes = await asyncio.gather(*(self._hop(record, message) for record, message in early),
-                                        *(self._wake(ref, group) for ref, group in groups.values()))
+                                        *(self._wake(ref, group, deadline) for ref, group in groups.values()))
         for ids in outcomes:
             failed.extend(ids)
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
@@ -107,14 +124,24 @@ class Worker:
         log.debug("timer for %s hops (%d): %d s more", message.ref, message.hops + 1, delay)
         return []
 
-    async def _wake(self, ref: ActorRef, records: list[tuple[Mapping[str, Any], WakeMessage]]) -> list[str]:
+    async def _wake(self, ref: ActorRef, group: list[tuple[Mapping[str, Any], WakeMessage]],
+                    deadline: float | None) -> list[str]:
         # Concurrent batches (the FIFO and the timer queue, or a redelivery) may name the same actor: the
         # version check keeps that correct, the lock keeps one process from running its steps twice.
+        records = [record for record, _ in group]
         lock, users = self._running.get(ref.id, (asyncio.Lock(), 0))
         self._running[ref.id] = (lock, users + 1)
         try:
-            async with lock:
-                return await self._wake_once(ref, records)
+            async with self.redelivery.owned(records), lock:
+                budget = None
+                if deadline is not None:
+                    budget = deadline - time.monotonic() - self.settings.worker_reserve_seconds
+                    if budget <= 0:  # too late to start: another invocation takes them at once
+                        await self.redelivery.back_off(records, 0)
+                        self.deferred += len(records)
+                        log.info("invocation nearly over: %d message(s) of %s handed back", len(records), ref)
+                        return [str(record["messageId"]) for record in records]
+                return await self._wake_once(ref, group, budget)
         finally:
             lock, users = self._running[ref.id]
             if users == 1:
@@ -122,45 +149,72 @@ class Worker:
             else:
                 self._running[ref.id] = (lock, users - 1)
 
-    async def _wake_once(self, ref: ActorRef, group: list[tuple[Mapping[str, Any], WakeMessage]]) -> list[str]:
+    async def _wake_once(self, ref: ActorRef, group: list[tuple[Mapping[str, Any], WakeMessage]],
+                         budget: float | None) -> list[str]:
         records = [record for record, _ in group]
         ids = [str(record["messageId"]) for record in records]
+        receives = max(receive_count(record) for record in records)
+        last = receives >= self.settings.max_receives
+        if last and not await self._failing(ref):
+            # Out of receives, yet no wake-up of this actor failed by its own error: interrupted (a killed or
+            # timed-out worker, an outage). A fresh copy keeps it from SQS's dead-letter redrive.
+            copied = await self.redelivery.refresh(ref, records)
+            log.info("refreshed %d message(s) of %s after %d receive(s)", len(copied), ref, receives)
+            return [mid for mid in ids if mid not in copied]
         carried = [message.message for _, message in group if message.message is not None]
         creation = next((message.creation for _, message in group if message.creation is not None), None)
         with metering() as meter:
             try:
-                report = await wake_actor(self.service, ref, messages=carried, creation=creation)
+                report = await wake_actor(self.service, ref, budget=budget, messages=carried, creation=creation)
             except Exception as error:
-                receives = max(_receive_count(record) for record in records)
+                transient = is_transient(error)
                 log.warning("wake-up of %s failed (receive %d): %s: %s", ref, receives, type(error).__name__, error)
-                await self._record_error(ref, error, receives)
+                await self._record_error(ref, error, receives, transient)
                 self.failures.append(WakeFailure(ref, error, ids, receives))
                 self.metrics.append(WakeMetrics(ref, meter, None))
+                delay = backoff_seconds(receives, self.settings.wake_retry_base, self.settings.wake_retry_max)
+                if last and not transient:
+                    moved = await self.redelivery.dead_letter(ref, records, error)
+                    log.error("moved %d poison message(s) of %s to the DLQ: %s: %s", len(moved), ref,
+                              type(error).__name__, error)
+                    return [mid for mid in ids if mid not in moved]
+                if last:  # the store or the queue is down: retried for as long as it takes
+                    copied = await self.redelivery.refresh(ref, records, delay)
+                    return [mid for mid in ids if mid not in copied]
+                await self.redelivery.back_off(records, delay)
                 return ids
         self.reports.append(report)
         self.metrics.append(WakeMetrics(ref, meter, report))
         log.info("woke %s: %s, %d commit(s); %s", ref, report.outcome, report.commits, meter.summary())
         return []
 
-    async def _record_error(self, ref: ActorRef, error: BaseException, receives: int) -> None:
+    async def _failing(self, ref: ActorRef) -> bool:
+        """Whether the actor's last wake-ups failed by its own error (recorded since its last commit)."""
+        try:
+            snapshot = await self.service.store.load(ref)
+        except Exception:
+            return True  # cannot tell: run it (if the store is down, that fails as transient, then refreshes)
+        if snapshot is None or snapshot.wake_error is None:
+            return False
+        error = snapshot.wake_error
+        return error.failures > 0 and (error.version is None or error.version >= snapshot.version)
+
+    async def _record_error(self, ref: ActorRef, error: BaseException, receives: int, transient: bool) -> None:
         """Best effort: the error shows on the actor's status until a later commit."""
         store = self.service.store
         try:
             snapshot = await store.load(ref)
             if snapshot is None:
                 return
+            previous = snapshot.wake_error
+            failures = previous.failures if previous is not None and (
+                previous.version is None or previous.version >= snapshot.version) else 0
             text = f"{type(error).__name__}: {error}"[:MAX_ERROR_TEXT]
             await store.record_wake_error(ref, WakeError(message=text, at=self.service.clock.now(),
-                                                         receive_count=receives, version=snapshot.version))
+                                                         receive_count=receives, version=snapshot.version,
+                                                         failures=failures + (0 if transient else 1)))
         except Exception as failure:
             log.warning("could not record the wake-up error of %s: %r", ref, failure)
-
-
-def _receive_count(record: Mapping[str, Any]) -> int:
-    try:
-        return int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
-    except (TypeError, ValueError):
-        return 1
 
 
 StoreWrapper = Callable[[EventStore], EventStore]
@@ -189,7 +243,7 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
         if wrap_store is not None:
             store = wrap_store(store)
         transport = await SqsTransport.from_settings(sqs, settings, clock)
-        yield Worker(ActorService(registry, store, transport, clock), transport)
+        yield Worker(ActorService(registry, store, transport, clock), transport, settings)
 
 
 class LambdaWorker:
@@ -210,9 +264,9 @@ class LambdaWorker:
         with self._lock:
             if self._runner is None:
                 self._runner = asyncio.Runner()
-            return self._runner.run(self._handle(event))
+            return self._runner.run(self._handle(event, context))
 
-    async def _handle(self, event: Mapping[str, Any]) -> BatchResponse:
+    async def _handle(self, event: Mapping[str, Any], context: Any) -> BatchResponse:
         if self.worker is None:
             settings = self._settings or Settings()
             registry = self._registry
@@ -224,7 +278,7 @@ class LambdaWorker:
             self.worker = await stack.enter_async_context(
                 open_worker(settings, registry, clock=self._clock, wrap_store=self._wrap_store))
             self._stack = stack
-        return await self.worker.handle(event)
+        return await self.worker.handle(event, context)
 
     def close(self) -> None:
         """Close the clients and the event loop (the next invocation builds them again)."""

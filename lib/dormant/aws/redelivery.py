@@ -1,0 +1,213 @@
+"""What the worker does with a batch's SQS messages besides letting the event source delete them.
+
+- **Keeps them owned** while their wake-up runs: every third of the queue's visibility timeout it extends
+  their visibility by a whole timeout (ChangeMessageVisibilityBatch), so a long wake-up is never delivered
+  a second time meanwhile (only long ones pay: the first extension comes after a third of the timeout).
+- **Backs off** a failed wake-up: its messages come back after `wake_retry_base * 2**(receives-1)` seconds
+  (capped), not after the queue's whole visibility timeout.
+- **Moves poison** to the dead-letter queue itself on the configured last receive, with the actor, the
+  error type and message as message attributes (SQS's own redrive keeps only what a message carried).
+- **Refreshes** a message that has used up its receives without its wake-up failing for real (the worker was
+  killed, timed out, or the store was down): a fresh copy goes back to the queue and the old one is
+  deleted, so a healthy wake-up never reaches the dead-letter queue.
+
+Queue URLs come from the records' `eventSourceARN`; a queue's visibility timeout is read once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dormant.aws.transport import QueueUrls, group_id
+from dormant.errors import ItemTooLargeError, StorageError, TransportError, VersionConflict, WakeFailedError
+from dormant.ports import ActorRef
+from dormant.settings import Settings
+
+log = logging.getLogger("dormant.aws.redelivery")
+Record = Mapping[str, Any]
+ATTRIBUTE_PREFIX = "dormant-"
+MAX_ATTRIBUTE_TEXT = 1024
+_BATCH = 10
+
+
+def is_transient(error: BaseException) -> bool:
+    """Errors of the infrastructure, not of the actor: retried for as long as it takes, never dead-lettered."""
+    if isinstance(error, ItemTooLargeError):
+        return False
+    return isinstance(error, (StorageError, TransportError, VersionConflict, WakeFailedError))
+
+
+def receive_count(record: Record) -> int:
+    try:
+        return int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def backoff_seconds(receives: int, base: float, maximum: float) -> int:
+    """Visibility timeout of a failed wake-up's messages after receive number `receives`."""
+    return int(max(0, min(maximum, base * 2 ** max(0, receives - 1))))
+
+
+@dataclass
+class _Queue:
+    url: str
+    visibility_timeout: int
+    fifo: bool
+    dead_letter_url: str | None
+
+
+class Redelivery:
+    """The SQS side of the worker (see the module docstring); one per Worker."""
+
+    def __init__(self, sqs: Any, urls: QueueUrls, settings: Settings) -> None:
+        self.sqs = sqs
+        self.urls = urls
+        self.settings = settings
+        self._queues: dict[str, _Queue] = {}
+        self.moved = 0  # messages this worker moved to a dead-letter queue
+        self.refreshed = 0
+        self.extended = 0
+
+    async def queue(self, arn: str) -> _Queue:
+        """The queue a record came from, by its eventSourceARN (arn:aws:sqs:region:account:name)."""
+        known = self._queues.get(arn)
+        if known is not None:
+            return known
+        parts = arn.split(":")
+        name, account = parts[-1], parts[-2] if len(parts) >= 6 else ""
+        url = next((u for u in (self.urls.wake, self.urls.timers) if u.rstrip("/").rsplit("/", 1)[-1] == name), None)
+        if url is None:
+            args = {"QueueName": name, **({"QueueOwnerAWSAccountId": account} if account.isdigit() else {})}
+            url = str((await self.sqs.get_queue_url(**args))["QueueUrl"])
+        attributes = (await self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout"]))
+        timeout = int(attributes.get("Attributes", {}).get("VisibilityTimeout", 30))
+        fifo = name.endswith(".fifo")
+        dead_letter = (self.settings.fifo_dlq_url or self.urls.wake_dlq) if fifo else (
+            self.settings.dlq_url or self.urls.timers_dlq)
+        if dead_letter is None:
+            dlq_name = self.settings.fifo_dlq_name if fifo else self.settings.dlq_name
+            with contextlib.suppress(Exception):  # without one, SQS's own redrive still applies
+                dead_letter = str((await self.sqs.get_queue_url(QueueName=dlq_name))["QueueUrl"])
+        queue = self._queues[arn] = _Queue(url, timeout, fifo, dead_letter)
+        return queue
+
+    # -- keeping messages owned -----------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def owned(self, records: Sequence[Record]) -> AsyncIterator[None]:
+        """While inside, the records' messages stay invisible (extended every third of the timeout)."""
+        task = asyncio.ensure_future(self._keep_owned(records))
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _keep_owned(self, records: Sequence[Record]) -> None:
+        by_queue = await self._by_queue(records)
+        if not by_queue:
+            return
+        interval = max(0.2, min(q.visibility_timeout for q, _ in by_queue) / 3)
+        while True:
+            await asyncio.sleep(interval)
+            for queue, group in by_queue:
+                try:
+                    await self._change_visibility(queue, group, queue.visibility_timeout)
+                    self.extended += len(group)
+                except Exception as error:  # the next tick tries again; SQS redelivers at worst
+                    log.warning("could not extend the visibility of %d message(s): %r", len(group), error)
+
+    # -- after a failure ------------------------------------------------------------------------------------
+    async def back_off(self, records: Sequence[Record], seconds: int) -> None:
+        """Let failed messages come back after `seconds` (best effort: else after the visibility timeout)."""
+        for queue, group in await self._by_queue(records):
+            try:
+                await self._change_visibility(queue, group, seconds)
+            except Exception as error:
+                log.warning("could not set the retry delay of %d message(s): %r", len(group), error)
+
+    async def dead_letter(self, ref: ActorRef, records: Sequence[Record], error: BaseException) -> list[str]:
+        """Move poison messages to their queue's DLQ with the reason as attributes; the ids moved (the event
+        source may delete those)."""
+        moved: list[str] = []
+        text = f"{error}"[:MAX_ATTRIBUTE_TEXT] or "(no message)"
+        for record in records:
+            queue = await self._queue_of(record)
+            if queue is None or queue.dead_letter_url is None:
+                continue
+            attributes = {
+                "actor": ref.id, "actor-type": ref.name, "error-type": type(error).__name__, "error-message": text,
+                "receives": str(receive_count(record)), "source-queue": queue.url.rstrip("/").rsplit("/", 1)[-1]}
+            params: dict[str, Any] = {
+                "QueueUrl": queue.dead_letter_url, "MessageBody": record["body"],
+                "MessageAttributes": {ATTRIBUTE_PREFIX + k: {"DataType": "String", "StringValue": v}
+                                      for k, v in attributes.items()}}
+            if queue.fifo:
+                params.update(MessageGroupId=group_id(ref), MessageDeduplicationId=str(record["messageId"])[:128])
+            try:
+                await self.sqs.send_message(**params)
+            except Exception as failure:  # SQS's redrive moves it later (without the attributes)
+                log.warning("could not move message %s of %s to the DLQ: %r", record.get("messageId"), ref, failure)
+                continue
+            moved.append(str(record["messageId"]))
+        self.moved += len(moved)
+        return moved
+
+    async def refresh(self, ref: ActorRef, records: Sequence[Record], delay: int = 0) -> list[str]:
+        """Send a fresh copy of each message (its receive count starts again) and return the ids copied, which
+        the event source may then delete. For messages that ran out of receives without failing for real."""
+        copied: list[str] = []
+        for record in records:
+            queue = await self._queue_of(record)
+            if queue is None:
+                continue
+            params: dict[str, Any] = {"QueueUrl": queue.url, "MessageBody": record["body"],
+                                      "MessageAttributes": {f"{ATTRIBUTE_PREFIX}refreshed": {
+                                          "DataType": "Number", "StringValue": str(receive_count(record))}}}
+            if queue.fifo:
+                params.update(MessageGroupId=group_id(ref), MessageDeduplicationId=uuid.uuid4().hex)
+            else:
+                params["DelaySeconds"] = max(0, min(900, delay))
+            try:
+                await self.sqs.send_message(**params)
+            except Exception as failure:
+                log.warning("could not refresh message %s of %s: %r", record.get("messageId"), ref, failure)
+                continue
+            copied.append(str(record["messageId"]))
+        self.refreshed += len(copied)
+        return copied
+
+    # -- helpers --------------------------------------------------------------------------------------------
+    async def _queue_of(self, record: Record) -> _Queue | None:
+        try:
+            return await self.queue(str(record.get("eventSourceARN", "")))
+        except Exception as error:
+            log.warning("unknown queue %s: %r", record.get("eventSourceARN"), error)
+            return None
+
+    async def _by_queue(self, records: Sequence[Record]) -> list[tuple[_Queue, list[Record]]]:
+        groups: dict[str, list[Record]] = {}
+        for record in records:
+            if record.get("receiptHandle") and record.get("eventSourceARN"):
+                groups.setdefault(str(record["eventSourceARN"]), []).append(record)
+        result = []
+        for group in groups.values():
+            queue = await self._queue_of(group[0])
+            if queue is not None:
+                result.append((queue, group))
+        return result
+
+    async def _change_visibility(self, queue: _Queue, records: Sequence[Record], seconds: int) -> None:
+        for start in range(0, len(records), _BATCH):
+            entries = [{"Id": str(n), "ReceiptHandle": r["receiptHandle"], "VisibilityTimeout": int(seconds)}
+                       for n, r in enumerate(records[start:start + _BATCH])]
+            response = await self.sqs.change_message_visibility_batch(QueueUrl=queue.url, Entries=entries)
+            for failure in response.get("Failed", []):
+                log.info("visibility change refused for a message: %s", failure.get("Message"))
