@@ -14,6 +14,10 @@ from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
 from dormant.settings import Settings
 
+API_ATTEMPTS = 3
+API_CONNECT_TIMEOUT = 2.0
+API_READ_TIMEOUT = 5.0
+
 
 @asynccontextmanager
 async def open_aws_service(registry: Registry, settings: Settings) -> AsyncIterator[ActorService]:
@@ -21,8 +25,11 @@ async def open_aws_service(registry: Registry, settings: Settings) -> AsyncItera
     clock = SystemClock()
     session = get_session()
     async with AsyncExitStack() as stack:
+        # Short timeouts and few retries: an unreachable service becomes a 503 in seconds, not a hung request.
+        config = client_config(attempts=API_ATTEMPTS, connect_timeout=API_CONNECT_TIMEOUT,
+                               read_timeout=API_READ_TIMEOUT)
         dynamodb, sqs = [await stack.enter_async_context(session.create_client(
-            service, config=client_config(), **settings.client_kwargs(service))) for service in ("dynamodb", "sqs")]
+            service, config=config, **settings.client_kwargs(service))) for service in ("dynamodb", "sqs")]
         transport = await SqsTransport.from_settings(sqs, settings, clock)
         # Loads need not settle a crashed commit's side items: the actor's next commit (a wake-up, or an
         # action run here) does that.

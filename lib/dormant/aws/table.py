@@ -37,10 +37,13 @@ def table_definition(name: str) -> dict[str, Any]:
     }
 
 
-def client_config() -> AioConfig:
-    """Retries with backoff on throttling and 5xx (botocore's standard mode); never on conditional failures."""
-    return AioConfig(retries={"mode": "standard", "max_attempts": 4}, max_pool_connections=64, connect_timeout=5,
-                     read_timeout=30)
+def client_config(*, attempts: int = 4, connect_timeout: float = 5, read_timeout: float = 30) -> AioConfig:
+    """Retries with backoff on throttling and 5xx (botocore's standard mode); never on conditional failures.
+
+    The API passes shorter limits (see aws.service): a client waiting on an unreachable service gets its 503
+    within seconds, well inside API Gateway's 30 s."""
+    return AioConfig(retries={"mode": "standard", "max_attempts": attempts}, max_pool_connections=64,
+                     connect_timeout=connect_timeout, read_timeout=read_timeout)
 
 
 async def create_table(client: Any, settings: Settings | str, *, timeout: float = 30.0) -> None:

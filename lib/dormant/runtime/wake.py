@@ -126,13 +126,17 @@ async def _complete_requests(service: ActorService, ref: ActorRef, snapshot: Act
         snapshot = await service.store.load(ref)
         if snapshot is None:
             return None
-    stored = 0
-    for message in messages:
-        if message.id not in snapshot.held_ids and await service.store.enqueue(ref, message):
-            stored += 1
-    if not stored:
+    missing = [message for message in messages if message.id not in snapshot.held_ids]
+    if not missing:
         return snapshot
-    log.info("stored %d message(s) of %s from their wake-ups (the sends did not get to)", stored, ref)
+    stored = 0
+    for message in missing:
+        if await service.store.enqueue(ref, message):
+            stored += 1
+    if stored:
+        log.info("stored %d message(s) of %s from their wake-ups (the sends did not get to)", stored, ref)
+    # Read again even if none was stored here: the send that was still under way stored it meanwhile (the
+    # usual case when a wake-up overtakes its send), and this wake-up is the one that must consume it.
     return await service.store.load(ref)
 
 
