@@ -312,11 +312,12 @@ data "aws_iam_policy_document" "worker" {
     resources = [aws_dynamodb_table.actors.arn, "${aws_dynamodb_table.actors.arn}/index/*"]
   }
 
+  # The worker moves poison wake-ups to the dead-letter queues itself (with the reason attached).
   statement {
     sid       = "SendWakeUps"
     effect    = "Allow"
     actions   = local.send_actions
-    resources = [aws_sqs_queue.wake.arn, aws_sqs_queue.timers.arn]
+    resources = [aws_sqs_queue.wake.arn, aws_sqs_queue.timers.arn, aws_sqs_queue.wake_dlq.arn, aws_sqs_queue.timers_dlq.arn]
   }
 
   statement {

@@ -219,6 +219,8 @@ def code_mismatches(d: Description) -> list[str]:
         expected.update({action: source_queues for action in send})
         if needs_event_source:
             expected.update({action: source_queues for action in EVENT_SOURCE_ACTIONS})
+            # the worker moves poison wake-ups to the DLQs itself (dormant.aws.redelivery)
+            expected.update({action: source_queues | {"{wake_dlq.arn}", "{timers_dlq.arn}"} for action in send})
         logs = "{" + role.replace("_role", "_logs") + ".arn}:*"
         expected.update({"logs:CreateLogStream": {logs}, "logs:PutLogEvents": {logs}})
         if grants != expected:
