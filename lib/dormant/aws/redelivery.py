@@ -34,6 +34,7 @@ Record = Mapping[str, Any]
 ATTRIBUTE_PREFIX = "dormant-"
 MAX_ATTRIBUTE_TEXT = 1024
 _BATCH = 10
+_BATCH_BYTES = 240 * 1024  # SQS: 256 KiB per SendMessageBatch request
 
 
 def is_transient(error: BaseException) -> bool:
@@ -136,53 +137,83 @@ class Redelivery:
     async def dead_letter(self, ref: ActorRef, records: Sequence[Record], error: BaseException) -> list[str]:
         """Move poison messages to their queue's DLQ with the reason as attributes; the ids moved (the event
         source may delete those)."""
-        moved: list[str] = []
         text = f"{error}"[:MAX_ATTRIBUTE_TEXT] or "(no message)"
-        for record in records:
-            queue = await self._queue_of(record)
-            if queue is None or queue.dead_letter_url is None:
-                continue
-            attributes = {
-                "actor": ref.id, "actor-type": ref.name, "error-type": type(error).__name__, "error-message": text,
-                "receives": str(receive_count(record)), "source-queue": queue.url.rstrip("/").rsplit("/", 1)[-1]}
-            params: dict[str, Any] = {
-                "QueueUrl": queue.dead_letter_url, "MessageBody": record["body"],
-                "MessageAttributes": {ATTRIBUTE_PREFIX + k: {"DataType": "String", "StringValue": v}
-                                      for k, v in attributes.items()}}
-            if queue.fifo:
-                params.update(MessageGroupId=group_id(ref), MessageDeduplicationId=str(record["messageId"])[:128])
-            try:
-                await self.sqs.send_message(**params)
-            except Exception as failure:  # SQS's redrive moves it later (without the attributes)
-                log.warning("could not move message %s of %s to the DLQ: %r", record.get("messageId"), ref, failure)
-                continue
-            moved.append(str(record["messageId"]))
+        moved: list[str] = []
+        for queue, group in await self._by_queue(records):
+            if queue.dead_letter_url is None:
+                continue  # SQS's own redrive moves them (without the attributes)
+            entries = []
+            for record in group:
+                attributes = {"actor": ref.id, "actor-type": ref.name, "error-type": type(error).__name__,
+                              "error-message": text, "receives": str(receive_count(record)),
+                              "source-queue": queue.url.rstrip("/").rsplit("/", 1)[-1]}
+                entry: dict[str, Any] = {"MessageBody": record["body"], "MessageAttributes": {
+                    ATTRIBUTE_PREFIX + k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()}}
+                if queue.fifo:
+                    entry.update(MessageGroupId=group_id(ref), MessageDeduplicationId=str(record["messageId"])[:128])
+                entries.append((record, entry))
+            moved += await self._send_batch(queue.dead_letter_url, entries, ref, "move to the DLQ")
         self.moved += len(moved)
         return moved
 
     async def refresh(self, ref: ActorRef, records: Sequence[Record], delay: int = 0) -> list[str]:
-        """Send a fresh copy of each message (its receive count starts again) and return the ids copied, which
-        the event source may then delete. For messages that ran out of receives without failing for real."""
+        """Send a fresh copy of each message (its receive count starts again), delete the old ones, and return
+        the ids copied. For messages that ran out of receives without failing for real. Batched: the fewer
+        round trips, the shorter the window in which a crash finds the copies sent and the old ones not deleted
+        (harmless: a spare wake-up)."""
         copied: list[str] = []
-        for record in records:
-            queue = await self._queue_of(record)
-            if queue is None:
-                continue
-            params: dict[str, Any] = {"QueueUrl": queue.url, "MessageBody": record["body"],
-                                      "MessageAttributes": {f"{ATTRIBUTE_PREFIX}refreshed": {
-                                          "DataType": "Number", "StringValue": str(receive_count(record))}}}
-            if queue.fifo:
-                params.update(MessageGroupId=group_id(ref), MessageDeduplicationId=uuid.uuid4().hex)
-            else:
-                params["DelaySeconds"] = max(0, min(900, delay))
-            try:
-                await self.sqs.send_message(**params)
-            except Exception as failure:
-                log.warning("could not refresh message %s of %s: %r", record.get("messageId"), ref, failure)
-                continue
-            copied.append(str(record["messageId"]))
+        for queue, group in await self._by_queue(records):
+            entries = []
+            for record in group:
+                entry: dict[str, Any] = {"MessageBody": record["body"], "MessageAttributes": {
+                    f"{ATTRIBUTE_PREFIX}refreshed": {"DataType": "Number", "StringValue": str(receive_count(record))}}}
+                if queue.fifo:
+                    entry.update(MessageGroupId=group_id(ref), MessageDeduplicationId=uuid.uuid4().hex)
+                else:
+                    entry["DelaySeconds"] = max(0, min(900, delay))
+                entries.append((record, entry))
+            done = await self._send_batch(queue.url, entries, ref, "refresh")
+            copied += done
+            old = [r for r in group if str(r["messageId"]) in done]
+            for start in range(0, len(old), _BATCH):
+                entries_to_delete = [{"Id": str(n), "ReceiptHandle": r["receiptHandle"]}
+                                     for n, r in enumerate(old[start:start + _BATCH])]
+                with contextlib.suppress(Exception):  # the event source deletes them anyway when told they are done
+                    await self.sqs.delete_message_batch(QueueUrl=queue.url, Entries=entries_to_delete)
         self.refreshed += len(copied)
         return copied
+
+    async def _send_batch(self, url: str, entries: list[tuple[Record, dict[str, Any]]], ref: ActorRef,
+                          what: str) -> list[str]:
+        """SendMessageBatch in chunks of 10 (and under SQS's 256 KiB per request); the record ids sent."""
+        sent: list[str] = []
+        chunk: list[tuple[Record, dict[str, Any]]] = []
+        size = 0
+
+        async def flush() -> None:
+            nonlocal chunk, size
+            if not chunk:
+                return
+            batch = [{"Id": str(n), **entry} for n, (_, entry) in enumerate(chunk)]
+            try:
+                response = await self.sqs.send_message_batch(QueueUrl=url, Entries=batch)
+            except Exception as failure:
+                log.warning("could not %s %d message(s) of %s: %r", what, len(chunk), ref, failure)
+            else:
+                ok = {int(item["Id"]) for item in response.get("Successful", [])}
+                sent.extend(str(chunk[n][0]["messageId"]) for n in sorted(ok))
+                for item in response.get("Failed", []):
+                    log.warning("could not %s a message of %s: %s", what, ref, item.get("Message"))
+            chunk, size = [], 0
+
+        for record, entry in entries:
+            entry_size = len(str(entry["MessageBody"]).encode()) + 2048
+            if chunk and (len(chunk) == _BATCH or size + entry_size > _BATCH_BYTES):
+                await flush()
+            chunk.append((record, entry))
+            size += entry_size
+        await flush()
+        return sent
 
     # -- helpers --------------------------------------------------------------------------------------------
     async def _queue_of(self, record: Record) -> _Queue | None:

@@ -129,6 +129,15 @@ class Worker:
         # Concurrent batches (the FIFO and the timer queue, or a redelivery) may name the same actor: the
         # version check keeps that correct, the lock keeps one process from running its steps twice.
         records = [record for record, _ in group]
+        receives = max(receive_count(record) for record in records)
+        if receives >= max(2, self.settings.max_receives - 1) and not await self._failing(ref):
+            # (Nearly) out of receives, yet no wake-up of this actor failed by its own error: interrupted (a
+            # killed or timed-out worker, an outage). A fresh copy keeps it from SQS's dead-letter redrive. Done
+            # first (before waiting for the actor) and one receive early, so that a crash in the middle of it
+            # still leaves a receive to refresh it again.
+            copied = await self.redelivery.refresh(ref, records)
+            log.info("refreshed %d message(s) of %s after %d receive(s)", len(copied), ref, receives)
+            return [str(r["messageId"]) for r in records if str(r["messageId"]) not in copied]
         lock, users = self._running.get(ref.id, (asyncio.Lock(), 0))
         self._running[ref.id] = (lock, users + 1)
         try:
@@ -155,12 +164,6 @@ class Worker:
         ids = [str(record["messageId"]) for record in records]
         receives = max(receive_count(record) for record in records)
         last = receives >= self.settings.max_receives
-        if last and not await self._failing(ref):
-            # Out of receives, yet no wake-up of this actor failed by its own error: interrupted (a killed or
-            # timed-out worker, an outage). A fresh copy keeps it from SQS's dead-letter redrive.
-            copied = await self.redelivery.refresh(ref, records)
-            log.info("refreshed %d message(s) of %s after %d receive(s)", len(copied), ref, receives)
-            return [mid for mid in ids if mid not in copied]
         carried = [message.message for _, message in group if message.message is not None]
         creation = next((message.creation for _, message in group if message.creation is not None), None)
         with metering() as meter:

@@ -1,0 +1,155 @@
+"""The kill -9 fault run (issue 9): under a steady load of sends, the worker process is killed with SIGKILL
+again and again and restarted. Every message is processed exactly once, and no healthy wake-up reaches a
+dead-letter queue (interrupted messages use up receives; the worker refreshes them instead).
+
+Bounded: DORMANT_RELIABILITY_SECONDS of load (default 20 under `make test`; `make fuzz` runs longer), with
+the worker killed 1.5-4 s after each start and receives set low (4, the deployment's 5 less one) so that kills
+do exhaust them: a message in flight at three kills in a row is refreshed before it reaches the redrive.
+With DORMANT_RELIABILITY_REPORT=path the figures are
+written there as JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from aiobotocore.session import get_session  # type: ignore[import-untyped]
+
+from dormant.aws.store import DynamoEventStore, client_config, create_table
+from dormant.aws.transport import SqsTransport, create_queues
+from dormant.runtime.clocks import SystemClock
+from dormant.runtime.service import ActorService
+from dormant.settings import Settings
+from examples.counter import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+DURATION = float(os.environ.get("DORMANT_RELIABILITY_SECONDS", "20"))
+ACTORS = 6
+VISIBILITY = 3
+DRAIN_TIMEOUT = 180.0
+
+
+class WorkerProcess:
+    """tests/reliability/worker_process.py as a child process, killed and restarted at will."""
+
+    def __init__(self, settings: Settings, log: Path) -> None:
+        self.settings = settings
+        self.log = log
+        self.process: asyncio.subprocess.Process | None = None
+        self.kills = 0
+
+    async def start(self) -> None:
+        with self.log.open("ab") as stderr:
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "tests.reliability.worker_process", self.settings.model_dump_json(
+                    include={"endpoint_url", "region", "table", "queue_url", "timer_queue_url", "queue_name",
+                             "timer_queue_name", "dlq_name", "fifo_dlq_name", "max_receives", "wake_retry_base",
+                             "wake_retry_max"}),
+                cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=stderr)
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 60)
+        assert line.strip() == b"ready", line
+
+    async def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        await self.process.wait()
+        self.kills += 1
+
+    async def stop(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.send_signal(signal.SIGKILL)
+            await self.process.wait()
+
+
+@asynccontextmanager
+async def resources(endpoint: str) -> AsyncIterator[tuple[Settings, ActorService, Any]]:
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(endpoint_url=endpoint, region="us-east-1", table=f"kill9-{suffix}",
+                        queue_name=f"kill9-{suffix}.fifo", timer_queue_name=f"kill9-timers-{suffix}",
+                        dlq_name=f"kill9-dlq-{suffix}", fifo_dlq_name=f"kill9-dlq-{suffix}.fifo", max_receives=4,
+                        wake_retry_base=0.5, wake_retry_max=4)
+    session = get_session()
+    async with session.create_client("dynamodb", config=client_config(), **settings.client_kwargs("dynamodb")) as db, \
+            session.create_client("sqs", config=client_config(), **settings.client_kwargs("sqs")) as sqs:
+        await create_table(db, settings)
+        urls = await create_queues(sqs, settings, visibility_timeout=VISIBILITY)
+        settings = settings.model_copy(update={"queue_url": urls.wake, "timer_queue_url": urls.timers,
+                                               "dlq_url": urls.timers_dlq, "fifo_dlq_url": urls.wake_dlq})
+        clock = SystemClock()
+        yield settings, ActorService(registry, DynamoEventStore(db, settings), SqsTransport(sqs, urls, clock),
+                                     clock), sqs
+
+
+async def visible(sqs: Any, url: str | None) -> int:
+    assert url is not None
+    attributes = (await sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"]))["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+
+
+async def test_healthy_wake_ups_never_reach_a_dlq_under_repeated_kill_9(moto_server: str, tmp_path: Path) -> None:
+    rng = random.Random(9)
+    async with resources(moto_server) as (settings, service, sqs):
+        worker = WorkerProcess(settings, tmp_path / "worker.log")
+        await worker.start()
+        expected = {f"a{n}": [0, 0] for n in range(ACTORS)}  # actor key -> [sum of deltas, messages]
+        stop = asyncio.Event()
+
+        async def killer() -> None:
+            while not stop.is_set():
+                await asyncio.sleep(rng.uniform(1.5, 4.0))
+                await worker.kill()
+                await worker.start()
+
+        killing = asyncio.create_task(killer())
+        started = time.monotonic()
+        sent = 0
+        while time.monotonic() - started < DURATION:
+            key = f"a{sent % ACTORS}"
+            await service.send(service.ref("workflow-counter", [key]), "counter", {"delta": sent + 1},
+                               message_id=f"m{sent}")
+            expected[key][0] += sent + 1
+            expected[key][1] += 1
+            sent += 1
+            await asyncio.sleep(rng.uniform(0.0, 0.03))
+        stop.set()
+        await killing
+        load_ended = time.monotonic()
+        try:
+            while True:
+                states = {key: (await service.state(service.ref("workflow-counter", [key]))) for key in expected}
+                if all(state.processed >= expected[key][1] for key, state in states.items()):
+                    break
+                assert time.monotonic() - load_ended < DRAIN_TIMEOUT, {k: s.processed for k, s in states.items()}
+                await asyncio.sleep(0.25)
+            drained = time.monotonic() - load_ended
+            await asyncio.sleep(VISIBILITY + 1)  # anything left in flight by the last kill comes back meanwhile
+            states = {key: (await service.state(service.ref("workflow-counter", [key]))) for key in expected}
+            dead = {"wake": await visible(sqs, settings.fifo_dlq_url),
+                    "timers": await visible(sqs, settings.dlq_url)}
+        finally:
+            await worker.stop()
+        log = worker.log.read_text(errors="replace")
+        figures = {"seconds of load": DURATION, "messages sent": sent, "actors": ACTORS, "worker kills": worker.kills,
+                   "seconds to drain after the load": round(drained, 2),
+                   "refresh log lines": log.count("refreshed"),
+                   "duplicates": sum(s.processed for s in states.values()) - sent,
+                   "messages in the DLQs": sum(dead.values())}
+        report = os.environ.get("DORMANT_RELIABILITY_REPORT")
+        if report:
+            Path(report).write_text(json.dumps(figures, indent=2) + "\n")
+        assert worker.kills >= max(2, int(DURATION / 10)), figures  # (a restart takes seconds)
+        assert {key: (state.value, state.processed) for key, state in states.items()} == {
+            key: (total, count) for key, (total, count) in expected.items()}, figures  # each exactly once
+        assert dead == {"wake": 0, "timers": 0}, figures
+        assert "moved" not in log and "Traceback" not in log, log[-3000:]

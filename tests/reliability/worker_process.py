@@ -1,0 +1,37 @@
+"""`python -m tests.reliability.worker_process SETTINGS_JSON`: the worker as `dormant dev` runs it (pollers
+playing Lambda's event source for both queues, the worker handler), until it is killed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+from dormant.aws.poller import SqsPoller
+from dormant.aws.table import client_config
+from dormant.aws.worker import open_worker
+from dormant.settings import Settings
+from examples.counter import registry
+
+
+async def main(settings: Settings) -> None:
+    from aiobotocore.session import get_session  # type: ignore[import-untyped]
+
+    async with open_worker(settings, registry) as worker, get_session().create_client(
+            "sqs", config=client_config(), **settings.client_kwargs("sqs")) as sqs:
+        assert settings.queue_url is not None and settings.timer_queue_url is not None
+        pollers = [SqsPoller(sqs, url, worker.handle, wait_seconds=1, region=settings.region)
+                   for url in (settings.queue_url, settings.timer_queue_url)]
+        # Connected and warm before saying so (a Lambda container's init does this before its first event).
+        await worker.service.store.exists(worker.service.ref("workflow-counter", ["warm-up"]))
+        for poller in pollers:
+            await worker.redelivery.queue(poller.arn)
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        await asyncio.gather(*(poller.run() for poller in pollers))
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.getLogger("dormant.aws.worker").setLevel(logging.INFO)  # "refreshed ..." lines count in the report
+    asyncio.run(main(Settings.model_validate_json(sys.argv[1])))
