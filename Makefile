@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test demo check bench clean deploy-tools sam-build lambda-layer build-WorkerFunction build-ApiFunction \
+.PHONY: test fuzz demo check bench clean deploy-tools sam-build lambda-layer build-WorkerFunction build-ApiFunction \
 	build-DependenciesLayer
 
 # -- deployment (template.yaml, infra/; docs/deploy.md) ---------------------------------------------------------
@@ -45,6 +45,16 @@ check: $(STAMP)
 # DORMANT_DEPLOY_TOOLS makes tests/deploy fail (not skip) when a tool is missing.
 test: check $(NODE_STAMP) $(DEPLOY_STAMP)
 	DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin $(BIN)/python -m pytest
+
+# The longer hostile-input runs (bounded, about 4 minutes): schemathesis over every operation, hypothesis with
+# more examples, the kill -9 fault run for a minute, the outage tests; their figures land in build/.
+FUZZ_ENV := DORMANT_FUZZ_EXAMPLES=20 DORMANT_PROPERTY_EXAMPLES=400 DORMANT_RELIABILITY_SECONDS=60 \
+	DORMANT_OUTAGE_REPORT=build/outage.json DORMANT_RELIABILITY_REPORT=build/reliability.json
+fuzz: check $(NODE_STAMP)
+	mkdir -p build
+	$(FUZZ_ENV) $(BIN)/python -m pytest --timeout=600 tests/api/test_fuzz.py tests/api/test_properties.py \
+		tests/reliability tests/integration/test_send_path.py
+	cat build/outage.json build/reliability.json
 
 demo: $(STAMP)
 	$(BIN)/python -m examples.tour

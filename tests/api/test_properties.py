@@ -6,6 +6,7 @@ loads and its wake-ups never failed."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -16,7 +17,8 @@ from dormant.settings import Settings
 from tests.api.apps import registry
 from tests.api.support import dump_store, mangum_harness
 
-SETTINGS = settings(max_examples=120, deadline=None, derandomize=True, database=None,
+EXAMPLES = int(os.environ.get("DORMANT_PROPERTY_EXAMPLES", "120"))  # `make fuzz` runs more
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 
 # Text with lone surrogates among ordinary characters; integers up to far beyond the stored limit.

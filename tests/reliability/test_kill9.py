@@ -5,8 +5,7 @@ dead-letter queue (interrupted messages use up receives; the worker refreshes th
 Bounded: DORMANT_RELIABILITY_SECONDS of load (default 20 under `make test`; `make fuzz` runs longer), with
 the worker killed 1.5-4 s after each start and receives set low (4, the deployment's 5 less one) so that kills
 do exhaust them: a message in flight at three kills in a row is refreshed before it reaches the redrive.
-With DORMANT_RELIABILITY_REPORT=path the figures are
-written there as JSON."""
+With DORMANT_RELIABILITY_REPORT=path the figures are written there as JSON."""
 
 from __future__ import annotations
 
