@@ -68,6 +68,6 @@ class NotResumableError(DormantError):
 class StillDivergedError(NotResumableError):
     """Resume of a diverged actor refused: the code deployed now still diverges from its history."""
 
-    def __init__(self, message: str, divergence: dict[str, object]) -> None:
-        self.divergence = divergence
+    def __init__(self, message: str, divergence: dict[str, object] | None = None) -> None:
+        self.divergence = divergence or {}
         super().__init__(message)

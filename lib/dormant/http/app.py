@@ -30,6 +30,7 @@ from dormant.http.errors import ApiError, install_error_handlers
 from dormant.http.inspector import workflow_history
 from dormant.http.keys import decode_key
 from dormant.http.openapi import build_openapi
+from dormant.http.operator import merge_openapi, operator_router
 from dormant.ports import ActorRef
 from dormant.runtime.offline import export_lines
 from dormant.runtime.service import ActorService
@@ -154,8 +155,9 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = build_openapi(registry, title=app.title, version=app.version,
-                                               description=app.description)
+            app.openapi_schema = merge_openapi(
+                build_openapi(registry, title=app.title, version=app.version, description=app.description),
+                operator_routes, title=app.title, version=app.version)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -299,4 +301,6 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
             raise ApiError(404, "actor_not_found", f"actor {ref} does not exist")
         return PlainTextResponse("\n".join(export_lines(snapshot)) + "\n", media_type="application/x-ndjson")
 
+    operator_routes = operator_router(registry, holder.get, authorize)  # list, resume, terminate, delete
+    app.include_router(operator_routes)
     return app
