@@ -107,7 +107,12 @@ async def delete(actor: Annotated[str, typer.Argument(help="The actor type", sho
                  url: UrlOption = DEFAULT_URL, token: TokenOption = None, json: JsonOption = False) -> int:
     """Remove every item of the actor (state, history, messages, events). Safe to repeat; a later request
     starts the actor afresh."""
-    if not yes and not typer.confirm(f"delete {actor} {key} and everything it stores?", err=True):
-        raise CliError("not deleted")
+    if not yes:
+        try:
+            confirmed = typer.confirm(f"delete {actor} {key} and everything it stores?", err=True)
+        except typer.Abort:  # no terminal to answer on
+            confirmed = False
+        if not confirmed:
+            raise CliError("not deleted (answer y, or pass --yes)")
     async with client(url, token) as http:
         return _show(await http.get_or_create(actor, key_parts(key)).delete(), json)
