@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from dormant import ActionContext, StepContext, WorkflowContext, actor, queue, setup
+from dormant import ActionContext, StepContext, WorkflowContext, actor, event, queue, setup
 from dormant.actor import Registry
 
 
@@ -24,6 +24,10 @@ class Ship(BaseModel):
     carrier: str
 
 
+class Shipped(BaseModel):
+    carrier: str
+
+
 def charge_card(order_id: str) -> str:
     if Path("payments.down").exists():
         raise ConnectionError("the payment provider is unavailable")
@@ -32,7 +36,7 @@ def charge_card(order_id: str) -> str:
 
 def define(reserve_step: str) -> Registry:
     """The shop's registry; `reserve_step` is the name of its first step (what a careless refactor renames)."""
-    order = actor("order", state=Order, queues={"ship": queue(Ship)})
+    order = actor("order", state=Order, queues={"ship": queue(Ship)}, events={"shipped": event(Shipped)})
 
     @order.workflow
     async def run(ctx: WorkflowContext) -> dict[str, str]:
@@ -50,6 +54,7 @@ def define(reserve_step: str) -> Registry:
 
         def ship(s: StepContext) -> str:
             s.state.carrier = shipping.body.carrier
+            s.broadcast("shipped", Shipped(carrier=shipping.body.carrier))
             return str(s.state.carrier)
 
         await ctx.step("ship", ship)
