@@ -24,6 +24,7 @@ locals {
   # the registry's package under its own name (zip path => file on disk).
   code_files = merge(
     { for f in fileset("${local.root}/lib", "dormant/**/*.py") : f => "${local.root}/lib/${f}" },
+    { for f in fileset("${local.root}/lib", "dormant/http/static/**") : f => "${local.root}/lib/${f}" },
     { for f in fileset(local.root, "functions/**/*.py") : f => "${local.root}/${f}" },
     { for f in fileset(local.app_dir, "**/*.py") : "${basename(local.app_dir)}/${f}" => "${local.app_dir}/${f}" },
   )

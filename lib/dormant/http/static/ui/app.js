@@ -93,6 +93,12 @@ function waitsFor(status) {
   }
 }
 
+const HINTS = {
+  failed: "failed: fix the cause, then Resume — the failed step runs again with a fresh attempt count",
+  diverged: "diverged: deploy code that matches its history, then Resume — its waiting messages run then",
+  terminated: "terminated by an operator: it takes no more messages",
+};
+
 function actorPath(name, segment) {
   return `actors/${encodeURIComponent(name)}/${segment}`;
 }
@@ -197,11 +203,15 @@ async function actorView(view, name, segment, generation) {
   }
   const statusCard = el("div", { class: "card", id: "actor-status" });
   const fillStatus = (found) => {
-    statusCard.replaceChildren(
+    const parts = [
       el("div", {}, statusBadge(found.workflow), ` version ${found.version}`),
-      el("p", { id: "waits", text: waitsFor(found) }),
-      found.divergence ? el("div", {}, el("h2", { text: "divergence" }), el("pre", { id: "divergence", text: found.divergence.message })) : null,
-      found.error && !found.divergence ? el("pre", { id: "error", text: found.error }) : null);
+      el("p", { id: "waits", text: HINTS[found.workflow] || waitsFor(found) })];
+    if (found.divergence) {
+      parts.push(el("h2", { text: "divergence" }), el("pre", { id: "divergence", text: found.divergence.message }));
+    } else if (found.error) {
+      parts.push(el("pre", { id: "error", text: found.error }));
+    }
+    statusCard.replaceChildren(...parts);
   };
   fillStatus(status);
   const operate = async (label, method, suffix, body) => {
