@@ -102,6 +102,7 @@ def listed_status(state: WorkflowState) -> WorkflowState:
 
 
 LISTED_STATUSES = tuple(state for state in WorkflowState if state is not WorkflowState.RUNNING)
+FINISHED = (WorkflowState.COMPLETED, WorkflowState.TERMINATED)  # ended workflows: they take no more messages
 
 
 def listing_key(status: WorkflowState, ref: ActorRef) -> str:

@@ -35,11 +35,9 @@ from dormant.cli.common import (
 )
 from dormant.errors import UnknownActorError
 from dormant.http.client import HttpClient
-from dormant.ports import ActorSummary
+from dormant.ports import FINISHED, ActorSummary
 from dormant.runtime.offline import ReplayReport, parse_export, replay_snapshot
-from dormant.workflow.history import WorkflowState
 
-FINISHED = (WorkflowState.COMPLETED, WorkflowState.TERMINATED)
 CONCURRENCY = 8
 
 

@@ -28,7 +28,7 @@ from dormant.errors import (
     WakeFailedError,
 )
 from dormant.models import OperationPage, OperationResult
-from dormant.ports import ActorPage, ActorRef, ActorSnapshot, ActorSummary, Clock, EventStore, Transport
+from dormant.ports import FINISHED, ActorPage, ActorRef, ActorSnapshot, ActorSummary, Clock, EventStore, Transport
 from dormant.runtime.offline import replay_snapshot
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import (
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from dormant.actor import Registry
 
 MAX_RACES = 20  # lost version races before an action gives up (as the service's)
-FINISHED = (WorkflowState.COMPLETED, WorkflowState.TERMINATED)
 
 
 class OperatorHost(Protocol):

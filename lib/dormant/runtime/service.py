@@ -11,7 +11,17 @@ from typing import Any
 from dormant.actor import ActorDefinition, Registry
 from dormant.errors import ActorFinishedError, ActorNotFoundError, VersionConflict, WakeFailedError
 from dormant.models import ActorStatus, SendResult, WaitingFor
-from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, Clock, EventRecord, EventStore, InboxMessage, Transport
+from dormant.ports import (
+    FINISHED,
+    ActorMeta,
+    ActorRef,
+    ActorSnapshot,
+    Clock,
+    EventRecord,
+    EventStore,
+    InboxMessage,
+    Transport,
+)
 from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.workflow.execution import CommitDraft, StateCell, to_json
@@ -19,7 +29,6 @@ from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
 DEFAULT_WAIT_TIMEOUT = 30.0
 MAX_CONFLICT_RETRIES = 20
-FINISHED = (WorkflowState.COMPLETED, WorkflowState.TERMINATED)  # workflows that take no more messages
 
 
 class ActorService:
