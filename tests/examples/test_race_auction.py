@@ -62,7 +62,7 @@ async def test_no_bid_expires_after_24_hours(calls: list[str]) -> None:
         assert (state.result, state.winning_bid) == ("expired", None)
         assert calls == ["list item-9", "finalize item-9 expired"]
 
-        with pytest.raises(ActorFinishedError):  # too late: the workflow is finished (nothing is stored)
+        with pytest.raises(ActorFinishedError):  # too late: the workflow is finished and takes no more messages
             await handle.send("bids", {"amount": 50})
         await env.run_until_idle()
         assert (await handle.get_state()).result == "expired"

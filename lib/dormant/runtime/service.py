@@ -30,6 +30,7 @@ from dormant.errors import (
 )
 from dormant.models import ActorStatus, SendResult, WaitingFor
 from dormant.ports import (
+    FINISHED,
     MAX_CARRIED_BYTES,
     ActorMeta,
     ActorRef,
@@ -53,8 +54,9 @@ MAX_CONFLICT_RETRIES = 20
 
 # -- which workflow states take messages: the one place that says so ---------------------------------------
 SendRule = Literal["run", "hold", "refuse"]
-REFUSING_STATES: frozenset[WorkflowState] = frozenset({WorkflowState.COMPLETED})
-"""A finished workflow consumes nothing more: a send is refused (409 actor_finished), nothing is stored."""
+REFUSING_STATES: frozenset[WorkflowState] = frozenset(FINISHED)
+"""An ended workflow (completed, terminated) consumes nothing more: a send is refused (409 actor_finished) and
+nothing is stored."""
 HOLDING_STATES: frozenset[WorkflowState] = frozenset({WorkflowState.FAILED, WorkflowState.DIVERGED,
                                                       WorkflowState.ROLLING_BACK})
 """Stopped by an error: a send is stored and runs after an operator resumes the actor (202 with the status)."""
@@ -137,16 +139,18 @@ class ActorService:
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=queue_name,
                                body=to_json(validated, f'the body of queue "{queue_name}"'),
                                created_at=self.clock.now())
-        snapshot = await self.store.load(ref)
+        # One read, the actor's status item: whether it exists, and whether its workflow takes messages.
+        summary = await self.store.read_summary(ref)
         creation = None
         state = WorkflowState.PENDING
-        if snapshot is None:  # created only once the message is known to be valid
+        if summary is None:  # created only once the message is known to be valid
             creation = Creation(input=to_json(actor_input, "the actor's input"))
         else:
-            state = snapshot.workflow.state
+            state = summary.status
         rule = send_rule(state)
         if rule == "refuse":
-            raise ActorFinishedError(f"the actor's workflow has {state.value}: it takes no more messages")
+            raise ActorFinishedError(f"the actor is {state.value}: its workflow takes no more messages (delete the "
+                                     "actor to start it afresh)")
         _check_carried_size(message, creation)
         await self._deliver(ref, message, creation=creation, compare=message_id is not None and not derived_id)
         if rule == "hold":
