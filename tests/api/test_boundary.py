@@ -278,3 +278,23 @@ async def test_percent_escapes_that_are_not_utf8_never_name_an_actor() -> None:
         ok = await raw_request(url, "PUT", "/actors/notes/Jos%C3%A9")  # valid UTF-8 escapes are fine
         assert ok.status == 201 and ok.json()["key"] == ["José"]
         assert env.store.actor_ids() == ["notes/Jos%C3%A9"]
+
+
+async def test_in_memory_a_send_whose_inbox_write_failed_is_processed_by_its_wake_up() -> None:
+    """TestEnv behaves as SQS does: the wake-up carries the message, and its wake-up stores what the send
+    could not."""
+    from dormant.errors import SendFailedError
+
+    async with TestEnv(registry) as env:
+        notes = env.client.get_or_create("notes", ["n"])
+        await notes.call("add_note", "x")
+        await env.run_until_idle()
+        env.store.fail_call(2)  # the send's calls: read_summary, then enqueue
+        with pytest.raises(SendFailedError) as failed:
+            await notes.send("note", {"note": "y"}, message_id="m1")
+        assert (failed.value.stored, failed.value.message_id) == (True, "m1")
+        await env.run_until_idle()  # nobody sends it again
+        assert (await notes.state()).notes == ["x", "y"]
+        assert (await notes.send("note", {"note": "y"}, message_id="m1")).id == "m1"  # a retry: the same one
+        await env.run_until_idle()
+        assert (await notes.state()).notes == ["x", "y"]

@@ -248,9 +248,15 @@ def _check(case: Case, status: int, body: object, problems: list[str]) -> None:
 
 
 def _sent_values(case: Case) -> list[str]:
-    """Distinctive things a case sent (that no error message should contain)."""
-    sent = [CARD, "9" * 50, "changed"] if case.body else []
-    return [value for value in sent if value.encode() in case.body or value in case.target]
+    """Distinctive things a case sent (that no error message should contain): values in the body, the key
+    segment of the path, an idempotency key."""
+    sent = [value for value in (CARD, "9" * 50, "changed") if value.encode() in case.body]
+    parts = case.target.split("?")[0].split("/")
+    if len(parts) > 3 and parts[1] == "actors" and len(parts[3]) >= 3:
+        sent.append(parts[3])
+    if "Idempotency-Key" in case.headers:
+        sent.append(case.headers["Idempotency-Key"])
+    return sent
 
 
 def _settings() -> Settings:

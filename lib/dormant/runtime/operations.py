@@ -113,7 +113,7 @@ class Operator:
             if definition.workflow_fn is None:
                 raise NotResumableError(f"actor type {ref.name} has no workflow: there is nothing to resume")
             if state in FINISHED:
-                raise ActorFinishedError(f"actor {ref} is {state.value}: its workflow has ended and cannot resume")
+                raise ActorFinishedError(f"the actor is {state.value}: its workflow has ended and cannot resume")
             if state is WorkflowState.DIVERGED:
                 return await self._resume_diverged(snapshot)
             if state is not WorkflowState.FAILED:
@@ -141,7 +141,7 @@ class Operator:
     async def _retry_failed(self, snapshot: ActorSnapshot) -> OperationResult:
         ref = snapshot.ref
         if _compensated(snapshot.history, snapshot.workflow):
-            raise NotResumableError(f"actor {ref} failed and was compensated (its rollback handlers ran): retrying "
+            raise NotResumableError("the actor failed and was compensated (its rollback handlers ran): retrying "
                                     "would build on steps that were undone; terminate or delete it instead")
         entries, record = reset_failure(snapshot.history, snapshot.workflow)
         draft = CommitDraft(upserts=[e.model_dump(mode="json", exclude_defaults=True) for e in entries],
@@ -208,7 +208,7 @@ class Operator:
     async def _load(self, ref: ActorRef) -> ActorSnapshot:
         snapshot = await self.host.store.load(ref)
         if snapshot is None:
-            raise ActorNotFoundError(f"actor {ref} does not exist")
+            raise ActorNotFoundError("the actor does not exist")  # (errors never repeat the key a client sent)
         return snapshot
 
 
