@@ -2,7 +2,7 @@
 again and again and restarted. Every message is processed exactly once, and no healthy wake-up reaches a
 dead-letter queue (interrupted messages use up receives; the worker refreshes them instead).
 
-Bounded: DORMANT_RELIABILITY_SECONDS of load (default 20 under `make test`; `make fuzz` runs longer), with
+Bounded: DORMANT_RELIABILITY_SECONDS of load (default 15 under `make test`; `make fuzz` runs longer), with
 the worker killed 1.5-4 s after each start and receives set low (4, the deployment's 5 less one) so that kills
 do exhaust them: a message in flight at three kills in a row is refreshed before it reaches the redrive.
 With DORMANT_RELIABILITY_REPORT=path the figures are written there as JSON."""
@@ -32,7 +32,7 @@ from dormant.settings import Settings
 from examples.counter import registry
 
 ROOT = Path(__file__).resolve().parents[2]
-DURATION = float(os.environ.get("DORMANT_RELIABILITY_SECONDS", "20"))
+DURATION = float(os.environ.get("DORMANT_RELIABILITY_SECONDS", "15"))
 ACTORS = 6
 VISIBILITY = 3
 DRAIN_TIMEOUT = 180.0
