@@ -1,6 +1,6 @@
 """Timeouts: a slow or flaky dependency gets a per-attempt timeout and bounded retries. Each attempt
 of `charge-card` is cancelled after `CHARGE_TIMEOUT` seconds and counts as a failure; failures retry
-with exponential backoff (0.2 s doubling up to 2 s, durably: the actor sleeps between attempts) up to
+with exponential backoff (0.4 s doubling up to 2 s: as in RivetKit the first retry waits twice the 0.2 s base; durably: the actor sleeps between attempts) up to
 5 retries, after which `StepExhaustedError` fails the workflow and shows in its status.
 """
 

@@ -10,6 +10,7 @@ import asyncio
 import heapq
 import itertools
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -165,6 +166,7 @@ class MemoryEventStore:
             return False
         record.seen_ids.add(message.id)
         record.inbox[message.id] = message.model_dump(mode="json")
+        await self._notify()  # a running wake-up may be waiting for it (wait_inbox)
         self._leave(when, "enqueue")
         return True
 
@@ -180,6 +182,21 @@ class MemoryEventStore:
                 except TimeoutError:
                     return False, None
         return True, self._actors[ref.id].responses[message_id]
+
+    async def wait_inbox(self, ref: ActorRef, known: AbstractSet[str], timeout: float) -> list[InboxMessage]:
+        def fresh() -> list[dict[str, Any]]:
+            record = self._actors.get(ref.id)
+            if record is None:
+                return []
+            return [m for mid, m in record.inbox.items() if mid not in known]
+
+        if not fresh():
+            async with self._changed:
+                try:
+                    await asyncio.wait_for(self._changed.wait_for(lambda: bool(fresh())), timeout)
+                except TimeoutError:
+                    return []
+        return [InboxMessage.model_validate(m) for m in fresh()]
 
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
         record = self._actors.get(ref.id)

@@ -226,7 +226,7 @@ async def test_broadcast_validates_payloads_and_only_successful_attempts_publish
             if s.attempt == 1:
                 raise RuntimeError("the first attempt's event must not be published")
 
-        await ctx.step("flaky", flaky, retry_backoff_base=1.0)
+        await ctx.step("flaky", flaky, retry_backoff_base=0.5)
 
     async with TestEnv(setup(a)) as env:
         handle = await start(env, "progress")
@@ -279,7 +279,7 @@ async def test_steps_call_and_send_to_other_actors() -> None:
                 raise RuntimeError("crash after sending")
 
         total = await ctx.step("call", call_worker)
-        await ctx.step("send", send_jobs, retry_backoff_base=1.0)
+        await ctx.step("send", send_jobs, retry_backoff_base=0.5)
         return total
 
     async with TestEnv(setup(worker, boss)) as env:

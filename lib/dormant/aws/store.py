@@ -15,12 +15,14 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from typing import Any
 
 from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
+from dormant.aws.inbox import wait_inbox
 from dormant.aws.items import (
     ITEM_LIMIT,
     RING_PREFIX,
@@ -211,6 +213,9 @@ class DynamoEventStore:
 
     async def wait_response(self, ref: ActorRef, message_id: str, timeout: float) -> tuple[bool, Any]:
         return await self._side.wait_response(ref, message_id, timeout)
+
+    async def wait_inbox(self, ref: ActorRef, known: AbstractSet[str], timeout: float) -> list[InboxMessage]:
+        return await wait_inbox(self, ref, known, timeout)  # dormant.aws.inbox
 
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
         return await self._side.read_events(ref, after, limit)

@@ -13,6 +13,7 @@ from dormant.ports import ActorRef, ActorSnapshot
 from dormant.runtime.contexts import HookContext, StepContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
+from dormant.runtime.waits import WakeWaits, horizon
 from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
 from dormant.workflow.history import QueuedMessage, WorkflowRecord
 from dormant.workflow.runner import TERMINAL, run_workflow
@@ -64,9 +65,14 @@ class ActorHost:
                            actor_input=self._snapshot.meta.input)
 
 
-async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
-    """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up)."""
+async def wake_actor(service: ActorService, ref: ActorRef, *, budget: float | None = None) -> WakeReport:
+    """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up).
+
+    `budget`: seconds of wall time the wake-up may still use (the AWS worker passes what is left of the
+    Lambda invocation); None means DEFAULT_WAKE_BUDGET. It bounds waits made in the running wake-up
+    instead of suspending (docs/semantics.md, "In-process waits")."""
     definition = service.registry.get(ref.name)
+    wait_horizon = horizon(service.clock.now(), budget)
     serial = False
     race_winners: dict[str, str] = {}  # kept across attempts: see Execution.race_winners
     attempt = lost_races = scheduled_runs = 0
@@ -84,7 +90,7 @@ async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
                 scheduled_runs += 1
                 await service.run_scheduled(definition, snapshot, due[0])
                 continue  # re-read: one scheduled action per commit, in inbox order
-            report = await _run_workflow_once(service, definition, snapshot, serial, race_winners)
+            report = await _run_workflow_once(service, definition, snapshot, serial, race_winners, wait_horizon)
         except VersionConflict:
             lost_races += 1
             continue
@@ -103,7 +109,7 @@ async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
 
 
 async def _run_workflow_once(service: ActorService, definition: ActorDefinition, snapshot: ActorSnapshot,
-                             serial: bool, race_winners: dict[str, str]) -> WakeReport:
+                             serial: bool, race_winners: dict[str, str], wait_horizon: float) -> WakeReport:
     if definition.workflow_fn is None:
         return WakeReport(ref=snapshot.ref, outcome="no-workflow", record=snapshot.workflow)
     if snapshot.workflow.state in TERMINAL:
@@ -123,7 +129,9 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
     execution = Execution(host=ActorHost(service, definition, snapshot, state, vars), entries=snapshot.history,
                           record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
                           checkpointer=commit, serial=serial, workflow_input=snapshot.meta.input,
-                          race_winners=race_winners)
+                          race_winners=race_winners,
+                          waits=WakeWaits(service.clock, service.store, snapshot.ref, horizon=wait_horizon,
+                                          known=[m.id for m in snapshot.inbox]))
     try:
         record = await run_workflow(definition.workflow_fn, execution)
     finally:

@@ -27,6 +27,7 @@ from dormant.workflow.history import (
 )
 from dormant.workflow.replay import HistoryIndex
 from dormant.workflow.signals import WakeAborted, WakeRestart
+from dormant.workflow.waits import WaitPort
 
 
 def to_json(value: Any) -> Any:
@@ -140,7 +141,7 @@ class Execution:
     def __init__(self, *, host: WorkflowHost, entries: Sequence[HistoryEntry], record: WorkflowRecord,
                  state: StateCell, inbox: Sequence[QueuedMessage], now: Now, checkpointer: Checkpointer,
                  serial: bool = False, workflow_input: Any = None,
-                 race_winners: dict[str, str] | None = None) -> None:
+                 race_winners: dict[str, str] | None = None, waits: WaitPort | None = None) -> None:
         self.host = host
         self.index = HistoryIndex(entries)
         self.loaded_record = record
@@ -153,6 +154,7 @@ class Execution:
         # re-run after a WakeRestart tries that branch first, so the restart cannot change the winner.
         self.race_winners = race_winners if race_winners is not None else {}
         self.input = workflow_input
+        self.waits = waits  # in-process waits (dormant.workflow.waits); None: every wait suspends
         self.mode = Mode.ROLLBACK if record.state is WorkflowState.ROLLING_BACK else Mode.NORMAL
         self._checkpointer = checkpointer
         self._dirty: dict[str, HistoryEntry] = {}
@@ -160,7 +162,8 @@ class Execution:
         self._consumed: list[str] = []
         self._responses: dict[str, Any] = {}
         self.events: list[tuple[str, Any]] = []
-        self.in_flight = 0
+        self.in_flight = 0  # step bodies and rollback handlers running now (step_started/step_ended)
+        self._idle_waiters: list[asyncio.Future[None]] = []
         self.uncommitted_successes = 0
         self._commit_wanted = False
         self._lock = asyncio.Lock()
@@ -212,6 +215,10 @@ class Execution:
             self.inbox.remove(message)
             self._consumed.append(message.id)
         return taken
+
+    def add_inbox(self, messages: Sequence[QueuedMessage]) -> None:
+        """Messages that arrived while the wake-up waited in process (see dormant.workflow.waits)."""
+        self.inbox.extend(messages)
 
     def add_response(self, message_id: str, response: Any) -> None:
         self._responses[message_id] = response
@@ -295,6 +302,27 @@ class Execution:
             committed = await self._commit(record, force=changed)
             self.record = record
             return committed
+
+    # ---- steps in flight ---------------------------------------------------------------------
+    def step_started(self) -> None:
+        self.in_flight += 1
+
+    def step_ended(self) -> None:
+        self.in_flight -= 1
+        if not self.in_flight and self._idle_waiters:
+            waiters, self._idle_waiters = self._idle_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def when_idle(self) -> asyncio.Future[None]:
+        """Done once no step is in flight (at once if none is)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.in_flight:
+            self._idle_waiters.append(waiter)
+        else:
+            waiter.set_result(None)
+        return waiter
 
     def step_succeeded(self) -> None:
         self.uncommitted_successes += 1
