@@ -11,6 +11,7 @@ from dormant import (
     ActionContext,
     HookContext,
     InvalidMessageError,
+    Loop,
     StepContext,
     StepOnlyError,
     UnknownActionError,
@@ -52,11 +53,12 @@ async def test_state_vars_client_broadcast_and_clock_are_step_only() -> None:
 
         async def body(loop: WorkflowContext) -> Any:
             probe(loop, "loop.")
-            return None
+            return Loop.break_()
 
         async def branch(b: WorkflowContext) -> None:
             probe(b, "branch.")
 
+        await ctx.loop("l", body)
         await ctx.join("j", {"only": branch})
         await ctx.step("fine", lambda s: s.state.log.append("a step may"))
 
@@ -64,7 +66,7 @@ async def test_state_vars_client_broadcast_and_clock_are_step_only() -> None:
         handle = await start(env, "step-only")
         assert (await handle.status()).workflow is WorkflowState.COMPLETED
         assert (await handle.state()).log == ["a step may"]
-    expected = {f"{p}{w}" for p in ("root.", "branch.")
+    expected = {f"{p}{w}" for p in ("root.", "loop.", "branch.")
                 for w in ("state", "vars", "client", "broadcast", "schedule", "now")}
     assert set(messages) == expected
     assert "only available inside a step or an action" in messages["root.state"]
