@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+from dormant.workflow.entries import Entry
 from dormant.workflow.history import (
     EntryKind,
     ErrorInfo,
@@ -143,7 +144,7 @@ class Execution:
                  serial: bool = False, workflow_input: Any = None,
                  race_winners: dict[str, str] | None = None, waits: WaitPort | None = None) -> None:
         self.host = host
-        self.index = HistoryIndex(entries)
+        self.index = HistoryIndex([Entry.from_model(e) for e in entries])
         self.loaded_record = record
         self.record = record.model_copy(deep=True)
         self.state = state
@@ -157,7 +158,7 @@ class Execution:
         self.waits = waits  # in-process waits (dormant.workflow.waits); None: every wait suspends
         self.mode = Mode.ROLLBACK if record.state is WorkflowState.ROLLING_BACK else Mode.NORMAL
         self._checkpointer = checkpointer
-        self._dirty: dict[str, HistoryEntry] = {}
+        self._dirty: dict[str, Entry] = {}
         self._deleted: list[str] = []
         self._consumed: list[str] = []
         self._responses: dict[str, Any] = {}
@@ -167,7 +168,7 @@ class Execution:
         self.uncommitted_successes = 0
         self._commit_wanted = False
         self._lock = asyncio.Lock()
-        self.rollback_handlers: list[tuple[HistoryEntry, RollbackHandler]] = []
+        self.rollback_handlers: list[tuple[Entry, RollbackHandler]] = []
         self.commits = 0
         self._aborted: BaseException | None = None
         self.replayed = 0  # entries served from history in this run (benchmarks)
@@ -183,15 +184,15 @@ class Execution:
         return self.mode is Mode.ROLLBACK
 
     # ---- entries -----------------------------------------------------------------------
-    def new_entry(self, kind: EntryKind, location: str, name: str, **fields: Any) -> HistoryEntry:
+    def new_entry(self, kind: EntryKind, location: str, name: str, **fields: Any) -> Entry:
         now = self.now()
-        entry = HistoryEntry(location=location, kind=kind, name=name, seq=self.index.next_seq,
-                             created_at=now, updated_at=now, **fields)
+        entry = Entry(location=location, kind=kind, name=name, seq=self.index.next_seq,
+                      created_at=now, updated_at=now, **fields)
         self.index.next_seq += 1
         self.index.add(entry)
         return entry
 
-    def touch(self, entry: HistoryEntry) -> None:
+    def touch(self, entry: Entry) -> None:
         """Mark an entry changed: it goes out with the next commit."""
         entry.updated_at = self.now()
         self._dirty[entry.location] = entry
@@ -224,7 +225,7 @@ class Execution:
         self._responses[message_id] = response
 
     # ---- rollback handlers ---------------------------------------------------------------
-    def register_rollback(self, entry: HistoryEntry, handler: RollbackHandler) -> None:
+    def register_rollback(self, entry: Entry, handler: RollbackHandler) -> None:
         if not entry.rollback_done:
             self.rollback_handlers.append((entry, handler))
 
@@ -235,7 +236,7 @@ class Execution:
 
     # ---- commits ---------------------------------------------------------------------------
     def _draft(self, record: WorkflowRecord) -> CommitDraft:
-        upserts = [e.model_dump(mode="json", exclude_defaults=True) for e in self._dirty.values()]
+        upserts = [e.to_json() for e in self._dirty.values()]
         state = self.state.dump()
         draft = CommitDraft(upserts=upserts, deleted_prefixes=self._deleted, consumed_ids=self._consumed,
                             state=state if state != self.state.committed else None,
@@ -331,7 +332,7 @@ class Execution:
         """True when undoing a failed step's state changes cannot undo anyone else's."""
         return self.in_flight == 0 and self.uncommitted_successes == 0
 
-    def copy_output(self, entry: HistoryEntry) -> Any:
+    def copy_output(self, entry: Entry) -> Any:
         return self.copy_output_value(entry.output)
 
     @staticmethod

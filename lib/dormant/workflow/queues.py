@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from dormant.workflow.entries import Entry
 from dormant.workflow.errors import QueueTimeoutError, WorkflowDefinitionError
-from dormant.workflow.history import EntryKind, EntryStatus, HistoryEntry, RecordedMessage, validate_name
+from dormant.workflow.history import EntryKind, EntryStatus, RecordedMessage, validate_name
 from dormant.workflow.signals import RollbackStop, Suspend
 from dormant.workflow.steps import seconds
 from dormant.workflow.waits import Outcome, wait_in_process
@@ -103,7 +104,7 @@ class QueueApi:
                 ctx._check_cancelled()  # a race decided while this branch waited: it lost
         return [self._deliver(entry, recorded, completable) for recorded in entry.messages]
 
-    def _deliver(self, entry: HistoryEntry, recorded: RecordedMessage, completable: bool) -> QueueMessage:
+    def _deliver(self, entry: Entry, recorded: RecordedMessage, completable: bool) -> QueueMessage:
         ex = self._ctx._execution
         body = ex.host.decode_body(recorded.name, recorded.body)
         message = QueueMessage(id=recorded.id, name=recorded.name, body=body, created_at=recorded.created_at)
@@ -113,7 +114,7 @@ class QueueApi:
             message.complete = self._completer(entry, recorded)
         return message
 
-    def _completer(self, entry: HistoryEntry, recorded: RecordedMessage) -> Callable[..., Awaitable[None]]:
+    def _completer(self, entry: Entry, recorded: RecordedMessage) -> Callable[..., Awaitable[None]]:
         ex = self._ctx._execution
         done_in_this_run = False
 
