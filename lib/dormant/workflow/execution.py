@@ -163,6 +163,8 @@ class Execution:
         self._consumed: list[str] = []
         self._responses: dict[str, Any] = {}
         self.events: list[tuple[str, Any]] = []
+        self.state_touched = False  # a step or handler used the state since the last draft (see _draft)
+        self._running: tuple[WorkflowRecord, Mode, WorkflowRecord] | None = None
         self.in_flight = 0  # step bodies and rollback handlers running now (step_started/step_ended)
         self._idle_waiters: list[asyncio.Future[None]] = []
         self.uncommitted_successes = 0
@@ -237,9 +239,15 @@ class Execution:
     # ---- commits ---------------------------------------------------------------------------
     def _draft(self, record: WorkflowRecord) -> CommitDraft:
         upserts = [e.to_json() for e in self._dirty.values()]
-        state = self.state.dump()
+        # The state is serialized only if a step looked at it since the last draft (nothing else can
+        # change it during a run): most steps of a long workflow never do.
+        state, changed = self.state.committed, False
+        if self.state_touched:
+            state = self.state.dump()
+            changed = state != self.state.committed
+            self.state_touched = False
         draft = CommitDraft(upserts=upserts, deleted_prefixes=self._deleted, consumed_ids=self._consumed,
-                            state=state if state != self.state.committed else None,
+                            state=state if changed else None,
                             responses=self._responses, events=self.events, workflow=record,
                             committed_at=self.now())
         self._dirty, self._deleted, self._consumed, self._responses, self.events = {}, [], [], {}, []
@@ -290,8 +298,14 @@ class Execution:
             if self.in_flight or not self._commit_wanted:
                 return
             self._commit_wanted = False
-            running = self.record.model_copy(update={"state": self.running_state()})
-            await self._commit(running)
+            await self._commit(self._running_record())
+
+    def _running_record(self) -> WorkflowRecord:
+        """The record a mid-run commit stores: the loaded one, marked running (built once per record)."""
+        if self._running is None or self._running[0] is not self.record or self._running[1] is not self.mode:
+            self._running = (self.record, self.mode,
+                             self.record.model_copy(update={"state": self.running_state()}))
+        return self._running[2]
 
     def running_state(self) -> WorkflowState:
         return WorkflowState.ROLLING_BACK if self.rolling_back else WorkflowState.RUNNING
@@ -308,8 +322,10 @@ class Execution:
     def step_started(self) -> None:
         self.in_flight += 1
 
-    def step_ended(self) -> None:
+    def step_ended(self, run: StepRun) -> None:
         self.in_flight -= 1
+        if run.touched_state:
+            self.state_touched = True
         if not self.in_flight and self._idle_waiters:
             waiters, self._idle_waiters = self._idle_waiters, []
             for waiter in waiters:

@@ -57,16 +57,16 @@ async def compensate(ex: Execution) -> None:
             if inspect.isawaitable(result):
                 await result
         except Exception as error:
-            ex.step_ended()
+            ex.step_ended(run)
             ex.state.revert()
             entry.rollback_error = error_info(error)
             ex.touch(entry)
             raise CompensationFailed(f'rollback of step "{entry.location}" failed: '
                                      f"{type(error).__name__}: {error}") from error
         except BaseException:
-            ex.step_ended()
+            ex.step_ended(run)
             raise
-        ex.step_ended()
+        ex.step_ended(run)
         entry.rollback_done = True
         entry.rollback_error = None
         ex.touch(entry)

@@ -88,26 +88,26 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
                     result = await result
         output = to_json(result)
     except (asyncio.CancelledError, BranchCancelled):
-        ex.step_ended()
+        ex.step_ended(run)
         scope.leave()
         if ctx._cancel is not None and ctx._cancel.is_cancelled():
             _record_cancelled(ex, entry, attempt)  # its race was won by another branch
         _discard_attempt(ex, run)
         raise
     except TimeoutError:
-        ex.step_ended()
+        ex.step_ended(run)
         scope.leave()
         failure: BaseException = StepTimeoutError(f'step "{name}" timed out after {limit} s and was cancelled')
         return _record_failure(ctx, entry, run, failure, attempt, max_retries, retry_backoff_base, retry_backoff_max)
     except Exception as error:
-        ex.step_ended()
+        ex.step_ended(run)
         scope.leave()
         return _record_failure(ctx, entry, run, error, attempt, max_retries, retry_backoff_base, retry_backoff_max)
     except BaseException:
-        ex.step_ended()
+        ex.step_ended(run)
         scope.leave()
         raise
-    ex.step_ended()
+    ex.step_ended(run)
     scope.leave()
     entry.status = EntryStatus.COMPLETED
     entry.output = output
