@@ -10,6 +10,7 @@ from typing import Any
 from dormant.actor import ActorDefinition
 from dormant.errors import VersionConflict, WakeFailedError
 from dormant.ports import ActorRef, ActorSnapshot
+from dormant.runtime.collector import relaxed_collector
 from dormant.runtime.contexts import HookContext, StepContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
@@ -71,8 +72,12 @@ async def wake_actor(service: ActorService, ref: ActorRef, *, budget: float | No
     `budget`: seconds of wall time the wake-up may still use (the AWS worker passes what is left of the
     Lambda invocation); None means DEFAULT_WAKE_BUDGET. It bounds waits made in the running wake-up
     instead of suspending (docs/semantics.md, "In-process waits")."""
+    with relaxed_collector():
+        return await _wake(service, ref, horizon(service.clock.now(), budget))
+
+
+async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float) -> WakeReport:
     definition = service.registry.get(ref.name)
-    wait_horizon = horizon(service.clock.now(), budget)
     serial = False
     race_winners: dict[str, str] = {}  # kept across attempts: see Execution.race_winners
     attempt = lost_races = scheduled_runs = 0
