@@ -23,6 +23,9 @@ from dormant.workflow.history import (
     RecordedMessage,
 )
 
+# Enum `.value` is a slow descriptor in CPython 3.11; these run once per committed entry.
+_KIND_TEXT = {kind: kind.value for kind in EntryKind}
+_STATUS_TEXT = {status: status.value for status in EntryStatus}
 _NO_MESSAGES: list[RecordedMessage] = cast("list[RecordedMessage]", ())
 _NO_BRANCHES: dict[str, BranchRecord] = cast("dict[str, BranchRecord]", MappingProxyType({}))
 
@@ -85,10 +88,10 @@ class Entry:
 
     def to_json(self) -> dict[str, Any]:
         """The stored form: JSON, fields at their default left out (HistoryEntry's field order)."""
-        data: dict[str, Any] = {"location": self.location, "kind": self.kind.value, "name": self.name,
+        data: dict[str, Any] = {"location": self.location, "kind": _KIND_TEXT[self.kind], "name": self.name,
                                 "seq": self.seq}
         if self.status is not EntryStatus.PENDING:
-            data["status"] = self.status.value
+            data["status"] = _STATUS_TEXT[self.status]
         if self.output is not None:
             data["output"] = self.output
         if self.error is not None:

@@ -165,6 +165,7 @@ class Execution:
         self.events: list[tuple[str, Any]] = []
         self.state_touched = False  # a step or handler used the state since the last draft (see _draft)
         self._running: tuple[WorkflowRecord, Mode, WorkflowRecord] | None = None
+        self._stored_record: WorkflowRecord | None = None  # the record object the last commit stored
         self.in_flight = 0  # step bodies and rollback handlers running now (step_started/step_ended)
         self._idle_waiters: list[asyncio.Future[None]] = []
         self.uncommitted_successes = 0
@@ -237,7 +238,7 @@ class Execution:
         self.rollback_handlers = [(e, h) for e, h in self.rollback_handlers if not e.location.startswith(prefix)]
 
     # ---- commits ---------------------------------------------------------------------------
-    def _draft(self, record: WorkflowRecord) -> CommitDraft:
+    def _draft(self, record: WorkflowRecord | None) -> CommitDraft:
         upserts = [e.to_json() for e in self._dirty.values()]
         # The state is serialized only if a step looked at it since the last draft (nothing else can
         # change it during a run): most steps of a long workflow never do.
@@ -258,7 +259,8 @@ class Execution:
         self.uncommitted_successes = 0
         return draft
 
-    async def _commit(self, record: WorkflowRecord, *, force: bool = False) -> bool:
+    async def _commit(self, record: WorkflowRecord | None, *, force: bool = False) -> bool:
+        """`record` None: the stored workflow record stays as it is."""
         if self._aborted is not None:
             # A failed commit took its changes with it: a later commit (say, from a sibling join branch)
             # would store history with a hole in it. The wake-up is over.
@@ -298,7 +300,11 @@ class Execution:
             if self.in_flight or not self._commit_wanted:
                 return
             self._commit_wanted = False
-            await self._commit(self._running_record())
+            running = self._running_record()
+            # Mid-run commits after the first store the same record: leave it out (a smaller commit).
+            unchanged = running is self._stored_record
+            if await self._commit(None if unchanged else running):
+                self._stored_record = running
 
     def _running_record(self) -> WorkflowRecord:
         """The record a mid-run commit stores: the loaded one, marked running (built once per record)."""

@@ -21,6 +21,7 @@ from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend, Wak
 if TYPE_CHECKING:
     from dormant.workflow.context import WorkflowContext
 
+_PLAIN = (type(None), bool, int, float, str, list, dict)  # results that cannot be awaitable: no ABC check
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_BACKOFF_BASE = 0.1
 DEFAULT_BACKOFF_MAX = 30.0
@@ -80,7 +81,7 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
     ex.step_started()
     try:
         result = fn(ex.host.step_context(run))
-        if inspect.isawaitable(result):
+        if not isinstance(result, _PLAIN) and inspect.isawaitable(result):
             if limit is None:
                 result = await result
             else:
