@@ -2,7 +2,9 @@
 messages: it waits up to 30 s for the first, then tops the window up one message at a time for as
 long as each next one arrives within 10 ms, and processes the window in one step, at most 3 items
 at a time. Per-iteration work and pressure on the downstream service stay bounded however large the
-backlog, and a trickle of messages close together still shares one window."""
+backlog, and a trickle of messages close together still shares one window. Each receive has its own
+name (wait-work, top-up-1 ... top-up-9): names are unique per scope (the reference reuses one name in
+its for-loop, which RivetKit itself refuses as a duplicate entry)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """Timeout + fallback actor: each request races a call to a primary actor against a 200 ms timer. A
 primary that answers first wins; a primary slower than the timer loses when the timer fires, even
 though its call is still running (the call is cancelled and recorded as such), and the workflow asks a
-fallback actor instead. The race's winner and the choice are recorded, so a replay chooses the same."""
+fallback actor instead. The race's winner and the choice are recorded, so a replay chooses the same.
+(The reference also races when its 30 s idle wait ended without a request; here an empty wait just
+loops.)"""
 
 from __future__ import annotations
 

@@ -137,6 +137,7 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
                           race_winners=race_winners,
                           waits=WakeWaits(service.clock, service.store, snapshot.ref, horizon=wait_horizon,
                                           known=[m.id for m in snapshot.inbox]))
+    snapshot.history = []  # the execution holds its own copies: let the loaded models go during the run
     try:
         record = await run_workflow(definition.workflow_fn, execution)
     finally:
