@@ -1,8 +1,9 @@
 """Cross-actor saga (compensating actions): each checkout reserves stock on an inventory actor
 and charges a billing actor, each in a step with a rollback handler. If a step fails for good,
 the workflow fails and the handlers of the completed steps run newest-first: the charge is
-refunded, then the reservation released (a failure at the charge itself only releases). Release and refund are idempotent, keyed by the
-reservation/charge id, so a compensation that is retried never undoes twice."""
+refunded, then the reservation released (a failure at the charge itself only releases). Release
+and refund are idempotent, keyed by the reservation/charge id, so a compensation that is retried
+never undoes twice."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Queue: fire-and-forget commands. Clients `send` typed messages to the actor's queues and move on;
 one workflow loop receives them (one wait over all of the actor's queues: a wait without `names=` reads
-every declared queue) in the order they were sent and applies each in a step. Sends are validated: an undeclared queue or an invalid body is an
-error to the sender, and nothing is stored; a re-sent message id is ignored, so retries are safe.
+every declared queue) in the order they were sent and applies each in a step. Sends are validated: an
+undeclared queue or an invalid body is an error to the sender, and nothing is stored; a re-sent message
+id is ignored, so retries are safe.
 """
 
 from __future__ import annotations
