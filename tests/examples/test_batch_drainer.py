@@ -43,7 +43,7 @@ async def test_buffers_until_five_then_flushes(batches: list[list[float]]) -> No
         # The 5 s idle timeout: with no message an iteration re-checks the buffer and, as in the reference,
         # does not flush a partial batch.
         await assert_idle_timeout(env, drainer, "drain-loop", IDLE_TIMEOUT)
-        await env.advance(60)
+        await env.advance(3 * IDLE_TIMEOUT)
         assert batches == [[1, 2, 3, 4, 5]]
         assert (await drainer.state()).pending == [6, 7]
         checks = [e for e in await drainer.history() if e.location.endswith("/check-full")]
