@@ -63,8 +63,6 @@ class Sleepers:
                 continue
             loop.call_soon_threadsafe(_wake, future)
 
-    def __len__(self) -> int:
-        return len(self._waiting)
 
 
 def _wake(future: asyncio.Future[None]) -> None:
