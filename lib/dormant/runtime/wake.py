@@ -70,8 +70,8 @@ async def wake_actor(service: ActorService, ref: ActorRef, *, budget: float | No
     """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up).
 
     `budget`: seconds of wall time the wake-up may still use (the AWS worker passes what is left of the
-    Lambda invocation); None means DEFAULT_WAKE_BUDGET. It bounds waits made in the running wake-up
-    instead of suspending (docs/semantics.md, "In-process waits")."""
+    Lambda invocation); None means dormant.runtime.waits.DEFAULT_WAKE_BUDGET. It bounds waits made in the
+    running wake-up instead of suspending (docs/semantics.md, "In-process waits")."""
     with relaxed_collector():
         return await _wake(service, ref, horizon(service.clock.now(), budget))
 
