@@ -5,8 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test fuzz demo check bench clean deploy-tools sam-build lambda-layer build-WorkerFunction build-ApiFunction \
-	build-DependenciesLayer chromium swagger-ui
+.PHONY: test fuzz demo check bench mutation clean deploy-tools sam-build lambda-layer build-WorkerFunction \
+	build-ApiFunction build-DependenciesLayer chromium swagger-ui
 
 # -- deployment (template.yaml, infra/; docs/deploy.md) ---------------------------------------------------------
 # cfn-lint and the SAM CLI live in their own venv: their pins (aws-sam-translator, pydantic) are not the project's.
@@ -84,6 +84,11 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
+
+# Deleting any compensation handler, timeout, names= filter, broadcast or race branch in examples/ must make a
+# test fail (tests/mutation/check.py); about a minute on 2 cores, fails past its 150 s budget.
+mutation: $(STAMP)
+	$(BIN)/python -m tests.mutation.check
 
 $(DEPLOY_STAMP):
 	test -x $(DEPLOY_VENV)/bin/python || $(PYTHON) -m venv $(DEPLOY_VENV)

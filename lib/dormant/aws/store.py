@@ -21,9 +21,8 @@ from typing import Any
 from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from dormant.aws import deletion
+from dormant.aws import deletion, inbox
 from dormant.aws.batches import ConditionFailed, present, put_all
-from dormant.aws.inbox import InboxItems
 from dormant.aws.items import (
     ITEM_LIMIT,
     RING_PREFIX,
@@ -39,6 +38,7 @@ from dormant.aws.items import (
     too_large,
 )
 from dormant.aws.listing import STATUS_SK, StatusItems
+from dormant.aws.messages import InboxItems
 from dormant.aws.side import EVENTS_PREFIX, RESPONSE_PREFIX, SideItems
 from dormant.aws.table import PENDING_INDEX, TTL_ATTRIBUTE, client_config, create_table, table_definition
 from dormant.errors import ItemTooLargeError, StorageError, VersionConflict
@@ -80,6 +80,7 @@ class DynamoEventStore:
     `settle_on_load=False` (read-only users such as an API) skips checking, during loads, that the newest
     commit's responses/events were written; the actor's next commit still makes sure of it.
     """
+    wait_inbox = inbox.wait_inbox  # EventStore.wait_inbox: polls the `pending` index (dormant.aws.inbox)
 
     def __init__(self, client: Any, settings: Settings | None = None, *, settle_on_load: bool = True,
                  cache_size: int = 512, clock: Callable[[], float] = time.time) -> None:
@@ -309,6 +310,10 @@ class DynamoEventStore:
             head = head.advance(int(item["v"]["N"]), payload, side)
             head.delta_bytes += len(item["z"]["B"])
         return head, sides
+
+    def _live_inbox(self, ref: ActorRef, pending: list[dict[str, Any]], chain: list[Side]) -> list[InboxMessage]:
+        """Pending messages minus those the chain consumed (dormant.aws.inbox polls with it)."""
+        return self._inbox.live(ref, pending, chain)[0]
 
     # -- writing -------------------------------------------------------------------------------------
     def _commit_item(self, ref: ActorRef, head: Head, payload: dict[str, Any], *, snapshot: bool,

@@ -61,8 +61,18 @@ class ActorContext:
         self.ref = ref
         self.vars = vars
         self.input = actor_input
-        self.queue = SelfQueue(self)
-        self.schedule = Schedule(self)
+
+    # Built on use: stored, their back-reference would make every step context a reference cycle that only
+    # the garbage collector can free (one per step on the hot path).
+    @property
+    def queue(self) -> SelfQueue:
+        """Send to this actor's own queues."""
+        return SelfQueue(self)
+
+    @property
+    def schedule(self) -> Schedule:
+        """Run one of this actor's actions later."""
+        return Schedule(self)
 
     @property
     def name(self) -> str:

@@ -11,9 +11,11 @@ from typing import Any
 from dormant.actor import ActorDefinition
 from dormant.errors import VersionConflict, WakeFailedError
 from dormant.ports import ActorRef, ActorSnapshot, Creation, InboxMessage
+from dormant.runtime.collector import relaxed_collector
 from dormant.runtime.contexts import HookContext, StepContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
+from dormant.runtime.waits import WakeWaits, horizon
 from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
 from dormant.workflow.history import QueuedMessage, WorkflowRecord
 from dormant.workflow.runner import TERMINAL, run_workflow
@@ -69,10 +71,19 @@ async def wake_actor(service: ActorService, ref: ActorRef, *, budget: float | No
                      messages: Sequence[InboxMessage] = (), creation: Creation | None = None) -> WakeReport:
     """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up).
 
-    `budget`: seconds this wake-up may take (the worker's remaining invocation time); the engine may use
-    it to resolve short waits in-process. `messages` and `creation`: what the wake-up messages carried
-    (see Transport.wake); whatever of it the store lacks is stored first, so a send that was cut off
-    between its wake-up and its own write is completed here."""
+    `budget`: seconds of wall time the wake-up may still use (the AWS worker passes what is left of the
+    Lambda invocation); None means dormant.runtime.waits.DEFAULT_WAKE_BUDGET. It bounds waits made in the
+    running wake-up instead of suspending (docs/semantics.md, "In-process waits").
+
+    `messages` and `creation`: what the wake-up messages carried (see Transport.wake); whatever of it the
+    store lacks is stored first, so a send that was cut off between its wake-up and its own write is
+    completed here."""
+    with relaxed_collector():
+        return await _wake(service, ref, horizon(service.clock.now(), budget), messages, creation)
+
+
+async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messages: Sequence[InboxMessage],
+                creation: Creation | None) -> WakeReport:
     definition = service.registry.get(ref.name)
     carried = bool(messages) or creation is not None
     serial = False
@@ -95,7 +106,7 @@ async def wake_actor(service: ActorService, ref: ActorRef, *, budget: float | No
                 scheduled_runs += 1
                 await service.run_scheduled(definition, snapshot, due[0])
                 continue  # re-read: one scheduled action per commit, in inbox order
-            report = await _run_workflow_once(service, definition, snapshot, serial, race_winners)
+            report = await _run_workflow_once(service, definition, snapshot, serial, race_winners, wait_horizon)
         except VersionConflict:
             lost_races += 1
             continue
@@ -141,7 +152,7 @@ async def _complete_requests(service: ActorService, ref: ActorRef, snapshot: Act
 
 
 async def _run_workflow_once(service: ActorService, definition: ActorDefinition, snapshot: ActorSnapshot,
-                             serial: bool, race_winners: dict[str, str]) -> WakeReport:
+                             serial: bool, race_winners: dict[str, str], wait_horizon: float) -> WakeReport:
     if definition.workflow_fn is None:
         return WakeReport(ref=snapshot.ref, outcome="no-workflow", record=snapshot.workflow)
     if snapshot.workflow.state in TERMINAL:
@@ -161,7 +172,10 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
     execution = Execution(host=ActorHost(service, definition, snapshot, state, vars), entries=snapshot.history,
                           record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
                           checkpointer=commit, serial=serial, workflow_input=snapshot.meta.input,
-                          race_winners=race_winners)
+                          race_winners=race_winners,
+                          waits=WakeWaits(service.clock, service.store, snapshot.ref, horizon=wait_horizon,
+                                          known=[m.id for m in snapshot.inbox]))
+    snapshot.history = []  # the execution holds its own copies: let the loaded models go during the run
     try:
         record = await run_workflow(definition.workflow_fn, execution)
     finally:

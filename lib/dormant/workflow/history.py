@@ -34,6 +34,7 @@ class EntryStatus(StrEnum):
     PENDING = "pending"
     COMPLETED = "completed"
     FAILED = "failed"
+    CANCELLED = "cancelled"  # a step of a losing race branch, cut short when another branch won
 
 
 class BranchStatus(StrEnum):
