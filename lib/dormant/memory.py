@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from collections import deque
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -34,7 +35,8 @@ from dormant.ports import (
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
-_HISTORY = TypeAdapter(list[HistoryEntry])  # one validation call per load, not one per entry
+_HISTORY = TypeAdapter(list[HistoryEntry])
+RECENTLY_CONSUMED = 256  # one validation call per load, not one per entry
 
 
 class InjectedFault(StorageError):
@@ -50,6 +52,9 @@ class _Actor:
     history: dict[str, dict[str, Any]]
     inbox: dict[str, dict[str, Any]]  # insertion order = send order
     seen_ids: dict[str, str] = field(default_factory=dict)  # every message id ever stored -> its fingerprint
+    # What a load reports held beside the inbox: bounded, as DynamoDB's (its consumed, not yet tombstoned ones),
+    # so a load's cost does not grow with the actor's age.
+    recently_consumed: deque[str] = field(default_factory=lambda: deque(maxlen=RECENTLY_CONSUMED))
     responses: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     wake_error: dict[str, Any] | None = None
@@ -160,7 +165,7 @@ class MemoryEventStore:
             history=_HISTORY.validate_python(list(record.history.values())),
             inbox=[InboxMessage.model_validate(m) for m in record.inbox.values()],
             wake_error=WakeError.model_validate(record.wake_error) if record.wake_error else None,
-            held_ids=set(record.seen_ids))
+            held_ids={*record.inbox, *record.recently_consumed})
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
         when = self._enter("commit")
@@ -179,6 +184,7 @@ class MemoryEventStore:
             record.workflow = draft.workflow.model_dump(mode="json")
         for message_id in draft.consumed_ids:
             record.inbox.pop(message_id, None)
+            record.recently_consumed.append(message_id)
         record.responses.update(draft.responses)
         self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
