@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dormant import ActionContext, StepContext, WorkflowContext, actor, queue, setup
+from dormant import ActionContext, StepContext, WorkflowContext, actor, queue
 from examples.counter import counter
 
-__all__ = ["breaker", "counter", "deep", "finisher", "notes", "registry"]
+__all__ = ["breaker", "counter", "deep", "finisher", "notes"]  # served by tests.api.apps.registry
 
 
 class NotesState(BaseModel):
@@ -105,5 +105,3 @@ async def run_deep(ctx: WorkflowContext) -> None:
 
     await ctx.loop("deep-loop", iteration)
 
-
-registry = setup(notes, finisher, breaker, deep, counter)

@@ -298,3 +298,15 @@ async def test_in_memory_a_send_whose_inbox_write_failed_is_processed_by_its_wak
         assert (await notes.send("note", {"note": "y"}, message_id="m1")).id == "m1"  # a retry: the same one
         await env.run_until_idle()
         assert (await notes.state()).notes == ["x", "y"]
+
+
+def test_the_http_client_keeps_whether_a_failed_send_was_stored() -> None:
+    import httpx
+
+    from dormant.errors import SendFailedError
+    from dormant.http.client import error_from_response
+
+    body = {"error": {"code": "send_failed", "message": "the store failed, but ...",
+                      "detail": {"id": "m-7", "stored": True}}}
+    error = error_from_response(httpx.Response(503, json=body))
+    assert isinstance(error, SendFailedError) and (error.message_id, error.stored) == ("m-7", True)

@@ -38,6 +38,7 @@ from dormant.client import ActionShortcuts
 from dormant.errors import (
     ActorNotFoundError,
     InvalidMessageError,
+    SendFailedError,
     StillDivergedError,
 )
 from dormant.http.error_codes import EXCEPTION_BY_CODE
@@ -89,6 +90,8 @@ def error_from_response(response: httpx.Response) -> DormantError:
         return HttpError(response.status_code, "http_error", response.text[:500] or response.reason_phrase)
     if code == "invalid_body":
         return InvalidMessageError(message, errors=detail if isinstance(detail, list) else None)
+    if code == "send_failed" and isinstance(detail, dict):  # whether the message is stored, and its id
+        return SendFailedError(message, message_id=str(detail.get("id", "")), stored=bool(detail.get("stored")))
     if code == "still_diverged":
         return StillDivergedError(message, detail if isinstance(detail, dict) else None)
     if code in EXCEPTION_BY_CODE:
