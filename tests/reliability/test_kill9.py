@@ -2,9 +2,9 @@
 again and again and restarted. Every message is processed exactly once, and no healthy wake-up reaches a
 dead-letter queue (interrupted messages use up receives; the worker refreshes them instead).
 
-Bounded: DORMANT_RELIABILITY_SECONDS of load (default 15 under `make test`; `make fuzz` runs longer), with
-the worker killed 1.5-4 s after each start and receives set low (4, the deployment's 5 less one) so that kills
-do exhaust them: a message in flight at three kills in a row is refreshed before it reaches the redrive.
+Bounded: DORMANT_RELIABILITY_SECONDS of load (default 15 under `make test`; `make fuzz` runs a minute), with
+the worker killed 1.5-4 s after each start and the deployment's 5 receives: each kill spends a receive of
+every message in flight (or in a long poll), and the worker refreshes those before the redrive takes them.
 With DORMANT_RELIABILITY_REPORT=path the figures are written there as JSON."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ async def resources(endpoint: str) -> AsyncIterator[tuple[Settings, ActorService
     suffix = uuid.uuid4().hex[:8]
     settings = Settings(endpoint_url=endpoint, region="us-east-1", table=f"kill9-{suffix}",
                         queue_name=f"kill9-{suffix}.fifo", timer_queue_name=f"kill9-timers-{suffix}",
-                        dlq_name=f"kill9-dlq-{suffix}", fifo_dlq_name=f"kill9-dlq-{suffix}.fifo", max_receives=4,
+                        dlq_name=f"kill9-dlq-{suffix}", fifo_dlq_name=f"kill9-dlq-{suffix}.fifo", max_receives=5,
                         wake_retry_base=0.5, wake_retry_max=4)
     session = get_session()
     async with session.create_client("dynamodb", config=client_config(), **settings.client_kwargs("dynamodb")) as db, \
@@ -144,6 +144,11 @@ async def test_healthy_wake_ups_never_reach_a_dlq_under_repeated_kill_9(moto_ser
                    "refresh log lines": log.count("refreshed"),
                    "duplicates": sum(s.processed for s in states.values()) - sent,
                    "messages in the DLQs": sum(dead.values())}
+        for url in (settings.fifo_dlq_url,):
+            got = await sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"],
+                                            MessageAttributeNames=["All"])
+            Path("/tmp/dlq.txt").write_text(repr(got.get("Messages")) + "\n")
+        Path("/tmp/worker.log").write_text(log)
         report = os.environ.get("DORMANT_RELIABILITY_REPORT")
         if report:
             Path(report).write_text(json.dumps(figures, indent=2) + "\n")

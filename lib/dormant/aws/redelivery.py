@@ -7,9 +7,10 @@
   (capped), not after the queue's whole visibility timeout.
 - **Moves poison** to the dead-letter queue itself on the configured last receive, with the actor, the
   error type and message as message attributes (SQS's own redrive keeps only what a message carried).
-- **Refreshes** a message that has used up its receives without its wake-up failing for real (the worker was
-  killed, timed out, or the store was down): a fresh copy goes back to the queue and the old one is
-  deleted, so a healthy wake-up never reaches the dead-letter queue.
+- **Refreshes** a message received again without its actor's wake-ups failing for real (the worker was
+  killed, timed out, or the store was down): a fresh message replaces it (one plain wake-up per actor unless
+  a record carries what the store lacks) and it is deleted, so a healthy wake-up never reaches the
+  dead-letter queue.
 
 Queue URLs come from the records' `eventSourceARN`; a queue's visibility timeout is read once.
 """
@@ -156,32 +157,38 @@ class Redelivery:
         self.moved += len(moved)
         return moved
 
-    async def refresh(self, ref: ActorRef, records: Sequence[Record], delay: int = 0) -> list[str]:
-        """Send a fresh copy of each message (its receive count starts again), delete the old ones, and return
-        the ids copied. For messages that ran out of receives without failing for real. Batched: the fewer
-        round trips, the shorter the window in which a crash finds the copies sent and the old ones not deleted
-        (harmless: a spare wake-up)."""
-        copied: list[str] = []
+    async def refresh(self, ref: ActorRef, records: Sequence[Record], needed: Sequence[Record], plain_body: str,
+                      delay: int = 0) -> list[str]:
+        """Replace interrupted messages by fresh ones (their receive count starts again) and delete them;
+        returns the ids replaced (the event source may delete them too). Only `needed` records (those
+        carrying what the store still lacks) are copied; when none is, one plain wake-up (`plain_body`) stands
+        for them all, so refreshing never multiplies an actor's wake-ups. Batched: the fewer round trips,
+        the shorter the window in which a crash finds the copies sent and the old ones not deleted (harmless:
+        a spare wake-up)."""
+        replaced: list[str] = []
+        wanted = {str(r["messageId"]) for r in needed}
         for queue, group in await self._by_queue(records):
-            entries = []
-            for record in group:
-                entry: dict[str, Any] = {"MessageBody": record["body"], "MessageAttributes": {
-                    f"{ATTRIBUTE_PREFIX}refreshed": {"DataType": "Number", "StringValue": str(receive_count(record))}}}
+            bodies = [str(r["body"]) for r in group if str(r["messageId"]) in wanted] or [plain_body]
+            entries: list[tuple[Record, dict[str, Any]]] = []
+            for body in bodies:
+                entry: dict[str, Any] = {"MessageBody": body, "MessageAttributes": {
+                    f"{ATTRIBUTE_PREFIX}refreshed": {"DataType": "Number",
+                                                     "StringValue": str(max(receive_count(r) for r in group))}}}
                 if queue.fifo:
                     entry.update(MessageGroupId=group_id(ref), MessageDeduplicationId=uuid.uuid4().hex)
                 else:
                     entry["DelaySeconds"] = max(0, min(900, delay))
-                entries.append((record, entry))
-            done = await self._send_batch(queue.url, entries, ref, "refresh")
-            copied += done
-            old = [r for r in group if str(r["messageId"]) in done]
-            for start in range(0, len(old), _BATCH):
+                entries.append(({"messageId": str(len(entries))}, entry))
+            if len(await self._send_batch(queue.url, entries, ref, "refresh")) < len(entries):
+                continue  # not all went out: keep the old ones (they come back, and this is tried again)
+            replaced += [str(r["messageId"]) for r in group]
+            for start in range(0, len(group), _BATCH):
                 entries_to_delete = [{"Id": str(n), "ReceiptHandle": r["receiptHandle"]}
-                                     for n, r in enumerate(old[start:start + _BATCH])]
+                                     for n, r in enumerate(group[start:start + _BATCH])]
                 with contextlib.suppress(Exception):  # the event source deletes them anyway when told they are done
                     await self.sqs.delete_message_batch(QueueUrl=queue.url, Entries=entries_to_delete)
-        self.refreshed += len(copied)
-        return copied
+        self.refreshed += len(replaced)
+        return replaced
 
     async def _send_batch(self, url: str, entries: list[tuple[Record, dict[str, Any]]], ref: ActorRef,
                           what: str) -> list[str]:

@@ -130,14 +130,17 @@ class Worker:
         # version check keeps that correct, the lock keeps one process from running its steps twice.
         records = [record for record, _ in group]
         receives = max(receive_count(record) for record in records)
-        if receives >= max(2, self.settings.max_receives - 1) and not await self._failing(ref):
-            # (Nearly) out of receives, yet no wake-up of this actor failed by its own error: interrupted (a
-            # killed or timed-out worker, an outage). A fresh copy keeps it from SQS's dead-letter redrive. Done
-            # first (before waiting for the actor) and one receive early, so that a crash in the middle of it
-            # still leaves a receive to refresh it again.
-            copied = await self.redelivery.refresh(ref, records)
-            log.info("refreshed %d message(s) of %s after %d receive(s)", len(copied), ref, receives)
-            return [str(r["messageId"]) for r in records if str(r["messageId"]) not in copied]
+        failing, needed = await self._failing(ref, group) if receives >= 2 else (True, [])
+        if receives >= 2 and self.settings.max_receives >= 2 and not failing:
+            # Received before, yet no wake-up of this actor failed by its own error: it was interrupted (a
+            # killed or timed-out worker, a receive lost with the process that made it, an outage). A fresh
+            # copy keeps it from SQS's dead-letter redrive. Done first (before waiting for the actor) and at the
+            # second receive already: every later receive that gets this far tries again, so only a message
+            # interrupted on each of its receives could reach the DLQ. Poison is not refreshed: its first
+            # failure is recorded, so it runs (and fails) until the last receive moves it to the DLQ.
+            replaced = await self.redelivery.refresh(ref, records, needed, self._plain(ref))
+            log.info("refreshed %d message(s) of %s after %d receive(s)", len(replaced), ref, receives)
+            return [str(r["messageId"]) for r in records if str(r["messageId"]) not in replaced]
         lock, users = self._running.get(ref.id, (asyncio.Lock(), 0))
         self._running[ref.id] = (lock, users + 1)
         try:
@@ -182,8 +185,8 @@ class Worker:
                               type(error).__name__, error)
                     return [mid for mid in ids if mid not in moved]
                 if last:  # the store or the queue is down: retried for as long as it takes
-                    copied = await self.redelivery.refresh(ref, records, delay)
-                    return [mid for mid in ids if mid not in copied]
+                    replaced = await self.redelivery.refresh(ref, records, records, self._plain(ref), delay)
+                    return [mid for mid in ids if mid not in replaced]
                 await self.redelivery.back_off(records, delay)
                 return ids
         self.reports.append(report)
@@ -191,16 +194,27 @@ class Worker:
         log.info("woke %s: %s, %d commit(s); %s", ref, report.outcome, report.commits, meter.summary())
         return []
 
-    async def _failing(self, ref: ActorRef) -> bool:
-        """Whether the actor's last wake-ups failed by its own error (recorded since its last commit)."""
+    async def _failing(self, ref: ActorRef, group: list[tuple[Mapping[str, Any], WakeMessage]]
+                       ) -> tuple[bool, list[Mapping[str, Any]]]:
+        """(whether the actor's last wake-ups failed by its own error, recorded since its last commit; the
+        group's records that carry what the store still lacks)."""
         try:
             snapshot = await self.service.store.load(ref)
         except Exception:
-            return True  # cannot tell: run it (if the store is down, that fails as transient, then refreshes)
+            return True, []  # cannot tell: run it (if the store is down, that fails as transient, then refreshes)
+        held = snapshot.held_ids if snapshot is not None else set()
+        needed = [record for record, message in group
+                  if (message.message is not None and message.message.id not in held)
+                  or (message.creation is not None and snapshot is None)]
         if snapshot is None or snapshot.wake_error is None:
-            return False
+            return False, needed
         error = snapshot.wake_error
-        return error.failures > 0 and (error.version is None or error.version >= snapshot.version)
+        return error.failures > 0 and (error.version is None or error.version >= snapshot.version), needed
+
+    @staticmethod
+    def _plain(ref: ActorRef) -> str:
+        """The body of a wake-up that carries nothing: "look at this actor"."""
+        return WakeMessage.for_ref(ref).model_dump_json(exclude_defaults=True)
 
     async def _record_error(self, ref: ActorRef, error: BaseException, receives: int, transient: bool) -> None:
         """Best effort: the error shows on the actor's status until a later commit."""
