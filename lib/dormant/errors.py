@@ -51,3 +51,7 @@ class ItemTooLargeError(StorageError):
 
 class WakeFailedError(DormantError):
     """A wake-up kept failing (e.g. lost every version race); it is retried by the transport."""
+
+
+class ForbiddenError(DormantError):
+    """The actor's authorization hook refused the caller this operation (HTTP 403 `forbidden`)."""

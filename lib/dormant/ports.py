@@ -12,6 +12,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dormant.errors import InvalidKeyError
+from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord
 
@@ -56,6 +57,8 @@ class InboxMessage(BaseModel):
     kind: Literal["queue", "action"] = "queue"
     args: list[Any] = Field(default_factory=list)
     not_before: float | None = None
+    sender: Caller | None = None
+    """Who sent it (the workflow sees it as `message.sender`); None for messages stored before senders were."""
 
 
 class EventRecord(BaseModel):

@@ -118,7 +118,7 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
         nonlocal version
         version = await service.store.commit(snapshot.ref, version, draft)
 
-    inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at)
+    inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at, sender=m.sender)
              for m in snapshot.inbox if m.kind == "queue"]
     execution = Execution(host=ActorHost(service, definition, snapshot, state, vars), entries=snapshot.history,
                           record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
