@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dormant.errors import (
     ActorNotFoundError,
+    ForbiddenError,
     InvalidKeyError,
     InvalidMessageError,
     ItemTooLargeError,
@@ -26,6 +27,7 @@ ERROR_CODES: list[tuple[type[DormantError], int, str]] = [
     (UnknownEventError, 404, "unknown_event"),
     (ActorNotFoundError, 404, "actor_not_found"),
     (InvalidKeyError, 400, "invalid_key"),
+    (ForbiddenError, 403, "forbidden"),
     (InvalidMessageError, 422, "invalid_body"),
     (ItemTooLargeError, 413, "payload_too_large"),
     (StorageError, 503, "storage_unavailable"),
