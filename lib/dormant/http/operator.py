@@ -18,11 +18,11 @@ from contextlib import asynccontextmanager
 from starlette.requests import Request
 
 from dormant.http.errors import ApiError
+from dormant.http.signing import OPERATOR_HEADER
 from dormant.settings import Settings
 from dormant.workflow.caller import Caller
 
 TokenSource = Callable[[], Awaitable[str | None]]
-OPERATOR_HEADER = "x-dormant-operator-token"
 
 
 def static_token(value: str | None) -> TokenSource:
