@@ -177,11 +177,11 @@ resource "aws_cloudwatch_log_group" "api" {
 # Neither function is invoked asynchronously (SQS batches and API Gateway call them synchronously), so a
 # function-level dead-letter queue would never receive anything: failed wake-ups go to the queues' DLQs.
 resource "aws_lambda_function" "worker" {
-  #checkov:skip=CKV_AWS_116:Invoked synchronously only (SQS event source); failed wake-ups go to the queues DLQs
-  #checkov:skip=CKV_AWS_117:Reaches only DynamoDB and SQS public endpoints; a VPC would add NAT or endpoint costs
-  #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted with the AWS-managed key
+  #checkov:skip=CKV_AWS_116:Invoked synchronously only (SQS event source, API Gateway); failed wake-ups go to the queues DLQs
+  #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS and SSM public endpoints; a VPC would add NAT or endpoint costs
+  #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
-  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace; logs and metrics cover each wake-up
+  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace; logs and metrics cover each wake-up and request
   function_name                  = "${local.prefix}-worker"
   description                    = "SQS batch of wake-ups -> one wake-up per actor -> partial batch failures"
   role                           = aws_iam_role.worker.arn
@@ -208,11 +208,11 @@ resource "aws_lambda_function" "worker" {
 }
 
 resource "aws_lambda_function" "api" {
-  #checkov:skip=CKV_AWS_116:Invoked synchronously only (API Gateway)
+  #checkov:skip=CKV_AWS_116:Invoked synchronously only (SQS event source, API Gateway); failed wake-ups go to the queues DLQs
   #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS and SSM public endpoints; a VPC would add NAT or endpoint costs
-  #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted with the AWS-managed key
+  #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
-  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace; logs and metrics cover each request
+  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace; logs and metrics cover each wake-up and request
   function_name                  = "${local.prefix}-api"
   description                    = "The Dormant HTTP API (FastAPI through Mangum)"
   role                           = aws_iam_role.api.arn

@@ -1,14 +1,18 @@
-"""Fixtures of the deployment tests: template.yaml as CloudFormation after the SAM transform, and the
-descriptions of both deployments (tests/deploy/describe.py)."""
+"""Fixtures of the deployment tests: template.yaml as CloudFormation after the SAM transform, the
+descriptions of both deployments (tests/deploy/describe.py), and infra/ applied by Terraform to a moto server
+(started early, in the background)."""
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.deploy.describe import Description, describe_sam, describe_terraform
-from tests.deploy.support import INFRA, load_template, translate
+from tests.deploy.support import INFRA, load_template, terraform, translate
+from tests.deploy.terraform import TerraformRun, provider_mirror
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +34,21 @@ def sam_description(translated: dict[str, Any]) -> Description:
 @pytest.fixture(scope="session")
 def terraform_description() -> Description:
     return describe_terraform(INFRA)
+
+
+@pytest.fixture(scope="session")
+def terraform_run() -> Iterator[TerraformRun]:
+    """infra/ applied to a moto server by Terraform (tests/deploy/terraform.py), in the background."""
+    binary = terraform()
+    mirror = provider_mirror()
+    run = TerraformRun(binary, mirror)
+    yield run
+    run.close()
+
+
+@pytest.fixture(autouse=True)
+def _terraform_starts_early(request: pytest.FixtureRequest) -> None:
+    """Start the Terraform run with the first deployment test when test_terraform.py is selected: it waits on
+    AWS provider timers for over a minute, which the tests before it then overlap."""
+    if shutil.which("terraform") and any(item.path.name == "test_terraform.py" for item in request.session.items):
+        request.getfixturevalue("terraform_run").start()

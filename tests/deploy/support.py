@@ -39,6 +39,22 @@ def deploy_tool(name: str) -> Path:
     pytest.skip(message)
 
 
+def scan_tool(name: str) -> Path:
+    """A command of the security-scan venv, tools/scan-venv (`make scan-tools`; DORMANT_SCAN_TOOLS under make test,
+    where a missing tool is a failure)."""
+    configured = os.environ.get("DORMANT_SCAN_TOOLS")
+    directory = Path(configured) if configured else ROOT / "tools" / "scan-venv" / "bin"
+    if not directory.is_absolute():
+        directory = ROOT / directory
+    tool = directory / name
+    if tool.exists():
+        return tool
+    message = f"{tool} is missing: run `make scan-tools` (make test does)"
+    if configured or os.environ.get("DORMANT_DEPLOY_TOOLS"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def terraform() -> str:
     found = shutil.which("terraform")
     if found is None:
