@@ -8,6 +8,7 @@ what a plan with those values would. Anything this reader does not know raises U
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -28,10 +29,6 @@ _TF_ATTRIBUTE = {"url": "url", "arn": "arn", "name": "name", "function_name": "n
 class TerraformModule:
     def __init__(self, directory: Path, texts: dict[str, str] | None = None,
                  values: dict[str, Any] | None = None) -> None:
-        import hcl2
-        from hcl2 import SerializationOptions
-
-        options = SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
         self.resources: dict[str, dict[str, Any]] = {}
         self.data: dict[str, dict[str, Any]] = {}
         self.locals: dict[str, Any] = {}
@@ -39,7 +36,7 @@ class TerraformModule:
         self.outputs: dict[str, dict[str, Any]] = {}
         sources = texts if texts is not None else {p.name: p.read_text() for p in sorted(directory.glob("*.tf"))}
         for text in sources.values():
-            parsed = hcl2.loads(text, serialization_options=options)
+            parsed = _parse(text)
             for block in parsed.get("resource", []):
                 for kind, named in block.items():
                     for name, body in named.items():
@@ -128,6 +125,17 @@ class TerraformModule:
 
     def resources_of(self, kind: str) -> list[dict[str, Any]]:
         return [body for address, body in self.resources.items() if address.startswith(kind + ".")]
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(text: str) -> dict[str, Any]:
+    """python-hcl2's parse of one file (slow: cached; nothing here changes what it returns)."""
+    import hcl2
+    from hcl2 import SerializationOptions
+
+    options = SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
+    parsed: dict[str, Any] = hcl2.loads(text, serialization_options=options)
+    return parsed
 
 
 def _prefix(text: str) -> str:
