@@ -5,8 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test demo check bench clean deploy-tools sam-build lambda-layer build-WorkerFunction build-ApiFunction \
-	build-DependenciesLayer infra-zips infra-build scan-tools scan
+.PHONY: test demo check bench mutation clean deploy-tools sam-build lambda-layer build-WorkerFunction build-ApiFunction \
+	build-DependenciesLayer chromium swagger-ui infra-zips infra-build scan-tools scan
 
 # -- deployment (template.yaml, infra/; docs/deploy.md) ---------------------------------------------------------
 # cfn-lint and the SAM CLI live in their own venv: their pins (aws-sam-translator, pydantic) are not the project's.
@@ -48,16 +48,44 @@ check: $(STAMP)
 	$(BIN)/mypy --strict lib/dormant
 	$(BIN)/mypy examples
 
+# -- the dashboard's browser tests (tests/ui): Debian's chromium, driven by Playwright (its own browser download
+# cannot work here). Installed as root, non-interactively, when missing.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	$(if $(filter 0,$(shell id -u)),,sudo -n) env DEBIAN_FRONTEND=noninteractive sh -c \
+		'apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null'
+
+chromium: $(CHROMIUM)
+
+# -- Swagger UI for /docs, served from the package (no CDN): npm's swagger-ui-dist, committed under
+# lib/dormant/http/static/swagger (so a pip install or a Lambda bundle has it without a build step). This
+# target refreshes it; tests/ui/test_assets.py checks the committed files are this version.
+SWAGGER_UI_VERSION := 5.35.0
+SWAGGER_UI_DIR := lib/dormant/http/static/swagger
+SWAGGER_UI_FILES := swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE
+swagger-ui:
+	rm -rf build/swagger-ui && mkdir -p build/swagger-ui
+	cd build/swagger-ui && npm pack --silent swagger-ui-dist@$(SWAGGER_UI_VERSION) >/dev/null \
+		&& tar xzf swagger-ui-dist-$(SWAGGER_UI_VERSION).tgz
+	for f in $(SWAGGER_UI_FILES); do cp build/swagger-ui/package/$$f $(SWAGGER_UI_DIR)/; done
+	echo $(SWAGGER_UI_VERSION) > $(SWAGGER_UI_DIR)/VERSION
+
 # DORMANT_DEPLOY_TOOLS / DORMANT_SCAN_TOOLS make tests/deploy fail (not skip) when a tool is missing (the
-# Terraform AWS provider too: tests/deploy/test_terraform.py).
-test: check $(NODE_STAMP) $(DEPLOY_STAMP) $(SCAN_STAMP)
-	DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VENV)/bin $(BIN)/python -m pytest
+# Terraform AWS provider too: tests/deploy/test_terraform.py); DORMANT_CHROMIUM does the same for the browser tests.
+test: check $(NODE_STAMP) $(DEPLOY_STAMP) $(SCAN_STAMP) $(CHROMIUM)
+	DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VENV)/bin DORMANT_CHROMIUM=$(CHROMIUM) \
+		$(BIN)/python -m pytest
 
 demo: $(STAMP)
 	$(BIN)/python -m examples.tour
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
+
+# Deleting any compensation handler, timeout, names= filter, broadcast or race branch in examples/ must make a
+# test fail (tests/mutation/check.py); about a minute on 2 cores, fails past its 150 s budget.
+mutation: $(STAMP)
+	$(BIN)/python -m tests.mutation.check
 
 $(DEPLOY_STAMP):
 	test -x $(DEPLOY_VENV)/bin/python || $(PYTHON) -m venv $(DEPLOY_VENV)
@@ -89,6 +117,7 @@ build-WorkerFunction build-ApiFunction:
 	test -n "$(ARTIFACTS_DIR)"
 	mkdir -p "$(ARTIFACTS_DIR)"
 	cd lib && find dormant -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
+	cd lib && find dormant/http/static -type f -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
 	find functions -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
 	cd "$$(dirname "$(APP_DIR)")" && find "$$(basename "$(APP_DIR)")" -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
 

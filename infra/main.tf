@@ -37,8 +37,8 @@ locals {
   }
 }
 
-# -- storage: one table, single-item conditional commits. Key schema, the `pending` local secondary index and the
-# TTL attribute are those of dormant.aws.table.table_definition / TTL_ATTRIBUTE. The data outlives the module:
+# -- storage: one table, single-item conditional commits. Key schema, the `pending` local and `status` global secondary
+# indexes and the TTL attribute are those of dormant.aws.table.table_definition / TTL_ATTRIBUTE. The data outlives the module:
 # prevent_destroy refuses any plan that would delete or replace the table or a queue (a dev stack drops a
 # `*_override.tf` that sets it to false: ../docs/deploy.md), deletion protection and point-in-time recovery are
 # on by default. Encrypted at rest with the AWS-owned key (DynamoDB's default).
@@ -65,9 +65,27 @@ resource "aws_dynamodb_table" "actors" {
     type = "S"
   }
 
+  attribute {
+    name = "lt"
+    type = "S"
+  }
+
+  attribute {
+    name = "ls"
+    type = "S"
+  }
+
   local_secondary_index {
     name            = "pending"
     range_key       = "pq"
+    projection_type = "ALL"
+  }
+
+  # operators list actors by type and status (status items only; written when an actor's status changes)
+  global_secondary_index {
+    name            = "status"
+    hash_key        = "lt"
+    range_key       = "ls"
     projection_type = "ALL"
   }
 

@@ -1,6 +1,6 @@
 """Zips for infra/ (Terraform has no archive provider here): the functions' bundle and the layer.
 
-    python tools/bundle.py code OUT.zip [--app-dir examples]   # lib/dormant, functions/, the registry's package
+    python tools/bundle.py code OUT.zip [--app-dir examples]   # lib/dormant (+ static/), functions/, the app
     python tools/bundle.py layer OUT.zip LAYER_DIR              # what `make lambda-layer` built (python/...)
 
 The code bundle holds exactly what `make build-WorkerFunction` copies for `sam build`. Both zips are
@@ -22,6 +22,9 @@ EPOCH = (1980, 1, 1, 0, 0, 0)
 def code_files(app_dir: Path) -> dict[str, Path]:
     """zip path -> file: lib/dormant/**.py as dormant/..., functions/**.py, the app's package under its name."""
     files = {str(p.relative_to(ROOT / "lib")): p for p in (ROOT / "lib" / "dormant").rglob("*.py")}
+    # the dashboard's and Swagger UI's files, served by the API from the package
+    files |= {str(p.relative_to(ROOT / "lib")): p for p in (ROOT / "lib" / "dormant" / "http" / "static").rglob("*")
+              if p.is_file()}
     files |= {str(p.relative_to(ROOT)): p for p in (ROOT / "functions").rglob("*.py")}
     if app_dir.is_file():
         files[app_dir.name] = app_dir

@@ -10,15 +10,28 @@ import asyncio
 import heapq
 import itertools
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
 from dormant.errors import StorageError, VersionConflict
-from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage, WakeError
+from dormant.ports import (
+    ActorMeta,
+    ActorPage,
+    ActorRef,
+    ActorSnapshot,
+    ActorSummary,
+    EventRecord,
+    InboxMessage,
+    WakeError,
+    check_cursor,
+    listed_status,
+    listing_key,
+)
 from dormant.workflow.execution import CommitDraft
-from dormant.workflow.history import HistoryEntry, WorkflowRecord
+from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
 _HISTORY = TypeAdapter(list[HistoryEntry])  # one validation call per load, not one per entry
 
@@ -39,6 +52,7 @@ class _Actor:
     responses: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     wake_error: dict[str, Any] | None = None
+    summary: dict[str, Any] | None = None  # the listing entry: rewritten only when the listed status changes
 
 
 @dataclass
@@ -57,6 +71,7 @@ class MemoryEventStore:
         self._actors: dict[str, _Actor] = {}
         self._early: dict[str, _Actor] = {}  # inboxes of actors that do not exist yet
         self._changed = asyncio.Condition()
+        self._waiting = 0  # callers inside _wait_until
         self.calls = 0
         self.commit_log: list[CommitLogEntry] = []
         self._fail_at: dict[int, Literal["before", "after"]] = {}
@@ -89,8 +104,22 @@ class MemoryEventStore:
             raise InjectedFault(f"injected failure after {operation} (call {self.calls})")
 
     async def _notify(self) -> None:
+        if not self._waiting:  # nobody waits: skip the condition's lock (a commit per step adds up)
+            return
         async with self._changed:
             self._changed.notify_all()
+
+    async def _wait_until(self, ready: Callable[[], bool], timeout: float) -> bool:
+        """Wait (at most `timeout` seconds) until `ready()`; False on timeout."""
+        self._waiting += 1
+        try:
+            async with self._changed:
+                await asyncio.wait_for(self._changed.wait_for(ready), timeout)
+        except TimeoutError:
+            return False
+        finally:
+            self._waiting -= 1
+        return True
 
     # -- EventStore ----------------------------------------------------------------------------
     async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
@@ -104,6 +133,9 @@ class MemoryEventStore:
                         workflow=workflow.model_dump(mode="json"), history={},
                         inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else set())
         self._append_events(record, events, meta.created_at)
+        record.summary = ActorSummary(name=ref.name, key=ref.key, status=listed_status(workflow.state),
+                                      since=meta.created_at, version=1,
+                                      created_at=meta.created_at).model_dump(mode="json")
         self._actors[ref.id] = record
         await self._notify()
         self._leave(when, "create")
@@ -148,6 +180,11 @@ class MemoryEventStore:
         record.responses.update(draft.responses)
         self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
+        if draft.workflow is not None and record.summary is not None:
+            listed = listed_status(draft.workflow.state)
+            if listed.value != record.summary["status"]:
+                record.summary = {**record.summary, "status": listed.value, "since": draft.committed_at,
+                                  "version": record.version}
         if self._keep_commit_log:
             self.commit_log.append(CommitLogEntry(ref, record.version, draft))
         await self._notify()
@@ -165,6 +202,7 @@ class MemoryEventStore:
             return False
         record.seen_ids.add(message.id)
         record.inbox[message.id] = message.model_dump(mode="json")
+        await self._notify()  # a running wake-up may be waiting for it (wait_inbox)
         self._leave(when, "enqueue")
         return True
 
@@ -173,13 +211,20 @@ class MemoryEventStore:
             record = self._actors.get(ref.id)
             return record is not None and message_id in record.responses
 
-        if not ready():  # (wait_for with a zero timeout would not even look)
-            async with self._changed:
-                try:
-                    await asyncio.wait_for(self._changed.wait_for(ready), timeout)
-                except TimeoutError:
-                    return False, None
+        if not ready() and not await self._wait_until(ready, timeout):  # (a zero timeout still looks once)
+            return False, None
         return True, self._actors[ref.id].responses[message_id]
+
+    async def wait_inbox(self, ref: ActorRef, known: AbstractSet[str], timeout: float) -> list[InboxMessage]:
+        def fresh() -> list[dict[str, Any]]:
+            record = self._actors.get(ref.id)
+            if record is None:
+                return []
+            return [m for mid, m in record.inbox.items() if mid not in known]
+
+        if not fresh() and not await self._wait_until(lambda: bool(fresh()), timeout):
+            return []
+        return [InboxMessage.model_validate(m) for m in fresh()]
 
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
         record = self._actors.get(ref.id)
@@ -192,12 +237,8 @@ class MemoryEventStore:
             record = self._actors.get(ref.id)
             return record is not None and bool(record.events) and record.events[-1]["seq"] > after
 
-        if not ready():
-            async with self._changed:
-                try:
-                    await asyncio.wait_for(self._changed.wait_for(ready), timeout)
-                except TimeoutError:
-                    return []
+        if not ready() and not await self._wait_until(ready, timeout):
+            return []
         return await self.read_events(ref, after, 1000)
 
     async def record_wake_error(self, ref: ActorRef, error: WakeError) -> None:
@@ -206,6 +247,39 @@ class MemoryEventStore:
         if record is not None:
             record.wake_error = error.model_dump(mode="json")
         self._leave(when, "record_wake_error")
+
+    async def read_summary(self, ref: ActorRef) -> ActorSummary | None:
+        when = self._enter("read_summary")
+        record = self._actors.get(ref.id)
+        self._leave(when, "read_summary")
+        return ActorSummary.model_validate(record.summary) if record is not None and record.summary else None
+
+    async def list_actors(self, actor_type: str, *, status: WorkflowState | None = None, limit: int = 100,
+                          after: str | None = None) -> ActorPage:
+        if after is not None:
+            check_cursor(actor_type, status, after)
+        when = self._enter("list_actors")
+        listed: list[tuple[str, ActorSummary]] = []
+        for record in self._actors.values():
+            if record.summary is None or record.summary["name"] != actor_type:
+                continue
+            summary = ActorSummary.model_validate(record.summary)
+            place = listing_key(summary.status, ActorRef(name=summary.name, key=summary.key))
+            if (status is None or summary.status is status) and (after is None or place > after):
+                listed.append((place, summary))
+        self._leave(when, "list_actors")
+        listed.sort(key=lambda pair: pair[0])
+        page = listed[:max(1, limit)]
+        return ActorPage(actors=[summary for _, summary in page],
+                         cursor=page[-1][0] if len(listed) > len(page) else None)
+
+    async def delete(self, ref: ActorRef) -> bool:
+        when = self._enter("delete")
+        existed = self._actors.pop(ref.id, None) is not None
+        self._early.pop(ref.id, None)
+        await self._notify()
+        self._leave(when, "delete")
+        return existed
 
     # -- helpers for tests and tools -------------------------------------------------------------
     def actor_ids(self) -> list[str]:

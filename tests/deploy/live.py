@@ -71,6 +71,9 @@ def describe_live(client: Any, names: dict[str, Any], api_id: str) -> dict[str, 
         "local_indexes": {i["IndexName"]: {"keys": {k["AttributeName"]: k["KeyType"] for k in i["KeySchema"]},
                                            "projection": i["Projection"]["ProjectionType"]}
                           for i in table.get("LocalSecondaryIndexes", [])},
+        "global_indexes": {i["IndexName"]: {"keys": {k["AttributeName"]: k["KeyType"] for k in i["KeySchema"]},
+                                            "projection": i["Projection"]["ProjectionType"]}
+                           for i in table.get("GlobalSecondaryIndexes", [])},
         "ttl": {"attribute": ttl.get("AttributeName"), "enabled": ttl["TimeToLiveStatus"] == "ENABLED"},
         "point_in_time_recovery": backups["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] == "ENABLED",
         "deletion_protection": table.get("DeletionProtectionEnabled", False),

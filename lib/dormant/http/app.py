@@ -27,12 +27,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dormant.actor import ActorDefinition, Registry
 from dormant.errors import StorageError, VersionConflict, WakeFailedError
+from dormant.http.credentials import TokenSource, require_operator, token_source
 from dormant.http.errors import ApiError, install_error_handlers
 from dormant.http.identity import request_caller
 from dormant.http.inspector import workflow_history
 from dormant.http.keys import decode_key
+from dormant.http.limits import WaitLimiter
 from dormant.http.openapi import build_openapi
-from dormant.http.operator import TokenSource, WaitLimiter, require_operator, token_source
+from dormant.http.operator import merge_openapi, operator_router
+from dormant.http.ui import ui_router
 from dormant.ports import ActorRef
 from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.offline import export_lines
@@ -155,7 +158,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         yield
         await holder.aclose()
 
-    app = FastAPI(title="Dormant actors", version=API_VERSION, lifespan=lifespan,
+    app = FastAPI(title="Dormant actors", version=API_VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Durable actor workflows: send to queues, call actions, read state, status, "
                               "events and history. See docs/http-api.md.")
     app.state.services = holder  # `await app.state.services.aclose()` closes clients opened on demand
@@ -163,8 +166,9 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = build_openapi(registry, title=app.title, version=app.version,
-                                               description=app.description)
+            app.openapi_schema = merge_openapi(
+                build_openapi(registry, title=app.title, version=app.version, description=app.description),
+                operator_routes, title=app.title, version=app.version)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -317,4 +321,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
             raise ApiError(404, "actor_not_found", f"actor {ref} does not exist")
         return PlainTextResponse("\n".join(export_lines(snapshot)) + "\n", media_type="application/x-ndjson")
 
+    operator_routes = operator_router(registry, holder.get, authorize)  # list, resume, terminate, delete
+    app.include_router(operator_routes)
+    app.include_router(ui_router(dev=settings.dev, title=app.title))  # /ui and /docs, from packaged files
     return app

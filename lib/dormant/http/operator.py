@@ -1,96 +1,175 @@
-"""Operator credentials and per-caller limits of the HTTP API.
+"""The operator routes (behind the inspector token): list actors, resume, terminate, delete.
 
-- The operator token guards the history, inspector and export routes (and `status?history=true`), whatever
-  the auth mode: `Authorization: Bearer <token>` on the operator routes (API Gateway leaves those routes to
-  the app), or `X-Dormant-Operator-Token: <token>` where the Authorization header carries a SigV4 signature
-  or a JWT. It comes from a token source: a fixed value (`DORMANT_INSPECTOR_TOKEN`, dev and tests) or SSM /
-  Secrets Manager read at run time (dormant.aws.secrets). Compared in constant time.
-- `WaitLimiter` bounds the long requests (send with wait=true, events long-polls) one caller holds open at once.
+    GET    /actors/{actor}?status=&limit=&cursor=       a page of the actors of a type (by status, then id)
+    POST   /actors/{actor}/resume?status=&limit=&cursor= resume one page of them; results per actor
+    POST   /actors/{actor}/{key}/resume                  resume one actor
+    POST   /actors/{actor}/{key}/terminate               {"reason": "..."} (optional)
+    DELETE /actors/{actor}/{key}                         every item of the actor
+
+Cursors are opaque (base64url of the listing key); a cursor that this listing did not hand out is 400
+`invalid_cursor`. The logic is dormant.runtime.operations; docs/http-api.md and docs/operations.md tell more.
 """
 
 from __future__ import annotations
 
-import hmac
-from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import base64
+import binascii
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
-from starlette.requests import Request
+from fastapi import APIRouter, Query, Request
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dormant.http.errors import ApiError
-from dormant.http.signing import OPERATOR_HEADER
-from dormant.settings import Settings
-from dormant.workflow.caller import Caller
+from dormant.actor import Registry
+from dormant.errors import InvalidCursorError, StillDivergedError
+from dormant.http.errors import ApiError, ErrorBody
+from dormant.http.keys import decode_key, encode_key
+from dormant.models import OperationPage, OperationResult
+from dormant.ports import ActorRef, ActorSummary
+from dormant.runtime.operations import Operator
+from dormant.runtime.service import ActorService
+from dormant.workflow.history import WorkflowState
 
-TokenSource = Callable[[], Awaitable[str | None]]
-
-
-def static_token(value: str | None) -> TokenSource:
-    async def token() -> str | None:
-        return value
-    return token
-
-
-def token_source(settings: Settings) -> TokenSource:
-    """Where the settings say the operator token is: a fixed value, or SSM / Secrets Manager (read lazily)."""
-    if settings.inspector_token is not None:
-        return static_token(settings.inspector_token.get_secret_value())
-    if settings.inspector_token_parameter or settings.inspector_token_secret:
-        from dormant.aws.secrets import operator_token  # only deployed APIs need the AWS clients
-
-        cached = operator_token(settings)
-        assert cached is not None
-
-        async def read() -> str | None:
-            return await cached()
-        return read
-    return static_token(None)
+ListedStatus = Literal["pending", "sleeping", "completed", "failed", "diverged", "rolling_back", "terminated"]
+MAX_CURSOR = 2048
+MAX_OPERATOR_BODY = 4096
+GetService = Callable[[], Awaitable[ActorService]]
+Authorize = Callable[[Request], Awaitable[None]]  # async: the operator token may be read from SSM
 
 
-def _presented(request: Request) -> str | None:
-    own = request.headers.get(OPERATOR_HEADER)
-    if own is not None:
-        return own.strip()
-    scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    return value.strip() if scheme.lower() == "bearer" else None
+class ListedActor(ActorSummary):
+    segment: str = Field(description="The key as a path segment: /actors/{name}/{segment}/...")
 
 
-async def require_operator(request: Request, settings: Settings, source: TokenSource) -> None:
-    """401 unless the request presents the operator token (dev mode: always allowed)."""
-    if settings.dev:
-        return
-    presented = _presented(request)
-    if presented is None:
-        raise ApiError(401, "unauthorized", "this route needs the operator token (Authorization: Bearer <token>, "
-                                            f"or {OPERATOR_HEADER} next to a SigV4 or JWT Authorization)",
-                       headers={"WWW-Authenticate": "Bearer"})
-    expected = await source()  # StorageError (503) when the secret store cannot be read: never open
-    if expected is None:
-        raise ApiError(401, "unauthorized", "this route needs an operator token, and none is configured (set "
-                                            "DORMANT_INSPECTOR_TOKEN_PARAMETER, or DORMANT_DEV=1 locally)",
-                       headers={"WWW-Authenticate": "Bearer"})
-    if not hmac.compare_digest(presented.encode(), expected.encode()):
-        raise ApiError(401, "unauthorized", "wrong operator token", headers={"WWW-Authenticate": "Bearer"})
+class ActorList(BaseModel):
+    actors: list[ListedActor]
+    cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null: this was the last")
 
 
-class WaitLimiter:
-    """At most `limit` long requests per caller at once in this process; the next one is 429 `too_many_waits`."""
+class TerminateBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = Field(None, min_length=1, max_length=500)
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._open: Counter[str] = Counter()
 
-    @asynccontextmanager
-    async def hold(self, caller: Caller) -> AsyncIterator[None]:
-        key = str(caller)
-        if self._open[key] >= self.limit:
-            raise ApiError(429, "too_many_waits", f"{caller} already holds {self.limit} waiting requests open "
-                                                  "(send with wait=true, events with wait): retry later",
-                           headers={"Retry-After": "1"})
-        self._open[key] += 1
+def encode_cursor(cursor: str | None) -> str | None:
+    return None if cursor is None else base64.urlsafe_b64encode(cursor.encode()).decode().rstrip("=")
+
+
+def decode_cursor(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        if len(text) > MAX_CURSOR:
+            raise ValueError("too long")
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8")
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidCursorError("the cursor is not one a listing handed out (pass back `cursor` unchanged)") from None
+
+
+def _status(value: ListedStatus | None) -> WorkflowState | None:
+    return WorkflowState(value) if value is not None else None
+
+
+async def _reason(request: Request) -> str | None:
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_OPERATOR_BODY:
+            raise ApiError(413, "payload_too_large", f"the body is over the limit of {MAX_OPERATOR_BODY} bytes")
+    if not body.strip():
+        return None
+    try:
+        return TerminateBody.model_validate(json.loads(bytes(body))).reason
+    except (ValueError, RecursionError):
+        raise ApiError(422, "invalid_request", 'the body must be {"reason": "<1 to 500 characters>"} or empty',
+                       detail=_errors(bytes(body))) from None
+
+
+def _errors(body: bytes) -> Any:
+    try:
+        TerminateBody.model_validate_json(body)
+    except ValidationError as error:
+        return error.errors(include_url=False, include_input=False, include_context=False)
+    return None
+
+
+def operator_router(registry: Registry, get_service: GetService, authorize: Authorize) -> APIRouter:
+    """The operator routes over the app's service; `authorize` raises unless the request may operate."""
+    router = APIRouter(tags=["operator"], responses={
+        400: {"model": ErrorBody, "description": "Bad key or cursor"},
+        401: {"model": ErrorBody, "description": "Missing or wrong bearer token (DORMANT_INSPECTOR_TOKEN)"},
+        404: {"model": ErrorBody, "description": "Unknown actor type, or no such actor"}})
+
+    async def operator(request: Request) -> Operator:
+        await authorize(request)
+        return Operator(await get_service())
+
+    def ref(actor: str, key: str) -> ActorRef:
+        registry.get(actor)  # UnknownActorError -> 404
+        return ActorRef(name=actor, key=decode_key(key))  # InvalidKeyError -> 400
+
+    @router.get("/actors/{actor}", response_model=ActorList, summary="List the actors of a type",
+                operation_id="operator-list-actors")
+    async def list_actors(request: Request, actor: str, status: ListedStatus | None = None,
+                          limit: int = Query(50, ge=1, le=500), cursor: str | None = None) -> ActorList:
+        """By listed status, then id. `running` is never listed: an actor runs only inside a wake-up, whose last
+        commit records where it rests (`sleeping` while a wake-up is under way)."""
+        ops = await operator(request)
+        page = await ops.list_actors(actor, status=_status(status), limit=limit, cursor=decode_cursor(cursor))
+        return ActorList(actors=[ListedActor(**s.model_dump(), segment=encode_key(s.key)) for s in page.actors],
+                         cursor=encode_cursor(page.cursor))
+
+    @router.post("/actors/{actor}/resume", response_model=OperationPage, summary="Resume a page of actors",
+                 operation_id="operator-resume-page")
+    async def resume_page(request: Request, actor: str, status: ListedStatus | None = None,
+                          limit: int = Query(25, ge=1, le=100), cursor: str | None = None) -> OperationPage:
+        """Resume the actors of one listing page (as POST .../{key}/resume each); pass `cursor` for the next."""
+        ops = await operator(request)
+        page = await ops.resume_page(actor, status=_status(status), limit=limit, cursor=decode_cursor(cursor))
+        return OperationPage(results=page.results, cursor=encode_cursor(page.cursor))
+
+    @router.post("/actors/{actor}/{key}/resume", response_model=OperationResult, summary="Resume one actor",
+                 operation_id="operator-resume", responses={409: {"model": ErrorBody, "description":
+                     "still_diverged (detail: the divergence), not_resumable or actor_finished"}})
+    async def resume(request: Request, actor: str, key: str) -> OperationResult:
+        """Diverged: replays its history against this code, then wakes it (409 still_diverged with the diff if
+        the code still diverges). Failed: its failed steps run again with a fresh attempt count. Else: woken."""
+        target = ref(actor, key)
+        ops = await operator(request)
         try:
-            yield
-        finally:
-            self._open[key] -= 1
-            if not self._open[key]:
-                del self._open[key]
+            return await ops.resume(target)
+        except StillDivergedError as error:
+            raise ApiError(409, "still_diverged", str(error), detail=error.divergence) from None
+
+    @router.post("/actors/{actor}/{key}/terminate", response_model=OperationResult, summary="Terminate one actor",
+                 operation_id="operator-terminate")
+    async def terminate(request: Request, actor: str, key: str) -> OperationResult:
+        """The workflow ends as `terminated` (body: optional `{"reason": "..."}`); later sends answer 409."""
+        target = ref(actor, key)
+        ops = await operator(request)
+        return await ops.terminate(target, await _reason(request))
+
+    @router.delete("/actors/{actor}/{key}", response_model=OperationResult, summary="Delete one actor",
+                   operation_id="operator-delete")
+    async def delete(request: Request, actor: str, key: str) -> OperationResult:
+        """Every item of the actor is removed (safe to repeat: `not_found` then); a later request starts afresh."""
+        target = ref(actor, key)
+        ops = await operator(request)
+        return await ops.delete(target)
+
+    return router
+
+
+def merge_openapi(document: dict[str, Any], router: APIRouter, *, title: str, version: str) -> dict[str, Any]:
+    """Add the router's routes (FastAPI's own OpenAPI of them) to the registry-generated document."""
+    extra = get_openapi(title=title, version=version, routes=router.routes)
+    for path, operations in extra.get("paths", {}).items():
+        for operation in operations.values():
+            operation["security"] = [{"bearer": []}]
+        document["paths"].setdefault(path, {}).update(operations)
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for name, schema in extra.get("components", {}).get("schemas", {}).items():
+        schemas.setdefault(name, schema)
+    return document

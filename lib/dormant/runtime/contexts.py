@@ -68,8 +68,18 @@ class ActorContext:
         self.caller = caller
         """Who made the request (actions, on_create): an IAM principal, JWT claims, the dev user, another
         actor; None in steps and for in-process calls without a caller."""
-        self.queue = SelfQueue(self)
-        self.schedule = Schedule(self)
+
+    # Built on use: stored, their back-reference would make every step context a reference cycle that only
+    # the garbage collector can free (one per step on the hot path).
+    @property
+    def queue(self) -> SelfQueue:
+        """Send to this actor's own queues."""
+        return SelfQueue(self)
+
+    @property
+    def schedule(self) -> Schedule:
+        """Run one of this actor's actions later."""
+        return Schedule(self)
 
     @property
     def name(self) -> str:

@@ -35,6 +35,7 @@ class EntryStatus(StrEnum):
     PENDING = "pending"
     COMPLETED = "completed"
     FAILED = "failed"
+    CANCELLED = "cancelled"  # a step of a losing race branch, cut short when another branch won
 
 
 class BranchStatus(StrEnum):
@@ -104,6 +105,7 @@ class WorkflowState(StrEnum):
     FAILED = "failed"
     DIVERGED = "diverged"
     ROLLING_BACK = "rolling_back"
+    TERMINATED = "terminated"  # ended by an operator (dormant.runtime.operations); never runs again
 
 
 class DivergenceInfo(BaseModel):
