@@ -65,6 +65,47 @@ resource "aws_apigatewayv2_route" "inspector" {
   authorization_type = "NONE"
 }
 
+# The operator routes of dormant.http.operator (list, resume, terminate, delete): the operator token too.
+resource "aws_apigatewayv2_route" "list_actors" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "GET /actors/{actor}"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "resume_page" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "POST /actors/{actor}/resume"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "resume" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "POST /actors/{actor}/{key}/resume"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "terminate" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "POST /actors/{actor}/{key}/terminate"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "delete" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "DELETE /actors/{actor}/{key}"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
 resource "aws_cloudwatch_log_group" "api_access" {
   #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; the logs hold no secrets
   #checkov:skip=CKV_AWS_338:Retention is a variable (log_retention_days, default 30 days, as template.yaml)

@@ -45,7 +45,9 @@ API_ENVIRONMENT = {
 AUTHORIZATION = {"iam": "AWS_IAM", "jwt": "JWT", "none": "NONE"}
 # Routes API Gateway leaves to the app (no authorizer): those the app guards with the operator token
 # (tests/deploy/test_parity.py checks the app refuses them without it)
-OPERATOR_ROUTES = {"GET /actors/{actor}/{key}/history", "GET /actors/{actor}/{key}/inspector/{proxy+}"}
+OPERATOR_ROUTES = {"GET /actors/{actor}/{key}/history", "GET /actors/{actor}/{key}/inspector/{proxy+}",
+                   "GET /actors/{actor}", "POST /actors/{actor}/resume", "POST /actors/{actor}/{key}/resume",
+                   "POST /actors/{actor}/{key}/terminate", "DELETE /actors/{actor}/{key}"}
 OPERATOR_TOKEN_ARN = ("arn:{AWS::Partition}:ssm:{AWS::Region}:{AWS::AccountId}:"
                       "parameter{param.inspector_token_parameter}")
 # queue role -> the Settings field holding its default name ("dormant" + the suffix every deployment uses)

@@ -21,6 +21,11 @@ SAM_ROLES = {
     "InspectorRoute": "inspector_route", "ApiStage": "stage", "ApiInvokePermission": "api_permission",
     "WakeDeadLetterAlarm": "wake_dlq_alarm", "TimerDeadLetterAlarm": "timers_dlq_alarm",
     "WorkerErrorsAlarm": "worker_errors_alarm",
+    "ListActorsRoute": "list_actors_route",
+    "ResumePageRoute": "resume_page_route",
+    "ResumeRoute": "resume_route",
+    "TerminateRoute": "terminate_route",
+    "DeleteRoute": "delete_route",
 }
 TF_ROLES = {
     "aws_dynamodb_table.actors": "table", "aws_sqs_queue.wake": "wake", "aws_sqs_queue.timers": "timers",
@@ -35,6 +40,11 @@ TF_ROLES = {
     "aws_lambda_permission.http": "api_permission", "aws_cloudwatch_metric_alarm.wake_dlq": "wake_dlq_alarm",
     "aws_cloudwatch_metric_alarm.timers_dlq": "timers_dlq_alarm",
     "aws_cloudwatch_metric_alarm.worker_errors": "worker_errors_alarm",
+    "aws_apigatewayv2_route.list_actors": "list_actors_route",
+    "aws_apigatewayv2_route.resume_page": "resume_page_route",
+    "aws_apigatewayv2_route.resume": "resume_route",
+    "aws_apigatewayv2_route.terminate": "terminate_route",
+    "aws_apigatewayv2_route.delete": "delete_route",
 }
 # SAM parameter -> Terraform variable (both shown as "{param.<variable>}")
 PARAMETERS = {
