@@ -57,8 +57,9 @@ async def require_operator(request: Request, settings: Settings, source: TokenSo
         return
     presented = _presented(request)
     if presented is None:
-        raise ApiError(401, "unauthorized", "this route needs the operator token (Authorization: Bearer <token>, "
-                                            f"or {OPERATOR_HEADER} next to a SigV4 or JWT Authorization)",
+        raise ApiError(401, "unauthorized", "this route needs the operator token as a bearer token (Authorization: "
+                                            f"Bearer <token>, or {OPERATOR_HEADER} next to a SigV4 or JWT "
+                                            "Authorization)",
                        headers={"WWW-Authenticate": "Bearer"})
     expected = await source()  # StorageError (503) when the secret store cannot be read: never open
     if expected is None:
@@ -66,4 +67,5 @@ async def require_operator(request: Request, settings: Settings, source: TokenSo
                                             "DORMANT_INSPECTOR_TOKEN_PARAMETER, or DORMANT_DEV=1 locally)",
                        headers={"WWW-Authenticate": "Bearer"})
     if not hmac.compare_digest(presented.encode(), expected.encode()):
-        raise ApiError(401, "unauthorized", "wrong operator token", headers={"WWW-Authenticate": "Bearer"})
+        raise ApiError(401, "unauthorized", "wrong bearer token (the operator token)",
+                       headers={"WWW-Authenticate": "Bearer"})
