@@ -15,6 +15,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dormant.errors import InvalidCursorError, InvalidKeyError
+from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
@@ -77,6 +78,8 @@ class InboxMessage(BaseModel):
     kind: Literal["queue", "action"] = "queue"
     args: list[Any] = Field(default_factory=list)
     not_before: float | None = None
+    sender: Caller | None = None
+    """Who sent it (the workflow sees it as `message.sender`); None for messages stored before senders were."""
 
     def fingerprint(self) -> str:
         """What makes two sends with one id the same request: kind, queue, body and arguments (not the times)."""
@@ -89,6 +92,8 @@ class Creation(BaseModel):
     """A wake-up that may find its actor missing carries how to create it (the request's actor input)."""
 
     input: Any = None
+    caller: Caller | None = None
+    """Who asked for the creation (on_create's `c.caller`)."""
 
 
 class EventRecord(BaseModel):

@@ -42,8 +42,10 @@ from dormant.ports import (
     InboxMessage,
     Transport,
 )
+from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
+from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft, StateCell, to_json
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 from dormant.workflow.values import check_json
@@ -94,30 +96,41 @@ class ActorService:
         parts = (key,) if isinstance(key, str) else tuple(key)
         return ActorRef(name=actor_name, key=parts)
 
+    async def authorize(self, ref: ActorRef, caller: Caller, operation: Operation, target: str | None = None
+                        ) -> None:
+        """Ask the actor's authorization hook; ForbiddenError if it refuses (nothing read or written)."""
+        hook = self.registry.get(ref.name).authorize_fn
+        await check_access(hook, AccessRequest(caller=caller, actor=ref.name, key=ref.key, operation=operation,
+                                               target=target))
+
     # -- lifecycle ---------------------------------------------------------------------------
-    async def ensure_created(self, ref: ActorRef, actor_input: Any = None) -> bool:
-        """Create the actor if needed: run on_create, store version 1, start its workflow."""
+    async def ensure_created(self, ref: ActorRef, actor_input: Any = None, *, caller: Caller | None = None) -> bool:
+        """Create the actor if needed: run on_create (`c.caller` is `caller`), store version 1, start its workflow."""
         if await self.store.exists(ref):
             return False
-        return await self.create_actor(ref, actor_input)
+        return await self.create_actor(ref, actor_input, caller=caller)
 
-    async def create_actor(self, ref: ActorRef, actor_input: Any = None, *, wake: bool = True) -> bool:
-        """Create the actor (False if it exists). With a workflow and `wake`, its wake-up goes first,
-        carrying the input: if this request stops before the create, the wake-up creates the actor."""
+    async def create_actor(self, ref: ActorRef, actor_input: Any = None, *, wake: bool = True,
+                           caller: Caller | None = None) -> bool:
+        """Create the actor (False if it exists); on_create sees `caller` as `c.caller`. With a workflow and
+        `wake`, its wake-up goes first, carrying the input: if this request stops before the create, the
+        wake-up creates the actor."""
         definition = self.registry.get(ref.name)
         input_json = to_json(actor_input, "the actor's input")
-        prepared = await self._prepare_creation(definition, ref, input_json)
+        prepared = await self._prepare_creation(definition, ref, input_json, caller)
         if wake and definition.workflow_fn is not None:
-            await self.transport.wake(ref, reason="create", creation=Creation(input=input_json))
+            await self.transport.wake(ref, reason="create", creation=Creation(input=input_json, caller=caller))
         return await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events)
 
-    async def _prepare_creation(self, definition: ActorDefinition, ref: ActorRef, input_json: Any) -> _Creation:
+    async def _prepare_creation(self, definition: ActorDefinition, ref: ActorRef, input_json: Any,
+                                caller: Caller | None) -> _Creation:
         cell = StateCell(definition.state, definition.initial_state().model_dump(mode="json"))
         events: list[tuple[str, Any]] = []
         if definition.on_create_fn is not None:
             context = ActionContext(service=self, definition=definition, ref=ref, state=cell,
                                     vars=definition.vars() if definition.vars else None, events=events,
-                                    ids=deterministic_ids(f"{ref.id}|on_create"), actor_input=input_json)
+                                    ids=deterministic_ids(f"{ref.id}|on_create"), actor_input=input_json,
+                                    caller=caller)
             result = definition.on_create_fn(context)
             if inspect.isawaitable(result):
                 await result
@@ -128,8 +141,10 @@ class ActorService:
     # -- queues ------------------------------------------------------------------------------
     async def send(self, ref: ActorRef, queue_name: str, body: Any, *, wait: bool = False,
                    timeout: float | None = None, message_id: str | None = None,
-                   actor_input: Any = None, derived_id: bool = False) -> SendResult:
-        """Persist a message in the actor's inbox and wake it; optionally wait for `complete()`.
+                   actor_input: Any = None, derived_id: bool = False, sender: Caller | None = None
+                   ) -> SendResult:
+        """Persist a message in the actor's inbox and wake it; optionally wait for `complete()`. The workflow
+        sees `sender` as the received message's `sender`.
 
         A `message_id` given by the caller is an idempotency key: the same id with the same queue and body
         is the same message, with another queue or body IdempotencyConflictError. Ids a step derives
@@ -138,13 +153,13 @@ class ActorService:
         validated = definition.queue_spec(queue_name).validate_body(queue_name, body)
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=queue_name,
                                body=to_json(validated, f'the body of queue "{queue_name}"'),
-                               created_at=self.clock.now())
+                               created_at=self.clock.now(), sender=sender)
         # One read, the actor's status item: whether it exists, and whether its workflow takes messages.
         summary = await self.store.read_summary(ref)
         creation = None
         state = WorkflowState.PENDING
         if summary is None:  # created only once the message is known to be valid
-            creation = Creation(input=to_json(actor_input, "the actor's input"))
+            creation = Creation(input=to_json(actor_input, "the actor's input"), caller=sender)
         else:
             state = summary.status
         rule = send_rule(state)
@@ -168,7 +183,7 @@ class ActorService:
         definition = self.registry.get(ref.name)
         prepared = None
         if creation is not None:  # on_create runs before anything is sent: if it raises, nothing happened
-            prepared = await self._prepare_creation(definition, ref, creation.input)
+            prepared = await self._prepare_creation(definition, ref, creation.input, creation.caller)
         try:
             await self.transport.wake(ref, at=at, reason=f"message:{message.id}", message=message, creation=creation)
         except TransportError as error:
@@ -194,19 +209,21 @@ class ActorService:
                     "body); a new message needs a new id")
 
     async def schedule_action(self, ref: ActorRef, at: float, action: str, args: list[Any], *,
-                              message_id: str | None = None) -> str:
+                              message_id: str | None = None, sender: Caller | None = None) -> str:
         definition = self.registry.get(ref.name)
         validated = definition.validate_arguments(action, args)
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=action, kind="action",
                                args=to_json(validated, f'the arguments of action "{action}"'),
-                               created_at=self.clock.now(), not_before=at)
+                               created_at=self.clock.now(), not_before=at, sender=sender)
         _check_carried_size(message, None)
         await self._deliver(ref, message, at=at)
         return message.id
 
     # -- actions -----------------------------------------------------------------------------
-    async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None) -> Any:
-        """Run an action; its state changes commit conditionally (a lost race re-runs it)."""
+    async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None,
+                   caller: Caller | None = None) -> Any:
+        """Run an action (`c.caller` is `caller`); its state changes commit conditionally (a lost race re-runs
+        it)."""
         definition = self.registry.get(ref.name)
         fn = definition.action_fn(action)
         args = definition.validate_arguments(action, args)  # before anything is read, created or run
@@ -214,9 +231,10 @@ class ActorService:
         ids = f"{ref.id}|action|{uuid.uuid4()}"
         for _ in range(MAX_CONFLICT_RETRIES):
             # Created (on_create, workflow started) only now that the action is known to exist.
-            snapshot = await self._load(ref, create=True, actor_input=actor_input)
+            snapshot = await self._load(ref, create=True, actor_input=actor_input, caller=caller)
             try:
-                result, _ = await self._run_action(definition, snapshot, fn, list(args), ids, consumed=None)
+                result, _ = await self._run_action(definition, snapshot, fn, list(args), ids, consumed=None,
+                                                   caller=caller)
             except VersionConflict:
                 continue
             return result
@@ -232,7 +250,7 @@ class ActorService:
             fn = definition.action_fn(message.queue)
             args = definition.validate_arguments(message.queue, message.args)
             await self._run_action(definition, snapshot, fn, args, f"{snapshot.ref.id}|{message.id}",
-                                   consumed=message.id)
+                                   consumed=message.id, caller=message.sender)
         except (StorageError, TransportError, VersionConflict):
             raise
         except Exception as error:
@@ -243,7 +261,7 @@ class ActorService:
                 workflow=None, committed_at=self.clock.now()))
 
     async def _run_action(self, definition: ActorDefinition, snapshot: ActorSnapshot, fn: Any, args: list[Any],
-                          id_seed: str, consumed: str | None) -> tuple[Any, int]:
+                          id_seed: str, consumed: str | None, caller: Caller | None = None) -> tuple[Any, int]:
         cell = StateCell(definition.state, snapshot.state)
         events: list[tuple[str, Any]] = []
         # An action is a wake-up of its own: vars are rebuilt and the lifecycle hooks run around it.
@@ -252,7 +270,7 @@ class ActorService:
         await call_hook(definition.on_wake_fn, hooks)
         context = ActionContext(service=self, definition=definition, ref=snapshot.ref, state=cell,
                                 vars=vars, events=events, ids=deterministic_ids(id_seed),
-                                actor_input=snapshot.meta.input)
+                                actor_input=snapshot.meta.input, caller=caller)
         try:
             result = fn(context, *args)
             if inspect.isawaitable(result):
@@ -269,10 +287,11 @@ class ActorService:
         return result, version
 
     # -- reads -------------------------------------------------------------------------------
-    async def _load(self, ref: ActorRef, *, create: bool = False, actor_input: Any = None) -> ActorSnapshot:
+    async def _load(self, ref: ActorRef, *, create: bool = False, actor_input: Any = None,
+                    caller: Caller | None = None) -> ActorSnapshot:
         snapshot = await self.store.load(ref)
         if snapshot is None and create:  # requests through a handle create the actor (one read when it exists)
-            await self.create_actor(ref, actor_input)
+            await self.create_actor(ref, actor_input, caller=caller)
             snapshot = await self.store.load(ref)
         if snapshot is None:
             raise ActorNotFoundError("the actor does not exist yet")

@@ -133,7 +133,7 @@ async def _complete_requests(service: ActorService, ref: ActorRef, snapshot: Act
         if creation is None:
             return None
         log.info("creating %s from its wake-up (the request that sent it did not get to)", ref)
-        await service.create_actor(ref, creation.input, wake=False)
+        await service.create_actor(ref, creation.input, wake=False, caller=creation.caller)
         snapshot = await service.store.load(ref)
         if snapshot is None:
             return None
@@ -167,7 +167,7 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
         nonlocal version
         version = await service.store.commit(snapshot.ref, version, draft)
 
-    inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at)
+    inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at, sender=m.sender)
              for m in snapshot.inbox if m.kind == "queue"]
     execution = Execution(host=ActorHost(service, definition, snapshot, state, vars), entries=snapshot.history,
                           record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,

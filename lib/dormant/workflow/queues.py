@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from dormant.workflow.caller import Caller
 from dormant.workflow.entries import Entry
 from dormant.workflow.errors import QueueTimeoutError, WorkflowDefinitionError
 from dormant.workflow.history import EntryKind, EntryStatus, RecordedMessage, validate_name
@@ -26,6 +27,7 @@ class QueueMessage:
     name: str
     body: Any
     created_at: float
+    sender: Caller | None = None  # who sent it, as recorded in history (replays see the same value)
     complete: Callable[..., Awaitable[None]] | None = field(default=None, repr=False)
 
 
@@ -89,8 +91,8 @@ class QueueApi:
             while True:
                 taken = ex.take_messages(wanted, count)
                 if taken:
-                    entry.messages = [RecordedMessage(id=m.id, name=m.name, body=m.body, created_at=m.created_at)
-                                      for m in taken]
+                    entry.messages = [RecordedMessage(id=m.id, name=m.name, body=m.body, created_at=m.created_at,
+                                                      sender=m.sender) for m in taken]
                     entry.status = EntryStatus.COMPLETED
                     ex.touch(entry)
                     break
@@ -107,7 +109,8 @@ class QueueApi:
     def _deliver(self, entry: Entry, recorded: RecordedMessage, completable: bool) -> QueueMessage:
         ex = self._ctx._execution
         body = ex.host.decode_body(recorded.name, recorded.body)
-        message = QueueMessage(id=recorded.id, name=recorded.name, body=body, created_at=recorded.created_at)
+        message = QueueMessage(id=recorded.id, name=recorded.name, body=body, created_at=recorded.created_at,
+                               sender=recorded.sender)
         if completable:
             if not recorded.completed:
                 self._uncompleted[recorded.id] = entry.name
