@@ -72,7 +72,8 @@ class ServedApi:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         # A short wait cap: a generated `wait=true&timeout=1e9` must not hold the run for 25 s per request.
-        app_settings = Settings(inspector_token=TOKEN, api_max_wait=0.2, max_body_bytes=64 * 1024)  # type: ignore[arg-type]
+        app_settings = Settings(inspector_token=TOKEN, api_max_wait=0.2, max_body_bytes=64 * 1024,  # type: ignore[arg-type]
+                                auth_mode="none")  # no API Gateway in front: callers are anonymous
         async with TestEnv(registry) as env, serve(create_app(registry, app_settings, service=env.service)) as url:
             await env.client.get_or_create("account", ["main"]).send("deposit", {"amount": 5})
             await env.run_until_idle()

@@ -15,7 +15,6 @@ that does not exist. Who the caller is comes from the request context API Gatewa
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
