@@ -3,7 +3,7 @@
 Each runs as a subprocess on a free port; `start()` waits until it answers HTTP, `reset()` empties it
 between tests, `stop()` ends it. Used by tests/integration/conftest.py (session-scoped fixtures).
 
-The moto server is moto's own `moto_server` application with one change: DynamoDB requests are served
+The moto server is moto's own `moto_server` app behind dormant.dev.gate: DynamoDB and SQS requests are served
 one at a time. moto checks a condition and writes the item without a lock, so on a busy machine two
 concurrent conditional PutItems on the same key can both succeed (seen here: two commits of one version).
 DynamoDB itself never does that; `python -m dormant.dev.moto PORT` runs the serialized server.
@@ -23,9 +23,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from dormant.dev.moto import SerializedDynamoDB, run_moto
+from dormant.dev.gate import RequestGate
+from dormant.dev.moto import run_moto
 
-__all__ = ["Dynalite", "MotoServer", "SerializedDynamoDB", "run_moto"]
+__all__ = ["Dynalite", "MotoServer", "RequestGate", "run_moto"]
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 30.0

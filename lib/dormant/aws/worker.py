@@ -19,12 +19,13 @@ import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from dormant.actor import Registry, load_registry
 from dormant.aws.metering import Meter, instrument, metering
+from dormant.aws.observability import ObservedStore, Observer
 from dormant.aws.transport import SqsTransport, WakeMessage
 from dormant.errors import InvalidKeyError
 from dormant.ports import ActorRef, Clock, EventStore, WakeError
@@ -61,9 +62,12 @@ class WakeMetrics:
 class Worker:
     """Runs batches of wake-up messages over an ActorService whose transport is an SqsTransport."""
 
-    def __init__(self, service: ActorService, transport: SqsTransport) -> None:
+    def __init__(self, service: ActorService, transport: SqsTransport, *, observer: Observer | None = None,
+                 max_receives: int | None = None) -> None:
         self.service = service
         self.transport = transport
+        self.observer = observer or Observer()  # a log record (and metrics) per wake-up
+        self.max_receives = max_receives
         self.reports: list[WakeReport] = []
         self.failures: list[WakeFailure] = []
         self.metrics: list[WakeMetrics] = []
@@ -125,18 +129,20 @@ class Worker:
     async def _wake_once(self, ref: ActorRef, records: list[Mapping[str, Any]]) -> list[str]:
         ids = [str(record["messageId"]) for record in records]
         with metering() as meter:
+            watch = self.observer.begin(ref, records)
             try:
                 report = await wake_actor(self.service, ref)
             except Exception as error:
                 receives = max(_receive_count(record) for record in records)
-                log.warning("wake-up of %s failed (receive %d): %s: %s", ref, receives, type(error).__name__, error)
+                self.observer.failed(watch, error, meter, max_receives=self.max_receives)
                 await self._record_error(ref, error, receives)
                 self.failures.append(WakeFailure(ref, error, ids, receives))
                 self.metrics.append(WakeMetrics(ref, meter, None))
                 return ids
+            self.observer.finished(watch, report, meter)
         self.reports.append(report)
         self.metrics.append(WakeMetrics(ref, meter, report))
-        log.info("woke %s: %s, %d commit(s); %s", ref, report.outcome, report.commits, meter.summary())
+        log.debug("woke %s: %s, %d commit(s); %s", ref, report.outcome, report.commits, meter.summary())
         return []
 
     async def _record_error(self, ref: ActorRef, error: BaseException, receives: int) -> None:
@@ -165,10 +171,12 @@ StoreWrapper = Callable[[EventStore], EventStore]
 
 @asynccontextmanager
 async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | None = None,
-                      wrap_store: StoreWrapper | None = None, meter: Meter | None = None) -> AsyncIterator[Worker]:
+                      wrap_store: StoreWrapper | None = None, meter: Meter | None = None,
+                      observer: Observer | None = None) -> AsyncIterator[Worker]:
     """A Worker on DynamoDB + SQS as the settings describe (clients closed on exit).
 
-    `meter` counts every request of these clients (metering scopes count them too).
+    `meter` counts every request of these clients (metering scopes count them too); `observer` gets a
+    record of every wake-up (default: a log line).
     """
     from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
@@ -185,8 +193,11 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
         store: EventStore = DynamoEventStore(dynamodb, settings)
         if wrap_store is not None:
             store = wrap_store(store)
+        observer = observer or Observer()
+        store = cast(EventStore, ObservedStore(store, observer))  # an EventStore by delegation
         transport = await SqsTransport.from_settings(sqs, settings, clock)
-        yield Worker(ActorService(registry, store, transport, clock), transport)
+        yield Worker(ActorService(registry, store, transport, clock), transport, observer=observer,
+                     max_receives=settings.max_receives)
 
 
 class LambdaWorker:

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from dormant.actor import load_registry
+from dormant.dev.stack import DEFAULT_DATA_DIR, LOG_LEVELS
 from dormant.runtime.offline import parse_export, replay_snapshot
 
 
@@ -24,7 +25,10 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _dev(args: argparse.Namespace) -> int:
-    from dormant.dev.stack import run_dev_stack
+    from pathlib import Path
+
+    from dormant.dev.console import configure_console
+    from dormant.dev.stack import DevOptions, run_dev_stack
     from dormant.settings import Settings
 
     settings = Settings()
@@ -32,20 +36,25 @@ def _dev(args: argparse.Namespace) -> int:
     if not app:
         print("dormant dev: name your registry with --app module:attribute or DORMANT_APP", file=sys.stderr)
         return 2
+    configure_console(args.log_level)
     registry = load_registry(app)
+    options = DevOptions(host=args.host, port=args.port, endpoint_url=args.endpoint, fresh=args.fresh,
+                         data_dir=None if args.in_memory else Path(args.data_dir), log_level=args.log_level)
 
     async def serve() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        async with run_dev_stack(registry, host=args.host, port=args.port, endpoint_url=args.endpoint,
-                                 settings=settings.model_copy(update={"app": app})) as stack:
+        async with run_dev_stack(registry, options, settings=settings.model_copy(update={"app": app})) as stack:
             print(f"dormant dev: serving {app}", flush=True)
             print(f"  API        {stack.api_url}   (OpenAPI docs at {stack.api_url}/docs)", flush=True)
             print(f"  AWS        {stack.endpoint_url}   table {stack.settings.table}", flush=True)
             print(f"  queues     {stack.settings.queue_url}", flush=True)
             print(f"             {stack.settings.timer_queue_url}", flush=True)
+            where = stack.data_dir or ("kept at the endpoint" if options.endpoint_url or settings.endpoint_url
+                                       else "in memory only (lost at exit)")
+            print(f"  data       {where}", flush=True)
             print("  Ctrl-C stops everything.", flush=True)
             await stop.wait()
             print("dormant dev: stopping", flush=True)
@@ -98,6 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=8787)
     dev.add_argument("--endpoint", help="use this AWS endpoint (LocalStack, a real account) instead of an embedded "
                                         "moto server (default: AWS_ENDPOINT_URL / DORMANT_ENDPOINT_URL)")
+    dev.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR),
+                     help=f"keep the embedded server's data here across restarts (default: {DEFAULT_DATA_DIR})")
+    dev.add_argument("--fresh", action="store_true", help="start from empty data (clears the data directory)")
+    dev.add_argument("--in-memory", action="store_true", help="keep nothing on disk (data is lost at exit)")
+    dev.add_argument("--log-level", default="info", choices=LOG_LEVELS,
+                     help="info: a line per request and per wake-up (default); warning: problems only")
     dev.set_defaults(run=_dev)
     return parser
 
