@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -135,8 +137,10 @@ def main() -> int:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for name in ("AWS_ENDPOINT_URL", "DORMANT_ENDPOINT_URL"):
         env.pop(name, None)  # the demo always runs on its own embedded moto server
+    # The tour starts from empty data of its own (a user's `dormant dev` keeps its data in .dormant/dev).
+    data_dir = tempfile.mkdtemp(prefix="dormant-tour-")
     stack = subprocess.Popen([sys.executable, "-m", "dormant.cli", "dev", "--app", "examples.tour:registry",
-                              "--port", str(port)], env=env)
+                              "--port", str(port), "--data-dir", data_dir], env=env)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -154,6 +158,7 @@ def main() -> int:
         asyncio.run(tour(api_url))
     finally:
         code = _stop(stack)
+        shutil.rmtree(data_dir, ignore_errors=True)
     return 0 if code == 0 else 1
 
 
