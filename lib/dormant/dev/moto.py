@@ -22,19 +22,20 @@ from typing import Any
 
 from dormant.dev import partitions
 from dormant.dev.gate import RequestGate
-from dormant.dev.persistence import Persistence, PersistenceError
+from dormant.dev.persistence import COMPACT_BYTES, Persistence, PersistenceError
 
 log = logging.getLogger("dormant.dev.moto")
 
 
-def build_app(data_dir: Path | None = None) -> tuple[RequestGate, Persistence | None]:
+def build_app(data_dir: Path | None = None, *, compact_bytes: int = COMPACT_BYTES
+              ) -> tuple[RequestGate, Persistence | None]:
     """moto's server app wrapped in the gate; with `data_dir`, its state restored from there first."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     partitions.install()
     persistence = None
     if data_dir is not None:
-        persistence = Persistence(data_dir)
+        persistence = Persistence(data_dir, compact_bytes=compact_bytes)
         restored = persistence.restore()
         log.warning("restored %s: generation %d, %d table(s), %d item(s), %d message(s), %d journal record(s)%s",
                     data_dir, restored.generation, restored.tables, restored.items, restored.messages,
@@ -45,14 +46,15 @@ def build_app(data_dir: Path | None = None) -> tuple[RequestGate, Persistence | 
 
 
 def run_moto(port: int, host: str = "127.0.0.1", *, data_dir: Path | None = None,
-             parent_pid: int | None = None, lifeline_fd: int | None = None) -> None:
+             parent_pid: int | None = None, lifeline_fd: int | None = None,
+             compact_bytes: int = COMPACT_BYTES) -> None:
     """Serve until SIGTERM/SIGINT or the parent's death (blocks)."""
     from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access line per request
     os.environ.setdefault("MOTO_PORT", str(port))
-    gate, persistence = build_app(data_dir)
+    gate, persistence = build_app(data_dir, compact_bytes=compact_bytes)
     server = make_server(host, port, gate, threaded=True, request_handler=MotoRequestHandler)
     stopping = threading.Event()
 
@@ -85,13 +87,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--data-dir", type=Path, help="keep the state here (snapshot + journal)")
     parser.add_argument("--parent", type=int, help="stop when this process ends")
+    parser.add_argument("--compact-bytes", type=int, default=COMPACT_BYTES,
+                        help="snapshot once the journal is this big (default: %(default)s)")
     parser.add_argument("--lifeline-stdin", action="store_true", help="also stop at end of file on stdin")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         run_moto(args.port, args.host, data_dir=args.data_dir, parent_pid=args.parent,
-                 lifeline_fd=sys.stdin.fileno() if args.lifeline_stdin else None)
+                 lifeline_fd=sys.stdin.fileno() if args.lifeline_stdin else None, compact_bytes=args.compact_bytes)
     except PersistenceError as error:
         print(f"dormant dev: {error}", file=sys.stderr)
         raise SystemExit(3) from None
