@@ -39,7 +39,8 @@ def _dev(args: argparse.Namespace) -> int:
     configure_console(args.log_level)
     registry = load_registry(app)
     options = DevOptions(host=args.host, port=args.port, endpoint_url=args.endpoint, fresh=args.fresh,
-                         data_dir=None if args.in_memory else Path(args.data_dir), log_level=args.log_level)
+                         data_dir=None if args.in_memory else Path(args.data_dir), log_level=args.log_level,
+                         poll_wait_seconds=args.poll_wait)
 
     async def serve() -> None:
         stop = asyncio.Event()
@@ -113,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--in-memory", action="store_true", help="keep nothing on disk (data is lost at exit)")
     dev.add_argument("--log-level", default="info", choices=LOG_LEVELS,
                      help="info: a line per request and per wake-up (default); warning: problems only")
+    dev.add_argument("--poll-wait", type=int, default=20, choices=range(21), metavar="0-20",
+                     help="the pollers' long-poll wait in seconds (default 20: the embedded server answers a long "
+                          "poll as soon as a message arrives)")
     dev.set_defaults(run=_dev)
     return parser
 
