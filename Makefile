@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test demo check bench clean deploy-tools sam-build lambda-layer build-WorkerFunction build-ApiFunction \
+.PHONY: test demo check bench soak clean deploy-tools sam-build lambda-layer build-WorkerFunction build-ApiFunction \
 	build-DependenciesLayer
 
 # -- deployment (template.yaml, infra/; docs/deploy.md) ---------------------------------------------------------
@@ -45,6 +45,10 @@ check: $(STAMP)
 # DORMANT_DEPLOY_TOOLS makes tests/deploy fail (not skip) when a tool is missing.
 test: check $(NODE_STAMP) $(DEPLOY_STAMP)
 	DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin $(BIN)/python -m pytest
+
+# The long soak of `dormant dev` (a few minutes, bounded): thousands of requests, idling, kill -9 and restarts.
+soak: $(STAMP)
+	DORMANT_SOAK=long timeout 900 $(BIN)/python -m pytest tests/e2e/test_dev_soak.py -p no:cacheprovider --timeout 800
 
 demo: $(STAMP)
 	$(BIN)/python -m examples.tour
