@@ -3,6 +3,7 @@
 Configuration comes from the environment (dormant.settings.Settings): DORMANT_APP names the registry
 (`module:attribute`), DORMANT_TABLE / DORMANT_QUEUE_* the resources, DORMANT_INSPECTOR_TOKEN the token
 of the inspector routes. The AWS clients are opened on the first request and reused by the container.
+Every request is logged as one JSON record (dormant.http.access through dormant.aws.telemetry).
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from __future__ import annotations
 from mangum import Mangum
 
 from dormant.actor import load_registry
+from dormant.aws.telemetry import lambda_telemetry
+from dormant.http.access import AccessLog
 from dormant.http.app import create_app
 from dormant.settings import Settings
 
+telemetry = lambda_telemetry("dormant-api")
 settings = Settings()
 if not settings.app:
     raise RuntimeError("set DORMANT_APP=module:attribute to the registry the API serves")
 app = create_app(load_registry(settings.app), settings)
-handler = Mangum(app, lifespan="off")
+handler = telemetry.handler(Mangum(AccessLog(app), lifespan="off"))

@@ -204,8 +204,10 @@ class LambdaWorker:
     """Synchronous `handler(event, context)` for Lambda: one event loop and client set per container."""
 
     def __init__(self, *, settings: Settings | None = None, registry: Registry | None = None,
-                 clock: Clock | None = None, wrap_store: StoreWrapper | None = None) -> None:
+                 clock: Clock | None = None, wrap_store: StoreWrapper | None = None,
+                 observer: Observer | None = None) -> None:
         self._settings = settings
+        self._observer = observer
         self._registry = registry
         self._clock = clock
         self._wrap_store = wrap_store
@@ -230,7 +232,8 @@ class LambdaWorker:
                 registry = load_registry(settings.app)
             stack = AsyncExitStack()
             self.worker = await stack.enter_async_context(
-                open_worker(settings, registry, clock=self._clock, wrap_store=self._wrap_store))
+                open_worker(settings, registry, clock=self._clock, wrap_store=self._wrap_store,
+                            observer=self._observer))
             self._stack = stack
         return await self.worker.handle(event)
 
