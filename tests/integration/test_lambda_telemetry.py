@@ -157,3 +157,41 @@ async def test_a_lost_version_race_is_counted_on_the_wake_up_that_lost_it() -> N
     record = observer.finished(watch, report)
     assert (record.conflicts, record.commits, record.steps) == (1, 1, 1)
     assert record.line().endswith(f"1 version conflict v{record.version} in {record.duration_ms:.1f} ms")
+
+
+async def test_tracing_puts_a_span_around_each_wake_up_and_its_store_calls() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    observer = Observer()
+    observer.tracer = provider.get_tracer("dormant")  # what Observer(tracing=True) gets from the global provider
+    service = ActorService(registry, ObservedStore(MemoryEventStore(), observer), MemoryTransport(),  # type: ignore[arg-type]
+                           SystemClock())
+    for key, queue, body in (("t-1", "counter", {"delta": 2}), ("t-2", "poke", {"n": 1})):
+        actor = "workflow-counter" if queue == "counter" else "broken"
+        await Client(service).get_or_create(actor, [key]).send(queue, body)
+        ref = ActorRef(name=actor, key=(key,))
+        watch = observer.begin(ref, [])
+        try:
+            observer.finished(watch, await wake_actor(service, ref))
+        except RuntimeError as error:
+            observer.failed(watch, error)
+    spans = exporter.get_finished_spans()
+    wakes = [s for s in spans if s.name == "dormant.wake"]
+    assert [w.attributes["dormant.actor"] for w in wakes] == ["workflow-counter", "broken"]  # type: ignore[index]
+    ok, failed = wakes
+    assert ok.attributes["dormant.outcome"] == "sleeping" and ok.attributes["dormant.steps"] == 1  # type: ignore[index]
+    assert failed.status.status_code.name == "ERROR" and "broken actor" in (failed.status.description or "")
+    children = [s for s in spans if s.parent is not None and s.parent.span_id == ok.context.span_id]
+    assert {s.name for s in children} == {"dormant.store.load", "dormant.store.commit"}
+
+
+def test_tracing_is_off_unless_asked_for(monkeypatch: Any) -> None:
+    monkeypatch.delenv("DORMANT_TRACING", raising=False)
+    assert Observer().tracer is None
+    monkeypatch.setenv("DORMANT_TRACING", "1")
+    assert Observer().tracer is not None

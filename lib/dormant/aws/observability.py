@@ -123,6 +123,7 @@ class WakeWatch:
     tally: WakeTally
     token: Any
     span: AbstractContextManager[Any]
+    span_object: Any = None
 
 
 class Observer:
@@ -137,13 +138,17 @@ class Observer:
     def begin(self, ref: ActorRef, records: Sequence[Mapping[str, Any]]) -> WakeWatch:
         tally = WakeTally()
         span: AbstractContextManager[Any] = nullcontext()
+        span_object = None
+        wake_id = uuid.uuid4().hex[:16]
         if self.tracer is not None:
             span = self.tracer.start_as_current_span("dormant.wake", attributes={
-                "dormant.actor": ref.name, "dormant.key": list(ref.key), "dormant.messages": len(records)})
-            span.__enter__()
-        return WakeWatch(ref=ref, wake_id=uuid.uuid4().hex[:16], started=time.perf_counter(),
+                "dormant.actor": ref.name, "dormant.key": list(ref.key), "dormant.wake_id": wake_id,
+                "dormant.messages": len(records)})
+            span_object = span.__enter__()
+        return WakeWatch(ref=ref, wake_id=wake_id, started=time.perf_counter(),
                          wall_started=time.time(), messages=len(records), receive_count=_receive_count(records),
-                         ready_at=_ready_at(records), tally=tally, token=_tally.set(tally), span=span)
+                         ready_at=_ready_at(records), tally=tally, token=_tally.set(tally), span=span,
+                         span_object=span_object)
 
     def finished(self, watch: WakeWatch, report: WakeReport, meter: Meter | None = None) -> WakeRecord:
         return self._close(watch, report.outcome, meter, None, dead_letter=False)
@@ -165,6 +170,8 @@ class Observer:
             steps=tally.steps, commits=tally.commits, retries=tally.retries, conflicts=tally.conflicts,
             consumed=tally.consumed, version_loaded=tally.version_loaded, version=tally.version,
             requests=_requests(meter), error=error, dead_letter=dead_letter)
+        if watch.span_object is not None:
+            _finish_span(watch.span_object, record)
         watch.span.__exit__(None, None, None)
         self.records.append(record)
         del self.records[:-self.keep]
@@ -270,6 +277,15 @@ class ObservedStore:
 
 
 # -- tracing ------------------------------------------------------------------------------------------------
+
+def _finish_span(span: Any, record: WakeRecord) -> None:
+    span.set_attributes({"dormant.outcome": record.outcome, "dormant.steps": record.steps,
+                         "dormant.commits": record.commits, "dormant.version": record.version or 0})
+    if record.error is not None:
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_status(Status(StatusCode.ERROR, record.error))
+
 
 def _tracing_requested() -> bool:
     return os.environ.get("DORMANT_TRACING", "").lower() in ("1", "true", "yes", "on")
