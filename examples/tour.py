@@ -2,7 +2,7 @@
 and runs a scripted tour over HTTP — counter, request/response, approval gate, a timer of a few seconds,
 a saga that compensates — printing each step and result, then stops the stack.
 
-`registry` below is also the default `DORMANT_APP` of template.yaml and infra/.
+Its actors are examples/app.py's registry (the default `DORMANT_APP` of template.yaml and infra/).
 """
 
 from __future__ import annotations
@@ -19,13 +19,11 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from dormant import setup
 from dormant.dev.stack import free_port
 from dormant.http.client import HttpActorHandle, HttpClient
-from examples import approval_gate, counter, cross_actor_saga, request_response, timers
+from examples.app import registry
 
-registry = setup(*[definition for module in (counter, request_response, approval_gate, timers, cross_actor_saga)
-                   for definition in module.registry.actors.values()])
+__all__ = ["main", "registry"]
 
 
 class Narrator:

@@ -183,6 +183,11 @@ resource "aws_lambda_function" "worker" {
   filename         = data.archive_file.code.output_path
   source_code_hash = data.archive_file.code.output_base64sha256
   layers           = [aws_lambda_layer_version.dependencies.arn]
+  publish          = true # a version per change, behind the alias "live" (SnapStart snapshots published versions)
+
+  snap_start {
+    apply_on = var.snap_start
+  }
 
   environment {
     variables = local.environment
@@ -213,6 +218,11 @@ resource "aws_lambda_function" "api" {
   filename         = data.archive_file.code.output_path
   source_code_hash = data.archive_file.code.output_base64sha256
   layers           = [aws_lambda_layer_version.dependencies.arn]
+  publish          = true # a version per change, behind the alias "live" (SnapStart snapshots published versions)
+
+  snap_start {
+    apply_on = var.snap_start
+  }
 
   environment {
     variables = merge(local.environment, {
@@ -228,12 +238,25 @@ resource "aws_lambda_function" "api" {
   tags = local.tags
 }
 
+# The alias the queues and the HTTP API invoke: the latest published version (as SAM's AutoPublishAlias).
+resource "aws_lambda_alias" "worker" {
+  name             = "live"
+  function_name    = aws_lambda_function.worker.function_name
+  function_version = aws_lambda_function.worker.version
+}
+
+resource "aws_lambda_alias" "api" {
+  name             = "live"
+  function_name    = aws_lambda_function.api.function_name
+  function_version = aws_lambda_function.api.version
+}
+
 # Lambda's SQS event sources; the worker reports partial batch failures. FIFO queues take no batching window.
 resource "aws_lambda_event_source_mapping" "wake" {
   # Lambda checks at creation that the role may receive from the queue: wait for the role's policy.
   depends_on = [aws_iam_role_policy.worker]
 
-  function_name           = aws_lambda_function.worker.function_name
+  function_name           = aws_lambda_alias.worker.arn
   event_source_arn        = aws_sqs_queue.wake.arn
   batch_size              = 10
   function_response_types = ["ReportBatchItemFailures"]
@@ -242,7 +265,7 @@ resource "aws_lambda_event_source_mapping" "wake" {
 resource "aws_lambda_event_source_mapping" "timers" {
   depends_on = [aws_iam_role_policy.worker]
 
-  function_name                      = aws_lambda_function.worker.function_name
+  function_name                      = aws_lambda_alias.worker.arn
   event_source_arn                   = aws_sqs_queue.timers.arn
   batch_size                         = 10
   maximum_batching_window_in_seconds = local.timer_batching_window
@@ -259,7 +282,7 @@ resource "aws_apigatewayv2_api" "http" {
 resource "aws_apigatewayv2_integration" "api" {
   api_id                 = aws_apigatewayv2_api.http.id
   integration_type       = "AWS_PROXY"
-  integration_uri        = aws_lambda_function.api.invoke_arn
+  integration_uri        = aws_lambda_alias.api.invoke_arn
   payload_format_version = "2.0"
 }
 
@@ -279,7 +302,7 @@ resource "aws_apigatewayv2_stage" "default" {
 resource "aws_lambda_permission" "http" {
   statement_id  = "AllowHttpApi"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.api.function_name
+  function_name = aws_lambda_alias.api.arn # the alias the integration invokes
   principal     = "apigateway.amazonaws.com"
   source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*"
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 from mangum import Mangum
 
 from dormant.actor import load_registry
+from dormant.aws.prewarm import open_api_service
 from dormant.aws.telemetry import lambda_telemetry
 from dormant.http.access import AccessLog
 from dormant.http.app import create_app
@@ -22,3 +23,4 @@ if not settings.app:
     raise RuntimeError("set DORMANT_APP=module:attribute to the registry the API serves")
 app = create_app(load_registry(settings.app), settings)
 handler = telemetry.handler(Mangum(AccessLog(app), lifespan="off"))
+open_api_service(app)  # the session and clients in the init phase (kept by a SnapStart snapshot)

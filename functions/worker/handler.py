@@ -14,6 +14,7 @@ from dormant.aws.worker import LambdaWorker
 
 telemetry = lambda_telemetry("dormant-worker")
 worker = LambdaWorker(observer=telemetry.observer)
+worker.prepare()  # imports, session and clients in the init phase (kept by a SnapStart snapshot)
 
 
 @telemetry.handler

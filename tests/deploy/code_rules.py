@@ -181,7 +181,7 @@ def code_mismatches(d: Description) -> list[str]:
     # -- event sources: both queues, partial failures, visibility >= 6 x timeout (+ window)
     worker_timeout = functions.get("worker", {}).get("timeout", 0)
     sources = {target: settings_ for (function, target), settings_ in d["event_sources"].items()
-               if function == "{worker.name}"}
+               if function == "{worker_alias.arn}"}  # the alias "live": a published version (SnapStart)
     if set(sources) != {"{wake.arn}", "{timers.arn}"} or len(d["event_sources"]) != 2:
         problems.append(f"event sources {sorted(map(str, d['event_sources']))}: expected the worker on wake and "
                         "timers only")
@@ -246,7 +246,7 @@ def code_mismatches(d: Description) -> list[str]:
         problems.append(f"layer {layer}: expected python{python} on {arch}")
 
     # -- the HTTP API: every route to the API function, on the $default stage (the app sees unprefixed paths)
-    if d["http"] != {"http_api": {"$default": {"payload": "2.0", "target": "api"}}, "stage": "$default"}:
-        problems.append(f"HTTP API {d['http']}: expected the $default route (payload 2.0) to the API function, "
+    if d["http"] != {"http_api": {"$default": {"payload": "2.0", "target": "api_alias"}}, "stage": "$default"}:
+        problems.append(f"HTTP API {d['http']}: expected the $default route (payload 2.0) to the API function's alias, "
                         "on the $default stage")
     return problems

@@ -31,7 +31,7 @@ SAM_ROLES = {
     "ActorTable": "table", "WakeQueue": "wake", "TimerQueue": "timers", "WakeDeadLetterQueue": "wake_dlq",
     "TimerDeadLetterQueue": "timers_dlq", "WorkerFunction": "worker", "ApiFunction": "api",
     "WorkerRole": "worker_role", "ApiRole": "api_role", "WorkerLogGroup": "worker_logs", "ApiLogGroup": "api_logs",
-    "HttpApi": "http_api",
+    "HttpApi": "http_api", "WorkerFunctionAliaslive": "worker_alias", "ApiFunctionAliaslive": "api_alias",
 }
 TF_ROLES = {
     "aws_dynamodb_table.actors": "table", "aws_sqs_queue.wake": "wake", "aws_sqs_queue.timers": "timers",
@@ -39,18 +39,20 @@ TF_ROLES = {
     "aws_lambda_function.worker": "worker", "aws_lambda_function.api": "api", "aws_iam_role.worker": "worker_role",
     "aws_iam_role.api": "api_role", "aws_cloudwatch_log_group.worker": "worker_logs",
     "aws_cloudwatch_log_group.api": "api_logs", "aws_lambda_layer_version.dependencies": "layer",
-    "aws_apigatewayv2_api.http": "http_api",
+    "aws_apigatewayv2_api.http": "http_api", "aws_lambda_alias.worker": "worker_alias",
+    "aws_lambda_alias.api": "api_alias",
 }
 # SAM parameter -> Terraform variable (both shown as "{param.<variable>}")
 PARAMETERS = {
     "Stage": "stage", "App": "app", "InspectorToken": "inspector_token_parameter", "MaxReceives": "max_receives",
     "TableDeletionProtection": "table_deletion_protection", "LogRetentionDays": "log_retention_days",
+    "SnapStart": "snap_start",
 }
 # What `Ref` returns, per CloudFormation type
 _REF_ATTRIBUTE = {
     "AWS::SQS::Queue": "url", "AWS::DynamoDB::Table": "name", "AWS::Logs::LogGroup": "name",
     "AWS::Lambda::Function": "name", "AWS::Lambda::LayerVersion": "arn", "AWS::IAM::Role": "name",
-    "AWS::ApiGatewayV2::Api": "id",
+    "AWS::ApiGatewayV2::Api": "id", "AWS::Lambda::Alias": "arn",
 }
 _GETATT = {"Arn": "arn", "QueueName": "name"}
 # Terraform attribute -> the same attribute's token name
@@ -179,6 +181,7 @@ def describe_sam(translated: dict[str, Any]) -> Description:
             "timeout": p.get("Timeout", 3), "role": p["Role"],
             "environment": p.get("Environment", {}).get("Variables", {}),
             "log_group": p.get("LoggingConfig", {}).get("LogGroup"), "layers": p.get("Layers", []),
+            "snap_start": p.get("SnapStart", {}).get("ApplyOn", "None"),
         }
     for p in sam.of_type_any("AWS::Lambda::EventSourceMapping"):
         description["event_sources"][(p["FunctionName"], p["EventSourceArn"])] = {
@@ -512,6 +515,7 @@ def describe_terraform(directory: Path, texts: dict[str, str] | None = None) -> 
             "environment": v(_one(body["environment"])["variables"]) if "environment" in body else {},
             "log_group": v(_one(body["logging_config"])["log_group"]) if "logging_config" in body else None,
             "layers": v(body.get("layers", [])),
+            "snap_start": v(_one(body["snap_start"])["apply_on"]) if "snap_start" in body else "None",
         }
     for body in tf.resources_of("aws_lambda_event_source_mapping"):
         description["event_sources"][(v(body["function_name"]), v(body["event_source_arn"]))] = {

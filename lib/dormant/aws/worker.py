@@ -222,7 +222,19 @@ class LambdaWorker:
                 self._runner = asyncio.Runner()
             return self._runner.run(self._handle(event))
 
+    def prepare(self) -> None:
+        """Build the worker now rather than on the first invocation: the imports, the registry, the session and
+        the clients (no connection is opened). Called in the init phase, where a SnapStart snapshot keeps it."""
+        with self._lock:
+            if self._runner is None:
+                self._runner = asyncio.Runner()
+            self._runner.run(self._ensure())
+
     async def _handle(self, event: Mapping[str, Any]) -> BatchResponse:
+        worker = await self._ensure()
+        return await worker.handle(event)
+
+    async def _ensure(self) -> Worker:
         if self.worker is None:
             settings = self._settings or Settings()
             registry = self._registry
@@ -235,7 +247,7 @@ class LambdaWorker:
                 open_worker(settings, registry, clock=self._clock, wrap_store=self._wrap_store,
                             observer=self._observer))
             self._stack = stack
-        return await self.worker.handle(event)
+        return self.worker
 
     def close(self) -> None:
         """Close the clients and the event loop (the next invocation builds them again)."""
