@@ -25,7 +25,7 @@ LAYER_DIR ?= build/lambda/layer
 # Extra pip requirements of your registry's code, added to the layer (e.g. LAYER_EXTRA="stripe==12.1.0").
 LAYER_EXTRA ?=
 # Dependencies only `dormant dev` and the CLI use stay out of the layer (the functions never import them:
-# tests/deploy/test_import_path.py checks it).
+# tests/integration/test_import_path.py checks it).
 LAYER_EXCLUDE ?= uvicorn httpx
 LAYER_REQUIREMENTS = $(shell $(PYTHON) -c "import tomllib, re; x = set('$(LAYER_EXCLUDE)'.split()); print(' '.join(d for d in tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'] if re.split('[=<>\\[ ]', d)[0] not in x))")
 # botocore/boto3 service models kept in the layer: the functions call DynamoDB and SQS; add the services your
