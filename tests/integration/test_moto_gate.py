@@ -219,3 +219,25 @@ def test_thousands_of_requests_never_fill_an_output_pipe(tmp_path: Any) -> None:
         assert len(server.output()) < 2000 and "GET" not in server.output() and "POST" not in server.output()
     finally:
         server.stop()
+
+
+def test_idle_long_polls_leave_the_server_idle(server: MotoServer) -> None:
+    """Waiting happens on a condition, not by spinning: 3 long polls of 3 s on an empty queue cost the server a
+    small fraction of those 3 s of CPU (a spinning wait costs all of it, and starves every sender)."""
+    import os
+    from pathlib import Path
+
+    assert server._process is not None
+
+    def cpu() -> float:
+        fields = Path(f"/proc/{server._process.pid}/stat").read_text().rpartition(")")[2].split()  # type: ignore[union-attr]
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    sqs = client(server, "sqs")
+    url = sqs.create_queue(QueueName=f"idle-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    before = cpu()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        answers = list(pool.map(lambda _: sqs.receive_message(QueueUrl=url, WaitTimeSeconds=3), range(3)))
+    used = cpu() - before
+    assert all(not answer.get("Messages") for answer in answers)
+    assert used < 1.0, f"the server spent {used:.2f} s of CPU on 9 s of idle long polls"

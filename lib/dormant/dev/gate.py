@@ -128,7 +128,8 @@ class RequestGate:
                 lock.release()
         if compact:
             self.compact()
-        if service == "sqs" and action not in SQS_READS:
+        if service == "sqs" and action not in SQS_READS and action != "ReceiveMessage":
+            # A receive hides messages (nothing new to see); a send, delete or visibility change may show some.
             with self._changed:
                 self._changes += 1
                 self._changed.notify_all()
