@@ -3,8 +3,9 @@
     python -m dormant.dev.moto PORT [--data-dir DIR] [--parent PID]
 
 moto's own server application behind `RequestGate` (DynamoDB and SQS requests serialized, long polls that
-wait outside the lock), with an indexed Query (`partitions`), optionally persistent (`persistence`: a
-snapshot and a journal in DIR) and tied to its parent (`lifeline`: it stops when PID dies, even by kill -9).
+wait outside the lock), with an indexed Query (`partitions`) and lazy queue attributes (`attributes`),
+optionally persistent (`persistence`: a snapshot and a journal in DIR) and tied to its parent (`lifeline`: it
+stops when PID dies, even by kill -9).
 SIGTERM and SIGINT stop it within a second; per-request access lines are not logged (only warnings).
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from dormant.dev import partitions
+from dormant.dev import attributes, partitions
 from dormant.dev.gate import RequestGate
 from dormant.dev.persistence import COMPACT_BYTES, Persistence, PersistenceError
 
@@ -33,6 +34,7 @@ def build_app(data_dir: Path | None = None, *, compact_bytes: int = COMPACT_BYTE
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     partitions.install()
+    attributes.install()
     persistence = None
     if data_dir is not None:
         persistence = Persistence(data_dir, compact_bytes=compact_bytes)
