@@ -28,6 +28,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dormant.aws.side import changed
 from dormant.errors import VersionConflict
 
 if TYPE_CHECKING:
@@ -266,6 +267,7 @@ class ObservedStore:
             if tally is not None:
                 tally.conflicts += 1
             raise
+        changed(ref.id)  # a request of this process waiting for a response or an event looks again now
         if tally is not None:
             steps, retries = _draft_counts(draft)
             tally.commits += 1

@@ -130,10 +130,10 @@ class Worker:
         ids = [str(record["messageId"]) for record in records]
         with metering() as meter:
             watch = self.observer.begin(ref, records)
-            try:
-                report = await wake_actor(self.service, ref)
+            receives = max(_receive_count(record) for record in records)
+            try:  # a first delivery need not re-send the timer of a deadline committed before (see wake_actor)
+                report = await wake_actor(self.service, ref, redelivered=receives > 1)
             except Exception as error:
-                receives = max(_receive_count(record) for record in records)
                 self.observer.failed(watch, error, meter, max_receives=self.max_receives)
                 await self._record_error(ref, error, receives)
                 self.failures.append(WakeFailure(ref, error, ids, receives))

@@ -64,9 +64,13 @@ class ActorHost:
                            actor_input=self._snapshot.meta.input)
 
 
-async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
-    """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up)."""
+async def wake_actor(service: ActorService, ref: ActorRef, *, redelivered: bool = True) -> WakeReport:
+    """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up).
+
+    `redelivered=False` says that no message behind this wake-up was delivered before (the transport knows): the
+    timer of a deadline that an earlier wake-up committed is then not sent again (see `_schedule_next`)."""
     definition = service.registry.get(ref.name)
+    before: WorkflowRecord | None = None  # the workflow as committed before this wake-up began
     serial = False
     race_winners: dict[str, str] = {}  # kept across attempts: see Execution.race_winners
     attempt = lost_races = scheduled_runs = 0
@@ -77,6 +81,8 @@ async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
         snapshot = await service.store.load(ref)
         if snapshot is None:
             return WakeReport(ref=ref, outcome="missing", attempts=attempt)
+        if before is None:
+            before = snapshot.workflow
         now = service.clock.now()
         due = [m for m in snapshot.inbox if m.kind == "action" and (m.not_before or 0.0) <= now]
         try:
@@ -97,7 +103,7 @@ async def wake_actor(service: ActorService, ref: ActorRef) -> WakeReport:
             serial = True
             continue
         report.attempts = attempt
-        await _schedule_next(service, snapshot, report)
+        await _schedule_next(service, snapshot, report, None if redelivered else before)
         return report
     raise WakeFailedError(f"wake-up of {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")
 
@@ -134,13 +140,20 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
                       replayed=execution.replayed)
 
 
-async def _schedule_next(service: ActorService, snapshot: ActorSnapshot, report: WakeReport) -> None:
-    """Timers: the workflow's deadline or retry time, and the next scheduled action."""
+async def _schedule_next(service: ActorService, snapshot: ActorSnapshot, report: WakeReport,
+                         committed_before: WorkflowRecord | None = None) -> None:
+    """Timers: the workflow's deadline or retry time, and the next scheduled action.
+
+    A deadline (or retry time) that was already committed before this wake-up began had its timer sent by the
+    wake-up that committed it, so it is not sent again when `committed_before` is given: a burst of messages
+    to a sleeping actor no longer sends a timer per message. If that earlier wake-up died between its commit
+    and its timer, its own message is redelivered, and a redelivered wake-up passes None here and sends it."""
     times: list[float] = []
     record = report.record
     if record is not None:
-        for moment in (record.deadline, record.retry_at):
-            if moment is not None:
+        for field in ("deadline", "retry_at"):
+            moment = getattr(record, field)
+            if moment is not None and (committed_before is None or getattr(committed_before, field) != moment):
                 times.append(moment)
     # Scheduled actions still due here were left over by MAX_SCHEDULED_PER_WAKE: wake again now.
     times += [max(m.not_before or 0.0, service.clock.now()) for m in snapshot.inbox if m.kind == "action"]
