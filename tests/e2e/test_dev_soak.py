@@ -31,7 +31,7 @@ class Scale:
 
 
 SCALES = {"short": Scale(actors=30, rounds=(8, 4), idle_seconds=12),
-          "long": Scale(actors=100, rounds=(20, 20, 10), idle_seconds=40)}
+          "long": Scale(actors=100, rounds=(15, 10, 5), idle_seconds=30)}
 SCALE = SCALES[os.environ.get("DORMANT_SOAK", "short")]
 
 
