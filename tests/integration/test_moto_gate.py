@@ -272,3 +272,47 @@ def test_lazy_queue_attributes_equal_motos_own() -> None:
             assert dict(lazy) == reference and list(lazy) == list(reference)
         assert dict(LazyAttributes(queues["timers"]))["ApproximateNumberOfMessagesDelayed"] == 1
         assert LazyAttributes(queues["wake.fifo"])["ContentBasedDeduplication"] == "false"
+
+
+def test_plain_json_item_responses_equal_motos_serializer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dormant.dev.responses renders what moto's serializer renders, for every kind of attribute value."""
+    from moto import mock_aws
+    from moto.dynamodb.responses import DynamoResult
+
+    from dormant.dev import responses
+
+    pairs: list[tuple[str, Any, Any]] = []
+    responses.install()
+    fast = DynamoResult.execute_result
+
+    def both(self: Any, context: Any) -> Any:
+        from moto.core.responses import ActionResult
+
+        reference = ActionResult.execute_result(self, context)  # moto's own serializer
+        pairs.append((context.operation_model.name, fast(self, context), reference))
+        return reference
+
+    monkeypatch.setattr(DynamoResult, "execute_result", both)
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        dynamodb.create_table(**table_definition("t"))
+        item = {"pk": {"S": "a"}, "sk": {"S": "1"}, "b": {"B": b"\x00\xffbinary"}, "n": {"N": "1.50"},
+                "l": {"L": [{"S": "x"}, {"N": "2"}, {"NULL": True}]}, "pq": {"S": "p"},
+                "m": {"M": {"k": {"BOOL": False}, "ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1", "2"]},
+                            "bs": {"BS": [b"x", b"y"]}}}}
+        dynamodb.put_item(TableName="t", Item=item)
+        dynamodb.put_item(TableName="t", Item={**item, "sk": {"S": "2"}}, ReturnValues="ALL_OLD")
+        dynamodb.get_item(TableName="t", Key={"pk": {"S": "a"}, "sk": {"S": "1"}})
+        dynamodb.query(TableName="t", KeyConditionExpression="pk = :p", ExpressionAttributeValues={
+            ":p": {"S": "a"}}, Limit=1, ReturnConsumedCapacity="TOTAL")
+        dynamodb.query(TableName="t", IndexName=PENDING_INDEX, KeyConditionExpression="pk = :p",
+                       ExpressionAttributeValues={":p": {"S": "a"}}, ProjectionExpression="sk, b")
+        dynamodb.batch_get_item(RequestItems={"t": {"Keys": [{"pk": {"S": "a"}, "sk": {"S": "1"}},
+                                                              {"pk": {"S": "a"}, "sk": {"S": "9"}}]}})
+        dynamodb.delete_item(TableName="t", Key={"pk": {"S": "a"}, "sk": {"S": "2"}}, ReturnValues="ALL_OLD")
+        dynamodb.scan(TableName="t")
+    seen = {name for name, _, _ in pairs}
+    assert {"PutItem", "GetItem", "Query", "BatchGetItem", "DeleteItem", "Scan"} <= seen
+    for name, (status, headers, body), (ref_status, ref_headers, ref_body) in pairs:
+        assert (status, headers.get("Content-Type"), json.loads(body)) == (
+            ref_status, ref_headers.get("Content-Type"), json.loads(ref_body)), name

@@ -3,9 +3,9 @@
     python -m dormant.dev.moto PORT [--data-dir DIR] [--parent PID]
 
 moto's own server application behind `RequestGate` (DynamoDB and SQS requests serialized, long polls that
-wait outside the lock), with an indexed Query (`partitions`) and lazy queue attributes (`attributes`),
-optionally persistent (`persistence`: a snapshot and a journal in DIR) and tied to its parent (`lifeline`: it
-stops when PID dies, even by kill -9).
+wait outside the lock), with an indexed Query (`partitions`), lazy queue attributes (`attributes`), plain JSON
+item responses (`responses`), optionally persistent (`persistence`: a snapshot and a journal in DIR) and tied
+to its parent (`lifeline`: it stops when PID dies, even by kill -9).
 SIGTERM and SIGINT stop it within a second; per-request access lines are not logged (only warnings).
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from dormant.dev import attributes, partitions
+from dormant.dev import attributes, partitions, responses
 from dormant.dev.gate import RequestGate
 from dormant.dev.persistence import COMPACT_BYTES, Persistence, PersistenceError
 
@@ -35,6 +35,7 @@ def build_app(data_dir: Path | None = None, *, compact_bytes: int = COMPACT_BYTE
 
     partitions.install()
     attributes.install()
+    responses.install()
     persistence = None
     if data_dir is not None:
         persistence = Persistence(data_dir, compact_bytes=compact_bytes)
