@@ -124,7 +124,8 @@ async def processed(client: httpx.AsyncClient, actor: str) -> int:
 
 
 async def throughput(stack: Stack, prefix: str, actors: int, messages: int, senders: int) -> Throughput:
-    async with httpx.AsyncClient(base_url=stack.url, timeout=120) as client:
+    async with httpx.AsyncClient(base_url=stack.url, timeout=120, limits=httpx.Limits(max_connections=senders + 8)
+                                 ) as client:
         names = [f"{prefix}-{n}" for n in range(actors)]
         plan = [(names[n % actors], 1) for n in range(messages)]
         gate = asyncio.Semaphore(senders)
@@ -137,8 +138,14 @@ async def throughput(stack: Stack, prefix: str, actors: int, messages: int, send
         await asyncio.gather(*(one(actor, delta) for actor, delta in plan))
         expected = {name: sum(1 for a, _ in plan if a == name) for name in names}
         pending = set(names)
-        while pending:  # a round of state reads every 0.25 s: the watching costs the stack little
-            counts = await asyncio.gather(*(processed(client, name) for name in sorted(pending)))
+        reads = asyncio.Semaphore(8)
+
+        async def read(name: str) -> int:
+            async with reads:
+                return await processed(client, name)
+
+        while pending:  # a round of state reads every 0.25 s (8 at a time): the watching costs the stack little
+            counts = await asyncio.gather(*(read(name) for name in sorted(pending)))
             pending = {name for name, count in zip(sorted(pending), counts, strict=True) if count < expected[name]}
             if pending:
                 await asyncio.sleep(0.25)
