@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
 .PHONY: test demo check bench soak clean deploy-tools sam-build lambda-layer build-WorkerFunction build-ApiFunction \
-	build-DependenciesLayer trim-layer coldstart
+	build-DependenciesLayer trim-layer coldstart chromium swagger-ui
 
 # -- deployment (template.yaml, infra/; docs/deploy.md) ---------------------------------------------------------
 # cfn-lint and the SAM CLI live in their own venv: their pins (aws-sam-translator, pydantic) are not the project's.
@@ -26,7 +26,7 @@ LAYER_DIR ?= build/lambda/layer
 LAYER_EXTRA ?=
 # Dependencies only `dormant dev` and the CLI use stay out of the layer (the functions never import them:
 # tests/integration/test_import_path.py checks it).
-LAYER_EXCLUDE ?= uvicorn httpx
+LAYER_EXCLUDE ?= uvicorn httpx typer rich
 LAYER_REQUIREMENTS = $(shell $(PYTHON) -c "import tomllib, re; x = set('$(LAYER_EXCLUDE)'.split()); print(' '.join(d for d in tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'] if re.split('[=<>\\[ ]', d)[0] not in x))")
 # botocore/boto3 service models kept in the layer: the functions call DynamoDB and SQS; add the services your
 # registry's code calls through boto3 (e.g. LAYER_SERVICES="dynamodb sqs s3").
@@ -59,9 +59,32 @@ check: $(STAMP)
 	$(BIN)/mypy --strict lib/dormant
 	$(BIN)/mypy examples
 
-# DORMANT_DEPLOY_TOOLS makes tests/deploy fail (not skip) when a tool is missing.
-test: check $(NODE_STAMP) $(DEPLOY_STAMP)
-	DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin $(BIN)/python -m pytest
+# -- the dashboard's browser tests (tests/ui): Debian's chromium, driven by Playwright (its own browser download
+# cannot work here). Installed as root, non-interactively, when missing.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	$(if $(filter 0,$(shell id -u)),,sudo -n) env DEBIAN_FRONTEND=noninteractive sh -c \
+		'apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null'
+
+chromium: $(CHROMIUM)
+
+# -- Swagger UI for /docs, served from the package (no CDN): npm's swagger-ui-dist, committed under
+# lib/dormant/http/static/swagger (so a pip install or a Lambda bundle has it without a build step). This
+# target refreshes it; tests/ui/test_assets.py checks the committed files are this version.
+SWAGGER_UI_VERSION := 5.35.0
+SWAGGER_UI_DIR := lib/dormant/http/static/swagger
+SWAGGER_UI_FILES := swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE
+swagger-ui:
+	rm -rf build/swagger-ui && mkdir -p build/swagger-ui
+	cd build/swagger-ui && npm pack --silent swagger-ui-dist@$(SWAGGER_UI_VERSION) >/dev/null \
+		&& tar xzf swagger-ui-dist-$(SWAGGER_UI_VERSION).tgz
+	for f in $(SWAGGER_UI_FILES); do cp build/swagger-ui/package/$$f $(SWAGGER_UI_DIR)/; done
+	echo $(SWAGGER_UI_VERSION) > $(SWAGGER_UI_DIR)/VERSION
+
+# DORMANT_DEPLOY_TOOLS makes tests/deploy fail (not skip) when a tool is missing; DORMANT_CHROMIUM does the same
+# for the browser tests.
+test: check $(NODE_STAMP) $(DEPLOY_STAMP) $(CHROMIUM)
+	DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest
 
 # Cold starts of the built functions (benchmarks/coldstart.py): bundle and trimmed layer built for this machine's
 # Python, run with and without bytecode, beside a bare boto3 handler (docs/performance.md).
@@ -105,6 +128,7 @@ build-WorkerFunction build-ApiFunction:
 	test -n "$(ARTIFACTS_DIR)"
 	mkdir -p "$(ARTIFACTS_DIR)"
 	cd lib && find dormant -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
+	cd lib && find dormant/http/static -type f -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
 	find functions -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
 	cd "$$(dirname "$(APP_DIR)")" && find "$$(basename "$(APP_DIR)")" -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
 	$(call compile_bytecode,$(ARTIFACTS_DIR))

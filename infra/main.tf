@@ -24,6 +24,7 @@ locals {
   # the registry's package under its own name (zip path => file on disk).
   code_files = merge(
     { for f in fileset("${local.root}/lib", "dormant/**/*.py") : f => "${local.root}/lib/${f}" },
+    { for f in fileset("${local.root}/lib", "dormant/http/static/**") : f => "${local.root}/lib/${f}" },
     { for f in fileset(local.root, "functions/**/*.py") : f => "${local.root}/${f}" },
     { for f in fileset(local.app_dir, "**/*.py") : "${basename(local.app_dir)}/${f}" => "${local.app_dir}/${f}" },
   )
@@ -43,13 +44,13 @@ locals {
     DORMANT_MAX_RECEIVES     = tostring(var.max_receives)
   }
 
-  store_actions        = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]
+  store_actions        = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]
   send_actions         = ["sqs:SendMessage"]
   event_source_actions = ["sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"]
 }
 
-# -- storage: one table, single-item conditional commits. Key schema, the `pending` local secondary index and the
-# TTL attribute are those of dormant.aws.store.table_definition / TTL_ATTRIBUTE.
+# -- storage: one table, single-item conditional commits. Key schema, the `pending` local and `status` global
+# secondary indexes and the TTL attribute are those of dormant.aws.store.table_definition / TTL_ATTRIBUTE.
 resource "aws_dynamodb_table" "actors" {
   name                        = "${local.prefix}-actors"
   billing_mode                = "PAY_PER_REQUEST"
@@ -72,9 +73,27 @@ resource "aws_dynamodb_table" "actors" {
     type = "S"
   }
 
+  attribute {
+    name = "lt"
+    type = "S"
+  }
+
+  attribute {
+    name = "ls"
+    type = "S"
+  }
+
   local_secondary_index {
     name            = "pending"
     range_key       = "pq"
+    projection_type = "ALL"
+  }
+
+  # operators list actors by type and status (status items only; written when an actor's status changes)
+  global_secondary_index {
+    name            = "status"
+    hash_key        = "lt"
+    range_key       = "ls"
     projection_type = "ALL"
   }
 

@@ -7,16 +7,25 @@ actions, `dormant dev`); `dormant.http.client.HttpClient` offers the same handle
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from dormant.models import ActorStatus, SendResult
-from dormant.ports import ActorRef, EventRecord
+from dormant.models import ActorStatus, OperationPage, OperationResult, SendResult
+from dormant.ports import ActorPage, ActorRef, ActorSummary, Clock, EventRecord, EventStore, Transport
 from dormant.runtime.ids import IdSource
-from dormant.workflow.history import HistoryEntry
+from dormant.runtime.operations import Operator
+from dormant.workflow.history import HistoryEntry, WorkflowState
+
+if TYPE_CHECKING:
+    from dormant.actor import Registry
 
 
 class ActorOperations(Protocol):
     """What a client asks of the runtime (dormant's ActorService implements it)."""
+
+    registry: Registry
+    store: EventStore
+    transport: Transport
+    clock: Clock
 
     def ref(self, actor_name: str, key: str | Sequence[str]) -> ActorRef: ...
 
@@ -100,6 +109,21 @@ class ActorHandle(ActionShortcuts):
         async for record in self._service.events(self.ref, after=after, follow=follow):
             yield record
 
+    # -- operator actions (dormant.runtime.operations): they never create the actor ---------------------
+    async def resume(self) -> OperationResult:
+        """Resume a diverged actor (after a fix) or retry a failed one from its failed step; wake any other."""
+        return await Operator(self._service).resume(self.ref)
+
+    async def terminate(self, reason: str | None = None) -> OperationResult:
+        """End the workflow as `terminated`; later sends raise ActorFinishedError."""
+        return await Operator(self._service).terminate(self.ref, reason)
+
+    async def delete(self) -> OperationResult:
+        """Remove every item of the actor; the next request through a handle creates it afresh."""
+        result = await Operator(self._service).delete(self.ref)
+        self._created = False
+        return result
+
 
 class Client:
     """In-process client over the actor operations (an ActorService)."""
@@ -110,3 +134,31 @@ class Client:
 
     def get_or_create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> ActorHandle:
         return ActorHandle(self._service, self._service.ref(actor_name, key), actor_input=input, ids=self._ids)
+
+    # -- operator actions --------------------------------------------------------------------------------
+    async def list_actors(self, actor_type: str, *, status: WorkflowState | str | None = None, limit: int = 100,
+                          cursor: str | None = None) -> ActorPage:
+        """One page of the actors of a type (optionally in one status); pass `cursor` on for the next."""
+        return await Operator(self._service).list_actors(
+            actor_type, status=WorkflowState(status) if status else None, limit=limit, cursor=cursor)
+
+    async def actors(self, actor_type: str, *, status: WorkflowState | str | None = None
+                     ) -> AsyncIterator[ActorSummary]:
+        """Every actor of a type (optionally in one status), page after page."""
+        async for summary in Operator(self._service).actors(actor_type,
+                                                            status=WorkflowState(status) if status else None):
+            yield summary
+
+    async def resume_all(self, actor_type: str, *, status: WorkflowState | str | None = None,
+                         page_size: int = 25) -> list[OperationResult]:
+        """Resume every actor of a type (optionally in one status); refusals are reported per actor."""
+        operator = Operator(self._service)
+        results: list[OperationResult] = []
+        cursor: str | None = None
+        while True:
+            page: OperationPage = await operator.resume_page(
+                actor_type, status=WorkflowState(status) if status else None, limit=page_size, cursor=cursor)
+            results += page.results
+            if page.cursor is None:
+                return results
+            cursor = page.cursor

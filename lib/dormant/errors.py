@@ -51,3 +51,23 @@ class ItemTooLargeError(StorageError):
 
 class WakeFailedError(DormantError):
     """A wake-up kept failing (e.g. lost every version race); it is retried by the transport."""
+
+
+class ActorFinishedError(DormantError):
+    """The actor's workflow has ended (completed or terminated): it takes no more messages."""
+
+
+class InvalidCursorError(DormantError):
+    """A listing cursor that no listing of this actor type (and status) handed out."""
+
+
+class NotResumableError(DormantError):
+    """An operator's resume was refused: the message says why and what to do instead."""
+
+
+class StillDivergedError(NotResumableError):
+    """Resume of a diverged actor refused: the code deployed now still diverges from its history."""
+
+    def __init__(self, message: str, divergence: dict[str, object] | None = None) -> None:
+        self.divergence = divergence or {}
+        super().__init__(message)

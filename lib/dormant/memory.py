@@ -16,9 +16,21 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from dormant.errors import StorageError, VersionConflict
-from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage, WakeError
+from dormant.ports import (
+    ActorMeta,
+    ActorPage,
+    ActorRef,
+    ActorSnapshot,
+    ActorSummary,
+    EventRecord,
+    InboxMessage,
+    WakeError,
+    check_cursor,
+    listed_status,
+    listing_key,
+)
 from dormant.workflow.execution import CommitDraft
-from dormant.workflow.history import HistoryEntry, WorkflowRecord
+from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
 _HISTORY = TypeAdapter(list[HistoryEntry])  # one validation call per load, not one per entry
 
@@ -39,6 +51,7 @@ class _Actor:
     responses: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     wake_error: dict[str, Any] | None = None
+    summary: dict[str, Any] | None = None  # the listing entry: rewritten only when the listed status changes
 
 
 @dataclass
@@ -104,6 +117,9 @@ class MemoryEventStore:
                         workflow=workflow.model_dump(mode="json"), history={},
                         inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else set())
         self._append_events(record, events, meta.created_at)
+        record.summary = ActorSummary(name=ref.name, key=ref.key, status=listed_status(workflow.state),
+                                      since=meta.created_at, version=1,
+                                      created_at=meta.created_at).model_dump(mode="json")
         self._actors[ref.id] = record
         await self._notify()
         self._leave(when, "create")
@@ -148,6 +164,11 @@ class MemoryEventStore:
         record.responses.update(draft.responses)
         self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
+        if draft.workflow is not None and record.summary is not None:
+            listed = listed_status(draft.workflow.state)
+            if listed.value != record.summary["status"]:
+                record.summary = {**record.summary, "status": listed.value, "since": draft.committed_at,
+                                  "version": record.version}
         if self._keep_commit_log:
             self.commit_log.append(CommitLogEntry(ref, record.version, draft))
         await self._notify()
@@ -206,6 +227,39 @@ class MemoryEventStore:
         if record is not None:
             record.wake_error = error.model_dump(mode="json")
         self._leave(when, "record_wake_error")
+
+    async def read_summary(self, ref: ActorRef) -> ActorSummary | None:
+        when = self._enter("read_summary")
+        record = self._actors.get(ref.id)
+        self._leave(when, "read_summary")
+        return ActorSummary.model_validate(record.summary) if record is not None and record.summary else None
+
+    async def list_actors(self, actor_type: str, *, status: WorkflowState | None = None, limit: int = 100,
+                          after: str | None = None) -> ActorPage:
+        if after is not None:
+            check_cursor(actor_type, status, after)
+        when = self._enter("list_actors")
+        listed: list[tuple[str, ActorSummary]] = []
+        for record in self._actors.values():
+            if record.summary is None or record.summary["name"] != actor_type:
+                continue
+            summary = ActorSummary.model_validate(record.summary)
+            place = listing_key(summary.status, ActorRef(name=summary.name, key=summary.key))
+            if (status is None or summary.status is status) and (after is None or place > after):
+                listed.append((place, summary))
+        self._leave(when, "list_actors")
+        listed.sort(key=lambda pair: pair[0])
+        page = listed[:max(1, limit)]
+        return ActorPage(actors=[summary for _, summary in page],
+                         cursor=page[-1][0] if len(listed) > len(page) else None)
+
+    async def delete(self, ref: ActorRef) -> bool:
+        when = self._enter("delete")
+        existed = self._actors.pop(ref.id, None) is not None
+        self._early.pop(ref.id, None)
+        await self._notify()
+        self._leave(when, "delete")
+        return existed
 
     # -- helpers for tests and tools -------------------------------------------------------------
     def actor_ids(self) -> list[str]:

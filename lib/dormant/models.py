@@ -28,3 +28,21 @@ class ActorStatus(BaseModel):
     divergence: DivergenceInfo | None = None
     output: Any = None
     version: int = 0
+
+
+class OperationResult(BaseModel):
+    """What an operator action (resume, terminate, delete) did to one actor."""
+
+    actor: str
+    key: list[str]
+    operation: Literal["resume", "terminate", "delete"]
+    outcome: Literal["resumed", "retrying", "woken", "terminated", "deleted", "unchanged", "not_found", "refused"]
+    status: WorkflowState | None = Field(None, description="The workflow's status before the action")
+    message: str
+
+
+class OperationPage(BaseModel):
+    """The results of one page of a bulk action, and the cursor of the next page (null: done)."""
+
+    results: list[OperationResult]
+    cursor: str | None = None

@@ -11,9 +11,9 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from dormant.errors import InvalidKeyError
+from dormant.errors import InvalidCursorError, InvalidKeyError
 from dormant.workflow.execution import CommitDraft
-from dormant.workflow.history import HistoryEntry, WorkflowRecord
+from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
 MAX_KEY_PART = 512
 
@@ -94,6 +94,49 @@ class ActorSnapshot(BaseModel):
     wake_error: WakeError | None = None
 
 
+def listed_status(state: WorkflowState) -> WorkflowState:
+    """The status an actor is listed under: its workflow state, except that `running` (stored only by the
+    commits in the middle of a wake-up) is listed as `sleeping`. So a wake-up that commits several times
+    changes the listing at most once, and a busy actor's commits never rewrite it."""
+    return WorkflowState.SLEEPING if state is WorkflowState.RUNNING else state
+
+
+LISTED_STATUSES = tuple(state for state in WorkflowState if state is not WorkflowState.RUNNING)
+FINISHED = (WorkflowState.COMPLETED, WorkflowState.TERMINATED)  # ended workflows: they take no more messages
+
+
+def listing_key(status: WorkflowState, ref: ActorRef) -> str:
+    """An actor's place in its type's listing: by status, then by storage id. Also the pagination cursor."""
+    return f"{status.value}#{ref.id}"
+
+
+def check_cursor(actor_type: str, status: WorkflowState | None, cursor: str) -> str:
+    """`cursor` if it is a listing key of `actor_type` (and of `status`, when filtering); else InvalidCursorError."""
+    listed, _, actor_id = cursor.partition("#")
+    type_prefix = quote(actor_type, safe="") + "/"
+    if (listed not in {s.value for s in LISTED_STATUSES} or not actor_id.startswith(type_prefix)
+            or len(actor_id) == len(type_prefix) or (status is not None and listed != status.value)):
+        raise InvalidCursorError("the cursor was not handed out by this listing (pass back the `cursor` of the "
+                                 "previous page unchanged, with the same actor type and status)")
+    return cursor
+
+
+class ActorSummary(BaseModel):
+    """One actor in a listing: what the store keeps per actor for listing it (docs/storage.md)."""
+
+    name: str
+    key: tuple[str, ...]
+    status: WorkflowState
+    since: float = Field(description="When the actor entered this status (epoch seconds)")
+    version: int = Field(description="The actor's version that entered it")
+    created_at: float
+
+
+class ActorPage(BaseModel):
+    actors: list[ActorSummary]
+    cursor: str | None = Field(None, description="Pass back to get the next page; null: this was the last")
+
+
 class EventStore(Protocol):
     """Durable per-actor storage. Every `commit` is atomic and conditional on `expected_version`."""
 
@@ -127,6 +170,22 @@ class EventStore(Protocol):
     async def record_wake_error(self, ref: ActorRef, error: WakeError) -> None:
         """Remember why the last wake-up failed (shown by status until a later commit); replaces the
         previous one; does nothing if the actor does not exist."""
+        ...
+
+    async def read_summary(self, ref: ActorRef) -> ActorSummary | None:
+        """The actor's listing entry (one cheap read; None if it does not exist). It follows each commit
+        that changes the listed status (a crash between the two is repaired by the next load)."""
+        ...
+
+    async def list_actors(self, actor_type: str, *, status: WorkflowState | None = None, limit: int = 100,
+                          after: str | None = None) -> ActorPage:
+        """Actors of one type, optionally of one listed status, in listing order, `limit` at most per page;
+        `after` is the previous page's cursor. Listings may lag a commit briefly (DynamoDB's index)."""
+        ...
+
+    async def delete(self, ref: ActorRef) -> bool:
+        """Remove every item of the actor; True if it existed. Safe to re-run after an interruption; while
+        it runs the actor loads as missing; afterwards a create starts it afresh."""
         ...
 
 

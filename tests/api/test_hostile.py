@@ -4,6 +4,7 @@ exactly as it was before (compared as a full dump). Run through uvicorn with raw
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass, field
 
@@ -24,6 +25,8 @@ from tests.api.support import (
 LIMIT = 8192
 JSON = {"Content-Type": "application/json"}
 ALICE = "/actors/account/alice"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+SLEEPER_CURSOR = base64.urlsafe_b64encode(b"pending#sleeper/s").decode().rstrip("=")
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ CASES = [
     Case("read of an actor that does not exist", "GET", "/actors/account/bob/state", 404, "actor_not_found"),
     Case("events of an actor that does not exist", "GET", "/actors/account/bob/events?wait=0", 404,
          "actor_not_found"),
-    Case("wrong method", "DELETE", ALICE, 405, "method_not_allowed"),
+    Case("wrong method", "PATCH", ALICE, 405, "method_not_allowed"),
     # bodies failing the queue's schema
     Case("wrong type in body", "POST", f"{ALICE}/queues/deposit", 422, "invalid_body", _json({"amount": "lots"}), JSON),
     Case("constraint violated", "POST", f"{ALICE}/queues/deposit", 422, "invalid_body", _json({"amount": -5}), JSON),
@@ -115,6 +118,41 @@ CASES = [
     Case("status with history, no token", "GET", f"{ALICE}/status?history=true", 401, "unauthorized"),
     Case("auth is checked before the actor", "GET", "/actors/account/bob/inspector/workflow-history", 401,
          "unauthorized"),
+    # operator routes (list, resume, terminate, delete)
+    Case("listing without token", "GET", "/actors/account", 401, "unauthorized"),
+    Case("delete without token", "DELETE", ALICE, 401, "unauthorized"),
+    Case("terminate without token", "POST", f"{ALICE}/terminate", 401, "unauthorized"),
+    Case("resume without token", "POST", f"{ALICE}/resume", 401, "unauthorized"),
+    Case("bulk resume with a wrong token", "POST", "/actors/account/resume", 401, "unauthorized",
+         headers={"Authorization": "Bearer wrong"}),
+    Case("listing of an unknown type", "GET", "/actors/nope", 404, "unknown_actor", headers=AUTH),
+    Case("listing by an unknown status", "GET", "/actors/account?status=exploded", 422, "invalid_request",
+         headers=AUTH),
+    Case("listing by running (never listed)", "GET", "/actors/account?status=running", 422, "invalid_request",
+         headers=AUTH),
+    Case("listing with a page too big", "GET", "/actors/account?limit=100000", 422, "invalid_request", headers=AUTH),
+    Case("listing with a forged cursor", "GET", "/actors/account?cursor=bm90LWEtY3Vyc29y", 400, "invalid_cursor",
+         headers=AUTH),
+    Case("listing with a cursor that is not base64", "GET", "/actors/account?cursor=%F0%9F%92%A5", 400,
+         "invalid_cursor", headers=AUTH),
+    Case("listing with another type's cursor", "GET", f"/actors/account?cursor={SLEEPER_CURSOR}", 400,
+         "invalid_cursor", headers=AUTH),
+    Case("bulk resume with a forged cursor", "POST", "/actors/account/resume?cursor=eA", 400, "invalid_cursor",
+         headers=AUTH),
+    Case("resume of an actor that does not exist", "POST", "/actors/account/bob/resume", 404, "actor_not_found",
+         headers=AUTH),
+    Case("terminate of an actor that does not exist", "POST", "/actors/account/bob/terminate", 404,
+         "actor_not_found", headers=AUTH),
+    Case("terminate with a reason that is no string", "POST", f"{ALICE}/terminate", 422, "invalid_request",
+         _json({"reason": 5}), {**JSON, **AUTH}),
+    Case("terminate with an unknown field", "POST", f"{ALICE}/terminate", 422, "invalid_request",
+         _json({"why": "x"}), {**JSON, **AUTH}),
+    Case("terminate with a body that is not JSON", "POST", f"{ALICE}/terminate", 422, "invalid_request",
+         b"{not json", {**JSON, **AUTH}),
+    Case("terminate with a huge body", "POST", f"{ALICE}/terminate", 413, "payload_too_large",
+         _json({"reason": "x" * 10_000}), {**JSON, **AUTH}),
+    Case("delete with a bad key", "DELETE", "/actors/account/a,,b", 400, "invalid_key", headers=AUTH),
+    Case("delete of an unknown type", "DELETE", "/actors/nope/alice", 404, "unknown_actor", headers=AUTH),
 ]
 
 

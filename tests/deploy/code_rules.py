@@ -111,7 +111,9 @@ def code_mismatches(d: Description) -> list[str]:
         "local_indexes": {i["IndexName"]: {"keys": {k["AttributeName"]: k["KeyType"] for k in i["KeySchema"]},
                                            "projection": i["Projection"]["ProjectionType"]}
                           for i in definition.get("LocalSecondaryIndexes", [])},
-        "global_indexes": {i["IndexName"]: i for i in definition.get("GlobalSecondaryIndexes", [])},
+        "global_indexes": {i["IndexName"]: {"keys": {k["AttributeName"]: k["KeyType"] for k in i["KeySchema"]},
+                                            "projection": i["Projection"]["ProjectionType"]}
+                           for i in definition.get("GlobalSecondaryIndexes", [])},
         "ttl": {"attribute": aws_store.TTL_ATTRIBUTE, "enabled": True},
     }
     table = d["tables"].get("table", {})

@@ -153,7 +153,9 @@ def describe_sam(translated: dict[str, Any]) -> Description:
             "local_indexes": {i["IndexName"]: {"keys": {k["AttributeName"]: k["KeyType"] for k in i["KeySchema"]},
                                                "projection": i["Projection"]["ProjectionType"]}
                               for i in p.get("LocalSecondaryIndexes", [])},
-            "global_indexes": {i["IndexName"]: i for i in p.get("GlobalSecondaryIndexes", [])},
+            "global_indexes": {i["IndexName"]: {"keys": {k["AttributeName"]: k["KeyType"] for k in i["KeySchema"]},
+                                                "projection": i["Projection"]["ProjectionType"]}
+                               for i in p.get("GlobalSecondaryIndexes", [])},
             "ttl": ({"attribute": p["TimeToLiveSpecification"]["AttributeName"],
                      "enabled": p["TimeToLiveSpecification"]["Enabled"]} if "TimeToLiveSpecification" in p else None),
             "point_in_time_recovery": p.get("PointInTimeRecoverySpecification", {}).get(
@@ -487,7 +489,10 @@ def describe_terraform(directory: Path, texts: dict[str, str] | None = None) -> 
             "local_indexes": {v(i["name"]): {"keys": {hash_key: "HASH", v(i["range_key"]): "RANGE"},
                                              "projection": v(i["projection_type"])}
                               for i in body.get("local_secondary_index", [])},
-            "global_indexes": {v(i["name"]): i for i in body.get("global_secondary_index", [])},
+            "global_indexes": {v(i["name"]): {"keys": {v(i["hash_key"]): "HASH", **({v(i["range_key"]): "RANGE"}
+                                                                                      if "range_key" in i else {})},
+                                              "projection": v(i["projection_type"])}
+                               for i in body.get("global_secondary_index", [])},
             "ttl": None if ttl is None else {"attribute": v(ttl["attribute_name"]), "enabled": v(ttl["enabled"])},
             "point_in_time_recovery": v(_one(body["point_in_time_recovery"])["enabled"])
             if "point_in_time_recovery" in body else False,

@@ -40,6 +40,9 @@ def deploy_python_available() -> bool:
 def expected_bundle() -> set[str]:
     """What infra/main.tf's local.code_files selects (fileset patterns), as zip paths."""
     files = {str(p.relative_to(ROOT / "lib")) for p in (ROOT / "lib" / "dormant").rglob("*.py")}
+    # the dashboard's and Swagger UI's files, served by the API from the package
+    files |= {str(p.relative_to(ROOT / "lib")) for p in (ROOT / "lib" / "dormant" / "http" / "static").rglob("*")
+              if p.is_file()}
     files |= {str(p.relative_to(ROOT)) for p in (ROOT / "functions").rglob("*.py")}
     files |= {str(p.relative_to(ROOT)) for p in (ROOT / "examples").rglob("*.py")}
     return files
@@ -68,7 +71,8 @@ def built(sam_template: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
 
 def test_sam_build_bundles_lib_functions_and_the_registry_offline(built: Path) -> None:
     expected = expected_bundle()
-    assert {"dormant/aws/worker.py", "functions/api/handler.py", "examples/app.py"} <= expected
+    assert {"dormant/aws/worker.py", "functions/api/handler.py", "examples/app.py", "dormant/http/static/ui/app.js",
+            "dormant/http/static/swagger/swagger-ui-bundle.js"} <= expected
     for function in FUNCTIONS:
         files = {str(p.relative_to(built / function)) for p in (built / function).rglob("*") if p.is_file()}
         sources = {f for f in files if not f.endswith(".pyc")}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dormant.errors import ActorFinishedError
 from dormant.testing import TestEnv
 from examples import race_auction
 from examples.race_auction import Services, registry
@@ -61,7 +62,8 @@ async def test_no_bid_expires_after_24_hours(calls: list[str]) -> None:
         assert (state.result, state.winning_bid) == ("expired", None)
         assert calls == ["list item-9", "finalize item-9 expired"]
 
-        await handle.send("bids", {"amount": 50})  # too late: the workflow is finished
+        with pytest.raises(ActorFinishedError):  # too late: the workflow is finished and takes no more messages
+            await handle.send("bids", {"amount": 50})
         await env.run_until_idle()
         assert (await handle.get_state()).result == "expired"
 

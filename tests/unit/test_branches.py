@@ -7,6 +7,8 @@ import asyncio
 from collections import Counter as Tally
 from typing import Any
 
+import pytest
+
 from dormant import (
     JoinError,
     Loop,
@@ -18,6 +20,7 @@ from dormant import (
     queue,
     setup,
 )
+from dormant.errors import ActorFinishedError
 from dormant.testing import TestEnv
 from tests.unit.support import Counter, Item, reports_for, start
 
@@ -223,11 +226,12 @@ async def test_race_timer_beats_the_bid() -> None:
         await env.advance(DAY - 1)
         assert (await handle.status()).workflow is WorkflowState.SLEEPING
         await env.advance(1)
-        await handle.send("bids", {"n": 100})  # too late: stays in the inbox
+        with pytest.raises(ActorFinishedError):  # too late: the finished workflow takes no more messages
+            await handle.send("bids", {"n": 100})
         await env.run_until_idle()
         assert (await handle.status()).output == "expire"
         assert (await handle.state()).log == [["expire", 0]]
-        assert len(env.store.inbox_ids(handle.ref)) == 1
+        assert len(env.store.inbox_ids(handle.ref)) == 0
 
 
 async def test_race_where_every_branch_fails_raises_race_error() -> None:

@@ -64,13 +64,19 @@ class Side:
     responses: dict[str, Any] = field(default_factory=dict)
     events: list[list[Any]] = field(default_factory=list)  # [seq, name, payload, at]
     at: float = 0.0
+    listed: tuple[str, float] | None = None  # (status, since) when this commit changed the listed status
 
     def payload(self) -> dict[str, Any]:
-        return {"c": self.consumed, "r": self.responses, "e": self.events}
+        payload: dict[str, Any] = {"c": self.consumed, "r": self.responses, "e": self.events}
+        if self.listed is not None:
+            payload["l"] = list(self.listed)
+        return payload
 
     @staticmethod
     def from_payload(payload: dict[str, Any], at: float) -> Side:
-        return Side(list(payload.get("c", [])), dict(payload.get("r", {})), list(payload.get("e", [])), at)
+        listed = payload.get("l")
+        return Side(list(payload.get("c", [])), dict(payload.get("r", {})), list(payload.get("e", [])), at,
+                    (str(listed[0]), float(listed[1])) if listed else None)
 
 
 @dataclass
@@ -93,6 +99,7 @@ class Head:
     side: Side
     chain_consumed: tuple[str, ...] = ()  # message ids consumed from the snapshot to this version
     settled: bool = False  # this version's responses and events are known to be written
+    incarnation: str = ""  # of this life of the actor: a re-created actor's commits never mix with a deleted one's
 
     def advance(self, version: int, delta: dict[str, Any], side: Side,
                 upsert_sizes: list[int] | None = None) -> Head:
@@ -114,7 +121,7 @@ class Head:
             state_bytes=self.state_bytes if state is None else json_size(state),
             workflow_bytes=self.workflow_bytes if workflow is None else json_size(workflow), meta_bytes=self.meta_bytes,
             event_seq=side.events[-1][0] if side.events else self.event_seq, delta_bytes=self.delta_bytes,
-            side=side, chain_consumed=self.chain_consumed + tuple(side.consumed))
+            side=side, chain_consumed=self.chain_consumed + tuple(side.consumed), incarnation=self.incarnation)
 
     def full(self) -> dict[str, Any]:
         return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": self.history,
@@ -133,13 +140,13 @@ class Head:
                              history=[HistoryEntry.model_validate(e) for e in self.history.values()], inbox=[])
 
     @staticmethod
-    def from_snapshot(version: int, ring: int, full: dict[str, Any], side: Side) -> Head:
+    def from_snapshot(version: int, ring: int, full: dict[str, Any], side: Side, incarnation: str = "") -> Head:
         history: dict[str, dict[str, Any]] = full["history"]
         return Head(version=version, ring=ring, snapshot_version=version, meta=full["meta"], state=full["state"],
                      workflow=full["workflow"], history=history, sizes={k: json_size(v) for k, v in history.items()},
                      state_bytes=json_size(full["state"]), workflow_bytes=json_size(full["workflow"]),
                      meta_bytes=json_size(full["meta"]), event_seq=int(full["seq"]), delta_bytes=0, side=side,
-                     chain_consumed=tuple(side.consumed))
+                     chain_consumed=tuple(side.consumed), incarnation=incarnation)
 
 
 class TornRead(Exception):

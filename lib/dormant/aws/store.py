@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -21,6 +22,8 @@ from typing import Any
 from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
+from dormant.aws import deletion
+from dormant.aws.batches import ConditionFailed, present, put_all
 from dormant.aws.items import (
     ITEM_LIMIT,
     RING_PREFIX,
@@ -35,13 +38,24 @@ from dormant.aws.items import (
     ring_key,
     too_large,
 )
+from dormant.aws.listing import STATUS_SK, StatusItems
 from dormant.aws.side import EVENTS_PREFIX, RESPONSE_PREFIX, SideItems
 from dormant.aws.table import PENDING_INDEX, TTL_ATTRIBUTE, client_config, create_table, table_definition
 from dormant.errors import ItemTooLargeError, StorageError, VersionConflict
-from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventRecord, InboxMessage, WakeError
+from dormant.ports import (
+    ActorMeta,
+    ActorPage,
+    ActorRef,
+    ActorSnapshot,
+    ActorSummary,
+    EventRecord,
+    InboxMessage,
+    WakeError,
+    listed_status,
+)
 from dormant.settings import Settings
 from dormant.workflow.execution import CommitDraft
-from dormant.workflow.history import WorkflowRecord
+from dormant.workflow.history import WorkflowRecord, WorkflowState
 
 __all__ = ["ITEM_LIMIT", "PENDING_INDEX", "TTL_ATTRIBUTE", "DynamoEventStore", "client_config", "create_table",
            "table_definition"]
@@ -51,7 +65,6 @@ log = logging.getLogger(__name__)
 SNAPSHOT_AFTER_BYTES = 96 * 1024  # also snapshot once the deltas since the last one are this big
 _RING_PREFIX, _INBOX_PREFIX, _WAKE_ERROR = RING_PREFIX, "i#", "w#"
 _WAKE_ERROR_ORDER = "!"  # sorts before every message in the `pending` index
-_BATCH_WRITE_MAX, _BATCH_GET_MAX = 25, 100
 _TORN_READ_RETRIES = 5
 
 
@@ -80,6 +93,7 @@ class DynamoEventStore:
         self._last_order_ns = 0
         self.item_limit = ITEM_LIMIT  # tests raise it to reach the server's own check
         self._side = SideItems(self._call, self.table, self._expired)
+        self.status_items = StatusItems(self._call, self._put_if, self.table)
 
     @classmethod
     @asynccontextmanager
@@ -101,10 +115,12 @@ class DynamoEventStore:
         meta_json = meta.model_dump(mode="json")
         workflow_json = workflow.model_dump(mode="json")
         side = Side(events=[[i + 1, name, payload, meta.created_at] for i, (name, payload) in enumerate(events)],
-                     at=self._now())
+                     at=self._now(), listed=(listed_status(workflow.state).value, meta.created_at))
         full = {"meta": meta_json, "state": dict(state), "workflow": workflow_json, "history": {},
                 "seq": len(events)}
-        head = Head.from_snapshot(1, self.settings.snapshot_every, full, side)
+        # Incarnations sort by creation time: a commit of a deleted life never overwrites a later one's items.
+        incarnation = f"{time.time_ns():020d}{uuid.uuid4().hex[:8]}"
+        head = Head.from_snapshot(1, self.settings.snapshot_every, full, side, incarnation)
         item = self._commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
         self._check_size(ref, "the first commit", item, head.full_parts() + self._side_parts(side))
         if not await self._put_if(item, "attribute_not_exists(pk)", {}):
@@ -114,18 +130,20 @@ class DynamoEventStore:
         return True
 
     async def exists(self, ref: ActorRef) -> bool:
-        # Slot 0 holds version 1 (and later 1 + k*N): present forever once the actor exists.
-        response = await self._call("GetItem", TableName=self.table, ConsistentRead=True, ProjectionExpression="pk",
-                                    Key={"pk": {"S": ref.id}, "sk": {"S": ring_key(1, 1)}})
-        return "Item" in response
+        # Slot 0 holds version 1 (and later 1 + k*N) while the actor exists; a deletion's marker while it is deleted.
+        key = {"pk": {"S": ref.id}, "sk": {"S": ring_key(1, 1)}}
+        response = await self._call("GetItem", TableName=self.table, ConsistentRead=True, Key=key,
+                                    ProjectionExpression="sk, gone")
+        return "Item" in response and "gone" not in response["Item"]
 
     async def load(self, ref: ActorRef) -> ActorSnapshot | None:
         for attempt in range(_TORN_READ_RETRIES):
             ring_items, pending = await asyncio.gather(self._query_ring(ref), self._query_pending(ref))
-            if not ring_items:
-                return None
             try:
-                head, chain = self._materialize(ref, ring_items)
+                materialized = self._materialize(ref, ring_items)
+                if materialized is None:
+                    return None
+                head, chain = materialized
                 break
             except TornRead:
                 await asyncio.sleep(0.01 * (attempt + 1))
@@ -154,6 +172,10 @@ class DynamoEventStore:
             delta["s"] = draft.state
         if draft.workflow is not None:
             delta["w"] = draft.workflow.model_dump(mode="json")
+        if draft.workflow is not None:
+            listed = listed_status(draft.workflow.state)
+            if listed is not listed_status(WorkflowState(base.workflow["state"])):
+                side.listed = (listed.value, draft.committed_at)  # the status item follows (in _settle)
         upsert_sizes = [json_size(entry) for entry in draft.upserts]
         head = base.advance(version, delta, side, upsert_sizes)
         side_parts = self._side_parts(side)
@@ -178,10 +200,12 @@ class DynamoEventStore:
             parts += [("state", json_size(draft.state)), ("workflow record", json_size(delta.get("w"))), *side_parts]
         item = self._commit_item(ref, head, payload, snapshot=snapshot, at=now)
         self._check_size(ref, f"commit {version}", item, parts)
-        if version <= base.ring:
-            condition, values = "attribute_not_exists(pk)", {}
+        incarnation = {":c": {"S": base.incarnation}}
+        if version <= base.ring:  # a free slot, or one left by a deleted incarnation of the actor
+            condition, values = "attribute_not_exists(pk) OR c < :c", incarnation
         else:  # the slot must still hold the version one lap behind: any later writer got there first
-            condition, values = "v = :previous", {":previous": {"N": str(version - base.ring)}}
+            condition, values = "v = :previous AND c = :c", {":previous": {"N": str(version - base.ring)},
+                                                            **incarnation}
         if snapshot and base.chain_consumed:
             # After this commit a load no longer reads the commits that consumed these messages: their
             # tombstones must exist first (already consumed, so writing them early is always right).
@@ -218,6 +242,16 @@ class DynamoEventStore:
     async def wait_events(self, ref: ActorRef, after: int, timeout: float) -> list[EventRecord]:
         return await self._side.wait_events(ref, after, timeout)
 
+    async def read_summary(self, ref: ActorRef) -> ActorSummary | None:
+        return await self.status_items.read(ref)
+
+    async def list_actors(self, actor_type: str, *, status: WorkflowState | None = None, limit: int = 100,
+                          after: str | None = None) -> ActorPage:
+        return await self.status_items.list(actor_type, status, limit, after)
+
+    async def delete(self, ref: ActorRef) -> bool:
+        return await deletion.delete_actor(self, ref)
+
     # -- reading the ring ----------------------------------------------------------------------------
     async def _query_ring(self, ref: ActorRef) -> list[dict[str, Any]]:
         return await self._query_all(
@@ -239,10 +273,19 @@ class DynamoEventStore:
                 return items
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
-    def _materialize(self, ref: ActorRef, items: list[dict[str, Any]]) -> tuple[Head, list[Side]]:
-        """The newest version: its snapshot plus the deltas after it. Returns it and the chain's side work."""
-        by_version = {int(item["v"]["N"]): item for item in items}
+    def _materialize(self, ref: ActorRef, items: list[dict[str, Any]]) -> tuple[Head, list[Side]] | None:
+        """The newest version: its snapshot plus the deltas after it. Returns it and the chain's side work;
+        None when there is no live actor (no slot 0, or a deletion's marker there)."""
+        anchor = next((item for item in items if item["sk"]["S"] == ring_key(1, 1)), None)
+        if anchor is None or "gone" in anchor:
+            return None
+        incarnation = anchor.get("c", {}).get("S", "")
+        # Slot 0 is written by the create and never deleted but by a deletion: items of another incarnation
+        # are what a wake-up of a deleted actor committed late (dormant.aws.deletion); they are not this actor.
+        by_version = {int(item["v"]["N"]): item for item in items if item.get("c", {}).get("S", "") == incarnation}
         newest = max(by_version)
+        if "gone" in by_version[newest]:  # being deleted (dormant.aws.deletion)
+            return None
         chain: list[dict[str, Any]] = []
         version = newest
         while True:
@@ -258,9 +301,10 @@ class DynamoEventStore:
         sides = [Side.from_payload(payload, float(item["at"]["N"])) for item, payload in zip(chain, payloads,
                                                                                                 strict=True)]
         cached = self._cache.get((ref.id, newest))
-        if cached is not None:
+        if cached is not None and cached.incarnation == incarnation:
             return cached, sides
-        head = Head.from_snapshot(int(chain[0]["v"]["N"]), int(chain[0]["n"]["N"]), payloads[0]["f"], sides[0])
+        head = Head.from_snapshot(int(chain[0]["v"]["N"]), int(chain[0]["n"]["N"]), payloads[0]["f"], sides[0],
+                                  incarnation)
         for item, payload, side in zip(chain[1:], payloads[1:], sides[1:], strict=True):
             head = head.advance(int(item["v"]["N"]), payload, side)
             head.delta_bytes += len(item["z"]["B"])
@@ -285,7 +329,8 @@ class DynamoEventStore:
                      at: float) -> dict[str, dict[str, Any]]:
         item: dict[str, dict[str, Any]] = {
             "pk": {"S": ref.id}, "sk": {"S": ring_key(head.version, head.ring)}, "v": {"N": str(head.version)},
-            "n": {"N": str(head.ring)}, "at": {"N": repr(at)}, "z": {"B": compress(payload)}}
+            "n": {"N": str(head.ring)}, "at": {"N": repr(at)}, "c": {"S": head.incarnation},
+            "z": {"B": compress(payload)}}
         if snapshot:
             item["snap"] = {"BOOL": True}
         return item
@@ -331,54 +376,25 @@ class DynamoEventStore:
             derived.append({"pk": pk, "sk": {"S": f"{EVENTS_PREFIX}{side.events[-1][0]:012d}"},
                             "v": {"N": str(head.version)}, "d": {"S": dumps(side.events)},
                             TTL_ATTRIBUTE: {"N": str(int(side.at + self.settings.event_ttl_seconds))}})
-        if probe and derived:
-            present = await self._present(ref, [item["sk"]["S"] for item in derived], head.version)
-            derived = [item for item in derived if item["sk"]["S"] not in present]
+        keys = [item["sk"]["S"] for item in derived] + ([STATUS_SK] if side.listed else [])
+        found = await present(self._call, self.table, ref.id, keys, head.version) if probe and keys else set()
+        derived = [item for item in derived if item["sk"]["S"] not in found]
         if derived:
-            await self._batch_write(derived)
-            if probe:
-                log.info("settled version %d of %s: re-wrote %d item(s)", head.version, ref, len(derived))
+            await put_all(self._call, self.table, derived)
+        if side.listed is not None and STATUS_SK not in found:
+            await self.status_items.put(ref, status=side.listed[0], since=side.listed[1], version=head.version,
+                                        created_at=float(head.meta["created_at"]), incarnation=head.incarnation)
+        if probe and (derived or (side.listed and STATUS_SK not in found)):
+            log.info("settled version %d of %s: re-wrote its derived item(s)", head.version, ref)
         head.settled = True
 
     async def _write_tombstones(self, ref: ActorRef, message_ids: Iterable[str], version: int) -> None:
         """Replace consumed messages' items by tombstones: out of the `pending` index, a duplicate id
         is still refused by the conditional enqueue until the TTL ends the dedupe window."""
         expires = {"N": str(int(self._now() + self.settings.dedupe_ttl_seconds))}
-        await self._batch_write([{"pk": {"S": ref.id}, "sk": {"S": _INBOX_PREFIX + mid}, "t": {"N": str(version)},
-                                  TTL_ATTRIBUTE: expires} for mid in dict.fromkeys(message_ids)])
-
-    async def _present(self, ref: ActorRef, sort_keys: list[str], version: int) -> set[str]:
-        """Which of these derived items exist, written for this version."""
-        found: set[str] = set()
-        for start in range(0, len(sort_keys), _BATCH_GET_MAX):
-            keys: list[dict[str, Any]] = [{"pk": {"S": ref.id}, "sk": {"S": sk}}
-                                          for sk in sort_keys[start:start + _BATCH_GET_MAX]]
-            for attempt in range(6):
-                response = await self._call("BatchGetItem", RequestItems={self.table: {
-                    "Keys": keys, "ConsistentRead": True, "ProjectionExpression": "sk, v"}})
-                for item in response.get("Responses", {}).get(self.table, []):
-                    if int(item["v"]["N"]) == version:
-                        found.add(item["sk"]["S"])
-                keys = response.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
-                if not keys:
-                    break
-                await asyncio.sleep(0.02 * 2 ** attempt)
-            else:
-                raise StorageError(f"DynamoDB kept throttling BatchGetItem on {self.table}")
-        return found
-
-    async def _batch_write(self, items: list[dict[str, Any]]) -> None:
-        for start in range(0, len(items), _BATCH_WRITE_MAX):
-            requests = [{"PutRequest": {"Item": item}} for item in items[start:start + _BATCH_WRITE_MAX]]
-            for attempt in range(6):
-                response = await self._call("BatchWriteItem", RequestItems={self.table: requests})
-                requests = response.get("UnprocessedItems", {}).get(self.table, [])
-                if not requests:
-                    break
-                await asyncio.sleep(0.02 * 2 ** attempt)
-            else:
-                raise StorageError(f"DynamoDB kept throttling BatchWriteItem on {self.table}; "
-                                   "the next load of the actor writes the rest")
+        await put_all(self._call, self.table, [{"pk": {"S": ref.id}, "sk": {"S": _INBOX_PREFIX + mid},
+                                                "t": {"N": str(version)}, TTL_ATTRIBUTE: expires}
+                                               for mid in dict.fromkeys(message_ids)])
 
     async def _put_if(self, item: dict[str, Any], condition: str, values: dict[str, Any]) -> bool:
         """Conditional PutItem; False when the condition failed."""
@@ -387,7 +403,7 @@ class DynamoEventStore:
             kwargs["ExpressionAttributeValues"] = values
         try:
             await self._call("PutItem", **kwargs)
-        except _ConditionFailed:
+        except ConditionFailed:
             return False
         return True
 
@@ -399,7 +415,7 @@ class DynamoEventStore:
             code = error.response.get("Error", {}).get("Code", "")
             message = error.response.get("Error", {}).get("Message", "")
             if code == "ConditionalCheckFailedException":
-                raise _ConditionFailed() from None
+                raise ConditionFailed() from None
             if code == "ValidationException" and "size" in message.lower():
                 raise ItemTooLargeError(f"DynamoDB refused an item of table {self.table} as over its 400 KB "
                                         f"limit ({message}); retrying cannot help") from error
@@ -429,9 +445,5 @@ class DynamoEventStore:
         return expires is not None and float(expires["N"]) < self._now()
 
 
-class _ConditionFailed(Exception):
-    pass
-
-
 _SNAKE = {"GetItem": "get_item", "PutItem": "put_item", "Query": "query", "BatchWriteItem": "batch_write_item",
-          "BatchGetItem": "batch_get_item"}
+          "BatchGetItem": "batch_get_item", "DeleteItem": "delete_item"}

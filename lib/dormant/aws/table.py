@@ -18,20 +18,28 @@ log = logging.getLogger(__name__)
 
 TTL_ATTRIBUTE = "expires_at"
 PENDING_INDEX = "pending"
+STATUS_INDEX = "status"
 
 
 def table_definition(name: str) -> dict[str, Any]:
     """CreateTable arguments for the store's table (shared by tests, `dormant dev` and template.yaml).
 
-    TTL is switched on separately (UpdateTimeToLive on attribute `TTL_ATTRIBUTE`)."""
+    TTL is switched on separately (UpdateTimeToLive on attribute `TTL_ATTRIBUTE`). `pending` (local) holds
+    the inbox in send order; `status` (global) lists actors by type and status (dormant.aws.listing)."""
     return {
         "TableName": name,
         "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [{"AttributeName": attr, "AttributeType": "S"} for attr in ("pk", "sk", "pq")],
+        "AttributeDefinitions": [{"AttributeName": attr, "AttributeType": "S"}
+                                 for attr in ("pk", "sk", "pq", "lt", "ls")],
         "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         "LocalSecondaryIndexes": [{
             "IndexName": PENDING_INDEX,
             "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "pq", "KeyType": "RANGE"}],
+            "Projection": {"ProjectionType": "ALL"},
+        }],
+        "GlobalSecondaryIndexes": [{
+            "IndexName": STATUS_INDEX,
+            "KeySchema": [{"AttributeName": "lt", "KeyType": "HASH"}, {"AttributeName": "ls", "KeyType": "RANGE"}],
             "Projection": {"ProjectionType": "ALL"},
         }],
     }

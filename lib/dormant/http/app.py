@@ -30,6 +30,8 @@ from dormant.http.errors import ApiError, install_error_handlers
 from dormant.http.inspector import workflow_history
 from dormant.http.keys import decode_key
 from dormant.http.openapi import build_openapi
+from dormant.http.operator import merge_openapi, operator_router
+from dormant.http.ui import ui_router
 from dormant.ports import ActorRef
 from dormant.runtime.offline import export_lines
 from dormant.runtime.service import ActorService
@@ -146,7 +148,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         yield
         await holder.aclose()
 
-    app = FastAPI(title="Dormant actors", version=API_VERSION, lifespan=lifespan,
+    app = FastAPI(title="Dormant actors", version=API_VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Durable actor workflows: send to queues, call actions, read state, status, "
                               "events and history. See docs/http-api.md.")
     app.state.services = holder  # `await app.state.services.aclose()` closes clients opened on demand
@@ -154,8 +156,9 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = build_openapi(registry, title=app.title, version=app.version,
-                                               description=app.description)
+            app.openapi_schema = merge_openapi(
+                build_openapi(registry, title=app.title, version=app.version, description=app.description),
+                operator_routes, title=app.title, version=app.version)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -299,4 +302,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
             raise ApiError(404, "actor_not_found", f"actor {ref} does not exist")
         return PlainTextResponse("\n".join(export_lines(snapshot)) + "\n", media_type="application/x-ndjson")
 
+    operator_routes = operator_router(registry, holder.get, authorize)  # list, resume, terminate, delete
+    app.include_router(operator_routes)
+    app.include_router(ui_router(dev=settings.dev, title=app.title))  # /ui and /docs, from packaged files
     return app

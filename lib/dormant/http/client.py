@@ -38,9 +38,11 @@ from dormant.client import ActionShortcuts
 from dormant.errors import (
     ActorNotFoundError,
     InvalidMessageError,
+    StillDivergedError,
 )
 from dormant.http.error_codes import EXCEPTION_BY_CODE
 from dormant.http.keys import encode_key
+from dormant.http.operator_client import HandleOperatorCalls, OperatorCalls
 from dormant.models import ActorStatus, SendResult
 from dormant.ports import ActorRef, EventRecord
 from dormant.workflow.errors import DormantError
@@ -87,6 +89,8 @@ def error_from_response(response: httpx.Response) -> DormantError:
         return HttpError(response.status_code, "http_error", response.text[:500] or response.reason_phrase)
     if code == "invalid_body":
         return InvalidMessageError(message, errors=detail if isinstance(detail, list) else None)
+    if code == "still_diverged":
+        return StillDivergedError(message, detail if isinstance(detail, dict) else None)
     if code in EXCEPTION_BY_CODE:
         return EXCEPTION_BY_CODE[code](message)
     if code == "unauthorized":
@@ -113,7 +117,7 @@ class RetryPolicy:
         return min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
 
-class HttpClient:
+class HttpClient(OperatorCalls):
     """Async client of the HTTP API, with the in-process client's handle API."""
 
     def __init__(self, base_url: str, token: str | None = None, *, registry: Registry | None = None,
@@ -213,8 +217,10 @@ def _is_action_failure(response: httpx.Response) -> bool:
         return False
 
 
-class HttpActorHandle(ActionShortcuts):
+class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
     """A handle to one actor over HTTP; the same methods as dormant.client.ActorHandle."""
+
+    _client: HttpClient
 
     def __init__(self, client: HttpClient, ref: ActorRef, *, actor_input: Any = None) -> None:
         self._client = client
@@ -326,7 +332,6 @@ class HttpActorHandle(ActionShortcuts):
                 yield record
             if not follow and not page["events"]:
                 return
-
 
 
 class SyncHttpClient:

@@ -4,10 +4,14 @@ and by the HTTP client (code -> exception). No web framework here: the client im
 from __future__ import annotations
 
 from dormant.errors import (
+    ActorFinishedError,
     ActorNotFoundError,
+    InvalidCursorError,
     InvalidKeyError,
     InvalidMessageError,
     ItemTooLargeError,
+    NotResumableError,
+    StillDivergedError,
     StorageError,
     UnknownActionError,
     UnknownActorError,
@@ -26,6 +30,10 @@ ERROR_CODES: list[tuple[type[DormantError], int, str]] = [
     (UnknownEventError, 404, "unknown_event"),
     (ActorNotFoundError, 404, "actor_not_found"),
     (InvalidKeyError, 400, "invalid_key"),
+    (InvalidCursorError, 400, "invalid_cursor"),
+    (ActorFinishedError, 409, "actor_finished"),
+    (StillDivergedError, 409, "still_diverged"),
+    (NotResumableError, 409, "not_resumable"),
     (InvalidMessageError, 422, "invalid_body"),
     (ItemTooLargeError, 413, "payload_too_large"),
     (StorageError, 503, "storage_unavailable"),

@@ -18,7 +18,7 @@ from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
 from dormant.workflow.errors import DormantError
 from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
-from dormant.workflow.runner import run_workflow
+from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted
 
 
@@ -103,7 +103,7 @@ async def replay_snapshot(registry: Registry, snapshot: ActorSnapshot) -> Replay
         return None
 
     record = snapshot.workflow
-    if record.state in (WorkflowState.COMPLETED, WorkflowState.FAILED, WorkflowState.DIVERGED):
+    if record.state in (*TERMINAL, WorkflowState.DIVERGED):
         # Replay finished actors too: re-run as if still running, to check the code still matches.
         record = record.model_copy(update={"state": WorkflowState.RUNNING})
     execution = Execution(host=_ReplayHost(definition), entries=snapshot.history, record=record,

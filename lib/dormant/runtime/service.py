@@ -9,9 +9,19 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from dormant.actor import ActorDefinition, Registry
-from dormant.errors import ActorNotFoundError, VersionConflict, WakeFailedError
+from dormant.errors import ActorFinishedError, ActorNotFoundError, VersionConflict, WakeFailedError
 from dormant.models import ActorStatus, SendResult, WaitingFor
-from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, Clock, EventRecord, EventStore, InboxMessage, Transport
+from dormant.ports import (
+    FINISHED,
+    ActorMeta,
+    ActorRef,
+    ActorSnapshot,
+    Clock,
+    EventRecord,
+    EventStore,
+    InboxMessage,
+    Transport,
+)
 from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.workflow.execution import CommitDraft, StateCell, to_json
@@ -64,7 +74,7 @@ class ActorService:
         """Persist a message in the actor's inbox and wake it; optionally wait for `complete()`."""
         definition = self.registry.get(ref.name)
         validated = definition.queue_spec(queue_name).validate_body(queue_name, body)
-        await self.ensure_created(ref, actor_input)  # only once the message is known to be valid
+        await self.refuse_finished(ref, actor_input)
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=queue_name, body=to_json(validated),
                                created_at=self.clock.now())
         await self.store.enqueue(ref, message)
@@ -75,6 +85,16 @@ class ActorService:
         if not found:
             return SendResult(status="timedOut", id=message.id)
         return SendResult(status="completed", id=message.id, response=response)
+
+    async def refuse_finished(self, ref: ActorRef, actor_input: Any = None) -> None:
+        """The one rule for sends to an ended workflow: ActorFinishedError. Otherwise the actor is created if it
+        does not exist (only once the message is known to be valid). One read: the actor's status item."""
+        summary = await self.store.read_summary(ref)
+        if summary is None:
+            await self.ensure_created(ref, actor_input)
+        elif summary.status in FINISHED:
+            raise ActorFinishedError(f"actor {ref} is {summary.status.value}: its workflow takes no more messages "
+                                     "(delete the actor to start it afresh)")
 
     async def schedule_action(self, ref: ActorRef, at: float, action: str, args: list[Any], *,
                               message_id: str | None = None) -> str:

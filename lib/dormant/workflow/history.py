@@ -102,6 +102,7 @@ class WorkflowState(StrEnum):
     FAILED = "failed"
     DIVERGED = "diverged"
     ROLLING_BACK = "rolling_back"
+    TERMINATED = "terminated"  # ended by an operator (dormant.runtime.operations); never runs again
 
 
 class DivergenceInfo(BaseModel):

@@ -17,7 +17,7 @@ from dormant.workflow.signals import RollbackStop, Suspend, WakeAborted, WakeRes
 from dormant.workflow.steps import backoff_delay
 
 WorkflowFn = Callable[[WorkflowContext], Awaitable[Any]]
-TERMINAL = (WorkflowState.COMPLETED, WorkflowState.FAILED)
+TERMINAL = (WorkflowState.COMPLETED, WorkflowState.FAILED, WorkflowState.TERMINATED)
 
 
 async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:

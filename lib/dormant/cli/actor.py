@@ -1,0 +1,115 @@
+"""Talking to one actor: `dormant status`, `state`, `send` and `call`."""
+
+from __future__ import annotations
+
+import json as jsonlib
+import time
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from dormant.cli.common import (
+    DEFAULT_URL,
+    ActorArgument,
+    JsonOption,
+    KeyArgument,
+    TokenOption,
+    UrlOption,
+    client,
+    command,
+    key_parts,
+    out,
+    parse_json,
+    print_json,
+)
+from dormant.cli.render import status_words
+from dormant.http.client import HttpClient
+from dormant.models import ActorStatus
+
+
+async def read(http: HttpClient, actor: str, key: str, suffix: str) -> Any:
+    """GET a read route of an actor; unlike a handle's first request, it never creates the actor."""
+    path = http.get_or_create(actor, key_parts(key)).path + suffix
+    return (await http.request("GET", path, idempotent=True)).json()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status)
+    app.command("state")(state)
+    app.command("send")(send)
+    app.command("call")(call)
+
+
+@command
+async def status(actor: ActorArgument, key: KeyArgument, url: UrlOption = DEFAULT_URL, token: TokenOption = None,
+                 json: JsonOption = False) -> int:
+    """Say what the actor is doing: which queues it waits on and until when, a retry, or its error."""
+    async with client(url, token) as http:
+        found = ActorStatus.model_validate(await read(http, actor, key, "/status"))
+    if json:
+        print_json(found)
+    else:
+        out.print(f"[bold]{escape(actor)}[/bold] {escape(key)}: " + status_words(found, time.time()))
+    return 0
+
+
+@command
+async def state(actor: ActorArgument, key: KeyArgument, url: UrlOption = DEFAULT_URL, token: TokenOption = None,
+                json: JsonOption = False) -> int:
+    """Print the actor's state (JSON)."""
+    async with client(url, token) as http:
+        value = await read(http, actor, key, "/state")
+    if json:
+        print_json(value)
+    else:
+        out.print_json(jsonlib.dumps(value))
+    return 0
+
+
+@command
+async def send(actor: ActorArgument, key: KeyArgument,
+               queue: Annotated[str, typer.Argument(help="The queue's name", show_default=False)],
+               body: Annotated[str, typer.Argument(help="The message body (JSON)", show_default=False)],
+               wait: Annotated[bool, typer.Option("--wait", help="Wait until the workflow completes the message")]
+               = False,
+               timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds", min=0.001)]
+               = 30.0,
+               message_id: Annotated[str | None, typer.Option(
+                   "--id", help="Message id (a re-send with the same id is ignored)", show_default=False)] = None,
+               url: UrlOption = DEFAULT_URL, token: TokenOption = None, json: JsonOption = False) -> int:
+    """Send a message to one of the actor's queues (creating the actor if needed)."""
+    payload = parse_json(body, "the body")
+    async with client(url, token) as http:
+        result = await http.get_or_create(actor, key_parts(key)).send(queue, payload, wait=wait, timeout=timeout,
+                                                                       message_id=message_id)
+    if json:
+        print_json(result)
+    elif result.status == "completed":
+        out.print(f"completed (message {escape(result.id)}); response:")
+        out.print_json(jsonlib.dumps(result.response))
+    else:
+        out.print(f"{result.status} (message {escape(result.id)})")
+    return 0 if result.status != "timedOut" else 1
+
+
+@command
+async def call(actor: ActorArgument, key: KeyArgument,
+               action: Annotated[str, typer.Argument(help="The action's name", show_default=False)],
+               args: Annotated[list[str] | None, typer.Argument(
+                   help="Its arguments, each JSON (a word that is not JSON is a string)", show_default=False)] = None,
+               url: UrlOption = DEFAULT_URL, token: TokenOption = None, json: JsonOption = False) -> int:
+    """Call one of the actor's actions and print its result."""
+    values: list[Any] = []
+    for arg in args or []:
+        try:
+            values.append(jsonlib.loads(arg))
+        except ValueError:
+            values.append(arg)
+    async with client(url, token) as http:
+        result = await http.get_or_create(actor, key_parts(key)).call(action, *values)
+    if json:
+        print_json({"result": result})
+    else:
+        out.print_json(jsonlib.dumps(result))
+    return 0

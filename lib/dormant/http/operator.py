@@ -1,0 +1,175 @@
+"""The operator routes (behind the inspector token): list actors, resume, terminate, delete.
+
+    GET    /actors/{actor}?status=&limit=&cursor=       a page of the actors of a type (by status, then id)
+    POST   /actors/{actor}/resume?status=&limit=&cursor= resume one page of them; results per actor
+    POST   /actors/{actor}/{key}/resume                  resume one actor
+    POST   /actors/{actor}/{key}/terminate               {"reason": "..."} (optional)
+    DELETE /actors/{actor}/{key}                         every item of the actor
+
+Cursors are opaque (base64url of the listing key); a cursor that this listing did not hand out is 400
+`invalid_cursor`. The logic is dormant.runtime.operations; docs/http-api.md and docs/operations.md tell more.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dormant.actor import Registry
+from dormant.errors import InvalidCursorError, StillDivergedError
+from dormant.http.errors import ApiError, ErrorBody
+from dormant.http.keys import decode_key, encode_key
+from dormant.models import OperationPage, OperationResult
+from dormant.ports import ActorRef, ActorSummary
+from dormant.runtime.operations import Operator
+from dormant.runtime.service import ActorService
+from dormant.workflow.history import WorkflowState
+
+ListedStatus = Literal["pending", "sleeping", "completed", "failed", "diverged", "rolling_back", "terminated"]
+MAX_CURSOR = 2048
+MAX_OPERATOR_BODY = 4096
+GetService = Callable[[], Awaitable[ActorService]]
+Authorize = Callable[[Request], None]
+
+
+class ListedActor(ActorSummary):
+    segment: str = Field(description="The key as a path segment: /actors/{name}/{segment}/...")
+
+
+class ActorList(BaseModel):
+    actors: list[ListedActor]
+    cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null: this was the last")
+
+
+class TerminateBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = Field(None, min_length=1, max_length=500)
+
+
+def encode_cursor(cursor: str | None) -> str | None:
+    return None if cursor is None else base64.urlsafe_b64encode(cursor.encode()).decode().rstrip("=")
+
+
+def decode_cursor(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        if len(text) > MAX_CURSOR:
+            raise ValueError("too long")
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8")
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidCursorError("the cursor is not one a listing handed out (pass back `cursor` unchanged)") from None
+
+
+def _status(value: ListedStatus | None) -> WorkflowState | None:
+    return WorkflowState(value) if value is not None else None
+
+
+async def _reason(request: Request) -> str | None:
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_OPERATOR_BODY:
+            raise ApiError(413, "payload_too_large", f"the body is over the limit of {MAX_OPERATOR_BODY} bytes")
+    if not body.strip():
+        return None
+    try:
+        return TerminateBody.model_validate(json.loads(bytes(body))).reason
+    except (ValueError, RecursionError):
+        raise ApiError(422, "invalid_request", 'the body must be {"reason": "<1 to 500 characters>"} or empty',
+                       detail=_errors(bytes(body))) from None
+
+
+def _errors(body: bytes) -> Any:
+    try:
+        TerminateBody.model_validate_json(body)
+    except ValidationError as error:
+        return error.errors(include_url=False, include_input=False, include_context=False)
+    return None
+
+
+def operator_router(registry: Registry, get_service: GetService, authorize: Authorize) -> APIRouter:
+    """The operator routes over the app's service; `authorize` raises unless the request may operate."""
+    router = APIRouter(tags=["operator"], responses={
+        400: {"model": ErrorBody, "description": "Bad key or cursor"},
+        401: {"model": ErrorBody, "description": "Missing or wrong bearer token (DORMANT_INSPECTOR_TOKEN)"},
+        404: {"model": ErrorBody, "description": "Unknown actor type, or no such actor"}})
+
+    async def operator(request: Request) -> Operator:
+        authorize(request)
+        return Operator(await get_service())
+
+    def ref(actor: str, key: str) -> ActorRef:
+        registry.get(actor)  # UnknownActorError -> 404
+        return ActorRef(name=actor, key=decode_key(key))  # InvalidKeyError -> 400
+
+    @router.get("/actors/{actor}", response_model=ActorList, summary="List the actors of a type",
+                operation_id="operator-list-actors")
+    async def list_actors(request: Request, actor: str, status: ListedStatus | None = None,
+                          limit: int = Query(50, ge=1, le=500), cursor: str | None = None) -> ActorList:
+        """By listed status, then id. `running` is never listed: an actor runs only inside a wake-up, whose last
+        commit records where it rests (`sleeping` while a wake-up is under way)."""
+        ops = await operator(request)
+        page = await ops.list_actors(actor, status=_status(status), limit=limit, cursor=decode_cursor(cursor))
+        return ActorList(actors=[ListedActor(**s.model_dump(), segment=encode_key(s.key)) for s in page.actors],
+                         cursor=encode_cursor(page.cursor))
+
+    @router.post("/actors/{actor}/resume", response_model=OperationPage, summary="Resume a page of actors",
+                 operation_id="operator-resume-page")
+    async def resume_page(request: Request, actor: str, status: ListedStatus | None = None,
+                          limit: int = Query(25, ge=1, le=100), cursor: str | None = None) -> OperationPage:
+        """Resume the actors of one listing page (as POST .../{key}/resume each); pass `cursor` for the next."""
+        ops = await operator(request)
+        page = await ops.resume_page(actor, status=_status(status), limit=limit, cursor=decode_cursor(cursor))
+        return OperationPage(results=page.results, cursor=encode_cursor(page.cursor))
+
+    @router.post("/actors/{actor}/{key}/resume", response_model=OperationResult, summary="Resume one actor",
+                 operation_id="operator-resume", responses={409: {"model": ErrorBody, "description":
+                     "still_diverged (detail: the divergence), not_resumable or actor_finished"}})
+    async def resume(request: Request, actor: str, key: str) -> OperationResult:
+        """Diverged: replays its history against this code, then wakes it (409 still_diverged with the diff if
+        the code still diverges). Failed: its failed steps run again with a fresh attempt count. Else: woken."""
+        target = ref(actor, key)
+        ops = await operator(request)
+        try:
+            return await ops.resume(target)
+        except StillDivergedError as error:
+            raise ApiError(409, "still_diverged", str(error), detail=error.divergence) from None
+
+    @router.post("/actors/{actor}/{key}/terminate", response_model=OperationResult, summary="Terminate one actor",
+                 operation_id="operator-terminate")
+    async def terminate(request: Request, actor: str, key: str) -> OperationResult:
+        """The workflow ends as `terminated` (body: optional `{"reason": "..."}`); later sends answer 409."""
+        target = ref(actor, key)
+        ops = await operator(request)
+        return await ops.terminate(target, await _reason(request))
+
+    @router.delete("/actors/{actor}/{key}", response_model=OperationResult, summary="Delete one actor",
+                   operation_id="operator-delete")
+    async def delete(request: Request, actor: str, key: str) -> OperationResult:
+        """Every item of the actor is removed (safe to repeat: `not_found` then); a later request starts afresh."""
+        target = ref(actor, key)
+        ops = await operator(request)
+        return await ops.delete(target)
+
+    return router
+
+
+def merge_openapi(document: dict[str, Any], router: APIRouter, *, title: str, version: str) -> dict[str, Any]:
+    """Add the router's routes (FastAPI's own OpenAPI of them) to the registry-generated document."""
+    extra = get_openapi(title=title, version=version, routes=router.routes)
+    for path, operations in extra.get("paths", {}).items():
+        for operation in operations.values():
+            operation["security"] = [{"bearer": []}]
+        document["paths"].setdefault(path, {}).update(operations)
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for name, schema in extra.get("components", {}).get("schemas", {}).items():
+        schemas.setdefault(name, schema)
+    return document

@@ -1,0 +1,101 @@
+"""The operator routes in the HTTP client (dormant.http.operator): listing, resume, terminate, delete.
+
+Mixed into HttpClient and HttpActorHandle; every call needs the inspector token (or a dev-mode server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import httpx
+
+from dormant.models import OperationPage, OperationResult
+from dormant.ports import ActorPage, ActorSummary
+from dormant.workflow.history import WorkflowState
+
+Request = Callable[..., Awaitable[httpx.Response]]
+
+
+class _Requests(Protocol):
+    @property
+    def request(self) -> Request: ...
+
+
+class OperatorCalls:
+    """HttpClient's operator methods (over its `request`)."""
+
+    request: Request
+
+    async def list_actors(self, actor_type: str, *, status: WorkflowState | str | None = None,
+                          limit: int = 100, cursor: str | None = None) -> ActorPage:
+        """One page of the actors of a type (optionally in one status); pass `cursor` on for the next."""
+        params = _listing_params(status, limit, cursor)
+        response = await self.request("GET", f"/actors/{quote(actor_type, safe='')}", params=params, idempotent=True)
+        body = response.json()
+        return ActorPage(actors=[ActorSummary.model_validate(a) for a in body["actors"]], cursor=body["cursor"])
+
+    async def actors(self, actor_type: str, *, status: WorkflowState | str | None = None,
+                     page_size: int = 100) -> AsyncGenerator[ActorSummary, None]:
+        """Every actor of a type (optionally in one status), page after page."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_actors(actor_type, status=status, limit=page_size, cursor=cursor)
+            for summary in page.actors:
+                yield summary
+            if page.cursor is None:
+                return
+            cursor = page.cursor
+
+    async def resume_page(self, actor_type: str, *, status: WorkflowState | str | None = None,
+                          limit: int = 25, cursor: str | None = None) -> OperationPage:
+        """Resume one page of a listing (the server reports each actor's outcome)."""
+        response = await self.request("POST", f"/actors/{quote(actor_type, safe='')}/resume",
+                                      params=_listing_params(status, limit, cursor), idempotent=False)
+        return OperationPage.model_validate(response.json())
+
+    async def resume_all(self, actor_type: str, *, status: WorkflowState | str | None = None,
+                         page_size: int = 25) -> list[OperationResult]:
+        results: list[OperationResult] = []
+        cursor: str | None = None
+        while True:
+            page = await self.resume_page(actor_type, status=status, limit=page_size, cursor=cursor)
+            results += page.results
+            if page.cursor is None:
+                return results
+            cursor = page.cursor
+
+
+class HandleOperatorCalls:
+    """HttpActorHandle's operator methods (over its client's `request`); they never create the actor."""
+
+    _client: _Requests
+    _created: bool
+    path: str
+
+    async def resume(self) -> OperationResult:
+        """Resume a diverged actor (after a fix) or retry a failed one from its failed step; wake any other."""
+        response = await self._client.request("POST", f"{self.path}/resume", idempotent=True)
+        return OperationResult.model_validate(response.json())
+
+    async def terminate(self, reason: str | None = None) -> OperationResult:
+        """End the workflow as `terminated`; later sends raise ActorFinishedError."""
+        body = {"reason": reason} if reason else {}
+        response = await self._client.request("POST", f"{self.path}/terminate", json=body, idempotent=True)
+        return OperationResult.model_validate(response.json())
+
+    async def delete(self) -> OperationResult:
+        """Remove every item of the actor; the next request creates it afresh."""
+        response = await self._client.request("DELETE", self.path, idempotent=True)
+        self._created = False
+        return OperationResult.model_validate(response.json())
+
+
+def _listing_params(status: WorkflowState | str | None, limit: int, cursor: str | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"limit": limit}
+    if status is not None:
+        params["status"] = WorkflowState(status).value
+    if cursor is not None:
+        params["cursor"] = cursor
+    return params

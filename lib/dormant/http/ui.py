@@ -1,0 +1,73 @@
+"""The dashboard at `/ui` and the API docs at `/docs`, both served from files shipped in the package (no CDN:
+they work offline and behind a firewall).
+
+- `/ui`: a single page (static/ui: HTML, JS, CSS) over the API's own routes: actor types, actors by status and
+  what they wait for, per actor its state, a timeline of its history, its live events and the divergence diff,
+  and buttons to resume, terminate and delete. The page holds no data; the data routes need the inspector
+  token (the page asks for it) except under `dormant dev`.
+- `/docs`: Swagger UI (static/swagger: npm's swagger-ui-dist, committed; `make swagger-ui` refreshes it).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from fastapi import APIRouter
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from dormant.http.errors import ApiError
+
+STATIC = resources.files("dormant.http") / "static"
+MEDIA = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
+         ".html": "text/html; charset=utf-8", ".txt": "text/plain; charset=utf-8"}
+UI_FILES = frozenset({"app.js", "app.css"})
+SWAGGER_FILES = frozenset({"swagger-ui-bundle.js", "swagger-ui.css", "swagger-ui-bundle.js.LICENSE.txt"})
+# The dashboard runs only its own script and talks only to this API.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+
+def _asset(folder: str, name: str, allowed: frozenset[str]) -> Response:
+    if name not in allowed:  # a fixed list: no path ever reaches the file system
+        raise ApiError(404, "not_found", f"no such file: {folder}/{name}")
+    body = (STATIC / folder / name).read_bytes()
+    suffix = name[name.rfind("."):]
+    return Response(body, media_type=MEDIA[suffix], headers={"Cache-Control": "public, max-age=300",
+                                                             "X-Content-Type-Options": "nosniff"})
+
+
+def ui_router(*, dev: bool, title: str, openapi_url: str = "/openapi.json") -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/ui")
+    async def dashboard() -> HTMLResponse:
+        page = (STATIC / "ui" / "index.html").read_text(encoding="utf-8")
+        return HTMLResponse(page, headers={"Content-Security-Policy": CSP, "Cache-Control": "no-cache",
+                                           "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"})
+
+    @router.get("/ui/")
+    async def dashboard_slash() -> RedirectResponse:
+        return RedirectResponse("../ui", status_code=308)
+
+    @router.get("/ui/config.json")
+    async def config() -> JSONResponse:
+        """What the page needs to know: whether the data routes need a token."""
+        return JSONResponse({"dev": dev, "title": title})
+
+    @router.get("/ui/assets/{name}")
+    async def ui_asset(name: str) -> Response:
+        return _asset("ui", name, UI_FILES)
+
+    @router.get("/docs/assets/{name}")
+    async def swagger_asset(name: str) -> Response:
+        return _asset("swagger", name, SWAGGER_FILES)
+
+    @router.get("/docs")
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url=openapi_url, title=f"{title} - API docs",
+                                   swagger_js_url="docs/assets/swagger-ui-bundle.js",
+                                   swagger_css_url="docs/assets/swagger-ui.css", swagger_favicon_url="data:,",
+                                   swagger_ui_parameters={"validatorUrl": None})  # no call to an outside validator
+
+    return router

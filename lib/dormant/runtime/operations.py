@@ -1,0 +1,218 @@
+"""Operator actions over the ports: list actors, resume, terminate and delete them (docs/operations.md).
+
+- **resume** a diverged actor: its history is first replayed offline against the code deployed here (nothing
+  runs); if that code still diverges the resume is refused with the diff, else the actor is woken and its
+  waiting messages run. A **failed** actor is retried from its failed step: in one commit the failure record
+  is replaced, the failed steps (and failed join/race branches) start over with a fresh attempt count, and the
+  workflow is runnable again; then it is woken. An actor whose failure was compensated (its rollback handlers
+  ran) is not retried: its completed steps were undone. Any other live actor is simply woken.
+- **terminate**: one commit ends the workflow as `terminated` (its queue messages still waiting are discarded
+  in that commit); sends to it are refused from then on.
+- **delete**: every item of the actor is removed (EventStore.delete); a later request starts a new actor.
+
+Single-actor refusals raise (NotResumableError, StillDivergedError, ActorFinishedError, ActorNotFoundError);
+bulk resumes report them per actor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Protocol
+
+from dormant.errors import (
+    ActorFinishedError,
+    ActorNotFoundError,
+    NotResumableError,
+    StillDivergedError,
+    VersionConflict,
+    WakeFailedError,
+)
+from dormant.models import OperationPage, OperationResult
+from dormant.ports import FINISHED, ActorPage, ActorRef, ActorSnapshot, ActorSummary, Clock, EventStore, Transport
+from dormant.runtime.offline import replay_snapshot
+from dormant.workflow.execution import CommitDraft
+from dormant.workflow.history import (
+    BranchRecord,
+    BranchStatus,
+    EntryKind,
+    EntryStatus,
+    ErrorInfo,
+    HistoryEntry,
+    WorkflowRecord,
+    WorkflowState,
+)
+
+if TYPE_CHECKING:
+    from dormant.actor import Registry
+
+MAX_RACES = 20  # lost version races before an action gives up (as the service's)
+
+
+class OperatorHost(Protocol):
+    """What the operator actions need: the ports and the registry (an ActorService has them)."""
+
+    registry: Registry
+    store: EventStore
+    transport: Transport
+    clock: Clock
+
+
+def reset_failure(history: list[HistoryEntry], record: WorkflowRecord) -> tuple[list[HistoryEntry], WorkflowRecord]:
+    """The entries and record that retry a failed workflow: failed steps and failed branches start over."""
+    changed: list[HistoryEntry] = []
+    for entry in history:
+        if entry.kind is EntryKind.STEP and entry.status is EntryStatus.FAILED:
+            changed.append(entry.model_copy(update={"status": EntryStatus.PENDING, "attempts": 0, "error": None,
+                                                    "retry_at": None}))
+        elif entry.kind in (EntryKind.JOIN, EntryKind.RACE) and any(
+                branch.status is BranchStatus.FAILED for branch in entry.branches.values()):
+            branches = {name: BranchRecord() if branch.status is BranchStatus.FAILED else branch
+                        for name, branch in entry.branches.items()}
+            changed.append(entry.model_copy(update={"branches": branches}))
+    runnable = record.model_copy(update={"state": WorkflowState.SLEEPING, "error": None, "divergence": None,
+                                         "waiting_for": [], "deadline": None, "retry_at": None,
+                                         "rollback_attempts": 0})
+    return changed, runnable
+
+
+def _compensated(history: list[HistoryEntry], record: WorkflowRecord) -> bool:
+    return record.rollback_attempts > 0 or any(e.rollback_done or e.rollback_error for e in history)
+
+
+class Operator:
+    """The operator actions over one ActorService (or anything with its ports and registry)."""
+
+    def __init__(self, host: OperatorHost) -> None:
+        self.host = host
+
+    # -- listing -------------------------------------------------------------------------------------
+    async def list_actors(self, actor_type: str, *, status: WorkflowState | None = None, limit: int = 100,
+                          cursor: str | None = None) -> ActorPage:
+        self.host.registry.get(actor_type)  # UnknownActorError for a type this code does not serve
+        return await self.host.store.list_actors(actor_type, status=status, limit=limit, after=cursor)
+
+    async def actors(self, actor_type: str, *, status: WorkflowState | None = None,
+                     page_size: int = 100) -> AsyncIterator[ActorSummary]:
+        """Every listed actor of a type (and status), page after page."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_actors(actor_type, status=status, limit=page_size, cursor=cursor)
+            for summary in page.actors:
+                yield summary
+            if page.cursor is None:
+                return
+            cursor = page.cursor
+
+    # -- resume --------------------------------------------------------------------------------------
+    async def resume(self, ref: ActorRef) -> OperationResult:
+        """Resume one actor (see the module docstring); refusals raise."""
+        definition = self.host.registry.get(ref.name)
+        for _ in range(MAX_RACES):
+            snapshot = await self._load(ref)
+            state = snapshot.workflow.state
+            if definition.workflow_fn is None:
+                raise NotResumableError(f"actor type {ref.name} has no workflow: there is nothing to resume")
+            if state in FINISHED:
+                raise ActorFinishedError(f"actor {ref} is {state.value}: its workflow has ended and cannot resume")
+            if state is WorkflowState.DIVERGED:
+                return await self._resume_diverged(snapshot)
+            if state is not WorkflowState.FAILED:
+                await self.host.transport.wake(ref, reason=f"resume:{snapshot.version}")
+                return _result(ref, "resume", "woken", state, f"{state.value}: woken now (a wake-up finds "
+                                                                "nothing to do if nothing is due)")
+            try:
+                return await self._retry_failed(snapshot)
+            except VersionConflict:
+                continue
+        raise WakeFailedError(f"resume of {ref} lost {MAX_RACES} version races in a row")
+
+    async def _resume_diverged(self, snapshot: ActorSnapshot) -> OperationResult:
+        report = await replay_snapshot(self.host.registry, snapshot)
+        if report.outcome == "diverged":
+            divergence = snapshot.workflow.divergence
+            raise StillDivergedError(
+                f"actor {snapshot.ref} still diverges from the code deployed here; deploy a fix, then resume:\n"
+                f"{report.detail}", divergence=divergence.model_dump(mode="json") if divergence else {})
+        await self.host.transport.wake(snapshot.ref, reason=f"resume:{snapshot.version}")
+        waiting = sum(1 for m in snapshot.inbox if m.kind == "queue")
+        return _result(snapshot.ref, "resume", "resumed", WorkflowState.DIVERGED,
+                       f"its history replays against this code; woken ({waiting} waiting message(s) run now)")
+
+    async def _retry_failed(self, snapshot: ActorSnapshot) -> OperationResult:
+        ref = snapshot.ref
+        if _compensated(snapshot.history, snapshot.workflow):
+            raise NotResumableError(f"actor {ref} failed and was compensated (its rollback handlers ran): retrying "
+                                    "would build on steps that were undone; terminate or delete it instead")
+        entries, record = reset_failure(snapshot.history, snapshot.workflow)
+        draft = CommitDraft(upserts=[e.model_dump(mode="json", exclude_defaults=True) for e in entries],
+                            deleted_prefixes=[], state=None, consumed_ids=[], responses={}, events=[],
+                            workflow=record, committed_at=self.host.clock.now())
+        version = await self.host.store.commit(ref, snapshot.version, draft)
+        await self.host.transport.wake(ref, reason=f"resume:{version}")
+        steps = [e.location for e in entries if e.kind is EntryKind.STEP]
+        error = snapshot.workflow.error
+        why = f" (it failed with {error.type}: {error.message})" if error else ""
+        what = (f"step(s) {', '.join(steps)} run again with a fresh attempt count" if steps
+                else "no step failed: the workflow runs again from its last recorded point")
+        return _result(ref, "resume", "retrying", WorkflowState.FAILED, what + why)
+
+    async def resume_page(self, actor_type: str, *, status: WorkflowState | None = None, limit: int = 25,
+                          cursor: str | None = None) -> OperationPage:
+        """Resume one page of the actors listed with this type (and status); refusals are reported per actor."""
+        page = await self.list_actors(actor_type, status=status, limit=limit, cursor=cursor)
+        results = [await self._resume_reporting(ActorRef(name=s.name, key=s.key), s.status) for s in page.actors]
+        return OperationPage(results=results, cursor=page.cursor)
+
+    async def _resume_reporting(self, ref: ActorRef, listed: WorkflowState) -> OperationResult:
+        try:
+            return await self.resume(ref)
+        except ActorNotFoundError as error:
+            return _result(ref, "resume", "not_found", listed, str(error))
+        except (NotResumableError, ActorFinishedError) as error:
+            return _result(ref, "resume", "refused", listed, str(error))
+
+    # -- terminate and delete ------------------------------------------------------------------------
+    async def terminate(self, ref: ActorRef, reason: str | None = None) -> OperationResult:
+        """End the workflow as `terminated` (its waiting queue messages are discarded in the same commit)."""
+        self.host.registry.get(ref.name)
+        text = reason or "terminated by an operator"
+        for _ in range(MAX_RACES):
+            snapshot = await self._load(ref)
+            state = snapshot.workflow.state
+            if state in FINISHED:
+                return _result(ref, "terminate", "unchanged", state, f"already {state.value}")
+            record = snapshot.workflow.model_copy(update={
+                "state": WorkflowState.TERMINATED, "waiting_for": [], "deadline": None, "retry_at": None,
+                "error": ErrorInfo(type="Terminated", message=text)})
+            discarded = [m.id for m in snapshot.inbox if m.kind == "queue"]
+            draft = CommitDraft(upserts=[], deleted_prefixes=[], state=None, consumed_ids=discarded, responses={},
+                                events=[], workflow=record, committed_at=self.host.clock.now())
+            try:
+                await self.host.store.commit(ref, snapshot.version, draft)
+            except VersionConflict:
+                continue
+            return _result(ref, "terminate", "terminated", state,
+                           f"{state.value} -> terminated ({text}); {len(discarded)} waiting message(s) discarded")
+        raise WakeFailedError(f"terminate of {ref} lost {MAX_RACES} version races in a row")
+
+    async def delete(self, ref: ActorRef) -> OperationResult:
+        """Remove every item of the actor (safe to re-run); a later request creates it afresh."""
+        self.host.registry.get(ref.name)
+        summary = await self.host.store.read_summary(ref)
+        existed = await self.host.store.delete(ref)
+        status = summary.status if summary else None
+        if not existed:
+            return _result(ref, "delete", "not_found", status, f"actor {ref} does not exist (nothing is left of it)")
+        return _result(ref, "delete", "deleted", status, f"every item of actor {ref} was removed")
+
+    async def _load(self, ref: ActorRef) -> ActorSnapshot:
+        snapshot = await self.host.store.load(ref)
+        if snapshot is None:
+            raise ActorNotFoundError(f"actor {ref} does not exist")
+        return snapshot
+
+
+def _result(ref: ActorRef, operation: str, outcome: str, status: WorkflowState | None,
+            message: str) -> OperationResult:
+    return OperationResult.model_validate({"actor": ref.name, "key": list(ref.key), "operation": operation,
+                                           "outcome": outcome, "status": status, "message": message})
