@@ -22,5 +22,6 @@ settings = Settings()
 if not settings.app:
     raise RuntimeError("set DORMANT_APP=module:attribute to the registry the API serves")
 app = create_app(load_registry(settings.app), settings)
-handler = telemetry.handler(Mangum(AccessLog(app), lifespan="off"))
-open_api_service(app)  # the session and clients in the init phase (kept by a SnapStart snapshot)
+mangum = Mangum(AccessLog(app), lifespan="off")
+handler = telemetry.handler(mangum)  # request ids on every log line
+open_api_service(app, settings)  # the session and clients in the init phase (kept by a SnapStart snapshot)

@@ -22,7 +22,7 @@ NO_NETWORK = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0
               "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "no_proxy": ""}
 
 
-LAYER_EXCLUDE = {"uvicorn", "httpx"}  # the Makefile's: dev-only, never imported by the functions
+LAYER_EXCLUDE = {"uvicorn", "httpx", "typer", "rich"}  # the Makefile's: dev and CLI only (not in functions)
 
 
 def deploy_python_available() -> bool:

@@ -159,6 +159,14 @@ class Worker:
             log.warning("could not record the wake-up error of %s: %r", ref, failure)
 
 
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _receive_count(record: Mapping[str, Any]) -> int:
     try:
         return int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
@@ -224,7 +232,12 @@ class LambdaWorker:
 
     def prepare(self) -> None:
         """Build the worker now rather than on the first invocation: the imports, the registry, the session and
-        the clients (no connection is opened). Called in the init phase, where a SnapStart snapshot keeps it."""
+        the clients (no connection is opened). Called in the init phase, where a SnapStart snapshot keeps it.
+        Without both queue URLs (resolving them would call SQS) or inside a running event loop (a test), it
+        leaves that to the first invocation."""
+        settings = self._settings or Settings()
+        if _loop_running() or not (settings.queue_url and settings.timer_queue_url):
+            return
         with self._lock:
             if self._runner is None:
                 self._runner = asyncio.Runner()
