@@ -75,8 +75,9 @@ class EmbeddedMoto:
         except OSError:
             return ""
 
-    def stop(self, timeout: float = 1.5) -> None:
-        """SIGTERM (and end the lifeline); SIGKILL if it has not exited within `timeout` seconds."""
+    def stop(self, timeout: float = 0.5) -> None:
+        """SIGTERM (and end the lifeline); SIGKILL if it has not exited within `timeout` seconds. A SIGKILL loses
+        nothing: every change is in the data directory's journal before its response was sent."""
         process, self._process = self._process, None
         if process is not None:
             if process.poll() is None:

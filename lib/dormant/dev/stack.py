@@ -150,12 +150,12 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*tasks, return_exceptions=True)
-            for poller in pollers:
-                await poller.drain(timeout=1.0)
-            await asyncio.wait([serving], timeout=0.8)
+            for poller in pollers:  # a wake-up cut short is redone later: its messages were not deleted
+                await poller.drain(timeout=0.5)
+            await asyncio.wait([serving], timeout=0.5)
             if not serving.done():  # open keep-alive or long-poll connections do not hold the exit up
                 server.force_exit = True
-                await asyncio.wait([serving], timeout=0.4)
+                await asyncio.wait([serving], timeout=0.25)
             if not serving.done():
                 serving.cancel()
             with contextlib.suppress(asyncio.CancelledError):
