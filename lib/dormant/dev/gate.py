@@ -95,6 +95,7 @@ class RequestGate:
         self.persistence = persistence
         self.poll_interval = poll_interval
         self.locks = {service: threading.Lock() for service in SERVICES}
+        self._service_apps: dict[str, WsgiApp] = {}
         self._changed = threading.Condition()
         self._changes = 0
         self._stopping = False
@@ -120,7 +121,7 @@ class RequestGate:
         try:
             if self.persistence is not None:
                 self.persistence.before_request()
-            captured.body = b"".join(self.app(environ, captured.start_response))
+            captured.body = b"".join(self._app_for(service, environ)(environ, captured.start_response))
             if self.persistence is not None:
                 compact = self._persist(service, action, captured.ok, whole=len(locks) == len(SERVICES))
         finally:
@@ -134,6 +135,17 @@ class RequestGate:
                 self._changes += 1
                 self._changed.notify_all()
         return captured
+
+    def _app_for(self, service: str | None, environ: dict[str, Any]) -> WsgiApp:
+        """moto's app for this service, looked up once: moto's dispatcher works out the service of every request
+        again (scanning its list of modules), which cost a tenth of the server's CPU."""
+        lookup = getattr(self.app, "get_application", None)
+        if service is None or lookup is None:
+            return self.app
+        app = self._service_apps.get(service)
+        if app is None:
+            app = self._service_apps[service] = lookup(environ)
+        return app
 
     def _persist(self, service: str | None, action: str, ok: bool, *, whole: bool) -> bool:
         """Journal what the request changed; True when the data directory should be compacted now."""
