@@ -5,8 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test demo check bench soak clean deploy-tools sam-build lambda-layer build-WorkerFunction build-ApiFunction \
-	build-DependenciesLayer trim-layer coldstart chromium swagger-ui
+.PHONY: test demo check bench soak mutation clean deploy-tools sam-build lambda-layer build-WorkerFunction \
+	build-ApiFunction build-DependenciesLayer trim-layer coldstart chromium swagger-ui infra-zips infra-build scan-tools scan
 
 # -- deployment (template.yaml, infra/; docs/deploy.md) ---------------------------------------------------------
 # cfn-lint and the SAM CLI live in their own venv: their pins (aws-sam-translator, pydantic) are not the project's.
@@ -16,6 +16,12 @@ DEPLOY_PINS := cfn-lint==1.53.3 aws-sam-cli==1.170.0
 empty :=
 space := $(empty) $(empty)
 DEPLOY_STAMP := $(DEPLOY_VENV)/.installed-$(subst $(space),+,$(subst ==,-,$(DEPLOY_PINS)))
+# checkov (the security scan of template.yaml and infra/) in a venv of its own: its pins clash with the others.
+SCAN_VENV := tools/scan-venv
+SCAN_PINS := checkov==3.3.30
+SCAN_STAMP := $(SCAN_VENV)/.installed-$(subst $(space),+,$(subst ==,-,$(SCAN_PINS)))
+# Where `make infra-zips` puts the zips infra/ deploys (Terraform's code_zip / layer_zip default to these).
+INFRA_BUILD ?= infra/.build
 # The package of the registry that DORMANT_APP names, bundled into the functions (a directory or a single .py).
 APP_DIR ?= examples
 # The layer's wheels: Lambda's python3.13 on arm64 (template.yaml and infra/ say the same).
@@ -81,10 +87,11 @@ swagger-ui:
 	for f in $(SWAGGER_UI_FILES); do cp build/swagger-ui/package/$$f $(SWAGGER_UI_DIR)/; done
 	echo $(SWAGGER_UI_VERSION) > $(SWAGGER_UI_DIR)/VERSION
 
-# DORMANT_DEPLOY_TOOLS makes tests/deploy fail (not skip) when a tool is missing; DORMANT_CHROMIUM does the same
-# for the browser tests.
-test: check $(NODE_STAMP) $(DEPLOY_STAMP) $(CHROMIUM)
-	DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest
+# DORMANT_DEPLOY_TOOLS / DORMANT_SCAN_TOOLS make tests/deploy fail (not skip) when a tool is missing (the
+# Terraform AWS provider too: tests/deploy/test_terraform.py); DORMANT_CHROMIUM does the same for the browser tests.
+test: check $(NODE_STAMP) $(DEPLOY_STAMP) $(SCAN_STAMP) $(CHROMIUM)
+	DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VENV)/bin DORMANT_CHROMIUM=$(CHROMIUM) \
+		$(BIN)/python -m pytest
 
 # Cold starts of the built functions (benchmarks/coldstart.py): bundle and trimmed layer built for this machine's
 # Python, run with and without bytecode, beside a bare boto3 handler (docs/performance.md).
@@ -111,12 +118,30 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 
+# Deleting any compensation handler, timeout, names= filter, broadcast or race branch in examples/ must make a
+# test fail (tests/mutation/check.py); about a minute on 2 cores, fails past its 150 s budget.
+mutation: $(STAMP)
+	$(BIN)/python -m tests.mutation.check
+
 $(DEPLOY_STAMP):
 	test -x $(DEPLOY_VENV)/bin/python || $(PYTHON) -m venv $(DEPLOY_VENV)
 	$(DEPLOY_VENV)/bin/python -m pip install --quiet $(DEPLOY_PINS)
 	touch $(DEPLOY_STAMP)
 
 deploy-tools: $(DEPLOY_STAMP)
+
+$(SCAN_STAMP):
+	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/python -m pip install --quiet $(SCAN_PINS)
+	touch $(SCAN_STAMP)
+
+scan-tools: $(SCAN_STAMP)
+
+# The security scan alone (make test runs it too, in tests/deploy/test_scan.py): offline, no check skipped
+# except those marked in the files themselves, each with its reason (listed in docs/deploy.md).
+scan: $(SCAN_STAMP)
+	$(SCAN_VENV)/bin/checkov --skip-download --quiet --compact -f template.yaml --framework cloudformation
+	$(SCAN_VENV)/bin/checkov --skip-download --quiet --compact -d infra --framework terraform
 
 # `sam build` (into .aws-sam/build): the functions are pure Python and build offline; the layer downloads wheels.
 sam-build: $(DEPLOY_STAMP)
@@ -155,10 +180,22 @@ trim-layer:
 		done; \
 	done
 
-# The same layer for infra/ (Terraform zips $(LAYER_DIR)); run it before `terraform apply`.
+# The same layer for infra/; `make infra-zips` zips it.
 lambda-layer:
 	rm -rf $(LAYER_DIR)
 	$(MAKE) --no-print-directory build-DependenciesLayer ARTIFACTS_DIR="$(CURDIR)/$(LAYER_DIR)"
 
+# The zips infra/ deploys (Terraform has no archive provider here): the functions' bundle, the same files as
+# build-WorkerFunction (lib/dormant, functions/, APP_DIR), and the layer from $(LAYER_DIR). Reproducible zips:
+# Terraform's source_code_hash changes only when a file does.
+infra-zips:
+	$(PYTHON) tools/bundle.py code $(INFRA_BUILD)/code.zip --app-dir $(APP_DIR)
+	$(PYTHON) tools/bundle.py layer $(INFRA_BUILD)/layer.zip $(LAYER_DIR)
+
+# Everything `terraform apply` in infra/ needs: the layer (from PyPI) and both zips.
+infra-build:
+	$(MAKE) --no-print-directory lambda-layer
+	$(MAKE) --no-print-directory infra-zips
+
 clean:
-	rm -rf $(VENV) $(DEPLOY_VENV) .pytest_cache .mypy_cache .ruff_cache .aws-sam build
+	rm -rf $(VENV) $(DEPLOY_VENV) $(SCAN_VENV) .pytest_cache .mypy_cache .ruff_cache .aws-sam build

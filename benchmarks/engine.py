@@ -9,7 +9,10 @@ Measures (time.perf_counter, one warm-up run, median of several runs):
 2. replay: N completed steps in history, then a queue wait that suspends; woken again. The store load
    (pydantic validation of the entries) and the engine replay (Execution + run_workflow) are timed apart;
 3. the DESIGN counter (a queue loop): entries loaded and replayed, and the time of one wake-up that
-   processes one message, after 10 and after 10,000 processed messages.
+   processes one message, after 10 and after 10,000 processed messages;
+4. memory: tracemalloc's peak during a whole wake-up of N sequential steps (store included), and what
+   the engine's live history holds per entry. Every timed row also reports the share of its CPU time spent
+   in the garbage collector (gc.callbacks).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import platform
 import pstats
 import statistics
 import time
+import tracemalloc
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -44,8 +48,10 @@ from dormant.workflow.history import QueuedMessage, WorkflowRecord, WorkflowStat
 from dormant.workflow.runner import run_workflow
 from examples.counter import counter
 
-GOAL_STEP_MS = 0.1
+GOAL_STEP_MS = 0.1  # DESIGN: engine CPU per step
+GOAL_WAKE_STEP_MS = 0.05  # issue 11: a whole in-memory wake-up, CPU per step
 GOAL_REPLAY_MS = 0.02
+GOAL_STEP_BYTES = 1024  # issue 11: memory per step of a whole wake-up
 RUNS = 5  # timed runs per measurement (after one warm-up)
 
 
@@ -80,7 +86,8 @@ registry: Registry = setup(steps_actor, counter)
 
 # ---- harness -----------------------------------------------------------------------------------
 def new_service() -> ActorService:
-    return ActorService(registry, MemoryEventStore(), MemoryTransport(), VirtualClock())
+    # No commit log: it is a test feature (the crash tests read it), a heap a real store does not keep.
+    return ActorService(registry, MemoryEventStore(keep_commit_log=False), MemoryTransport(), VirtualClock())
 
 
 async def no_checkpoint(_: CommitDraft) -> None:
@@ -117,6 +124,25 @@ class Timing:
     median: float  # wall seconds (perf_counter)
     best: float
     cpu: float  # median process CPU seconds: far below `median` means the machine was busy elsewhere
+    gc: float = 0.0  # median CPU seconds spent in the garbage collector
+
+
+class CollectorClock:
+    """CPU time spent in the garbage collector (gc.callbacks), while `running`."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self._start = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start = time.process_time()
+        else:
+            self.spent += time.process_time() - self._start
+
+
+COLLECTOR = CollectorClock()
 
 
 async def timed(fn: Callable[[], Awaitable[Any]], runs: int,
@@ -124,17 +150,20 @@ async def timed(fn: Callable[[], Awaitable[Any]], runs: int,
     """`runs` calls of `fn` after one warm-up call; `setup_fn` runs untimed before each call."""
     samples: list[float] = []
     cpu: list[float] = []
+    collector: list[float] = []
     for i in range(runs + 1):
         if setup_fn is not None:
             await setup_fn()
         gc.collect()
+        gc_start = COLLECTOR.spent
         cpu_start, start = time.process_time(), time.perf_counter()
         await fn()
         elapsed, cpu_elapsed = time.perf_counter() - start, time.process_time() - cpu_start
         if i:  # the first call is the warm-up
             samples.append(elapsed)
             cpu.append(cpu_elapsed)
-    return Timing(statistics.median(samples), min(samples), statistics.median(cpu))
+            collector.append(COLLECTOR.spent - gc_start)
+    return Timing(statistics.median(samples), min(samples), statistics.median(cpu), statistics.median(collector))
 
 
 @dataclass
@@ -186,7 +215,8 @@ async def bench_steps(n: int, runs: int) -> list[Row]:
 
     engine_t = await timed(engine, runs)
     case = "sequential steps, one wake-up"
-    return [Row(case, n, "whole wake-up incl. memory store (a commit per step)", wake_t, True, GOAL_STEP_MS, 0, 0),
+    return [Row(case, n, "whole wake-up incl. memory store (a commit per step)", wake_t, True, GOAL_WAKE_STEP_MS,
+                0, 0),
             Row(case, n, "engine only (no-op checkpointer)", engine_t, True, GOAL_STEP_MS, 0, 0)]
 
 
@@ -258,8 +288,8 @@ async def bench_counter(checkpoints: list[int], runs: int, batch: int = 1000) ->
         # not have: freeze it so that the collections around each timed wake-up stay cheap.
         gc.collect()
         gc.freeze()
-        busy: list[list[tuple[float, float]]] = [[] for _ in refs]  # (wall, cpu) seconds
-        idle: list[list[tuple[float, float]]] = [[] for _ in refs]
+        busy: list[list[tuple[float, float, float]]] = [[] for _ in refs]  # (wall, cpu, gc) seconds
+        idle: list[list[tuple[float, float, float]]] = [[] for _ in refs]
         loaded: list[set[int]] = [set() for _ in refs]
         replayed: list[set[int]] = [set() for _ in refs]
         idle_loaded: list[set[int]] = [set() for _ in refs]
@@ -273,9 +303,9 @@ async def bench_counter(checkpoints: list[int], runs: int, batch: int = 1000) ->
                 await env.store.enqueue(ref, message)
                 loaded[i].add(len((await load(env.service, ref)).history))
                 gc.collect()
-                cpu_start, start = time.process_time(), time.perf_counter()
+                gc_start, cpu_start, start = COLLECTOR.spent, time.process_time(), time.perf_counter()
                 report = await wake_actor(env.service, ref)
-                elapsed = (time.perf_counter() - start, time.process_time() - cpu_start)
+                elapsed = (time.perf_counter() - start, time.process_time() - cpu_start, COLLECTOR.spent - gc_start)
                 assert report.outcome == "sleeping" and report.commits >= 1, report
                 replayed[i].add(report.replayed)
                 if run:  # the first round is the warm-up
@@ -283,9 +313,9 @@ async def bench_counter(checkpoints: list[int], runs: int, batch: int = 1000) ->
             for i, ref in enumerate(refs):
                 idle_loaded[i].add(len((await load(env.service, ref)).history))
                 gc.collect()
-                cpu_start, start = time.process_time(), time.perf_counter()
+                gc_start, cpu_start, start = COLLECTOR.spent, time.process_time(), time.perf_counter()
                 report = await wake_actor(env.service, ref)
-                elapsed = (time.perf_counter() - start, time.process_time() - cpu_start)
+                elapsed = (time.perf_counter() - start, time.process_time() - cpu_start, COLLECTOR.spent - gc_start)
                 assert report.commits == 0, report
                 idle_replayed[i].add(report.replayed)
                 if run:
@@ -305,9 +335,10 @@ async def bench_counter(checkpoints: list[int], runs: int, batch: int = 1000) ->
     return rows, notes
 
 
-def _timing(samples: list[tuple[float, float]]) -> Timing:
-    wall = [w for w, _ in samples]
-    return Timing(statistics.median(wall), min(wall), statistics.median(c for _, c in samples))
+def _timing(samples: list[tuple[float, float, float]]) -> Timing:
+    wall = [w for w, _, _ in samples]
+    return Timing(statistics.median(wall), min(wall), statistics.median(c for _, c, _ in samples),
+                  statistics.median(g for _, _, g in samples))
 
 
 def _flat_verdicts(rows: list[Row], tolerance: float = 1.5) -> None:
@@ -337,8 +368,8 @@ def cpu_model() -> str:
 
 def table(rows: list[Row]) -> str:
     lines = ["| case | N | measured | wall ms median | wall ms best | CPU ms median | wall ms per step/entry "
-             "| CPU ms per step/entry | goal ms | met (wall / CPU) | entries loaded | replayed |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---|---|---:|---:|"]
+             "| CPU ms per step/entry | goal ms | met (wall / CPU) | GC % of CPU | entries loaded | replayed |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|"]
 
     def num(value: float | int | None, fmt: str) -> str:
         return "" if value is None else format(value, fmt)
@@ -349,8 +380,42 @@ def table(rows: list[Row]) -> str:
             f"| {r.case} | {r.n:,} | {r.what} | {r.timing.median * 1e3:.2f} | {r.timing.best * 1e3:.2f} "
             f"| {r.timing.cpu * 1e3:.2f} | {num(r.per_ms(r.timing.median), '.4f')} "
             f"| {num(r.per_ms(r.timing.cpu), '.4f')} | {goal} | {r.verdict()} "
+            f"| {100 * r.timing.gc / r.timing.cpu if r.timing.cpu else 0:.0f} "
             f"| {num(r.loaded, ',')} | {num(r.replayed, ',')} |")
     return "\n".join(lines)
+
+
+# ---- 4. memory ---------------------------------------------------------------------------------
+async def bench_memory(n: int) -> list[str]:
+    """tracemalloc: the peak of a whole wake-up of n sequential steps (fresh actor; the store's stored JSON
+    included), and the live history an Execution holds after running them (engine only)."""
+    service = new_service()
+    ref = service.ref("bench-steps", [f"memory-{n}"])
+    await service.ensure_created(ref, StepsInput(steps=n).model_dump())
+    snapshot = await load(service, ref)
+    gc.collect()
+    tracemalloc.start()
+    report = await wake_actor(service, ref)
+    _, wake_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert report.outcome == "completed", report
+    gc.collect()
+    tracemalloc.start()
+    record, execution = await engine_run(service, snapshot)
+    gc.collect()
+    engine_held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert record.state is WorkflowState.COMPLETED and len(execution.index) == n
+    met = "yes" if wake_peak / n < GOAL_STEP_BYTES else "**no**"
+    return [f"| sequential steps, one wake-up | {n:,} | whole wake-up: tracemalloc peak | {wake_peak / 1024:,.0f} KB "
+            f"| {wake_peak / n:,.0f} B | < {GOAL_STEP_BYTES} B | {met} |",
+            f"| sequential steps, one wake-up | {n:,} | engine: live history held after the run "
+            f"| {engine_held / 1024:,.0f} KB | {engine_held / n:,.0f} B | | |"]
+
+
+def memory_table(lines: list[str]) -> str:
+    return "\n".join(["| case | N | measured | total | per step | goal | met |",
+                      "|---|---:|---|---:|---:|---|---|", *lines])
 
 
 async def main_bench(runs: int) -> None:
@@ -366,7 +431,10 @@ async def main_bench(runs: int) -> None:
     for n in (1_000, 10_000):
         rows += await bench_replay(n, runs)
     loop_rows, notes = await bench_counter([10, 10_000], runs)
+    memory = [line for n in (1_000, 10_000) for line in await bench_memory(n)]
     print(table(rows + loop_rows))
+    print()
+    print(memory_table(memory))
     print()
     for note in notes:
         print(f"- {note}")

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from dormant import ActionContext, StepContext, WorkflowContext, actor, queue, setup
 
 BATCH_SIZE = 5
+IDLE_TIMEOUT = 5.0  # seconds without a message before the buffer is checked again
 
 
 async def _write_batch(values: list[float]) -> None:
@@ -44,7 +45,7 @@ drainer = actor("batch-drainer", state=DrainerState, queues={"metrics": queue(Me
 @drainer.workflow
 async def run(ctx: WorkflowContext) -> None:
     async def iteration(loop: WorkflowContext) -> None:
-        batch = await loop.queue.next_batch("wait-metric", timeout=5)
+        batch = await loop.queue.next_batch("wait-metric", timeout=IDLE_TIMEOUT)
         if batch:
             value = batch[0].body.value
 

@@ -1,7 +1,10 @@
 """Bounded drain + concurrency cap: each loop iteration takes a window of at most 10 work
-messages (it waits for the first, then tops the window up with whatever arrives within a short
-timeout) and processes the window in one step, at most 3 items at a time. Per-iteration work
-and pressure on the downstream service stay bounded however large the backlog."""
+messages: it waits up to 30 s for the first, then tops the window up one message at a time for as
+long as each next one arrives within 10 ms, and processes the window in one step, at most 3 items
+at a time. Per-iteration work and pressure on the downstream service stay bounded however large the
+backlog, and a trickle of messages close together still shares one window. Each receive has its own
+name (wait-work, top-up-1 ... top-up-9): names are unique per scope (the reference reuses one name in
+its for-loop, which RivetKit itself refuses as a duplicate entry)."""
 
 from __future__ import annotations
 
@@ -51,11 +54,15 @@ bounded_drain = actor("bounded-drain", state=DrainState, queues={"work": queue(W
 @bounded_drain.workflow
 async def run(ctx: WorkflowContext) -> None:
     async def iteration(loop: WorkflowContext) -> None:
-        first = await loop.queue.next_batch("wait-work", timeout=IDLE_TIMEOUT)
-        if not first:
+        window: list[Work] = []
+        for i in range(MAX_PER_ITERATION):
+            batch = await loop.queue.next_batch("wait-work" if i == 0 else f"top-up-{i}",
+                                                timeout=IDLE_TIMEOUT if i == 0 else TOP_UP_TIMEOUT)
+            if not batch:
+                break
+            window.append(batch[0].body)
+        if not window:
             return
-        more = await loop.queue.next_batch("top-up", count=MAX_PER_ITERATION - 1, timeout=TOP_UP_TIMEOUT)
-        window: list[Work] = [m.body for m in first + more]
 
         async def process_window(s: StepContext) -> None:
             limit = asyncio.Semaphore(CONCURRENCY_LIMIT)

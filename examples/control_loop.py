@@ -1,14 +1,15 @@
 """Signal-driven control loop: the workflow advances only when a control signal arrives on its
 queue (pause, resume, stop) instead of polling on a fixed interval. Each signal is applied in a
-step; the step returns the new mode, and a recorded "stopped" ends the loop and the workflow."""
+step that sets the mode; every signal is handled, "stop" included, so a later "resume" still applies
+(as in the reference: stop is a mode, not the end of the workflow)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
-from dormant import ActionContext, Loop, StepContext, WorkflowContext, actor, queue, setup
+from dormant import ActionContext, StepContext, WorkflowContext, actor, queue, setup
 
 Mode = Literal["running", "paused", "stopped"]
 MODE_AFTER: dict[str, Mode] = {"pause": "paused", "resume": "running", "stop": "stopped"}
@@ -27,23 +28,20 @@ control_loop = actor("control-loop", state=ControlState, queues={"signals": queu
 
 
 @control_loop.workflow
-async def run(ctx: WorkflowContext) -> Any:
-    async def iteration(loop: WorkflowContext) -> Any:
+async def run(ctx: WorkflowContext) -> None:
+    async def iteration(loop: WorkflowContext) -> None:
         batch = await loop.queue.next_batch("wait-signal", timeout=30)
         if not batch:
-            return None
+            return
         kind = batch[0].body.kind
 
-        def apply(s: StepContext) -> Mode:
+        def apply(s: StepContext) -> None:
             s.state.handled_signals += 1
-            s.state.mode = mode = MODE_AFTER[kind]
-            return mode
+            s.state.mode = MODE_AFTER[kind]
 
-        if await loop.step("apply-signal", apply) == "stopped":
-            return Loop.break_("stopped")
-        return None
+        await loop.step("apply-signal", apply)
 
-    return await ctx.loop("control-loop", iteration)
+    await ctx.loop("control-loop", iteration)
 
 
 @control_loop.action

@@ -1,8 +1,9 @@
 """Cross-actor saga (compensating actions): each checkout reserves stock on an inventory actor
 and charges a billing actor, each in a step with a rollback handler. If a step fails for good,
 the workflow fails and the handlers of the completed steps run newest-first: the charge is
-refunded, the reservation released. Release and refund are idempotent, keyed by the
-reservation/charge id, so a compensation that is retried never undoes twice."""
+refunded, then the reservation released (a failure at the charge itself only releases). Release
+and refund are idempotent, keyed by the reservation/charge id, so a compensation that is retried
+never undoes twice."""
 
 from __future__ import annotations
 
@@ -22,11 +23,17 @@ async def _charge_card(order_id: str, amount: int) -> None:
         raise NonRetryableError(f"card declined: {amount} is over the {DECLINE_ABOVE} limit")
 
 
+async def _confirm_order(order_id: str) -> None:
+    return None
+
+
 @dataclass
 class Services:
-    """The payment gateway behind the billing actor (injected; tests replace it)."""
+    """The payment gateway behind the billing actor and the order service that confirms a checkout
+    (injected; tests replace them)."""
 
     charge_card: Callable[[str, int], Awaitable[None]] = _charge_card
+    confirm_order: Callable[[str], Awaitable[None]] = _confirm_order
 
 
 services = Services()
@@ -121,7 +128,8 @@ async def run(ctx: WorkflowContext) -> None:
         await loop.step("charge-card", lambda s: call(s, "billing", "charge", order.order_id, order.amount),
                         rollback=lambda s, charge_id: call(s, "billing", "refund", charge_id))
 
-        def mark_complete(s: StepContext) -> None:
+        async def mark_complete(s: StepContext) -> None:
+            await services.confirm_order(order.order_id)  # failing for good here refunds, then releases
             s.state.completed_orders += 1
 
         await loop.step("mark-complete", mark_complete)

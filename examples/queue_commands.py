@@ -1,7 +1,8 @@
 """Queue: fire-and-forget commands. Clients `send` typed messages to the actor's queues and move on;
-one workflow loop receives them (one wait over several queues with `names=[...]`) in the order they
-were sent and applies each in a step. Sends are validated: an undeclared queue or an invalid body is an
-error to the sender, and nothing is stored; a re-sent message id is ignored, so retries are safe.
+one workflow loop receives them (one wait over all of the actor's queues: a wait without `names=` reads
+every declared queue) in the order they were sent and applies each in a step. Sends are validated: an
+undeclared queue or an invalid body is an error to the sender, and nothing is stored; a re-sent message
+id is ignored, so retries are safe.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ cart = actor("command-queue", state=CartState,
 @cart.workflow
 async def run(ctx: WorkflowContext) -> None:
     async def iteration(loop: WorkflowContext) -> None:
-        message = await loop.queue.next("wait-command", names=["add", "remove"])
+        message = await loop.queue.next("wait-command")
 
         def apply(s: StepContext) -> None:
             body = message.body

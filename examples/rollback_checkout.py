@@ -1,7 +1,8 @@
 """Rollback: compensate completed steps when a later one fails for good. Each order sets a rollback
 checkpoint, then reserves inventory and charges the card, each step with a handler that undoes it. When a
-step fails unrecoverably (a declined card), the handlers of the steps completed since the checkpoint run
-newest first, exactly once each, and the workflow ends "failed". Orders finished earlier are not touched.
+step fails unrecoverably (a declined card, or a confirmation that fails after the charge), the handlers of
+the steps completed since the checkpoint run newest first (refund, then release), exactly once each, and
+the workflow ends "failed". Orders finished earlier are not touched.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ async def _refund_charge(charge_id: str) -> None:
     return None
 
 
+async def _confirm_order(order_id: str) -> None:
+    return None
+
+
 @dataclass
 class Services:
     """Inventory and payments (HTTP in the original); tests replace them with fakes."""
@@ -48,6 +53,7 @@ class Services:
     release_inventory: Callable[[str], Awaitable[None]] = _release_inventory
     charge_card: Callable[[str], Awaitable[str]] = _charge_card
     refund_charge: Callable[[str], Awaitable[None]] = _refund_charge
+    confirm_order: Callable[[str], Awaitable[None]] = _confirm_order
 
 
 services = Services()
@@ -73,7 +79,8 @@ async def run(ctx: WorkflowContext) -> None:
         await loop.step("reserve-inventory", lambda s: services.reserve_inventory(order_id), rollback=release)
         await loop.step("charge-card", lambda s: services.charge_card(order_id), rollback=refund)
 
-        def confirm(s: StepContext) -> None:
+        async def confirm(s: StepContext) -> None:
+            await services.confirm_order(order_id)  # may fail for good after the charge: both are undone
             s.state.status = "confirmed"
             s.state.confirmed.append(order_id)
 

@@ -1,7 +1,9 @@
-"""Setup & teardown (Loop.break_): a step opens a worker session, a loop processes `work` messages
-received together with `control` messages (one wait on both queues via `names=[...]`), a `stop` control
-message ends the loop with `Loop.break_(reason)`, and a last step tears the session down. The loop's
-break value is recorded, so the teardown sees the stop reason on any replay.
+"""Setup & teardown (Loop.break_): the workflow waits for its session's `config` message and a step opens
+the worker session; a loop processes `work` messages received together with `control` messages (one wait
+on both queues via `names=[...]`), a `stop` control message ends the loop with `Loop.break_(reason)`, and
+a last step tears the session down. Each wait names the queues it reads: work sent before the config
+waits for the loop, and a second config sent later is not mistaken for work or control. The loop's break
+value is recorded, so the teardown sees the stop reason on any replay.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ class ControlMessage(BaseModel):
     reason: str
 
 
+class SessionConfig(BaseModel):
+    pool: str
+
+
 class WorkerState(BaseModel):
     phase: Literal["idle", "running", "stopped"] = "idle"
     total: int = 0
@@ -32,8 +38,8 @@ class WorkerState(BaseModel):
     worker_session_id: str | None = None
 
 
-async def _open_session() -> str:
-    return "session-1"
+async def _open_session(pool: str) -> str:
+    return f"{pool}-session-1"
 
 
 async def _process(session_id: str, amount: int) -> int:
@@ -48,7 +54,7 @@ async def _close_session(session_id: str) -> None:
 class Services:
     """The worker service (HTTP in the original); tests replace it with fakes."""
 
-    open_session: Callable[[], Awaitable[str]] = _open_session
+    open_session: Callable[[str], Awaitable[str]] = _open_session
     process: Callable[[str, int], Awaitable[int]] = _process
     close_session: Callable[[str], Awaitable[None]] = _close_session
 
@@ -56,13 +62,15 @@ class Services:
 services = Services()
 
 worker = actor("setup-run-teardown", state=WorkerState,
-               queues={"work": queue(WorkMessage), "control": queue(ControlMessage)})
+               queues={"work": queue(WorkMessage), "control": queue(ControlMessage), "config": queue(SessionConfig)})
 
 
 @worker.workflow
 async def run(ctx: WorkflowContext) -> str:
+    config: SessionConfig = (await ctx.queue.next("wait-config", names=["config"])).body
+
     async def setup_session(s: StepContext) -> None:
-        s.state.worker_session_id = await services.open_session()
+        s.state.worker_session_id = await services.open_session(config.pool)
         s.state.phase = "running"
         s.state.stop_reason = None
 

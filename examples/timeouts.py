@@ -1,7 +1,8 @@
 """Timeouts: a slow or flaky dependency gets a per-attempt timeout and bounded retries. Each attempt
 of `charge-card` is cancelled after `CHARGE_TIMEOUT` seconds and counts as a failure; failures retry
-with exponential backoff (0.2 s doubling up to 2 s, durably: the actor sleeps between attempts) up to
-5 retries, after which `StepExhaustedError` fails the workflow and shows in its status.
+with exponential backoff, durably (the actor sleeps between attempts): base 0.2 s, so as in RivetKit the
+retries wait 0.4, 0.8, 1.6, 2.0 and 2.0 s (capped). After 5 retries `StepExhaustedError` fails the
+workflow and shows in its status.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 # Dormant on AWS: the same resources as ../template.yaml (tests/deploy/test_parity.py checks that they agree).
 # One DynamoDB table (the event store), a FIFO queue for wake-ups and a standard queue for timers, each with a
-# dead-letter queue, a worker function fed by both queues and an API function behind an HTTP API.
+# dead-letter queue, a worker function fed by both queues and an API function behind an HTTP API (api.tf), with
+# alarms (alarms.tf) and least-privilege roles (iam.tf).
 
 locals {
-  prefix    = "${var.name}-${var.stage}"
-  root      = coalesce(var.source_root, "${path.module}/..")
-  app_dir   = coalesce(var.app_source_dir, "${local.root}/examples")
-  layer_dir = coalesce(var.layer_dir, "${local.root}/build/lambda/layer")
-  tags      = merge(var.tags, { "dormant:stage" = var.stage })
+  prefix      = "${var.name}-${var.stage}"
+  data_prefix = var.data_name_prefix != "" ? var.data_name_prefix : local.prefix
+  code_zip    = var.code_zip != null ? var.code_zip : "${path.module}/.build/code.zip"
+  layer_zip   = var.layer_zip != null ? var.layer_zip : "${path.module}/.build/layer.zip"
+  tags        = merge(var.tags, { "dormant:stage" = var.stage })
 
   runtime      = "python3.13"
   architecture = "arm64"
@@ -19,15 +20,6 @@ locals {
   timer_batching_window    = 1
   timer_visibility_timeout = 6 * local.worker_timeout + local.timer_batching_window
   retention_seconds        = 1209600 # 14 days
-
-  # The functions' bundle, as `make build-WorkerFunction` makes it for sam build: lib/dormant, functions/ and
-  # the registry's package under its own name (zip path => file on disk).
-  code_files = merge(
-    { for f in fileset("${local.root}/lib", "dormant/**/*.py") : f => "${local.root}/lib/${f}" },
-    { for f in fileset("${local.root}/lib", "dormant/http/static/**") : f => "${local.root}/lib/${f}" },
-    { for f in fileset(local.root, "functions/**/*.py") : f => "${local.root}/${f}" },
-    { for f in fileset(local.app_dir, "**/*.py") : "${basename(local.app_dir)}/${f}" => "${local.app_dir}/${f}" },
-  )
 
   # dormant.settings.Settings reads these (DORMANT_*).
   environment = {
@@ -43,16 +35,16 @@ locals {
     DORMANT_FIFO_DLQ_URL     = aws_sqs_queue.wake_dlq.url
     DORMANT_MAX_RECEIVES     = tostring(var.max_receives)
   }
-
-  store_actions        = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]
-  send_actions         = ["sqs:SendMessage"]
-  event_source_actions = ["sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"]
 }
 
-# -- storage: one table, single-item conditional commits. Key schema, the `pending` local and `status` global
-# secondary indexes and the TTL attribute are those of dormant.aws.store.table_definition / TTL_ATTRIBUTE.
+# -- storage: one table, single-item conditional commits. Key schema, the `pending` local and `status` global secondary
+# indexes and the TTL attribute are those of dormant.aws.table.table_definition / TTL_ATTRIBUTE. The data outlives the module:
+# prevent_destroy refuses any plan that would delete or replace the table or a queue (a dev stack drops a
+# `*_override.tf` that sets it to false: ../docs/deploy.md), deletion protection and point-in-time recovery are
+# on by default. Encrypted at rest with the AWS-owned key (DynamoDB's default).
 resource "aws_dynamodb_table" "actors" {
-  name                        = "${local.prefix}-actors"
+  #checkov:skip=CKV_AWS_119:Encrypted at rest with the AWS-owned key; a customer-managed key is optional (docs/deploy.md)
+  name                        = "${local.data_prefix}-actors"
   billing_mode                = "PAY_PER_REQUEST"
   hash_key                    = "pk"
   range_key                   = "sk"
@@ -107,102 +99,120 @@ resource "aws_dynamodb_table" "actors" {
   }
 
   tags = local.tags
+
+  lifecycle {
+    prevent_destroy = true
+  }
 }
 
 # -- wake-ups: a FIFO queue (MessageGroupId = actor) and a standard queue for delayed wake-ups (timers, retries,
-# scheduled actions). A FIFO queue's dead-letter queue must be FIFO too, hence two.
+# scheduled actions), encrypted at rest (SSE-SQS). A FIFO queue's dead-letter queue must be FIFO too, hence two.
 resource "aws_sqs_queue" "wake_dlq" {
-  name                      = "${local.prefix}-dlq.fifo"
+  name                      = "${local.data_prefix}-dlq.fifo"
   fifo_queue                = true
   message_retention_seconds = local.retention_seconds
+  sqs_managed_sse_enabled   = true
   tags                      = local.tags
+
+  lifecycle {
+    prevent_destroy = true
+  }
 }
 
 resource "aws_sqs_queue" "timers_dlq" {
-  name                      = "${local.prefix}-dlq"
+  name                      = "${local.data_prefix}-dlq"
   message_retention_seconds = local.retention_seconds
+  sqs_managed_sse_enabled   = true
   tags                      = local.tags
+
+  lifecycle {
+    prevent_destroy = true
+  }
 }
 
 resource "aws_sqs_queue" "wake" {
-  name                        = "${local.prefix}-messages.fifo"
+  name                        = "${local.data_prefix}-messages.fifo"
   fifo_queue                  = true
   content_based_deduplication = false
   deduplication_scope         = "messageGroup"
   fifo_throughput_limit       = "perMessageGroupId"
   visibility_timeout_seconds  = local.wake_visibility_timeout
   message_retention_seconds   = local.retention_seconds
+  sqs_managed_sse_enabled     = true
   redrive_policy = jsonencode({
     deadLetterTargetArn = aws_sqs_queue.wake_dlq.arn
     maxReceiveCount     = var.max_receives
   })
   tags = local.tags
+
+  lifecycle {
+    prevent_destroy = true
+  }
 }
 
 resource "aws_sqs_queue" "timers" {
-  name                       = "${local.prefix}-timers"
+  name                       = "${local.data_prefix}-timers"
   visibility_timeout_seconds = local.timer_visibility_timeout
   message_retention_seconds  = local.retention_seconds
+  sqs_managed_sse_enabled    = true
   redrive_policy = jsonencode({
     deadLetterTargetArn = aws_sqs_queue.timers_dlq.arn
     maxReceiveCount     = var.max_receives
   })
   tags = local.tags
-}
 
-# -- code: the functions hold only our Python; third-party packages are in a layer built by `make lambda-layer`.
-data "archive_file" "code" {
-  type        = "zip"
-  output_path = "${path.module}/.build/${local.prefix}-code.zip"
-
-  dynamic "source" {
-    for_each = local.code_files
-    content {
-      content  = file(source.value)
-      filename = source.key
-    }
+  lifecycle {
+    prevent_destroy = true
   }
 }
 
-data "archive_file" "layer" {
-  type        = "zip"
-  source_dir  = local.layer_dir
-  output_path = "${path.module}/.build/${local.prefix}-layer.zip"
-}
-
+# -- code: the functions hold only our Python (`make infra-zips` zips lib/dormant, functions/ and the registry's
+# package, as `sam build` bundles them); third-party packages are in a layer (`make lambda-layer`).
 resource "aws_lambda_layer_version" "dependencies" {
   layer_name               = "${local.prefix}-dependencies"
-  filename                 = data.archive_file.layer.output_path
-  source_code_hash         = data.archive_file.layer.output_base64sha256
+  filename                 = local.layer_zip
+  source_code_hash         = filebase64sha256(local.layer_zip)
   compatible_runtimes      = [local.runtime]
   compatible_architectures = [local.architecture]
 }
 
 resource "aws_cloudwatch_log_group" "worker" {
+  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; the logs hold no secrets
+  #checkov:skip=CKV_AWS_338:Retention is a variable (log_retention_days, default 30 days, as template.yaml)
   name              = "/aws/lambda/${local.prefix}-worker"
   retention_in_days = var.log_retention_days
   tags              = local.tags
 }
 
 resource "aws_cloudwatch_log_group" "api" {
+  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; the logs hold no secrets
+  #checkov:skip=CKV_AWS_338:Retention is a variable (log_retention_days, default 30 days, as template.yaml)
   name              = "/aws/lambda/${local.prefix}-api"
   retention_in_days = var.log_retention_days
   tags              = local.tags
 }
 
+# Neither function is invoked asynchronously (SQS batches and API Gateway call them synchronously), so a
+# function-level dead-letter queue would never receive anything: failed wake-ups go to the queues' DLQs.
 resource "aws_lambda_function" "worker" {
-  function_name    = "${local.prefix}-worker"
-  description      = "SQS batch of wake-ups -> one wake-up per actor -> partial batch failures"
-  role             = aws_iam_role.worker.arn
-  handler          = "functions.worker.handler.handler"
-  runtime          = local.runtime
-  architectures    = [local.architecture]
-  memory_size      = 512
-  timeout          = local.worker_timeout
-  filename         = data.archive_file.code.output_path
-  source_code_hash = data.archive_file.code.output_base64sha256
-  layers           = [aws_lambda_layer_version.dependencies.arn]
-  publish          = true # a version per change, behind the alias "live" (SnapStart snapshots published versions)
+  #checkov:skip=CKV_AWS_116:Invoked synchronously only (SQS event source, API Gateway); failed wake-ups go to the queues DLQs
+  #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS and SSM public endpoints; a VPC would add NAT or endpoint costs
+  #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
+  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
+  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace; logs and metrics cover each wake-up and request
+  function_name                  = "${local.prefix}-worker"
+  description                    = "SQS batch of wake-ups -> one wake-up per actor -> partial batch failures"
+  role                           = aws_iam_role.worker.arn
+  handler                        = "functions.worker.handler.handler"
+  runtime                        = local.runtime
+  architectures                  = [local.architecture]
+  memory_size                    = 512
+  timeout                        = local.worker_timeout
+  reserved_concurrent_executions = var.worker_reserved_concurrency
+  filename                       = local.code_zip
+  source_code_hash               = filebase64sha256(local.code_zip)
+  layers                         = [aws_lambda_layer_version.dependencies.arn]
+  publish                        = true # a version per change, behind the alias "live" (SnapStart snapshots it)
 
   snap_start {
     apply_on = var.snap_start
@@ -220,32 +230,37 @@ resource "aws_lambda_function" "worker" {
   tags = local.tags
 }
 
-data "aws_ssm_parameter" "inspector_token" {
-  name            = var.inspector_token_parameter
-  with_decryption = true
-}
-
 resource "aws_lambda_function" "api" {
-  function_name    = "${local.prefix}-api"
-  description      = "The Dormant HTTP API (FastAPI through Mangum)"
-  role             = aws_iam_role.api.arn
-  handler          = "functions.api.handler.handler"
-  runtime          = local.runtime
-  architectures    = [local.architecture]
-  memory_size      = 512
-  timeout          = local.api_timeout
-  filename         = data.archive_file.code.output_path
-  source_code_hash = data.archive_file.code.output_base64sha256
-  layers           = [aws_lambda_layer_version.dependencies.arn]
-  publish          = true # a version per change, behind the alias "live" (SnapStart snapshots published versions)
+  #checkov:skip=CKV_AWS_116:Invoked synchronously only (SQS event source, API Gateway); failed wake-ups go to the queues DLQs
+  #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS and SSM public endpoints; a VPC would add NAT or endpoint costs
+  #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
+  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
+  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace; logs and metrics cover each wake-up and request
+  function_name                  = "${local.prefix}-api"
+  description                    = "The Dormant HTTP API (FastAPI through Mangum)"
+  role                           = aws_iam_role.api.arn
+  handler                        = "functions.api.handler.handler"
+  runtime                        = local.runtime
+  architectures                  = [local.architecture]
+  memory_size                    = 512
+  timeout                        = local.api_timeout
+  reserved_concurrent_executions = var.api_reserved_concurrency
+  filename                       = local.code_zip
+  source_code_hash               = filebase64sha256(local.code_zip)
+  layers                         = [aws_lambda_layer_version.dependencies.arn]
+  publish                        = true # a version per change, behind the alias "live" (SnapStart snapshots it)
 
   snap_start {
     apply_on = var.snap_start
   }
 
+  # The operator token is read at run time from its SSM parameter: only the name is here (and in the state).
   environment {
     variables = merge(local.environment, {
-      DORMANT_INSPECTOR_TOKEN = data.aws_ssm_parameter.inspector_token.value
+      DORMANT_AUTH_MODE                 = var.auth_mode
+      DORMANT_JWT_ISSUER                = var.jwt_issuer
+      DORMANT_JWT_AUDIENCE              = var.jwt_audience
+      DORMANT_INSPECTOR_TOKEN_PARAMETER = var.inspector_token_parameter
     })
   }
 
@@ -271,6 +286,8 @@ resource "aws_lambda_alias" "api" {
 }
 
 # Lambda's SQS event sources; the worker reports partial batch failures. FIFO queues take no batching window.
+# Each source starts at most worker_max_concurrency invocations, below the worker's reserved concurrency, so
+# batches are never throttled (a throttled batch would count as a receive on its way to the DLQ).
 resource "aws_lambda_event_source_mapping" "wake" {
   # Lambda checks at creation that the role may receive from the queue: wait for the role's policy.
   depends_on = [aws_iam_role_policy.worker]
@@ -279,6 +296,10 @@ resource "aws_lambda_event_source_mapping" "wake" {
   event_source_arn        = aws_sqs_queue.wake.arn
   batch_size              = 10
   function_response_types = ["ReportBatchItemFailures"]
+
+  scaling_config {
+    maximum_concurrency = var.worker_max_concurrency
+  }
 }
 
 resource "aws_lambda_event_source_mapping" "timers" {
@@ -289,129 +310,8 @@ resource "aws_lambda_event_source_mapping" "timers" {
   batch_size                         = 10
   maximum_batching_window_in_seconds = local.timer_batching_window
   function_response_types            = ["ReportBatchItemFailures"]
-}
 
-# -- the HTTP API: every route to the API function, on the $default stage (paths carry no stage prefix).
-resource "aws_apigatewayv2_api" "http" {
-  name          = "${local.prefix}-api"
-  protocol_type = "HTTP"
-  tags          = local.tags
-}
-
-resource "aws_apigatewayv2_integration" "api" {
-  api_id                 = aws_apigatewayv2_api.http.id
-  integration_type       = "AWS_PROXY"
-  integration_uri        = aws_lambda_alias.api.invoke_arn
-  payload_format_version = "2.0"
-}
-
-resource "aws_apigatewayv2_route" "default" {
-  api_id    = aws_apigatewayv2_api.http.id
-  route_key = "$default"
-  target    = "integrations/${aws_apigatewayv2_integration.api.id}"
-}
-
-resource "aws_apigatewayv2_stage" "default" {
-  api_id      = aws_apigatewayv2_api.http.id
-  name        = "$default"
-  auto_deploy = true
-  tags        = local.tags
-}
-
-resource "aws_lambda_permission" "http" {
-  statement_id  = "AllowHttpApi"
-  action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_alias.api.arn # the alias the integration invokes
-  principal     = "apigateway.amazonaws.com"
-  source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*"
-}
-
-# -- least privilege: each function may touch only these resources. The DynamoDB actions are exactly those
-# DynamoEventStore calls.
-data "aws_iam_policy_document" "assume_lambda" {
-  statement {
-    effect  = "Allow"
-    actions = ["sts:AssumeRole"]
-    principals {
-      type        = "Service"
-      identifiers = ["lambda.amazonaws.com"]
-    }
+  scaling_config {
+    maximum_concurrency = var.worker_max_concurrency
   }
-}
-
-data "aws_iam_policy_document" "worker" {
-  statement {
-    sid       = "Logs"
-    effect    = "Allow"
-    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    resources = ["${aws_cloudwatch_log_group.worker.arn}:*"]
-  }
-
-  statement {
-    sid       = "Store"
-    effect    = "Allow"
-    actions   = local.store_actions
-    resources = [aws_dynamodb_table.actors.arn, "${aws_dynamodb_table.actors.arn}/index/*"]
-  }
-
-  statement {
-    sid       = "SendWakeUps"
-    effect    = "Allow"
-    actions   = local.send_actions
-    resources = [aws_sqs_queue.wake.arn, aws_sqs_queue.timers.arn]
-  }
-
-  statement {
-    sid       = "EventSource"
-    effect    = "Allow"
-    actions   = local.event_source_actions
-    resources = [aws_sqs_queue.wake.arn, aws_sqs_queue.timers.arn]
-  }
-}
-
-data "aws_iam_policy_document" "api" {
-  statement {
-    sid       = "Logs"
-    effect    = "Allow"
-    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    resources = ["${aws_cloudwatch_log_group.api.arn}:*"]
-  }
-
-  statement {
-    sid       = "Store"
-    effect    = "Allow"
-    actions   = local.store_actions
-    resources = [aws_dynamodb_table.actors.arn, "${aws_dynamodb_table.actors.arn}/index/*"]
-  }
-
-  statement {
-    sid       = "SendWakeUps"
-    effect    = "Allow"
-    actions   = local.send_actions
-    resources = [aws_sqs_queue.wake.arn, aws_sqs_queue.timers.arn]
-  }
-}
-
-resource "aws_iam_role" "worker" {
-  name               = "${local.prefix}-worker"
-  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
-  tags               = local.tags
-}
-
-resource "aws_iam_role_policy" "worker" {
-  name   = "dormant-worker"
-  role   = aws_iam_role.worker.id
-  policy = data.aws_iam_policy_document.worker.json
-}
-
-resource "aws_iam_role" "api" {
-  name               = "${local.prefix}-api"
-  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
-  tags               = local.tags
-}
-
-resource "aws_iam_role_policy" "api" {
-  name   = "dormant-api"
-  role   = aws_iam_role.api.id
-  policy = data.aws_iam_policy_document.api.json
 }

@@ -35,3 +35,8 @@ output "worker_function_name" {
 output "api_function_name" {
   value = aws_lambda_function.api.function_name
 }
+
+output "api_access_log_group_name" {
+  description = "The API stage's access log (one JSON line per request, with the caller)"
+  value       = aws_cloudwatch_log_group.api_access.name
+}

@@ -21,7 +21,7 @@ variable "stage" {
 }
 
 variable "app" {
-  description = "DORMANT_APP: the registry the functions serve, as module:attribute; its package comes from app_source_dir."
+  description = "DORMANT_APP: the registry the functions serve, as module:attribute; its package is bundled by `make infra-zips APP_DIR=...`."
   type        = string
   default     = "examples.app:registry"
 
@@ -31,28 +31,87 @@ variable "app" {
   }
 }
 
-variable "app_source_dir" {
-  description = "Directory of the registry's package (bundled under its own name next to dormant/). Default: the repository's examples/."
+variable "code_zip" {
+  description = "The functions' bundle (lib/dormant, functions/, the registry's package), built by `make infra-zips`. Default: .build/code.zip here."
   type        = string
   default     = null
 }
 
-variable "source_root" {
-  description = "The Dormant repository (lib/ and functions/ are read from it). Default: the parent of this module."
+variable "layer_zip" {
+  description = "The dependencies layer (python3.13 on arm64), built by `make infra-zips` from `make lambda-layer`. Default: .build/layer.zip here."
   type        = string
   default     = null
 }
 
-variable "layer_dir" {
-  description = "Directory built by `make lambda-layer` (python/ with the dependencies for python3.13 on arm64). Default: <source_root>/build/lambda/layer."
+# -- who may call (../docs/deploy.md, "Authentication") --------------------------------------------------------
+variable "auth_mode" {
+  description = "How API Gateway authenticates callers of the actor routes (DORMANT_AUTH_MODE): iam (SigV4), jwt (jwt_issuer, jwt_audience) or none (anyone: demos only)."
   type        = string
-  default     = null
+  default     = "iam"
+
+  validation {
+    condition     = contains(["iam", "jwt", "none"], var.auth_mode)
+    error_message = "auth_mode must be iam, jwt or none."
+  }
+}
+
+variable "jwt_issuer" {
+  description = "With auth_mode = jwt, the token issuer URL (e.g. https://cognito-idp.<region>.amazonaws.com/<pool id>)."
+  type        = string
+  default     = ""
+}
+
+variable "jwt_audience" {
+  description = "With auth_mode = jwt, the accepted audiences (aud or client_id), comma-separated."
+  type        = string
+  default     = ""
 }
 
 variable "inspector_token_parameter" {
-  description = "Name of the SSM parameter (String or SecureString) holding the inspector bearer token (DORMANT_INSPECTOR_TOKEN)."
+  description = "Name of the SSM SecureString parameter holding the operator token; the API reads it at run time (DORMANT_INSPECTOR_TOKEN_PARAMETER), so the value is never in Terraform's state."
   type        = string
   default     = "/dormant/inspector-token"
+
+  validation {
+    condition     = can(regex("^/[A-Za-z0-9_./-]{1,1000}$", var.inspector_token_parameter))
+    error_message = "inspector_token_parameter must be an SSM parameter name starting with /."
+  }
+}
+
+# -- limits -----------------------------------------------------------------------------------------------------
+variable "throttling_rate_limit" {
+  description = "Steady requests per second the API stage accepts (all callers together); more get 429."
+  type        = number
+  default     = 50
+}
+
+variable "throttling_burst_limit" {
+  description = "Requests the API stage accepts in a burst above the rate."
+  type        = number
+  default     = 100
+}
+
+variable "api_reserved_concurrency" {
+  description = "Concurrent executions reserved for (and capping) the API function; -1 reserves none."
+  type        = number
+  default     = 20
+}
+
+variable "worker_reserved_concurrency" {
+  description = "Concurrent executions reserved for (and capping) the worker; -1 reserves none."
+  type        = number
+  default     = 10
+}
+
+variable "worker_max_concurrency" {
+  description = "Concurrent worker invocations each queue's event source starts at most; keep 2 x this <= worker_reserved_concurrency."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.worker_max_concurrency >= 2 && var.worker_max_concurrency <= 1000
+    error_message = "worker_max_concurrency must be between 2 and 1000 (Lambda's limits)."
+  }
 }
 
 variable "max_receives" {
@@ -66,14 +125,32 @@ variable "max_receives" {
   }
 }
 
+# -- data and operations ----------------------------------------------------------------------------------------
 variable "table_deletion_protection" {
-  description = "DynamoDB deletion protection of the actor table (turn it on in production)."
+  description = "DynamoDB deletion protection of the actor table (the table and queues also carry prevent_destroy)."
   type        = bool
-  default     = false
+  default     = true
+}
+
+variable "data_name_prefix" {
+  description = "Names of the table and queues, \"<prefix>-actors\", ...; empty: \"<name>-<stage>\". To change stage without moving the data, set it to the old \"<name>-<old stage>\"."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^([A-Za-z0-9][A-Za-z0-9-]{0,56})?$", var.data_name_prefix))
+    error_message = "data_name_prefix: empty, or letters, digits and dashes, at most 57 characters."
+  }
+}
+
+variable "alarm_topic_arn" {
+  description = "SNS topic the alarms notify (dead-letter queues not empty, worker errors); empty = alarms only."
+  type        = string
+  default     = ""
 }
 
 variable "log_retention_days" {
-  description = "Days the functions' CloudWatch logs are kept."
+  description = "Days the functions' and the API's CloudWatch logs are kept."
   type        = number
   default     = 30
 }

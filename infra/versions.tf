@@ -3,12 +3,9 @@ terraform {
 
   required_providers {
     aws = {
-      source  = "hashicorp/aws"
-      version = "~> 6.0"
-    }
-    archive = {
-      source  = "hashicorp/archive"
-      version = "~> 2.7"
+      source = "hashicorp/aws"
+      # 5.100 (the provider this module is tested with offline) and 6.x
+      version = ">= 5.100, < 7.0"
     }
   }
 }

@@ -6,7 +6,9 @@ only when a test asks for them; fake AWS credentials make sure nothing can reach
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -52,3 +54,22 @@ def dynalite_server(dynalite_server_process: Dynalite) -> str:
     return dynalite_server_process.endpoint
 
 
+
+
+@pytest.fixture(scope="session")
+def terraform_run() -> Iterator[Any]:
+    """infra/ applied to a moto server by Terraform, in the background (tests/deploy/terraform.py)."""
+    from tests.deploy.support import terraform
+    from tests.deploy.terraform import TerraformRun, provider_mirror
+
+    run = TerraformRun(terraform(), provider_mirror())
+    yield run
+    run.close()  # waits for the background destroy and fails the session if it left anything
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _terraform_starts_with_the_session(request: pytest.FixtureRequest) -> None:
+    """Terraform's apply mostly waits (minutes, on the AWS provider's SQS timers): when
+    tests/deploy/test_terraform.py is selected, it starts with the first test and the suite runs beside it."""
+    if shutil.which("terraform") and any(item.path.name == "test_terraform.py" for item in request.session.items):
+        request.getfixturevalue("terraform_run").start()

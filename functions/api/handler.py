@@ -1,9 +1,10 @@
 """API Lambda entry point: the HTTP API (dormant.http.app) behind API Gateway, through Mangum.
 
 Configuration comes from the environment (dormant.settings.Settings): DORMANT_APP names the registry
-(`module:attribute`), DORMANT_TABLE / DORMANT_QUEUE_* the resources, DORMANT_INSPECTOR_TOKEN the token
-of the inspector routes. The AWS clients are opened on the first request and reused by the container.
-Every request is logged as one JSON record (dormant.http.access through dormant.aws.telemetry).
+(`module:attribute`), DORMANT_TABLE / DORMANT_QUEUE_* the resources, DORMANT_AUTH_MODE how API Gateway
+authenticated the caller, DORMANT_INSPECTOR_TOKEN_PARAMETER the SSM parameter holding the operator token
+(read at run time). The AWS clients are opened at init (when the queue URLs are given) and reused by the
+container. Every request is logged as one JSON record (dormant.http.access through dormant.aws.telemetry).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from dormant.actor import ActorDefinition, Registry, actor, event, queue, setup
 from dormant.client import ActorHandle, Client
 from dormant.errors import (
     ActorNotFoundError,
+    ForbiddenError,
     InvalidKeyError,
     InvalidMessageError,
     UnknownActionError,
@@ -13,8 +14,10 @@ from dormant.errors import (
     VersionConflict,
 )
 from dormant.models import ActorStatus, SendResult
+from dormant.runtime.access import AccessRequest
 from dormant.runtime.contexts import ActionContext, HookContext, StepContext
 from dormant.workflow import (
+    Caller,
     HistoryDivergedError,
     JoinError,
     Loop,
@@ -31,10 +34,10 @@ from dormant.workflow import (
 )
 
 __all__ = [
-    "ActionContext", "ActorDefinition", "ActorHandle", "ActorNotFoundError", "ActorStatus", "Client",
-    "HistoryDivergedError", "HookContext", "InvalidKeyError", "InvalidMessageError", "JoinError", "Loop",
-    "NonRetryableError", "QueueMessage", "QueueTimeoutError", "RaceError", "RaceResult", "Registry", "SendResult",
-    "StepContext", "StepExhaustedError", "StepOnlyError", "StepTimeoutError", "UnknownActionError",
-    "UnknownActorError", "UnknownEventError", "UnknownQueueError", "VersionConflict", "WorkflowContext",
-    "WorkflowState", "actor", "event", "queue", "setup",
+    "AccessRequest", "ActionContext", "ActorDefinition", "ActorHandle", "ActorNotFoundError", "ActorStatus",
+    "Caller", "Client", "ForbiddenError", "HistoryDivergedError", "HookContext", "InvalidKeyError",
+    "InvalidMessageError", "JoinError", "Loop", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
+    "RaceError", "RaceResult", "Registry", "SendResult", "StepContext", "StepExhaustedError", "StepOnlyError",
+    "StepTimeoutError", "UnknownActionError", "UnknownActorError", "UnknownEventError", "UnknownQueueError",
+    "VersionConflict", "WorkflowContext", "WorkflowState", "actor", "event", "queue", "setup",
 ]

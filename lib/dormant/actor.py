@@ -97,6 +97,7 @@ class ActorDefinition:
     on_create_fn: Callable[..., Any] | None = None
     on_wake_fn: Callable[..., Any] | None = None
     on_sleep_fn: Callable[..., Any] | None = None
+    authorize_fn: Callable[..., Any] | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
     def workflow(self, fn: F) -> F:
@@ -125,6 +126,14 @@ class ActorDefinition:
 
     def on_sleep(self, fn: F) -> F:
         self.on_sleep_fn = fn
+        return fn
+
+    def authorize(self, fn: F) -> F:
+        """The authorization hook: `fn(request: AccessRequest) -> bool` (sync or async) decides whether
+        `request.caller` may do `request.operation` on this actor; only True allows (dormant.runtime.access)."""
+        if self.authorize_fn is not None:
+            raise WorkflowDefinitionError(f'actor "{self.name}" already has an authorization hook')
+        self.authorize_fn = fn
         return fn
 
     # -- lookups with clear errors -------------------------------------------------------------

@@ -13,10 +13,12 @@ from dormant.models import ActorStatus, OperationPage, OperationResult, SendResu
 from dormant.ports import ActorPage, ActorRef, ActorSummary, Clock, EventRecord, EventStore, Transport
 from dormant.runtime.ids import IdSource
 from dormant.runtime.operations import Operator
+from dormant.workflow.caller import Caller
 from dormant.workflow.history import HistoryEntry, WorkflowState
 
 if TYPE_CHECKING:
     from dormant.actor import Registry
+    from dormant.runtime.access import Operation
 
 
 class ActorOperations(Protocol):
@@ -29,13 +31,18 @@ class ActorOperations(Protocol):
 
     def ref(self, actor_name: str, key: str | Sequence[str]) -> ActorRef: ...
 
-    async def ensure_created(self, ref: ActorRef, actor_input: Any = None) -> bool: ...
+    async def authorize(self, ref: ActorRef, caller: Caller, operation: Operation, target: str | None = None
+                        ) -> None: ...
+
+    async def ensure_created(self, ref: ActorRef, actor_input: Any = None, *, caller: Caller | None = None
+                             ) -> bool: ...
 
     async def send(self, ref: ActorRef, queue_name: str, body: Any, *, wait: bool = False,
                    timeout: float | None = None, message_id: str | None = None,
-                   actor_input: Any = None) -> SendResult: ...
+                   actor_input: Any = None, sender: Caller | None = None) -> SendResult: ...
 
-    async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None) -> Any: ...
+    async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None,
+                   caller: Caller | None = None) -> Any: ...
 
     async def state(self, ref: ActorRef) -> Any: ...
 
@@ -61,19 +68,28 @@ class ActionShortcuts:
 
 
 class ActorHandle(ActionShortcuts):
-    """A handle to one actor. No I/O until the first request, which creates the actor."""
+    """A handle to one actor. No I/O until the first request, which creates the actor.
+
+    With a `caller`, every request is first put to the actor's authorization hook (ForbiddenError if it
+    refuses), and the caller is recorded as the sender of messages and `c.caller` of actions."""
 
     def __init__(self, service: ActorOperations, ref: ActorRef, *, actor_input: Any = None,
-                 ids: IdSource | None = None) -> None:
+                 ids: IdSource | None = None, caller: Caller | None = None) -> None:
         self._service = service
         self._input = actor_input
         self._ids = ids
+        self._caller = caller
         self._created = False
         self.ref = ref
 
-    async def _ensure(self) -> None:
+    async def _authorize(self, operation: Operation, target: str | None = None) -> None:
+        if self._caller is not None:
+            await self._service.authorize(self.ref, self._caller, operation, target)
+
+    async def _ensure(self, operation: Operation) -> None:
+        await self._authorize(operation)
         if not self._created:
-            await self._service.ensure_created(self.ref, self._input)
+            await self._service.ensure_created(self.ref, self._input, caller=self._caller)
             self._created = True
 
     async def send(self, queue: str, body: Any, *, wait: bool = False, timeout: float | None = None,
@@ -81,31 +97,33 @@ class ActorHandle(ActionShortcuts):
         """Send to a queue. `message_id` makes retries idempotent (a duplicate id is ignored)."""
         # No _ensure() first: a rejected message must not create the actor; the service creates it once
         # the message is known to be valid.
+        await self._authorize("send", queue)
         mid = message_id or (self._ids() if self._ids else None)
         result = await self._service.send(self.ref, queue, body, wait=wait, timeout=timeout, message_id=mid,
-                                          actor_input=self._input)
+                                          actor_input=self._input, sender=self._caller)
         self._created = True
         return result
 
     async def call(self, action: str, *args: Any) -> Any:
-        result = await self._service.call(self.ref, action, args, actor_input=self._input)
+        await self._authorize("call", action)
+        result = await self._service.call(self.ref, action, args, actor_input=self._input, caller=self._caller)
         self._created = True
         return result
 
     async def state(self) -> Any:
-        await self._ensure()
+        await self._ensure("state")
         return await self._service.state(self.ref)
 
     async def status(self) -> ActorStatus:
-        await self._ensure()
+        await self._ensure("status")
         return await self._service.status(self.ref)
 
     async def history(self) -> list[HistoryEntry]:
-        await self._ensure()
+        await self._ensure("history")
         return await self._service.history(self.ref)
 
     async def events(self, *, after: int = 0, follow: bool = True) -> AsyncIterator[EventRecord]:
-        await self._ensure()
+        await self._ensure("events")
         async for record in self._service.events(self.ref, after=after, follow=follow):
             yield record
 
@@ -126,14 +144,24 @@ class ActorHandle(ActionShortcuts):
 
 
 class Client:
-    """In-process client over the actor operations (an ActorService)."""
+    """In-process client over the actor operations (an ActorService).
 
-    def __init__(self, service: ActorOperations, *, ids: IdSource | None = None) -> None:
+    Without a `caller` it is the application itself (tests, scripts, the runtime): no authorization hook is
+    asked. `client.as_caller(caller)` (or `Client(service, caller=...)`) makes requests on someone's behalf."""
+
+    def __init__(self, service: ActorOperations, *, ids: IdSource | None = None, caller: Caller | None = None
+                 ) -> None:
         self._service = service
         self._ids = ids
+        self.caller = caller
+
+    def as_caller(self, caller: Caller | None) -> Client:
+        """The same client, making its requests as `caller`."""
+        return Client(self._service, ids=self._ids, caller=caller)
 
     def get_or_create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> ActorHandle:
-        return ActorHandle(self._service, self._service.ref(actor_name, key), actor_input=input, ids=self._ids)
+        return ActorHandle(self._service, self._service.ref(actor_name, key), actor_input=input, ids=self._ids,
+                           caller=self.caller)
 
     # -- operator actions --------------------------------------------------------------------------------
     async def list_actors(self, actor_type: str, *, status: WorkflowState | str | None = None, limit: int = 100,

@@ -71,3 +71,7 @@ class StillDivergedError(NotResumableError):
     def __init__(self, message: str, divergence: dict[str, object] | None = None) -> None:
         self.divergence = divergence or {}
         super().__init__(message)
+
+
+class ForbiddenError(DormantError):
+    """The actor's authorization hook refused the caller this operation (HTTP 403 `forbidden`)."""

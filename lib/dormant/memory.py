@@ -10,6 +10,7 @@ import asyncio
 import heapq
 import itertools
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -70,6 +71,7 @@ class MemoryEventStore:
         self._actors: dict[str, _Actor] = {}
         self._early: dict[str, _Actor] = {}  # inboxes of actors that do not exist yet
         self._changed = asyncio.Condition()
+        self._waiting = 0  # callers inside _wait_until
         self.calls = 0
         self.commit_log: list[CommitLogEntry] = []
         self._fail_at: dict[int, Literal["before", "after"]] = {}
@@ -102,8 +104,22 @@ class MemoryEventStore:
             raise InjectedFault(f"injected failure after {operation} (call {self.calls})")
 
     async def _notify(self) -> None:
+        if not self._waiting:  # nobody waits: skip the condition's lock (a commit per step adds up)
+            return
         async with self._changed:
             self._changed.notify_all()
+
+    async def _wait_until(self, ready: Callable[[], bool], timeout: float) -> bool:
+        """Wait (at most `timeout` seconds) until `ready()`; False on timeout."""
+        self._waiting += 1
+        try:
+            async with self._changed:
+                await asyncio.wait_for(self._changed.wait_for(ready), timeout)
+        except TimeoutError:
+            return False
+        finally:
+            self._waiting -= 1
+        return True
 
     # -- EventStore ----------------------------------------------------------------------------
     async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
@@ -186,6 +202,7 @@ class MemoryEventStore:
             return False
         record.seen_ids.add(message.id)
         record.inbox[message.id] = message.model_dump(mode="json")
+        await self._notify()  # a running wake-up may be waiting for it (wait_inbox)
         self._leave(when, "enqueue")
         return True
 
@@ -194,13 +211,20 @@ class MemoryEventStore:
             record = self._actors.get(ref.id)
             return record is not None and message_id in record.responses
 
-        if not ready():  # (wait_for with a zero timeout would not even look)
-            async with self._changed:
-                try:
-                    await asyncio.wait_for(self._changed.wait_for(ready), timeout)
-                except TimeoutError:
-                    return False, None
+        if not ready() and not await self._wait_until(ready, timeout):  # (a zero timeout still looks once)
+            return False, None
         return True, self._actors[ref.id].responses[message_id]
+
+    async def wait_inbox(self, ref: ActorRef, known: AbstractSet[str], timeout: float) -> list[InboxMessage]:
+        def fresh() -> list[dict[str, Any]]:
+            record = self._actors.get(ref.id)
+            if record is None:
+                return []
+            return [m for mid, m in record.inbox.items() if mid not in known]
+
+        if not fresh() and not await self._wait_until(lambda: bool(fresh()), timeout):
+            return []
+        return [InboxMessage.model_validate(m) for m in fresh()]
 
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
         record = self._actors.get(ref.id)
@@ -213,12 +237,8 @@ class MemoryEventStore:
             record = self._actors.get(ref.id)
             return record is not None and bool(record.events) and record.events[-1]["seq"] > after
 
-        if not ready():
-            async with self._changed:
-                try:
-                    await asyncio.wait_for(self._changed.wait_for(ready), timeout)
-                except TimeoutError:
-                    return []
+        if not ready() and not await self._wait_until(ready, timeout):
+            return []
         return await self.read_events(ref, after, 1000)
 
     async def record_wake_error(self, ref: ActorRef, error: WakeError) -> None:

@@ -6,12 +6,14 @@ Backends (memory, AWS) implement these Protocols; the runtime and the engine kno
 from __future__ import annotations
 
 import functools
+from collections.abc import Set as AbstractSet
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dormant.errors import InvalidCursorError, InvalidKeyError
+from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
@@ -56,6 +58,8 @@ class InboxMessage(BaseModel):
     kind: Literal["queue", "action"] = "queue"
     args: list[Any] = Field(default_factory=list)
     not_before: float | None = None
+    sender: Caller | None = None
+    """Who sent it (the workflow sees it as `message.sender`); None for messages stored before senders were."""
 
 
 class EventRecord(BaseModel):
@@ -161,6 +165,11 @@ class EventStore(Protocol):
         """(True, response) once a completable message is answered, (False, None) after `timeout`."""
         ...
 
+    async def wait_inbox(self, ref: ActorRef, known: AbstractSet[str], timeout: float) -> list[InboxMessage]:
+        """Pending inbox messages of `ref` (in send order) whose ids are not in `known`, as soon as there is
+        one, or [] after `timeout` seconds. A running wake-up's in-process queue wait uses it."""
+        ...
+
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]: ...
 
     async def wait_events(self, ref: ActorRef, after: int, timeout: float) -> list[EventRecord]:
@@ -199,6 +208,16 @@ class Transport(Protocol):
 
 
 class Clock(Protocol):
+    @property
+    def realtime(self) -> bool:
+        """True when time passes by itself (the system clock); False for a test clock that stands still
+        unless moved: a wake-up then never waits in process for time to pass with nothing else running."""
+        ...
+
     def now(self) -> float:
         """Seconds since the epoch."""
+        ...
+
+    async def sleep_until(self, moment: float) -> None:
+        """Return once `now()` has reached `moment` (a clock that stands still: once it is moved there)."""
         ...

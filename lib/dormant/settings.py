@@ -6,7 +6,7 @@ The same code runs on AWS, a moto server, LocalStack or any compatible endpoint:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -68,7 +68,29 @@ class Settings(BaseSettings):
     app: str | None = None
     """The registry as `module:attribute` (DORMANT_APP)."""
     inspector_token: SecretStr | None = None
-    """Bearer token for the inspector and history routes (DORMANT_INSPECTOR_TOKEN)."""
+    """Bearer token for the inspector and history routes (DORMANT_INSPECTOR_TOKEN): for dev and tests. Deployed,
+    the API reads it at run time from `inspector_token_parameter` or `inspector_token_secret` instead."""
+    inspector_token_parameter: str | None = None
+    """Name of the SSM SecureString parameter holding the operator token (DORMANT_INSPECTOR_TOKEN_PARAMETER)."""
+    inspector_token_secret: str | None = None
+    """Secrets Manager secret (name or ARN) holding the operator token (DORMANT_INSPECTOR_TOKEN_SECRET)."""
+    secret_cache_seconds: float = Field(300.0, ge=0)
+    """How long a container keeps a token read from SSM or Secrets Manager before reading it again (rotation
+    reaches every container within this time)."""
+
+    # -- authentication ------------------------------------------------------------------------------
+    auth_mode: Literal["iam", "jwt", "none"] = "iam"
+    """Who may call the actor routes (DORMANT_AUTH_MODE, set by template.yaml / infra/): `iam` (API Gateway
+    checked a SigV4 signature), `jwt` (API Gateway's JWT authorizer checked a bearer token), `none` (anyone:
+    demos). With iam/jwt the app reads the verified identity from the request context; none there is 401."""
+    jwt_issuer: str | None = None
+    """The JWT issuer the API trusts (DORMANT_JWT_ISSUER); checked again on the claims when set."""
+    jwt_audience: str | None = None
+    """Comma-separated audiences (DORMANT_JWT_AUDIENCE); a token's `aud` or `client_id` must name one."""
+    api_max_waits_per_caller: int = Field(4, ge=1)
+    """Long requests (send with wait=true, events with wait>0) one caller may hold open at once in one API
+    process (DORMANT_API_MAX_WAITS_PER_CALLER); more get 429. On Lambda each container serves one request
+    at a time: there the API's reserved concurrency bounds them."""
     dev: bool = False
     """Dev mode (DORMANT_DEV): inspector routes need no token."""
     max_body_bytes: int = Field(256 * 1024, ge=1)
@@ -76,6 +98,9 @@ class Settings(BaseSettings):
     api_max_wait: float = Field(25.0, gt=0)
     """Longest the HTTP API holds a request for `send(wait=True)` or an events long-poll
     (DORMANT_API_MAX_WAIT); API Gateway cuts requests at 30 s."""
+
+    def jwt_audiences(self) -> set[str]:
+        return {part.strip() for part in (self.jwt_audience or "").split(",") if part.strip()}
 
     def client_kwargs(self, service: str | None = None) -> dict[str, Any]:
         """Keyword arguments for `session.create_client(service, **kwargs)`; naming the service ("dynamodb",

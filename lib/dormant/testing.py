@@ -10,7 +10,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -19,6 +21,7 @@ from dormant.client import Client
 from dormant.errors import WakeFailedError
 from dormant.memory import MemoryEventStore, MemoryTransport
 from dormant.ports import ActorRef
+from dormant.runtime.clocks import Sleepers
 from dormant.runtime.service import ActorService
 from dormant.runtime.wake import WakeReport, wake_actor
 
@@ -28,10 +31,16 @@ MAX_WAKE_FAILURES = 5
 
 
 class VirtualClock:
-    """A clock that only moves when told to."""
+    """A clock that only moves when told to (`set`, `advance`).
+
+    A wake-up waiting in process beside a running step (a race timer, say) waits on this clock: moving
+    it past the deadline ends the wait; `TestEnv.advance` moves it too."""
+
+    realtime = False
 
     def __init__(self, start: float = DEFAULT_START) -> None:
         self._now = start
+        self._sleepers = Sleepers()
 
     def now(self) -> float:
         return self._now
@@ -40,6 +49,16 @@ class VirtualClock:
         if moment < self._now:
             raise ValueError("the virtual clock cannot go back")
         self._now = moment
+        self._sleepers.moved()
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock now, without waiting for anything (e.g. while a step is in flight)."""
+        if seconds < 0:
+            raise ValueError("the virtual clock cannot go back")
+        self.set(self._now + seconds)
+
+    async def sleep_until(self, moment: float) -> None:
+        await self._sleepers.sleep_until(self.now, moment, realtime=False)
 
 
 @dataclass
@@ -154,6 +173,12 @@ class TestEnv:
 
     def now(self) -> float:
         return self.clock.now()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Wake-ups run while inside (here they always do; AwsTestEnv runs its pollers only inside), e.g.
+        `async with env.running(): await started.wait()` to let a step begin before moving the clock."""
+        yield
 
     async def run_until_idle(self) -> None:
         """Run wake-ups until nothing is due at the current virtual time."""

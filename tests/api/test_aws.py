@@ -48,7 +48,7 @@ def moto() -> Iterator[str]:
 
 def _settings(moto: str, **overrides: Any) -> Settings:
     return Settings(endpoint_url=moto, region="us-east-1", inspector_token=TOKEN,  # type: ignore[arg-type]
-                    **overrides)
+                    auth_mode="none", **overrides)
 
 
 @asynccontextmanager
@@ -173,7 +173,8 @@ async def test_the_lambda_module_serves_requests_on_aws(moto: str, monkeypatch: 
     async with AwsTestEnv(registry, settings=_settings(moto), autorun=True) as env:
         for name, value in {"DORMANT_APP": "tests.api.apps:registry", "DORMANT_ENDPOINT_URL": moto,
                             "DORMANT_TABLE": env.settings.table, "DORMANT_QUEUE_URL": env.urls.wake,
-                            "DORMANT_TIMER_QUEUE_URL": env.urls.timers, "DORMANT_INSPECTOR_TOKEN": TOKEN}.items():
+                            "DORMANT_TIMER_QUEUE_URL": env.urls.timers, "DORMANT_INSPECTOR_TOKEN": TOKEN,
+                            "DORMANT_AUTH_MODE": "none"}.items():  # the events carry no authorizer context
             monkeypatch.setenv(name, value)
         spec = importlib.util.spec_from_file_location("api_handler_on_aws", HANDLER_PATH)
         assert spec is not None and spec.loader is not None

@@ -174,7 +174,7 @@ def _check(case: Case, status: int, body: object, problems: list[str]) -> None:
 
 
 def _settings() -> Settings:
-    return Settings(dev=False, inspector_token=TOKEN, max_body_bytes=LIMIT)  # type: ignore[arg-type]
+    return Settings(dev=False, inspector_token=TOKEN, max_body_bytes=LIMIT, auth_mode="none")  # type: ignore[arg-type]
 
 
 def test_the_table_has_at_least_twenty_cases() -> None:

@@ -164,7 +164,7 @@ async def test_without_a_registry_state_and_results_are_json() -> None:
 
 
 async def test_history_needs_the_token_when_the_server_is_not_in_dev_mode() -> None:
-    settings = Settings(inspector_token=TOKEN)  # type: ignore[arg-type]
+    settings = Settings(inspector_token=TOKEN, auth_mode="none")  # type: ignore[arg-type]
     async with served_env(registry, settings) as (env, url), HttpClient(url, registry=registry) as anonymous, \
             HttpClient(url, TOKEN, registry=registry) as inspector:
         await anonymous.get_or_create("account", ["a"]).send("deposit", {"amount": 2})

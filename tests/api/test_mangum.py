@@ -30,7 +30,7 @@ CONTEXT: Any = None  # the Lambda context: the app does not read it
 
 
 def _settings() -> Settings:
-    return Settings(dev=False, inspector_token=TOKEN)  # type: ignore[arg-type]
+    return Settings(dev=False, inspector_token=TOKEN, auth_mode="none")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("make_event", [http_api_v2_event, rest_v1_event], ids=["http-api-v2", "rest-v1"])
@@ -95,6 +95,7 @@ def test_a_base64_body_is_decoded_byte_for_byte() -> None:
 def _load_handler(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.setenv("DORMANT_APP", "tests.api.apps:registry")
     monkeypatch.setenv("DORMANT_INSPECTOR_TOKEN", TOKEN)
+    monkeypatch.setenv("DORMANT_AUTH_MODE", "none")  # the hand-built events carry no authorizer context
     spec = importlib.util.spec_from_file_location("api_handler_under_test", HANDLER_PATH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

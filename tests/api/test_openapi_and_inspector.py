@@ -54,7 +54,7 @@ async def test_openapi_shows_queue_bodies_responses_state_and_actions() -> None:
 
 
 async def test_inspector_lists_entries_in_order_with_locations_and_metadata() -> None:
-    settings = Settings(inspector_token=TOKEN)  # type: ignore[arg-type]
+    settings = Settings(inspector_token=TOKEN, auth_mode="none")  # type: ignore[arg-type]
     auth = {"Authorization": f"Bearer {TOKEN}"}
     async with served_env(registry, settings) as (env, url), httpx.AsyncClient(base_url=url) as http:
         for amount in (3, 4):
@@ -98,7 +98,7 @@ async def test_inspector_shows_join_branches() -> None:
 
 async def test_protected_routes_are_closed_without_a_configured_token_and_open_in_dev_mode() -> None:
     route = "/actors/plain/p/inspector/workflow-history"
-    async with served_env(registry, Settings()) as (_, url), httpx.AsyncClient(base_url=url) as http:
+    async with served_env(registry, Settings(auth_mode="none")) as (_, url), httpx.AsyncClient(base_url=url) as http:
         await http.put("/actors/plain/p")
         closed = await http.get(route, headers={"Authorization": "Bearer anything"})
     assert closed.status_code == 401 and "DORMANT_INSPECTOR_TOKEN" in closed.json()["error"]["message"]
@@ -110,7 +110,7 @@ async def test_protected_routes_are_closed_without_a_configured_token_and_open_i
 async def test_export_route_gives_a_replayable_history_behind_the_token() -> None:
     from dormant.runtime.offline import parse_export, replay_snapshot
 
-    settings = Settings(inspector_token=TOKEN)  # type: ignore[arg-type]
+    settings = Settings(inspector_token=TOKEN, auth_mode="none")  # type: ignore[arg-type]
     route = "/actors/account/alice/inspector/export"
     async with served_env(registry, settings) as (env, url), httpx.AsyncClient(base_url=url) as http:
         for amount in (3, 4):

@@ -32,7 +32,7 @@ def api() -> Iterator[str]:
             for key in ("alice", "bob"):
                 await env.client.get_or_create("account", [key]).send("deposit", {"amount": 3})
             await env.run_until_idle()
-            settings = Settings(dev=False, inspector_token=TOKEN)  # type: ignore[arg-type]
+            settings = Settings(dev=False, inspector_token=TOKEN, auth_mode="none")  # type: ignore[arg-type]
             async with serve(create_app(registry, settings, service=env.service)) as url:
                 found["url"] = url
                 ready.set()

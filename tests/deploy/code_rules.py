@@ -2,8 +2,10 @@
 
 The sources of truth are the code's own definitions: the table of `aws_store.table_definition` and
 `TTL_ATTRIBUTE`, the DynamoDB operations `DynamoEventStore` can call, the SQS calls `SqsTransport` makes, the
-`DORMANT_*` settings and their default queue names, the Lambda entry points in functions/, and the layer's
-platform in the Makefile.
+`DORMANT_*` settings and their default queue names, the Lambda entry points in functions/, the layer's
+platform in the Makefile, the auth modes `Settings.auth_mode` knows and the operator routes of the HTTP API.
+Security rules hold in every scenario (tests/deploy/describe.py SCENARIOS): callers authenticated as the auth
+mode says, the operator token never in an environment, data retained, queues encrypted, limits and alarms set.
 """
 
 from __future__ import annotations
@@ -33,6 +35,21 @@ ENVIRONMENT = {
     "DORMANT_FIFO_DLQ_URL": "{wake_dlq.url}", "DORMANT_FIFO_DLQ_NAME": "{wake_dlq.name}",
     "DORMANT_APP": "{param.app}", "DORMANT_MAX_RECEIVES": "{param.max_receives}",
 }
+# what the API function alone is given: how callers authenticate, where the operator token is
+API_ENVIRONMENT = {
+    "DORMANT_AUTH_MODE": "{param.auth_mode}", "DORMANT_JWT_ISSUER": "{param.jwt_issuer}",
+    "DORMANT_JWT_AUDIENCE": "{param.jwt_audience}",
+    "DORMANT_INSPECTOR_TOKEN_PARAMETER": "{param.inspector_token_parameter}",
+}
+# auth mode -> the $default route's API Gateway authorization
+AUTHORIZATION = {"iam": "AWS_IAM", "jwt": "JWT", "none": "NONE"}
+# Routes API Gateway leaves to the app (no authorizer): those the app guards with the operator token
+# (tests/deploy/test_parity.py checks the app refuses them without it)
+OPERATOR_ROUTES = {"GET /actors/{actor}/{key}/history", "GET /actors/{actor}/{key}/inspector/{proxy+}",
+                   "GET /actors/{actor}", "POST /actors/{actor}/resume", "POST /actors/{actor}/{key}/resume",
+                   "POST /actors/{actor}/{key}/terminate", "DELETE /actors/{actor}/{key}"}
+OPERATOR_TOKEN_ARN = ("arn:{AWS::Partition}:ssm:{AWS::Region}:{AWS::AccountId}:"
+                      "parameter{param.inspector_token_parameter}")
 # queue role -> the Settings field holding its default name ("dormant" + the suffix every deployment uses)
 QUEUE_NAMES = {"wake": "queue_name", "timers": "timer_queue_name", "timers_dlq": "dlq_name",
                "wake_dlq": "fifo_dlq_name"}
@@ -97,10 +114,11 @@ def _makefile_variable(name: str) -> str:
     return match.group(1)
 
 
-def code_mismatches(d: Description) -> list[str]:
-    """Everything in the description that does not fit the code (empty when all is well)."""
+def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> list[str]:
+    """Everything in the description (of the scenario `values`) that does not fit the code."""
     problems: list[str] = []
     settings = Settings(_env_file=None)
+    scenario = {**d["parameters"], **(values or {})}
 
     # -- the table: exactly what the store creates in tests and `dormant dev`
     definition = aws_store.table_definition("t")
@@ -127,17 +145,22 @@ def code_mismatches(d: Description) -> list[str]:
         problems.append(f"functions: {sorted(functions)}, expected worker and api")
     for role, function in functions.items():
         env = function["environment"]
-        for name, target in ENVIRONMENT.items():
+        for name, target in {**ENVIRONMENT, **(API_ENVIRONMENT if role == "api" else {})}.items():
             if env.get(name) != target:
                 problems.append(f"{role} {name} = {env.get(name)!r}, expected {target}")
         for name in env:
             field = name.removeprefix("DORMANT_").lower()
             if not name.startswith("DORMANT_") or field not in Settings.model_fields:
                 problems.append(f"{role} sets {name}, which dormant.settings.Settings does not read")
-        has_token = "DORMANT_INSPECTOR_TOKEN" in env
-        if has_token != (role == "api"):
-            problems.append(f"{role}: DORMANT_INSPECTOR_TOKEN {'set' if has_token else 'missing'} "
-                            "(only the API serves the inspector)")
+            if role != "api" and name in API_ENVIRONMENT:
+                problems.append(f"{role} sets {name}: only the API authenticates callers")
+        if "DORMANT_INSPECTOR_TOKEN" in env:
+            problems.append(f"{role}: DORMANT_INSPECTOR_TOKEN puts the operator token in the environment (and "
+                            "the stack's state): the API reads it from SSM at run time")
+        reserved = function.get("reserved_concurrency")
+        if reserved != -1 and reserved != "{param." + role + "_reserved_concurrency}":
+            problems.append(f"{role} reserved concurrency {reserved!r}: expected the {role}_reserved_concurrency "
+                            "parameter (or none with -1)")
         module, _, attribute = function["handler"].rpartition(".")
         path = ROOT / (module.replace(".", "/") + ".py")
         if not path.exists() or not _defines(path, attribute):
@@ -149,7 +172,17 @@ def code_mismatches(d: Description) -> list[str]:
         problems.append(f"api timeout {api_timeout}: must exceed DORMANT_API_MAX_WAIT ({settings.api_max_wait} s) "
                         "and be at most API Gateway's 30 s")
 
-    # -- queues: names, FIFO-ness, redrive
+    # -- the data: retained with the stack, PITR, deletion protection by default; names from the data prefix
+    data_prefix = "{param.data_name_prefix}" if scenario.get("data_name_prefix") else "{prefix}"
+    if table.get("name") != data_prefix + "-actors":
+        problems.append(f"table named {table.get('name')!r}, expected {data_prefix}-actors")
+    if not table.get("retained") or not table.get("point_in_time_recovery"):
+        problems.append("table: must be retained when the stack goes or replaces it, with point-in-time recovery")
+    if table.get("deletion_protection") != "{param.table_deletion_protection}" \
+            or d["parameters"].get("table_deletion_protection") is not True:
+        problems.append("table deletion protection: a parameter, on by default")
+
+    # -- queues: names, FIFO-ness, redrive, encryption, retained
     queues = d["queues"]
     for role, field in QUEUE_NAMES.items():
         queue = queues.get(role)
@@ -157,8 +190,10 @@ def code_mismatches(d: Description) -> list[str]:
         if queue is None:
             problems.append(f"queue {role} is missing")
             continue
-        if queue["name"] != "{prefix}" + default.removeprefix("dormant"):
+        if queue["name"] != data_prefix + default.removeprefix("dormant"):
             problems.append(f"queue {role} is named {queue['name']!r}; the code's default {field} is {default!r}")
+        if queue["encryption"] is None or not queue["retained"]:
+            problems.append(f"queue {role}: must be encrypted at rest and retained with the stack")
         if queue["fifo"] != default.endswith(".fifo"):
             problems.append(f"queue {role}: FifoQueue={queue['fifo']} but its name {default!r} says otherwise")
         # The attributes `dormant dev` and the tests create the queues with (all but the visibility timeout).
@@ -183,7 +218,7 @@ def code_mismatches(d: Description) -> list[str]:
     # -- event sources: both queues, partial failures, visibility >= 6 x timeout (+ window)
     worker_timeout = functions.get("worker", {}).get("timeout", 0)
     sources = {target: settings_ for (function, target), settings_ in d["event_sources"].items()
-               if function == "{worker_alias.arn}"}  # the alias "live": a published version (SnapStart)
+               if function == "{worker_alias.arn}"}  # the alias `live`: a published version (SnapStart)
     if set(sources) != {"{wake.arn}", "{timers.arn}"} or len(d["event_sources"]) != 2:
         problems.append(f"event sources {sorted(map(str, d['event_sources']))}: expected the worker on wake and "
                         "timers only")
@@ -200,6 +235,13 @@ def code_mismatches(d: Description) -> list[str]:
             problems.append(f"event source {role}: a FIFO queue takes no batching window and at most 10 messages")
         if not source["enabled"]:
             problems.append(f"event source {role} is disabled")
+        if source["max_concurrency"] != "{param.worker_max_concurrency}":
+            problems.append(f"event source {role}: maximum concurrency {source['max_concurrency']!r}, expected "
+                            "the worker_max_concurrency parameter")
+    # Both event sources at their maximum stay within the worker's reservation: batches are never throttled.
+    parameters = d["parameters"]
+    if not 2 * parameters.get("worker_max_concurrency", 0) <= parameters.get("worker_reserved_concurrency", 0):
+        problems.append("defaults: 2 x worker_max_concurrency must fit in worker_reserved_concurrency")
 
     # -- IAM: what the code calls, on these resources only
     store = store_actions()
@@ -221,6 +263,8 @@ def code_mismatches(d: Description) -> list[str]:
         expected.update({action: source_queues for action in send})
         if needs_event_source:
             expected.update({action: source_queues for action in EVENT_SOURCE_ACTIONS})
+        else:  # the API reads the operator token from its one parameter
+            expected["ssm:GetParameter"] = {OPERATOR_TOKEN_ARN}
         logs = "{" + role.replace("_role", "_logs") + ".arn}:*"
         expected.update({"logs:CreateLogStream": {logs}, "logs:PutLogEvents": {logs}})
         if grants != expected:
@@ -247,8 +291,78 @@ def code_mismatches(d: Description) -> list[str]:
     if layer.get("runtimes") != [f"python{python}"] or layer.get("architectures") != [arch]:
         problems.append(f"layer {layer}: expected python{python} on {arch}")
 
-    # -- the HTTP API: every route to the API function, on the $default stage (the app sees unprefixed paths)
-    if d["http"] != {"http_api": {"$default": {"payload": "2.0", "target": "api_alias"}}, "stage": "$default"}:
-        problems.append(f"HTTP API {d['http']}: expected the $default route (payload 2.0) to the API function's alias, "
-                        "on the $default stage")
+    problems += _http_mismatches(d, scenario)
+    problems += _alarm_mismatches(d, scenario)
+    for role, group in d["log_groups"].items():
+        if group["retention"] != "{param.log_retention_days}":
+            problems.append(f"log group {role} keeps logs {group['retention']!r}, expected log_retention_days")
     return problems
+
+
+def _http_mismatches(d: Description, scenario: dict[str, Any]) -> list[str]:
+    """Every route to the API function on the $default stage (the app sees unprefixed paths); the actor routes
+    authenticated as the auth mode says, only the operator routes left to the app; throttled, access-logged."""
+    problems = []
+    http = d["http"]
+    routes = http["routes"]
+    mode = scenario.get("auth_mode")
+    if set(routes) != {"$default"} | OPERATOR_ROUTES:
+        problems.append(f"routes {sorted(routes)}: expected $default and the operator routes {sorted(OPERATOR_ROUTES)}")
+    for key, route in routes.items():
+        if (route["target"], route["payload"], route["integration"]) != ("api_alias", "2.0", "AWS_PROXY"):
+            problems.append(f"route {key}: expected the API function's alias through AWS_PROXY, payload 2.0")
+    default = routes.get("$default", {})
+    if mode not in AUTHORIZATION or default.get("authorization") != AUTHORIZATION[mode]:
+        problems.append(f"auth mode {mode}: the $default route's authorization is {default.get('authorization')!r}")
+    authorizers = http["authorizers"]
+    if mode == "jwt":
+        expected = {"jwt_authorizer": {"type": "JWT", "identity_sources": ["$request.header.Authorization"],
+                                       "issuer": "{param.jwt_issuer}",
+                                       "audience": "split(',', {param.jwt_audience})"}}
+        if authorizers != expected or default.get("authorizer") != "{jwt_authorizer.id}":
+            problems.append(f"jwt mode: authorizers {authorizers}, $default uses {default.get('authorizer')!r}")
+    elif authorizers or default.get("authorizer") is not None:
+        problems.append(f"auth mode {mode} has authorizers {sorted(authorizers)}")
+    for key in OPERATOR_ROUTES & set(routes):
+        if routes[key]["authorization"] != "NONE" or routes[key]["authorizer"] is not None:
+            problems.append(f"operator route {key}: the app checks the operator token; API Gateway must pass it")
+    stage = http["stage"] or {}
+    if (stage.get("name"), stage.get("auto_deploy")) != ("$default", True):
+        problems.append(f"stage {stage}: expected the auto-deployed $default stage")
+    if stage.get("throttling") != {"rate": "{param.throttling_rate_limit}", "burst": "{param.throttling_burst_limit}"}:
+        problems.append(f"stage throttling {stage.get('throttling')}: expected the throttling parameters")
+    logs = stage.get("access_log") or {}
+    if logs.get("destination") != "{api_access_logs.arn}" or not {"requestId", "status", "principal", "subject"} \
+            <= set(logs.get("format", {})):
+        problems.append(f"stage access log {logs}: to the access log group, with the request, status and caller")
+    expected_permission = [("{api_alias.arn}", "apigateway.amazonaws.com", "lambda:InvokeFunction",
+                            "{http_api.execution_arn}/*")]
+    if d["permissions"] != expected_permission:
+        problems.append(f"permissions {d['permissions']}: expected only this API to invoke the API function's alias")
+    return problems
+
+
+def _alarm_mismatches(d: Description, scenario: dict[str, Any]) -> list[str]:
+    """An alarm on each dead-letter queue's depth and on the worker's errors, notifying the topic if any."""
+    problems = []
+    actions = ["{param.alarm_topic_arn}"] if scenario.get("alarm_topic_arn") else []
+    expected = {
+        "wake_dlq_alarm": (("AWS/SQS", "ApproximateNumberOfMessagesVisible"), {"QueueName": "{wake_dlq.name}"}),
+        "timers_dlq_alarm": (("AWS/SQS", "ApproximateNumberOfMessagesVisible"), {"QueueName": "{timers_dlq.name}"}),
+        "worker_errors_alarm": (("AWS/Lambda", "Errors"), {"FunctionName": "{worker.name}"}),
+    }
+    if set(d["alarms"]) != set(expected):
+        problems.append(f"alarms {sorted(d['alarms'])}, expected {sorted(expected)}")
+    for role, (metric, dimensions) in expected.items():
+        alarm = d["alarms"].get(role)
+        if alarm is None:
+            continue
+        if (alarm["metric"], alarm["dimensions"]) != (metric, dimensions):
+            problems.append(f"alarm {role} watches {alarm['metric']} {alarm['dimensions']}")
+        if (alarm["threshold"], alarm["comparison"], alarm["missing_data"]) != (0.0, "GreaterThanThreshold",
+                                                                                  "notBreaching"):
+            problems.append(f"alarm {role}: must fire on the first message or error")
+        if alarm["actions"] != actions or alarm["ok_actions"] != actions:
+            problems.append(f"alarm {role} notifies {alarm['actions']}, expected {actions}")
+    return problems
+

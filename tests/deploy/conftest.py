@@ -1,5 +1,6 @@
-"""Fixtures of the deployment tests: template.yaml as CloudFormation after the SAM transform, and the
-descriptions of both deployments (tests/deploy/describe.py)."""
+"""Fixtures of the deployment tests: template.yaml as CloudFormation after the SAM transform, the
+descriptions of both deployments (tests/deploy/describe.py). infra/ applied by Terraform (`terraform_run`)
+is in tests/conftest.py: it starts with the session."""
 
 from __future__ import annotations
 

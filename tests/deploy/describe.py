@@ -7,80 +7,111 @@ both "{table.arn}", a parameter or variable "{param.max_receives}", and the name
 ("${AWS::StackName}-${Stage}" / "${local.prefix}") "{prefix}". The SAM side is read after the SAM transform
 (the functions' event sources are then plain AWS::Lambda::EventSourceMapping resources).
 
-Anything this reader does not understand raises `Unsupported`, so a new construct fails the tests loudly
-instead of comparing as equal by accident.
+A description is of one scenario: parameter values (Terraform variable names, tests/deploy/roles.py) that
+decide the conditions, CloudFormation's `Conditions` / `Fn::If` and Terraform's `count` / ternaries alike
+(SCENARIOS lists the ones the tests compare). Anything this reader does not understand raises `Unsupported`,
+so a new construct fails the tests loudly instead of comparing as equal by accident.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.deploy.hcl import TerraformModule, one_block
+from tests.deploy.roles import PARAMETERS, SAM_ROLES, Unsupported, token_values
+
+__all__ = ["SCENARIOS", "Description", "Unsupported", "describe_sam", "describe_terraform", "differences"]
+
 Description = dict[str, Any]
-
-
-class Unsupported(Exception):
-    """A construct the description reader does not know (extend the reader, do not ignore it)."""
-
-
-# -- the roles every resource plays, by SAM logical id and by Terraform address -----------------------------
-SAM_ROLES = {
-    "ActorTable": "table", "WakeQueue": "wake", "TimerQueue": "timers", "WakeDeadLetterQueue": "wake_dlq",
-    "TimerDeadLetterQueue": "timers_dlq", "WorkerFunction": "worker", "ApiFunction": "api",
-    "WorkerRole": "worker_role", "ApiRole": "api_role", "WorkerLogGroup": "worker_logs", "ApiLogGroup": "api_logs",
-    "HttpApi": "http_api", "WorkerFunctionAliaslive": "worker_alias", "ApiFunctionAliaslive": "api_alias",
-}
-TF_ROLES = {
-    "aws_dynamodb_table.actors": "table", "aws_sqs_queue.wake": "wake", "aws_sqs_queue.timers": "timers",
-    "aws_sqs_queue.wake_dlq": "wake_dlq", "aws_sqs_queue.timers_dlq": "timers_dlq",
-    "aws_lambda_function.worker": "worker", "aws_lambda_function.api": "api", "aws_iam_role.worker": "worker_role",
-    "aws_iam_role.api": "api_role", "aws_cloudwatch_log_group.worker": "worker_logs",
-    "aws_cloudwatch_log_group.api": "api_logs", "aws_lambda_layer_version.dependencies": "layer",
-    "aws_apigatewayv2_api.http": "http_api", "aws_lambda_alias.worker": "worker_alias",
-    "aws_lambda_alias.api": "api_alias",
-}
-# SAM parameter -> Terraform variable (both shown as "{param.<variable>}")
-PARAMETERS = {
-    "Stage": "stage", "App": "app", "InspectorToken": "inspector_token_parameter", "MaxReceives": "max_receives",
-    "TableDeletionProtection": "table_deletion_protection", "LogRetentionDays": "log_retention_days",
-    "SnapStart": "snap_start",
+# Variable values that decide the conditions; every scenario is compared (tests/deploy/test_parity.py)
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "jwt": {"auth_mode": "jwt", "jwt_issuer": "https://issuer.example.com", "jwt_audience": "aud-1,aud-2"},
+    "none": {"auth_mode": "none"},
+    "operations": {"alarm_topic_arn": "arn:aws:sns:us-east-1:123456789012:ops", "data_name_prefix": "dormant-dev",
+                   "api_reserved_concurrency": -1, "worker_reserved_concurrency": -1,
+                   "table_deletion_protection": False},
 }
 # What `Ref` returns, per CloudFormation type
 _REF_ATTRIBUTE = {
     "AWS::SQS::Queue": "url", "AWS::DynamoDB::Table": "name", "AWS::Logs::LogGroup": "name",
     "AWS::Lambda::Function": "name", "AWS::Lambda::LayerVersion": "arn", "AWS::IAM::Role": "name",
-    "AWS::ApiGatewayV2::Api": "id", "AWS::Lambda::Alias": "arn",
+    "AWS::ApiGatewayV2::Api": "id", "AWS::ApiGatewayV2::Integration": "id", "AWS::ApiGatewayV2::Authorizer": "id",
+    "AWS::CloudWatch::Alarm": "name", "AWS::Lambda::Alias": "arn",
 }
 _GETATT = {"Arn": "arn", "QueueName": "name"}
-# Terraform attribute -> the same attribute's token name
-_TF_ATTRIBUTE = {"url": "url", "arn": "arn", "name": "name", "function_name": "name", "id": "id",
-                 "invoke_arn": "invoke_arn"}
 SQS_DEFAULTS = {"fifo": False, "content_based_deduplication": None, "deduplication_scope": None,
-                "throughput_limit": None, "visibility_timeout": 30, "retention": 345600, "redrive": None}
+                "throughput_limit": None, "visibility_timeout": 30, "retention": 345600, "redrive": None,
+                "encryption": None, "retained": False}
+_NO_VALUE = object()
+
+
+def _empty() -> Description:
+    return {"tables": {}, "queues": {}, "functions": {}, "event_sources": {}, "log_groups": {}, "layers": {},
+            "iam": {}, "parameters": {}, "http": {"routes": {}, "authorizers": {}, "stage": None}, "alarms": {},
+            "permissions": [], "outputs": {}}
 
 
 # == SAM ======================================================================================================
 class _Sam:
-    def __init__(self, template: dict[str, Any]) -> None:
-        self.resources: dict[str, dict[str, Any]] = template["Resources"]
+    def __init__(self, template: dict[str, Any], values: dict[str, Any]) -> None:
         self.parameters: dict[str, Any] = template.get("Parameters", {})
+        for name in self.parameters:
+            if name not in PARAMETERS:
+                raise Unsupported(f"parameter {name} has no Terraform variable in PARAMETERS")
+        self.values = {PARAMETERS[name]: _plain(p.get("Default")) for name, p in self.parameters.items()}
+        unknown = set(values) - set(self.values)
+        if unknown:
+            raise Unsupported(f"scenario sets unknown parameters {sorted(unknown)}")
+        self.values.update(values)
+        self.conditions: dict[str, Any] = template.get("Conditions", {})
+        self.decided: dict[str, bool] = {}
+        self.all_resources: dict[str, dict[str, Any]] = template["Resources"]
+        self.resources = {name: r for name, r in self.all_resources.items()
+                          if "Condition" not in r or self.condition(r["Condition"])}
         self.roles = dict(SAM_ROLES)
-        for name, resource in self.resources.items():
+        for name, resource in self.all_resources.items():
             if resource["Type"] == "AWS::Lambda::LayerVersion":
                 self.roles[name] = "layer"  # SAM adds a content hash to the layer's logical id
 
+    # -- conditions ------------------------------------------------------------------------------------------
+    def condition(self, name: str) -> bool:
+        if name not in self.decided:
+            if name not in self.conditions:
+                raise Unsupported(f"condition {name} is not defined")
+            self.decided[name] = self.decide(self.conditions[name])
+        return self.decided[name]
+
+    def decide(self, node: Any) -> bool:
+        if isinstance(node, dict) and len(node) == 1:
+            (function, args), = node.items()
+            if function == "Fn::Equals":
+                left, right = (_cfn_string(self.concrete(a)) for a in args)
+                return left == right
+            if function == "Fn::Not":
+                return not self.decide(args[0])
+            if function == "Fn::And":
+                return all(self.decide(a) for a in args)
+            if function == "Fn::Or":
+                return any(self.decide(a) for a in args)
+            if function == "Condition":
+                return self.condition(args)
+        raise Unsupported(f"condition {node!r}")
+
+    def concrete(self, node: Any) -> Any:
+        return token_values(self.value(node), self.values)
+
+    # -- values ----------------------------------------------------------------------------------------------
     def ref(self, name: str, attribute: str | None = None) -> str:
         if name in self.parameters:
-            if name not in PARAMETERS:
-                raise Unsupported(f"parameter {name} has no Terraform variable in PARAMETERS")
             return "{param." + PARAMETERS[name] + "}"
         if name.startswith("AWS::"):
             return "{" + name + "}"
         if name not in self.resources:
-            raise Unsupported(f"reference to {name}, which the template does not define")
+            raise Unsupported(f"reference to {name}, which the template does not define (in this scenario)")
         kind = self.resources[name]["Type"]
         role = self.roles.get(name)
         if role is None:
@@ -97,15 +128,21 @@ class _Sam:
 
     def value(self, node: Any) -> Any:
         if isinstance(node, list):
-            return [self.value(item) for item in node]
+            return [item for item in (self.value(i) for i in node) if item is not _NO_VALUE]
         if not isinstance(node, dict):
             return node
         if set(node) == {"Ref"}:
-            return self.ref(node["Ref"])
+            return _NO_VALUE if node["Ref"] == "AWS::NoValue" else self.ref(node["Ref"])
         if set(node) == {"Fn::GetAtt"}:
             target = node["Fn::GetAtt"]
             name, attribute = target if isinstance(target, list) else target.split(".", 1)
             return self.ref(name, attribute)
+        if set(node) == {"Fn::If"}:
+            name, if_true, if_false = node["Fn::If"]
+            return self.value(if_true if self.condition(name) else if_false)
+        if set(node) == {"Fn::Split"}:
+            separator, source = node["Fn::Split"]
+            return f"split({separator!r}, {self.value(source)})"
         if set(node) == {"Fn::Sub"}:
             text, local = (node["Fn::Sub"], {}) if isinstance(node["Fn::Sub"], str) else node["Fn::Sub"]
 
@@ -118,7 +155,7 @@ class _Sam:
             return _prefix(re.sub(r"\$\{([^}]+)\}", substitute, text))
         if any(key.startswith("Fn::") for key in node):
             raise Unsupported(f"intrinsic function {sorted(node)}")
-        return {key: self.value(item) for key, item in node.items()}
+        return {key: item for key, item in ((k, self.value(v)) for k, v in node.items()) if item is not _NO_VALUE}
 
     def of_type(self, kind: str) -> dict[str, dict[str, Any]]:
         found = {}
@@ -126,11 +163,13 @@ class _Sam:
             if resource["Type"] == kind:
                 if name not in self.roles:
                     raise Unsupported(f"resource {name} ({kind}) has no role in SAM_ROLES")
-                found[self.roles[name]] = self.value(resource.get("Properties", {}))
+                found[self.roles[name]] = {**self.value(resource.get("Properties", {})),
+                                           "__retained": resource.get("DeletionPolicy") == "Retain"
+                                           and resource.get("UpdateReplacePolicy") == "Retain"}
         return found
 
     def of_type_any(self, kind: str) -> list[dict[str, Any]]:
-        """Every resource of a type, roles or not (SAM's generated permissions, event source mappings)."""
+        """Every resource of a type, roles or not (SAM's generated event source mappings)."""
         return [self.value(r.get("Properties", {})) for r in self.resources.values() if r["Type"] == kind]
 
 
@@ -138,14 +177,17 @@ def _prefix(text: str) -> str:
     return text.replace("{AWS::StackName}-{param.stage}", "{prefix}")
 
 
-def describe_sam(translated: dict[str, Any]) -> Description:
-    """The description of a SAM template after the SAM transform (see support.translate)."""
-    sam = _Sam(translated)
-    tables = sam.of_type("AWS::DynamoDB::Table")
-    description: Description = {"tables": {}, "queues": {}, "functions": {}, "event_sources": {}, "log_groups": {},
-                                "layers": {}, "iam": {}, "parameters": {}, "http": {}, "outputs": {}}
-    for role, p in tables.items():
-        description["tables"][role] = {
+def _cfn_string(value: Any) -> str:
+    """How CloudFormation compares parameter values: as strings."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def describe_sam(translated: dict[str, Any], values: dict[str, Any] | None = None) -> Description:
+    """The description of a SAM template after the SAM transform (see support.translate), in a scenario."""
+    sam = _Sam(translated, values or {})
+    described = _empty()
+    for role, p in sam.of_type("AWS::DynamoDB::Table").items():
+        described["tables"][role] = {
             "name": p.get("TableName"),
             "billing_mode": p.get("BillingMode", "PROVISIONED"),
             "attributes": {a["AttributeName"]: a["AttributeType"] for a in p["AttributeDefinitions"]},
@@ -161,10 +203,11 @@ def describe_sam(translated: dict[str, Any]) -> Description:
             "point_in_time_recovery": p.get("PointInTimeRecoverySpecification", {}).get(
                 "PointInTimeRecoveryEnabled", False),
             "deletion_protection": p.get("DeletionProtectionEnabled", False),
+            "retained": p["__retained"],
         }
     for role, p in sam.of_type("AWS::SQS::Queue").items():
         redrive = p.get("RedrivePolicy")
-        description["queues"][role] = {
+        described["queues"][role] = {
             **SQS_DEFAULTS,
             "name": p.get("QueueName"),
             "fifo": p.get("FifoQueue", False),
@@ -175,54 +218,93 @@ def describe_sam(translated: dict[str, Any]) -> Description:
             "retention": p.get("MessageRetentionPeriod", 345600),
             "redrive": None if redrive is None else {"target": redrive["deadLetterTargetArn"],
                                                      "max_receives": redrive["maxReceiveCount"]},
+            "encryption": _encryption(p.get("SqsManagedSseEnabled"), p.get("KmsMasterKeyId")),
+            "retained": p["__retained"],
         }
     for role, p in sam.of_type("AWS::Lambda::Function").items():
-        description["functions"][role] = {
+        described["functions"][role] = {
             "name": p.get("FunctionName"), "handler": p["Handler"], "runtime": p["Runtime"],
             "architectures": p.get("Architectures", ["x86_64"]), "memory": p.get("MemorySize", 128),
             "timeout": p.get("Timeout", 3), "role": p["Role"],
             "environment": p.get("Environment", {}).get("Variables", {}),
             "log_group": p.get("LoggingConfig", {}).get("LogGroup"), "layers": p.get("Layers", []),
+            "reserved_concurrency": _reserved(p.get("ReservedConcurrentExecutions"), sam.values),
             "snap_start": p.get("SnapStart", {}).get("ApplyOn", "None"),
         }
     for p in sam.of_type_any("AWS::Lambda::EventSourceMapping"):
-        description["event_sources"][(p["FunctionName"], p["EventSourceArn"])] = {
+        described["event_sources"][(p["FunctionName"], p["EventSourceArn"])] = {
             "batch_size": p.get("BatchSize"), "batching_window": p.get("MaximumBatchingWindowInSeconds"),
-            "response_types": sorted(p.get("FunctionResponseTypes", [])), "enabled": p.get("Enabled", True)}
+            "response_types": sorted(p.get("FunctionResponseTypes", [])), "enabled": p.get("Enabled", True),
+            "max_concurrency": p.get("ScalingConfig", {}).get("MaximumConcurrency")}
     for role, p in sam.of_type("AWS::Logs::LogGroup").items():
-        description["log_groups"][role] = {"name": p.get("LogGroupName"), "retention": p.get("RetentionInDays")}
+        described["log_groups"][role] = {"name": p.get("LogGroupName"), "retention": p.get("RetentionInDays")}
     for role, p in sam.of_type("AWS::Lambda::LayerVersion").items():
-        description["layers"][role] = {"runtimes": p.get("CompatibleRuntimes"),
-                                       "architectures": p.get("CompatibleArchitectures")}
+        described["layers"][role] = {"runtimes": p.get("CompatibleRuntimes"),
+                                     "architectures": p.get("CompatibleArchitectures")}
     for role, p in sam.of_type("AWS::IAM::Role").items():
         assume = p["AssumeRolePolicyDocument"]["Statement"]
-        description["iam"][role] = {
+        described["iam"][role] = {
             "assumed_by": sorted(_as_list(s["Principal"]["Service"])[0] for s in assume),
             "statements": {_statement(s.get("Sid"), s["Effect"], s["Action"], s["Resource"])
                            for policy in p.get("Policies", []) for s in policy["PolicyDocument"]["Statement"]},
             "managed_policies": sorted(p.get("ManagedPolicyArns", [])),
         }
-    for role, p in sam.of_type("AWS::ApiGatewayV2::Api").items():
-        routes = p["Body"]["paths"]
-        description["http"][role] = {
-            route: {"payload": method["x-amazon-apigateway-integration"]["payloadFormatVersion"],
-                    "target": _function_of(method["x-amazon-apigateway-integration"]["uri"])}
-            for route, methods in routes.items() for method in methods.values()}
-    for resource in sam.resources.values():
-        if resource["Type"] == "AWS::ApiGatewayV2::Stage":
-            description["http"]["stage"] = resource["Properties"]["StageName"]
-    description["permissions"] = sorted(
-        (p["FunctionName"], p["Principal"], p["Action"]) for p in sam.of_type_any("AWS::Lambda::Permission"))
+    _describe_sam_http(sam, described)
+    for role, p in sam.of_type("AWS::CloudWatch::Alarm").items():
+        described["alarms"][role] = _alarm(
+            p.get("AlarmName"), p.get("Namespace"), p.get("MetricName"),
+            {d["Name"]: d["Value"] for d in p.get("Dimensions", [])}, p.get("Statistic"), p.get("Period"),
+            p.get("EvaluationPeriods"), p.get("Threshold"), p.get("ComparisonOperator"), p.get("TreatMissingData"),
+            p.get("AlarmActions", []), p.get("OKActions", []))
+    described["permissions"] = sorted(
+        (p["FunctionName"], p["Principal"], p["Action"], _execution_arn(p.get("SourceArn")))
+        for p in sam.of_type_any("AWS::Lambda::Permission"))
     for name, output in translated.get("Outputs", {}).items():
         value = sam.value(output["Value"])
         if value == "https://{http_api.id}.execute-api.{AWS::Region}.{AWS::URLSuffix}/":
             value = "{http_api.url}"
-        description["outputs"][_snake(name)] = value
+        described["outputs"][_snake(name)] = value
     for name, definition in sam.parameters.items():
-        if name not in PARAMETERS:
-            raise Unsupported(f"parameter {name} has no Terraform variable in PARAMETERS")
-        description["parameters"][PARAMETERS[name]] = _plain(definition.get("Default"))
-    return description
+        described["parameters"][PARAMETERS[name]] = _plain(definition.get("Default"))
+    return described
+
+
+def _describe_sam_http(sam: _Sam, described: Description) -> None:
+    integrations = sam.of_type("AWS::ApiGatewayV2::Integration")
+    for role, p in sam.of_type("AWS::ApiGatewayV2::Route").items():
+        integration = _integration(p["Target"], integrations)
+        described["http"]["routes"][p["RouteKey"]] = {
+            "role": role, "target": _function_of(integration["IntegrationUri"]),
+            "payload": integration["PayloadFormatVersion"], "integration": integration["IntegrationType"],
+            "authorization": p.get("AuthorizationType", "NONE"), "authorizer": p.get("AuthorizerId")}
+    for role, p in sam.of_type("AWS::ApiGatewayV2::Authorizer").items():
+        jwt = p.get("JwtConfiguration", {})
+        described["http"]["authorizers"][role] = {
+            "type": p["AuthorizerType"], "identity_sources": p.get("IdentitySource"),
+            "issuer": jwt.get("Issuer"), "audience": jwt.get("Audience")}
+    for p in sam.of_type("AWS::ApiGatewayV2::Stage").values():
+        routes = p.get("DefaultRouteSettings", {})
+        logs = p.get("AccessLogSettings")
+        described["http"]["stage"] = {
+            "name": p["StageName"], "auto_deploy": p.get("AutoDeploy", False),
+            "throttling": {"rate": routes.get("ThrottlingRateLimit"), "burst": routes.get("ThrottlingBurstLimit")},
+            "access_log": None if logs is None else {"destination": logs["DestinationArn"].removesuffix(":*"),
+                                                     "format": json.loads(logs["Format"])}}
+
+
+def _integration(target: str, integrations: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    match = re.fullmatch(r"integrations/\{(\w+)\.id\}", target)
+    if match is None or match.group(1) not in integrations:
+        raise Unsupported(f"route target {target}")
+    return integrations[match.group(1)]
+
+
+def _execution_arn(source: str | None) -> str | None:
+    """The API's execute-api ARN, written out in the template (`arn:${AWS::Partition}:execute-api:...`)."""
+    if source is None:
+        return None
+    return re.sub(r"arn:\{AWS::Partition\}:execute-api:\{AWS::Region\}:\{AWS::AccountId\}:\{(\w+)\.id\}",
+                  r"{\1.execution_arn}", source)
 
 
 def _snake(name: str) -> str:
@@ -230,7 +312,7 @@ def _snake(name: str) -> str:
 
 
 def _function_of(uri: str) -> str:
-    """The function an API integration calls ("{api.arn}" in the SAM URI, "{api.invoke_arn}" in Terraform)."""
+    """The function an API integration calls ("{api.arn}" in the template, "{api.invoke_arn}" in Terraform)."""
     found = re.findall(r"\{(\w+)\.(?:arn|invoke_arn)\}", uri)
     if len(found) != 1:
         raise Unsupported(f"integration URI {uri}")
@@ -249,240 +331,46 @@ def _plain(value: Any) -> Any:
     """Parameter defaults: CloudFormation strings like "false" or "5" compare with Terraform's false / 5."""
     if isinstance(value, str) and value in ("true", "false"):
         return value == "true"
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value):
         return int(value)
     return value
 
 
+def _encryption(sse_sqs: Any, kms_key: Any) -> str | None:
+    if kms_key:
+        return "kms"
+    return "sse-sqs" if sse_sqs in (True, "true") else None
+
+
+def _reserved(value: Any, values: dict[str, Any]) -> Any:
+    """Reserved concurrency: none set, or -1 (Terraform's "no reservation"), is -1."""
+    return -1 if value is None or token_values(value, values) == -1 else value
+
+
+def _alarm(name: Any, namespace: Any, metric: Any, dimensions: dict[str, Any], statistic: Any, period: Any,
+           evaluation_periods: Any, threshold: Any, comparison: Any, missing: Any, actions: list[Any],
+           ok_actions: list[Any]) -> dict[str, Any]:
+    return {"name": name, "metric": (namespace, metric), "dimensions": dimensions, "statistic": statistic,
+            "period": period, "evaluation_periods": evaluation_periods, "threshold": float(threshold),
+            "comparison": comparison, "missing_data": missing, "actions": actions, "ok_actions": ok_actions}
+
+
 # == Terraform ================================================================================================
-class _Tf:
-    """infra/*.tf parsed with python-hcl2; expressions evaluated just enough to compare them."""
-
-    def __init__(self, directory: Path, texts: dict[str, str] | None = None) -> None:
-        import hcl2
-        from hcl2 import SerializationOptions
-
-        options = SerializationOptions(strip_string_quotes=True, explicit_blocks=False, with_comments=False)
-        self.resources: dict[str, dict[str, Any]] = {}
-        self.data: dict[str, dict[str, Any]] = {}
-        self.locals: dict[str, Any] = {}
-        self.variables: dict[str, dict[str, Any]] = {}
-        self.outputs: dict[str, dict[str, Any]] = {}
-        self.terraform: list[dict[str, Any]] = []
-        sources = texts if texts is not None else {p.name: p.read_text() for p in sorted(directory.glob("*.tf"))}
-        for text in sources.values():
-            parsed = hcl2.loads(text, serialization_options=options)
-            for block in parsed.get("resource", []):
-                for kind, named in block.items():
-                    for name, body in named.items():
-                        self.resources[f"{kind}.{name}"] = body
-            for block in parsed.get("data", []):
-                for kind, named in block.items():
-                    for name, body in named.items():
-                        self.data[f"data.{kind}.{name}"] = body
-            for block in parsed.get("locals", []):
-                self.locals.update(block)
-            for block in parsed.get("variable", []):
-                self.variables.update(block)
-            for block in parsed.get("output", []):
-                self.outputs.update(block)
-            self.terraform += parsed.get("terraform", [])
-
-    # -- expressions -------------------------------------------------------------------------------------
-    def value(self, node: Any) -> Any:
-        if isinstance(node, list):
-            return [self.value(item) for item in node]
-        if isinstance(node, dict):
-            return {key: self.value(item) for key, item in node.items()}
-        if not isinstance(node, str) or "${" not in node:
-            return node
-        whole = re.fullmatch(r"\$\{(.*)\}", node, re.S)
-        if whole and _balanced(whole.group(1)):
-            return _Expression(whole.group(1), self).parse()
-        return _prefix(re.sub(r"\$\{([^{}]*)\}", lambda m: str(_Expression(m.group(1), self).parse()), node))
-
-    def reference(self, path: str) -> Any:
-        parts = path.split(".")
-        if parts[0] == "local":
-            if parts[1] == "prefix":
-                if self.locals.get("prefix") != "${var.name}-${var.stage}":
-                    raise Unsupported(f"local.prefix = {self.locals.get('prefix')}")
-                return "{prefix}"
-            if parts[1] not in self.locals:
-                raise Unsupported(f"unknown {path}")
-            return self.value(self.locals[parts[1]])
-        if parts[0] == "var":
-            if parts[1] not in self.variables:
-                raise Unsupported(f"unknown {path}")
-            return "{param." + parts[1] + "}"
-        if path == "aws_apigatewayv2_stage.default.invoke_url":  # the $default stage's URL is the API's
-            return "{http_api.url}"
-        if path == "data.aws_ssm_parameter.inspector_token.value":
-            return "{param.inspector_token_parameter}"
-        if parts[0] == "data":
-            return "{" + ".".join(parts[1:]) + "}"
-        address, attribute = ".".join(parts[:2]), parts[2] if len(parts) > 2 else None
-        if address not in TF_ROLES:
-            raise Unsupported(f"reference to {path}: no role in TF_ROLES")
-        if address not in self.resources:
-            raise Unsupported(f"reference to {path}, which infra/ does not define")
-        if attribute not in _TF_ATTRIBUTE:
-            raise Unsupported(f"attribute {path}")
-        return "{" + TF_ROLES[address] + "." + _TF_ATTRIBUTE[attribute] + "}"
-
-    def of_type(self, kind: str) -> dict[str, dict[str, Any]]:
-        found = {}
-        for address, body in self.resources.items():
-            if address.startswith(kind + "."):
-                if address not in TF_ROLES:
-                    raise Unsupported(f"resource {address} has no role in TF_ROLES")
-                found[TF_ROLES[address]] = body
-        return found
-
-    def resources_of(self, kind: str) -> list[dict[str, Any]]:
-        return [body for address, body in self.resources.items() if address.startswith(kind + ".")]
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for char in text:
-        depth += {"{": 1, "}": -1}.get(char, 0)
-        if depth < 0:
-            return False
-    return depth == 0
-
-
-class _Expression:
-    """A tiny parser for the HCL expressions infra/ uses: references, numbers, strings, + and *, calls of
-    jsonencode / merge / tostring, object literals."""
-
-    _TOKEN = re.compile(r'\s*(?:(\d+)|("(?:[^"\\]|\\.)*")|([A-Za-z_][\w.\-]*(?:\[\d+\])?)|(.))', re.S)
-
-    def __init__(self, text: str, tf: _Tf) -> None:
-        self.tokens: list[tuple[str, str]] = []
-        for number, string, name, other in self._TOKEN.findall(text):
-            if number:
-                self.tokens.append(("number", number))
-            elif string:
-                self.tokens.append(("string", json.loads(string)))
-            elif name:
-                self.tokens.append(("name", name))
-            elif other.strip():
-                self.tokens.append(("op", other))
-        self.position = 0
-        self.tf = tf
-        self.text = text
-
-    def parse(self) -> Any:
-        result = self.sum()
-        if self.position != len(self.tokens):
-            raise Unsupported(f"expression {self.text!r}")
-        return result
-
-    def peek(self) -> tuple[str, str] | None:
-        return self.tokens[self.position] if self.position < len(self.tokens) else None
-
-    def take(self, op: str | None = None) -> tuple[str, str]:
-        token = self.peek()
-        if token is None or (op is not None and token != ("op", op)):
-            raise Unsupported(f"expression {self.text!r}: expected {op or 'more'}")
-        self.position += 1
-        return token
-
-    def sum(self) -> Any:
-        value = self.product()
-        while self.peek() == ("op", "+"):
-            self.take("+")
-            value = _arithmetic(value, self.product(), lambda a, b: a + b, self.text)
-        return value
-
-    def product(self) -> Any:
-        value = self.atom()
-        while self.peek() == ("op", "*"):
-            self.take("*")
-            value = _arithmetic(value, self.atom(), lambda a, b: a * b, self.text)
-        return value
-
-    def atom(self) -> Any:
-        kind, text = self.take()
-        if kind == "number":
-            return int(text)
-        if kind == "string":
-            return self.tf.value(text)
-        if (kind, text) == ("op", "{"):
-            return self.object()
-        if kind == "name" and text in ("true", "false"):
-            return text == "true"
-        if kind == "name" and self.peek() == ("op", "("):
-            self.take("(")
-            args = [] if self.peek() == ("op", ")") else [self.sum()]
-            while self.peek() == ("op", ","):
-                self.take(",")
-                args.append(self.sum())
-            self.take(")")
-            return _call(text, args, self.text)
-        if kind == "name":
-            return self.tf.reference(text)
-        raise Unsupported(f"expression {self.text!r}")
-
-    def object(self) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        while self.peek() != ("op", "}"):
-            kind, key = self.take()
-            if kind not in ("name", "string"):
-                raise Unsupported(f"object key in {self.text!r}")
-            self.take("=")
-            result[key] = self.sum()
-            if self.peek() == ("op", ","):
-                self.take(",")
-        self.take("}")
-        return result
-
-
-def _arithmetic(a: Any, b: Any, op: Callable[[int, int], int], text: str) -> int:
-    if not (isinstance(a, int) and isinstance(b, int)):
-        raise Unsupported(f"arithmetic on {a!r} and {b!r} in {text!r}")
-    return op(a, b)
-
-
-def _call(name: str, args: list[Any], text: str) -> Any:
-    if name == "jsonencode" and len(args) == 1:
-        return args[0]  # compared as the structure it encodes
-    if name == "tostring" and len(args) == 1:
-        return args[0]
-    if name == "merge" and all(isinstance(a, dict) for a in args):
-        merged: dict[str, Any] = {}
-        for arg in args:
-            merged.update(arg)
-        return merged
-    raise Unsupported(f"function {name} in {text!r}")
-
-
-def _one(blocks: Any) -> dict[str, Any]:
-    """A nested block that appears once (python-hcl2 gives a list of blocks)."""
-    if isinstance(blocks, dict):
-        return blocks
-    if not isinstance(blocks, list) or len(blocks) != 1:
-        raise Unsupported(f"expected one block, got {blocks!r}")
-    one: dict[str, Any] = blocks[0]
-    return one
-
-
-def describe_terraform(directory: Path, texts: dict[str, str] | None = None) -> Description:
+def describe_terraform(directory: Path, texts: dict[str, str] | None = None,
+                       values: dict[str, Any] | None = None) -> Description:
     """The description of the Terraform module in `directory` (or of `texts`: file name -> content)."""
-    tf = _Tf(directory, texts)
-    v = tf.value
-    description: Description = {"tables": {}, "queues": {}, "functions": {}, "event_sources": {}, "log_groups": {},
-                                "layers": {}, "iam": {}, "parameters": {}, "http": {}, "outputs": {}}
+    tf = TerraformModule(directory, texts, values)
+    v, get = tf.value, tf.get
+    described = _empty()
     for role, body in tf.of_type("aws_dynamodb_table").items():
-        ttl = _one(body["ttl"]) if "ttl" in body else None
+        ttl = one_block(body["ttl"]) if "ttl" in body else None
         hash_key = v(body["hash_key"])
         keys = {hash_key: "HASH"}
         if "range_key" in body:
             keys[v(body["range_key"])] = "RANGE"
-        description["tables"][role] = {
-            "name": v(body.get("name")),
-            "billing_mode": v(body.get("billing_mode", "PROVISIONED")),
+        described["tables"][role] = {
+            "name": get(body, "name"),
+            "billing_mode": get(body, "billing_mode", "PROVISIONED"),
             "attributes": {v(a["name"]): v(a["type"]) for a in body["attribute"]},
             "keys": keys,
             # an LSI shares the table's hash key
@@ -494,76 +382,106 @@ def describe_terraform(directory: Path, texts: dict[str, str] | None = None) -> 
                                               "projection": v(i["projection_type"])}
                                for i in body.get("global_secondary_index", [])},
             "ttl": None if ttl is None else {"attribute": v(ttl["attribute_name"]), "enabled": v(ttl["enabled"])},
-            "point_in_time_recovery": v(_one(body["point_in_time_recovery"])["enabled"])
+            "point_in_time_recovery": v(one_block(body["point_in_time_recovery"])["enabled"])
             if "point_in_time_recovery" in body else False,
-            "deletion_protection": v(body.get("deletion_protection_enabled", False)),
+            "deletion_protection": get(body, "deletion_protection_enabled", False),
+            "retained": _prevents_destroy(tf, body),
         }
     for role, body in tf.of_type("aws_sqs_queue").items():
-        redrive = v(body["redrive_policy"]) if "redrive_policy" in body else None
-        description["queues"][role] = {
+        redrive = get(body, "redrive_policy")
+        described["queues"][role] = {
             **SQS_DEFAULTS,
-            "name": v(body.get("name")),
-            "fifo": v(body.get("fifo_queue", False)),
-            "content_based_deduplication": v(body.get("content_based_deduplication")),
-            "deduplication_scope": v(body.get("deduplication_scope")),
-            "throughput_limit": v(body.get("fifo_throughput_limit")),
-            "visibility_timeout": v(body.get("visibility_timeout_seconds", 30)),
-            "retention": v(body.get("message_retention_seconds", 345600)),
+            "name": get(body, "name"),
+            "fifo": get(body, "fifo_queue", False),
+            "content_based_deduplication": get(body, "content_based_deduplication"),
+            "deduplication_scope": get(body, "deduplication_scope"),
+            "throughput_limit": get(body, "fifo_throughput_limit"),
+            "visibility_timeout": get(body, "visibility_timeout_seconds", 30),
+            "retention": get(body, "message_retention_seconds", 345600),
             "redrive": None if redrive is None else {"target": redrive["deadLetterTargetArn"],
                                                      "max_receives": redrive["maxReceiveCount"]},
+            "encryption": _encryption(get(body, "sqs_managed_sse_enabled"), get(body, "kms_master_key_id")),
+            "retained": _prevents_destroy(tf, body),
         }
     for role, body in tf.of_type("aws_lambda_function").items():
-        description["functions"][role] = {
-            "name": v(body.get("function_name")), "handler": v(body["handler"]), "runtime": v(body["runtime"]),
-            "architectures": v(body.get("architectures", ["x86_64"])), "memory": v(body.get("memory_size", 128)),
-            "timeout": v(body.get("timeout", 3)), "role": v(body["role"]),
-            "environment": v(_one(body["environment"])["variables"]) if "environment" in body else {},
-            "log_group": v(_one(body["logging_config"])["log_group"]) if "logging_config" in body else None,
-            "layers": v(body.get("layers", [])),
-            "snap_start": v(_one(body["snap_start"])["apply_on"]) if "snap_start" in body else "None",
+        described["functions"][role] = {
+            "name": get(body, "function_name"), "handler": v(body["handler"]), "runtime": v(body["runtime"]),
+            "architectures": get(body, "architectures", ["x86_64"]), "memory": get(body, "memory_size", 128),
+            "timeout": get(body, "timeout", 3), "role": v(body["role"]),
+            "environment": v(one_block(body["environment"])["variables"]) if "environment" in body else {},
+            "log_group": v(one_block(body["logging_config"])["log_group"]) if "logging_config" in body else None,
+            "layers": get(body, "layers", []),
+            "reserved_concurrency": _reserved(get(body, "reserved_concurrent_executions"), tf.values),
+            "snap_start": v(one_block(body["snap_start"])["apply_on"]) if "snap_start" in body else "None",
         }
     for body in tf.resources_of("aws_lambda_event_source_mapping"):
-        description["event_sources"][(v(body["function_name"]), v(body["event_source_arn"]))] = {
-            "batch_size": v(body.get("batch_size")),
-            "batching_window": v(body.get("maximum_batching_window_in_seconds")),
-            "response_types": sorted(v(body.get("function_response_types", []))),
-            "enabled": v(body.get("enabled", True))}
+        scaling = v(one_block(body["scaling_config"])) if "scaling_config" in body else {}
+        described["event_sources"][(v(body["function_name"]), v(body["event_source_arn"]))] = {
+            "batch_size": get(body, "batch_size"),
+            "batching_window": get(body, "maximum_batching_window_in_seconds"),
+            "response_types": sorted(get(body, "function_response_types", [])),
+            "enabled": get(body, "enabled", True), "max_concurrency": scaling.get("maximum_concurrency")}
     for role, body in tf.of_type("aws_cloudwatch_log_group").items():
-        description["log_groups"][role] = {"name": v(body.get("name")), "retention": v(body.get("retention_in_days"))}
+        described["log_groups"][role] = {"name": get(body, "name"), "retention": get(body, "retention_in_days")}
     for role, body in tf.of_type("aws_lambda_layer_version").items():
-        description["layers"][role] = {"runtimes": v(body.get("compatible_runtimes")),
-                                       "architectures": v(body.get("compatible_architectures"))}
+        described["layers"][role] = {"runtimes": get(body, "compatible_runtimes"),
+                                     "architectures": get(body, "compatible_architectures")}
     documents = {address: body for address, body in tf.data.items()
                  if address.startswith("data.aws_iam_policy_document.")}
     for role, body in tf.of_type("aws_iam_role").items():
         assume = documents[_data_address(body["assume_role_policy"])]
         policies = [p for p in tf.resources_of("aws_iam_role_policy") if v(p["role"]) == "{" + role + ".id}"]
-        description["iam"][role] = {
-            "assumed_by": sorted(v(_one(s["principals"])["identifiers"])[0] for s in assume["statement"]),
-            "statements": {_statement(v(s.get("sid")), v(s.get("effect", "Allow")), v(s["actions"]), v(s["resources"]))
+        described["iam"][role] = {
+            "assumed_by": sorted(v(one_block(s["principals"])["identifiers"])[0] for s in assume["statement"]),
+            "statements": {_statement(get(s, "sid"), get(s, "effect", "Allow"), v(s["actions"]), v(s["resources"]))
                            for p in policies for s in documents[_data_address(p["policy"])]["statement"]},
             "managed_policies": sorted(v(p["policy_arn"]) for p in tf.resources_of("aws_iam_role_policy_attachment")
                                        if v(p["role"]) in ("{" + role + ".id}", "{" + role + ".name}")),
         }
-    for role, _body in tf.of_type("aws_apigatewayv2_api").items():
-        integrations = {address: b for address, b in tf.resources.items()
-                        if address.startswith("aws_apigatewayv2_integration.")}
-        routes = {}
-        for route in tf.resources_of("aws_apigatewayv2_route"):
-            integration = _integration_of(route["target"], integrations)
-            routes[v(route["route_key"])] = {"payload": v(integration["payload_format_version"]),
-                                             "target": _function_of(v(integration["integration_uri"]))}
-        description["http"][role] = routes
-    for stage in tf.resources_of("aws_apigatewayv2_stage"):
-        description["http"]["stage"] = v(stage["name"])
-    description["permissions"] = sorted((v(p["function_name"]), v(p["principal"]), v(p["action"]))
-                                        for p in tf.resources_of("aws_lambda_permission"))
+    _describe_terraform_http(tf, described)
+    for role, body in tf.of_type("aws_cloudwatch_metric_alarm").items():
+        described["alarms"][role] = _alarm(
+            get(body, "alarm_name"), get(body, "namespace"), get(body, "metric_name"), get(body, "dimensions", {}),
+            get(body, "statistic"), get(body, "period"), get(body, "evaluation_periods"), get(body, "threshold"),
+            get(body, "comparison_operator"), get(body, "treat_missing_data"), get(body, "alarm_actions", []),
+            get(body, "ok_actions", []))
+    described["permissions"] = sorted((v(p["function_name"]), v(p["principal"]), v(p["action"]),
+                                       get(p, "source_arn")) for p in tf.resources_of("aws_lambda_permission"))
     for name, output in tf.outputs.items():
-        description["outputs"][name] = v(output["value"])
+        described["outputs"][name] = v(output["value"])
     for name, definition in tf.variables.items():
         if name in PARAMETERS.values():
-            description["parameters"][name] = definition.get("default")
-    return description
+            described["parameters"][name] = definition.get("default")
+    return described
+
+
+def _describe_terraform_http(tf: TerraformModule, described: Description) -> None:
+    v, get = tf.value, tf.get
+    integrations = tf.of_type("aws_apigatewayv2_integration")
+    for role, route in tf.of_type("aws_apigatewayv2_route").items():
+        integration = _integration(v(route["target"]), integrations)
+        described["http"]["routes"][v(route["route_key"])] = {
+            "role": role, "target": _function_of(v(integration["integration_uri"])),
+            "payload": v(integration["payload_format_version"]), "integration": v(integration["integration_type"]),
+            "authorization": get(route, "authorization_type", "NONE"), "authorizer": get(route, "authorizer_id")}
+    for role, body in tf.of_type("aws_apigatewayv2_authorizer").items():
+        jwt = v(one_block(body["jwt_configuration"])) if "jwt_configuration" in body else {}
+        described["http"]["authorizers"][role] = {
+            "type": v(body["authorizer_type"]), "identity_sources": get(body, "identity_sources"),
+            "issuer": jwt.get("issuer"), "audience": jwt.get("audience")}
+    for stage in tf.of_type("aws_apigatewayv2_stage").values():
+        routes = v(one_block(stage["default_route_settings"])) if "default_route_settings" in stage else {}
+        logs = v(one_block(stage["access_log_settings"])) if "access_log_settings" in stage else None
+        described["http"]["stage"] = {
+            "name": v(stage["name"]), "auto_deploy": get(stage, "auto_deploy", False),
+            "throttling": {"rate": routes.get("throttling_rate_limit"), "burst": routes.get("throttling_burst_limit")},
+            "access_log": None if logs is None else {"destination": logs["destination_arn"],
+                                                     "format": logs["format"]}}
+
+
+def _prevents_destroy(tf: TerraformModule, body: dict[str, Any]) -> bool:
+    lifecycle = body.get("lifecycle")
+    return bool(lifecycle) and tf.get(one_block(lifecycle), "prevent_destroy", False) is True
 
 
 def _data_address(expression: str) -> str:
@@ -571,13 +489,6 @@ def _data_address(expression: str) -> str:
     if match is None:
         raise Unsupported(f"policy {expression}: expected data.aws_iam_policy_document.<name>.json")
     return match.group(1)
-
-
-def _integration_of(target: str, integrations: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    match = re.fullmatch(r"integrations/\$\{(aws_apigatewayv2_integration\.\w+)\.id\}", target)
-    if match is None or match.group(1) not in integrations:
-        raise Unsupported(f"route target {target}")
-    return integrations[match.group(1)]
 
 
 # == comparing ================================================================================================

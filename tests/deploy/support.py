@@ -26,15 +26,25 @@ ARTIFACT_BUCKET = "dormant-artifacts"
 
 def deploy_tool(name: str) -> Path:
     """A command of the deployment tools venv (skip when it was never installed, fail under `make test`)."""
-    configured = os.environ.get("DORMANT_DEPLOY_TOOLS")
-    directory = Path(configured) if configured else ROOT / "tools" / "deploy-venv" / "bin"
+    return _venv_tool(name, "DORMANT_DEPLOY_TOOLS", "deploy-venv", "make deploy-tools")
+
+
+def scan_tool(name: str) -> Path:
+    """A command of the security-scan venv, tools/scan-venv (`make scan-tools`; DORMANT_SCAN_TOOLS under make
+    test)."""
+    return _venv_tool(name, "DORMANT_SCAN_TOOLS", "scan-venv", "make scan-tools")
+
+
+def _venv_tool(name: str, variable: str, venv: str, target: str) -> Path:
+    configured = os.environ.get(variable)
+    directory = Path(configured) if configured else ROOT / "tools" / venv / "bin"
     if not directory.is_absolute():
         directory = ROOT / directory
     tool = directory / name
     if tool.exists():
         return tool
-    message = f"{tool} is missing: run `make deploy-tools` (make test does)"
-    if configured:
+    message = f"{tool} is missing: run `{target}` (make test does)"
+    if configured or os.environ.get("DORMANT_DEPLOY_TOOLS"):  # under `make test`: a missing tool is a failure
         pytest.fail(message)
     pytest.skip(message)
 

@@ -1,46 +1,117 @@
 """template.yaml and infra/ describe the same deployment, and that deployment is the one the code needs.
 
-Both are reduced to one description (tests/deploy/describe.py): table keys, indexes and TTL, queue attributes
-and redrive, function settings and environment, event sources, IAM statements, log groups, the layer, the HTTP
-API and the parameters' defaults. The code's own definitions are the reference (tests/deploy/code_rules.py).
-Broken copies of each file prove the comparison can fail.
+Both are reduced to one description (tests/deploy/describe.py): table keys, indexes and TTL, queue attributes,
+redrive and encryption, what is retained, function settings, environment and reserved concurrency, event
+sources, IAM statements, log groups, the layer, the HTTP API (routes, their authorization, the JWT authorizer,
+throttling and access logs), alarms, the parameters' defaults. They must agree in every scenario (auth modes,
+an alarm topic, a data name prefix, no reservations), and fit the code (tests/deploy/code_rules.py). Broken
+copies of each file prove the comparison can fail.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.deploy.code_rules import code_mismatches
-from tests.deploy.describe import Description, Unsupported, describe_sam, describe_terraform, differences
+from dormant.http.app import create_app
+from dormant.settings import Settings
+from dormant.testing import TestEnv
+from tests.api.apps import registry
+from tests.deploy.code_rules import OPERATOR_ROUTES, code_mismatches
+from tests.deploy.describe import SCENARIOS, Description, Unsupported, describe_sam, describe_terraform, differences
 from tests.deploy.support import INFRA, TEMPLATE, load_template, translate
 
 
-def test_sam_and_terraform_describe_the_same_deployment(sam_description: Description,
-                                                        terraform_description: Description) -> None:
-    assert differences(sam_description, terraform_description) == []
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_sam_and_terraform_describe_the_same_deployment(scenario: str, translated: dict[str, Any]) -> None:
+    values = SCENARIOS[scenario]
+    sam, terraform = describe_sam(translated, values), describe_terraform(INFRA, values=values)
+    assert differences(sam, terraform) == []
     # the comparison covers every part of the deployment, not an empty shell
-    assert set(sam_description["queues"]) == {"wake", "timers", "wake_dlq", "timers_dlq"}
-    assert set(sam_description["functions"]) == {"worker", "api"}
-    assert len(sam_description["event_sources"]) == 2
-    assert {len(role["statements"]) for role in sam_description["iam"].values()} == {3, 4}
-    assert {"api_url", "table_name", "wake_queue_url", "timer_queue_url"} <= set(sam_description["outputs"])
+    assert set(sam["queues"]) == {"wake", "timers", "wake_dlq", "timers_dlq"}
+    assert set(sam["functions"]) == {"worker", "api"}
+    assert len(sam["event_sources"]) == 2 and len(sam["alarms"]) == 3
+    assert {len(role["statements"]) for role in sam["iam"].values()} == {4}
+    assert set(sam["http"]["routes"]) == {"$default"} | OPERATOR_ROUTES
+    assert {"api_url", "table_name", "wake_queue_url", "timer_queue_url"} <= set(sam["outputs"])
+
+
+def test_the_scenarios_change_what_they_should(translated: dict[str, Any]) -> None:
+    """The scenarios are not the same deployment four times."""
+    described = {name: describe_sam(translated, values) for name, values in SCENARIOS.items()}
+    routes = {name: d["http"]["routes"]["$default"]["authorization"] for name, d in described.items()}
+    assert routes == {"defaults": "AWS_IAM", "jwt": "JWT", "none": "NONE", "operations": "AWS_IAM"}
+    assert [name for name, d in described.items() if d["http"]["authorizers"]] == ["jwt"]
+    operations = described["operations"]
+    assert operations["tables"]["table"]["name"] == "{param.data_name_prefix}-actors"
+    assert operations["functions"]["api"]["reserved_concurrency"] == -1
+    assert operations["alarms"]["worker_errors_alarm"]["actions"] == ["{param.alarm_topic_arn}"]
+    assert described["defaults"]["alarms"]["worker_errors_alarm"]["actions"] == []
 
 
 @pytest.mark.parametrize("side", ["sam", "terraform"])
-def test_each_deployment_fits_the_code(side: str, sam_description: Description,
-                                       terraform_description: Description) -> None:
-    description = sam_description if side == "sam" else terraform_description
-    assert code_mismatches(description) == []
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_each_deployment_fits_the_code(side: str, scenario: str, translated: dict[str, Any]) -> None:
+    values = SCENARIOS[scenario]
+    description = describe_sam(translated, values) if side == "sam" else describe_terraform(INFRA, values=values)
+    assert code_mismatches(description, values) == []
     assert description["tables"]["table"]["keys"] == {"pk": "HASH", "sk": "RANGE"}
 
 
-def _terraform_with(old: str, new: str) -> Description:
+async def test_the_routes_api_gateway_leaves_open_are_guarded_by_the_operator_token() -> None:
+    """Every app route an operator route of the deployment reaches answers 401 without the operator token,
+    even to a caller with no identity at all; every other route needs the caller's identity."""
+    patterns = [(key.split(" ", 1)[0], re.compile("^" + re.sub(r"\\\{proxy\\\+\\\}", ".+", re.sub(
+        r"\\\{\w+\\\}", "[^/]+", re.escape(key.split(" ", 1)[1]))) + "$")) for key in OPERATOR_ROUTES]
+    settings = Settings(auth_mode="iam", inspector_token="the-token")  # type: ignore[arg-type]
+    async with TestEnv(registry) as env:
+        await env.client.get_or_create("account", ["a"]).send("deposit", {"amount": 1})
+        app = create_app(registry, settings, service=env.service)
+        routes = [(r.path, method) for r in _routes(app.routes) if r.path.startswith("/actors")
+                  for method in sorted(r.methods)]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as http:
+            guarded = []
+            for path, method in routes:
+                if path.startswith(("/ui", "/docs")):
+                    continue  # the dashboard's and Swagger UI's files: no data, behind $default
+                concrete = path.replace("{actor}", "account").replace("{key}", "a").replace(
+                    "{queue}", "deposit").replace("{action}", "get_state")
+                response = await http.request(method, concrete)
+                message = response.json()["error"]["message"]
+                assert response.status_code == 401, (path, response.text)
+                if any(verb == method and p.match(concrete) for verb, p in patterns):
+                    guarded.append(f"{method} {path}")
+                    assert "operator token" in message, path
+                    allowed = await http.request(method, concrete, headers={"Authorization": "Bearer the-token"})
+                    assert allowed.status_code == 200, (path, allowed.text)
+                else:
+                    assert "SigV4" in message or "request context" in message, path
+    assert sorted(guarded) == [
+        "DELETE /actors/{actor}/{key}", "GET /actors/{actor}", "GET /actors/{actor}/{key}/history",
+        "GET /actors/{actor}/{key}/inspector/export", "GET /actors/{actor}/{key}/inspector/workflow-history",
+        "POST /actors/{actor}/resume", "POST /actors/{actor}/{key}/resume", "POST /actors/{actor}/{key}/terminate"]
+
+
+def _routes(routes: list[Any]) -> list[Any]:
+    """The app's routes, those of included routers too (FastAPI wraps them)."""
+    found = []
+    for route in routes:
+        if hasattr(route, "original_router"):
+            found += _routes(route.original_router.routes)
+        elif hasattr(route, "path") and hasattr(route, "methods"):
+            found.append(route)
+    return found
+
+
+def _terraform_with(old: str, new: str, values: dict[str, Any] | None = None) -> Description:
     texts = {path.name: path.read_text() for path in INFRA.glob("*.tf")}
-    assert old in texts["main.tf"], f"the broken copy needs {old!r} in infra/main.tf"
-    texts["main.tf"] = texts["main.tf"].replace(old, new, 1)
-    return describe_terraform(INFRA, texts)
+    holding = [name for name, text in texts.items() if old in text]
+    assert len(holding) == 1, f"the broken copy needs {old!r} in exactly one infra/ file (found {holding})"
+    texts[holding[0]] = texts[holding[0]].replace(old, new, 1)
+    return describe_terraform(INFRA, texts, values)
 
 
 @pytest.mark.parametrize(("old", "new", "where", "code_rule"), [
@@ -50,16 +121,41 @@ def _terraform_with(old: str, new: str) -> Description:
      "api_role grants"),
     ("batch_size              = 10", "batch_size              = 20", "event_sources",
      "a FIFO queue takes no batching window and at most 10 messages"),
-    ("maxReceiveCount     = var.max_receives\n  })\n  tags = local.tags\n}\n\nresource \"aws_sqs_queue\" \"timers\"",
-     "maxReceiveCount     = 3\n  })\n  tags = local.tags\n}\n\nresource \"aws_sqs_queue\" \"timers\"",
+    ("maxReceiveCount     = var.max_receives\n  })\n  tags = local.tags\n\n  lifecycle {\n    prevent_destroy = true\n"
+     "  }\n}\n\nresource \"aws_sqs_queue\" \"timers\"",
+     "maxReceiveCount     = 3\n  })\n  tags = local.tags\n\n  lifecycle {\n    prevent_destroy = true\n"
+     "  }\n}\n\nresource \"aws_sqs_queue\" \"timers\"",
      "queues.wake.redrive.max_receives", "queue wake redrive"),
-], ids=["table-key", "iam-action", "batch-size", "redrive"])
+    ('  sqs_managed_sse_enabled   = true\n  tags                      = local.tags\n\n  lifecycle {\n'
+     '    prevent_destroy = true\n  }\n}\n\nresource "aws_sqs_queue" "timers_dlq"',
+     '  tags = local.tags\n}\n\nresource "aws_sqs_queue" "timers_dlq"',
+     "queues.wake_dlq.", "queue wake_dlq: must be encrypted at rest and retained"),
+    ('authorization_type = var.auth_mode == "iam" ? "AWS_IAM"', 'authorization_type = var.auth_mode == "iam" ? "NONE"',
+     "http.routes.$default.authorization", "auth mode iam"),
+    ("DORMANT_INSPECTOR_TOKEN_PARAMETER = var.inspector_token_parameter",
+     "DORMANT_INSPECTOR_TOKEN = var.inspector_token_parameter",
+     "functions.api.environment", "DORMANT_INSPECTOR_TOKEN puts the operator token in the environment"),
+    ("    throttling_burst_limit = var.throttling_burst_limit\n", "",
+     "http.stage.throttling.burst", "stage throttling"),
+    ('resources = ["arn:${data.aws_partition.current.partition}:ssm:',
+     'resources = ["arn:${data.aws_partition.current.partition}:ssm:*:',
+     "iam.api_role.statements", "api_role grants"),
+    ("reserved_concurrent_executions = var.api_reserved_concurrency",
+     "reserved_concurrent_executions = var.worker_reserved_concurrency",
+     "functions.api.reserved_concurrency", "api reserved concurrency"),
+    ("  ok_actions          = local.alarm_actions\n  tags                = local.tags\n}\n\nresource "
+     "\"aws_cloudwatch_metric_alarm\" \"worker_errors\"",
+     "  tags                = local.tags\n}\n\nresource \"aws_cloudwatch_metric_alarm\" \"worker_errors\"",
+     "alarms.timers_dlq_alarm.ok_actions", "alarm timers_dlq_alarm notifies"),
+], ids=["table-key", "iam-action", "batch-size", "redrive", "queue-unencrypted-unretained", "route-open",
+        "token-in-env", "throttling", "ssm-any-region", "reserved-concurrency", "alarm-actions"])
 def test_a_mismatched_terraform_copy_is_caught(old: str, new: str, where: str, code_rule: str,
-                                               sam_description: Description) -> None:
-    broken = _terraform_with(old, new)
-    found = differences(sam_description, broken)
+                                               translated: dict[str, Any]) -> None:
+    values = SCENARIOS["operations"] if "alarm" in code_rule else {}
+    broken = _terraform_with(old, new, values)
+    found = differences(describe_sam(translated, values), broken)
     assert found and all(line.startswith(where) for line in found), found
-    assert any(code_rule in problem for problem in code_mismatches(broken))
+    assert any(code_rule in problem for problem in code_mismatches(broken, values)), code_mismatches(broken, values)
 
 
 def _template_with(old: str, new: str) -> dict[str, Any]:
@@ -77,7 +173,21 @@ def _template_with(old: str, new: str) -> dict[str, Any]:
     ("Action: [sqs:SendMessage]", "Action: [sqs:*]", "worker_role grants"),
     ("DeduplicationScope: messageGroup", "DeduplicationScope: queue",
      "queue wake: DeduplicationScope='queue', but the code's queue_attributes says 'messageGroup'"),
-], ids=["visibility", "env", "ttl", "iam-wildcard", "queue-attributes"])
+    ("    UpdateReplacePolicy: Retain\n    Properties:\n      TableName:",
+     "    UpdateReplacePolicy: Delete\n    Properties:\n      TableName:", "table: must be retained"),
+    ('    Default: "true"\n    AllowedValues: ["true", "false"]\n    Description: >-\n      DynamoDB deletion',
+     '    Default: "false"\n    AllowedValues: ["true", "false"]\n    Description: >-\n      DynamoDB deletion',
+     "table deletion protection: a parameter, on by default"),
+    ("AuthorizationType: !If [IamAuth, AWS_IAM, !If [JwtAuth, JWT, NONE]]",
+     "AuthorizationType: !If [JwtAuth, JWT, NONE]", "auth mode iam"),
+    ("      RouteKey: GET /actors/{actor}/{key}/history", "      RouteKey: GET /actors/{actor}/{key}/state",
+     "routes ["),
+    ("Dimensions: [{ Name: FunctionName, Value: !Ref WorkerFunction }]",
+     "Dimensions: [{ Name: FunctionName, Value: !Ref ApiFunction }]", "alarm worker_errors_alarm watches"),
+    ("DestinationArn: !GetAtt ApiAccessLogGroup.Arn", "DestinationArn: !GetAtt ApiLogGroup.Arn",
+     "stage access log"),
+], ids=["visibility", "env", "ttl", "iam-wildcard", "queue-attributes", "table-replaced", "protection-off",
+        "route-open", "state-route-open", "alarm-function", "access-log"])
 def test_a_template_that_does_not_fit_the_code_is_caught(old: str, new: str, problem: str,
                                                          terraform_description: Description) -> None:
     broken = describe_sam(_template_with(old, new))
@@ -95,3 +205,5 @@ def test_the_reader_refuses_what_it_does_not_understand(translated: dict[str, An
     texts["main.tf"] += '\nresource "aws_sqs_queue" "extra" {\n  name = "x"\n}\n'
     with pytest.raises(Unsupported, match=r"aws_sqs_queue\.extra"):
         describe_terraform(INFRA, texts)
+    with pytest.raises(Unsupported, match="unknown"):
+        describe_terraform(INFRA, values={"no_such_variable": 1})

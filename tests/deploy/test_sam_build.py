@@ -6,6 +6,7 @@ handlers. The layer's make target fetches wheels for Lambda's python3.13 on arm6
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import os
 import re
@@ -38,14 +39,12 @@ def deploy_python_available() -> bool:
 
 
 def expected_bundle() -> set[str]:
-    """What infra/main.tf's local.code_files selects (fileset patterns), as zip paths."""
-    files = {str(p.relative_to(ROOT / "lib")) for p in (ROOT / "lib" / "dormant").rglob("*.py")}
-    # the dashboard's and Swagger UI's files, served by the API from the package
-    files |= {str(p.relative_to(ROOT / "lib")) for p in (ROOT / "lib" / "dormant" / "http" / "static").rglob("*")
-              if p.is_file()}
-    files |= {str(p.relative_to(ROOT)) for p in (ROOT / "functions").rglob("*.py")}
-    files |= {str(p.relative_to(ROOT)) for p in (ROOT / "examples").rglob("*.py")}
-    return files
+    """What `make infra-zips` zips for infra/ (tools/bundle.py), as zip paths: sam build must bundle the same."""
+    spec = importlib.util.spec_from_file_location("bundle", ROOT / "tools" / "bundle.py")
+    assert spec is not None and spec.loader is not None
+    bundle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bundle)
+    return set(bundle.code_files(ROOT / "examples"))
 
 
 def _functions_only(template: dict[str, Any]) -> dict[str, Any]:

@@ -32,4 +32,4 @@ def test_terraform_has_the_same_option(terraform_description: Description, sam_d
         assert {f["snap_start"] for f in description["functions"].values()} == {"{param.snap_start}"}
         assert description["parameters"]["snap_start"] == "None"
         assert {function for function, _ in description["event_sources"]} == {"{worker_alias.arn}"}
-        assert description["http"]["http_api"]["$default"]["target"] == "api_alias"
+        assert {route["target"] for route in description["http"]["routes"].values()} == {"api_alias"}

@@ -2,12 +2,16 @@
 resources exist with the shapes the code needs, the functions' environment resolves to them, and the real
 Lambda handlers (functions/api, functions/worker) configured by that environment serve a request end to end.
 
-moto runs no Lambda code (that needs Docker) and creates no API Gateway v2 or table TTL; the event sources
-are played by the test, as Lambda's poller would (receive, invoke, delete what did not fail).
+moto runs no Lambda code (that needs Docker) and its CloudFormation creates no API Gateway v2 resources,
+no CloudWatch alarms, no table TTL and no point-in-time recovery (tests/deploy/test_terraform.py checks
+those on the resources Terraform creates through moto's APIs; tests/deploy/test_parity.py checks both files);
+the event sources are played by the test, as Lambda's poller would (receive, invoke, delete what did not fail).
+Deleting the stack leaves the table and the queues, with their data.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import importlib.util
 import io
@@ -28,12 +32,14 @@ from dormant.aws.poller import lambda_event
 from dormant.aws.store import table_definition
 from dormant.settings import Settings
 from tests.api.support import http_api_v2_event, lambda_body
+from tests.deploy.describe import Description
 from tests.deploy.support import ARTIFACT_BUCKET, REGION, ROOT
 from tests.servers import MotoServer, fake_aws_environment, scrubbed_variables
 
 STACK = "dormant"
 TOKEN_PARAMETER = "/dormant/inspector-token"
 TOKEN = "token-from-ssm"
+CALLER = "arn:aws:iam::123456789012:user/deployer"
 
 
 @dataclass
@@ -106,7 +112,7 @@ def stack(translated: dict[str, Any]) -> Iterator[Stack]:
                 code = resource.get("Properties", {}).get("Code") or resource.get("Properties", {}).get("Content")
                 if code:  # what `sam package` uploads (moto only stores it)
                     s3.put_object(Bucket=code["S3Bucket"], Key=code["S3Key"], Body=_zip({"placeholder.py": ""}))
-            created.client("ssm").put_parameter(Name=TOKEN_PARAMETER, Type="String", Value=TOKEN)
+            created.client("ssm").put_parameter(Name=TOKEN_PARAMETER, Type="SecureString", Value=TOKEN)
             cloudformation = created.client("cloudformation")
             cloudformation.create_stack(StackName=STACK, TemplateBody=json.dumps(_for_moto(translated)),
                                         Capabilities=["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"])
@@ -168,6 +174,60 @@ def test_the_stack_creates_the_table_queues_functions_and_event_sources(stack: S
     assert mappings[wake["QueueArn"]]["BatchSize"] == 10
     assert "MaximumBatchingWindowInSeconds" not in mappings[wake["QueueArn"]]  # FIFO: no batching window
     assert mappings[timers["QueueArn"]]["MaximumBatchingWindowInSeconds"] == 1
+    # limits: the event sources start at most WorkerMaxConcurrency each, within the reserved concurrency
+    assert all(m["ScalingConfig"] == {"MaximumConcurrency": 5} for m in mappings.values())
+    lam = stack.client("lambda")
+    assert lam.get_function_concurrency(FunctionName=worker["FunctionName"])["ReservedConcurrentExecutions"] == 10
+    api = stack.function("ApiFunction")
+    assert lam.get_function_concurrency(FunctionName=api["FunctionName"])["ReservedConcurrentExecutions"] == 20
+    # the data: encrypted queues, the table protected from deletion
+    for attributes_of in (wake, timers, wake_dlq, timers_dlq):
+        assert attributes_of["SqsManagedSseEnabled"] == "true"
+    assert table["DeletionProtectionEnabled"] in (True, "true")  # moto keeps the parameter's string
+
+
+@pytest.mark.parametrize("logical", ["WorkerRole", "ApiRole"])
+def test_the_roles_grant_what_the_template_says(stack: Stack, logical: str, sam_description: Description) -> None:
+    """The inline policies of the created roles, with the stack's ARNs put back as tokens, are the described
+    statements (which tests/deploy/code_rules.py checks against the code)."""
+    iam = stack.client("iam")
+    name = stack.physical(logical)
+    tokens = {}
+    for role_id, token in (("ActorTable", "table"), ("WakeQueue", "wake"), ("TimerQueue", "timers")):
+        tokens[_arn(stack, role_id)] = "{" + token + ".arn}"
+    for group in ("WorkerLogGroup", "ApiLogGroup"):
+        arn = stack.client("logs").describe_log_groups(logGroupNamePrefix=stack.physical(group))["logGroups"][0]["arn"]
+        tokens[arn.removesuffix(":*")] = "{" + group.replace("LogGroup", "").lower() + "_logs.arn}"
+    tokens[f"arn:aws:ssm:{REGION}:123456789012:"] = "arn:{AWS::Partition}:ssm:{AWS::Region}:{AWS::AccountId}:"
+    statements = set()
+    for policy in iam.list_role_policies(RoleName=name)["PolicyNames"]:
+        document = iam.get_role_policy(RoleName=name, PolicyName=policy)["PolicyDocument"]
+        if isinstance(document, str):  # moto's CloudFormation stores the document as Python's repr of it
+            document = ast.literal_eval(document)
+        for s in document["Statement"]:
+            resources = s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]
+            actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+            statements.add((s.get("Sid"), s["Effect"], frozenset(actions), frozenset(
+                _tokenized(resource, tokens).removesuffix(":*") for resource in resources)))
+    role = "worker_role" if logical == "WorkerRole" else "api_role"
+    # A log group's Arn attribute ends in ":*" on AWS; moto's leaves it off
+    expected = {(sid, effect, actions, frozenset(r.replace("{param.inspector_token_parameter}", TOKEN_PARAMETER)
+                                                 .removesuffix(":*") for r in resources))
+                for sid, effect, actions, resources in sam_description["iam"][role]["statements"]}
+    assert statements == expected
+
+
+def _arn(stack: Stack, logical: str) -> str:
+    if logical == "ActorTable":
+        return str(stack.client("dynamodb").describe_table(TableName=stack.physical(logical))["Table"]["TableArn"])
+    return str(stack.client("sqs").get_queue_attributes(QueueUrl=stack.physical(logical), AttributeNames=[
+        "QueueArn"])["Attributes"]["QueueArn"])
+
+
+def _tokenized(value: str, tokens: dict[str, str]) -> str:
+    for concrete in sorted(tokens, key=len, reverse=True):
+        value = value.replace(concrete, tokens[concrete])
+    return value
 
 
 @pytest.mark.parametrize("logical", ["WorkerFunction", "ApiFunction"])
@@ -186,8 +246,12 @@ def test_the_function_environment_resolves_to_the_stack(stack: Stack, logical: s
                                            for name, value in env.items()})
     assert settings.table == env["DORMANT_TABLE"] and settings.app == "examples.app:registry"
     assert settings.queue_url == env["DORMANT_QUEUE_URL"] and settings.queue_url.endswith(".fifo")
-    token = settings.inspector_token.get_secret_value() if settings.inspector_token else None
-    assert token == (TOKEN if logical == "ApiFunction" else None)  # resolved from SSM, for the API only
+    # the operator token is nowhere in the environment: the API reads it from SSM at run time
+    assert settings.inspector_token is None and TOKEN not in json.dumps(function)
+    if logical == "ApiFunction":
+        assert (settings.inspector_token_parameter, settings.auth_mode) == (TOKEN_PARAMETER, "iam")
+    else:
+        assert "DORMANT_INSPECTOR_TOKEN_PARAMETER" not in env and "DORMANT_AUTH_MODE" not in env
     role = stack.client("iam").get_role(RoleName=stack.physical(logical.replace("Function", "Role")))["Role"]
     assert function["Role"] == role["Arn"]
     assert function["Handler"] == f"functions.{logical.removesuffix('Function').lower()}.handler.handler"
@@ -226,11 +290,13 @@ def test_the_lambda_handlers_serve_a_request_on_the_stack(stack: Stack, monkeypa
     loop = asyncio.new_event_loop()  # the API container's loop, which Mangum drives
     asyncio.set_event_loop(loop)
 
-    def call(method: str, target: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+    def call(method: str, target: str, body: Any = None, signed: bool = True, **headers: str) -> tuple[int, Any]:
         raw = None if body is None else json.dumps(body).encode()
         asyncio.set_event_loop(loop)  # the worker's asyncio.Runner made its own loop current in between
-        response = api.handler(http_api_v2_event(method, target, body=raw, headers={
-            "content-type": "application/json", **headers}), None)
+        event = http_api_v2_event(method, target, body=raw, headers={"content-type": "application/json", **headers})
+        if signed:  # what API Gateway's AWS_IAM authorization (AuthMode=iam, the default) passes on
+            event["requestContext"]["authorizer"] = {"iam": {"userArn": CALLER, "accountId": "123456789012"}}
+        response = api.handler(event, None)
         return response["statusCode"], lambda_body(response)
 
     def play_event_sources() -> int:
@@ -255,15 +321,17 @@ def test_the_lambda_handlers_serve_a_request_on_the_stack(stack: Stack, monkeypa
         raise AssertionError("the queues did not drain")
 
     try:
+        assert call("PUT", "/actors/workflow-counter/deploy", signed=False)[0] == 401
         assert call("PUT", "/actors/workflow-counter/deploy") == (
             201, {"actor": "workflow-counter", "key": ["deploy"], "created": True})
         status, body = call("POST", "/actors/workflow-counter/deploy/queues/counter", {"delta": 5})
         assert (status, body["status"]) == (202, "queued")
         assert play_event_sources() >= 1
         assert call("GET", "/actors/workflow-counter/deploy/state") == (200, {"value": 5, "processed": 1})
-        # the inspector token came from the SSM parameter through the template's parameter
-        assert call("GET", "/actors/workflow-counter/deploy/history")[0] == 401
-        status, history = call("GET", "/actors/workflow-counter/deploy/history", authorization=f"Bearer {TOKEN}")
+        # the operator route (no authorizer in front of it): the token the API read from the SSM parameter
+        assert call("GET", "/actors/workflow-counter/deploy/history", signed=False)[0] == 401
+        status, history = call("GET", "/actors/workflow-counter/deploy/history", signed=False,
+                               authorization=f"Bearer {TOKEN}")
         assert status == 200 and "counter-loop" in {entry["location"].split("/")[0] for entry in history}
         status, body = call("GET", "/actors/workflow-counter/deploy/status")
         assert (status, body["workflow"], body["waiting_for"]["queues"]) == (200, "sleeping", ["counter"])
@@ -272,3 +340,20 @@ def test_the_lambda_handlers_serve_a_request_on_the_stack(stack: Stack, monkeypa
         loop.close()
         asyncio.set_event_loop(None)
         worker.worker.close()
+
+
+def test_deleting_the_stack_keeps_the_table_and_the_queues_with_their_data(stack: Stack) -> None:
+    """DeletionPolicy/UpdateReplacePolicy Retain: the stack goes, the data stays (runs last: it deletes the stack)."""
+    dynamodb, sqs = stack.client("dynamodb"), stack.client("sqs")
+    table = stack.physical("ActorTable")
+    before = dynamodb.scan(TableName=table)["Count"]
+    assert before > 0  # the previous test stored an actor
+    sqs.send_message(QueueUrl=stack.physical("TimerDeadLetterQueue"), MessageBody="kept")
+    stack.client("cloudformation").delete_stack(StackName=STACK)
+    assert dynamodb.scan(TableName=table)["Count"] == before
+    for logical in ("WakeQueue", "TimerQueue", "WakeDeadLetterQueue", "TimerDeadLetterQueue"):
+        assert sqs.get_queue_attributes(QueueUrl=stack.physical(logical), AttributeNames=["QueueArn"])
+    kept = sqs.receive_message(QueueUrl=stack.physical("TimerDeadLetterQueue"))["Messages"]
+    assert [m["Body"] for m in kept] == ["kept"]
+    functions = {f["FunctionName"] for f in stack.client("lambda").list_functions()["Functions"]}
+    assert stack.physical("ApiFunction") not in functions and stack.physical("WorkerFunction") not in functions

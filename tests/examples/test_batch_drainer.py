@@ -6,7 +6,8 @@ import pytest
 
 from dormant.testing import TestEnv
 from examples import batch_drainer
-from examples.batch_drainer import Services, registry
+from examples.batch_drainer import IDLE_TIMEOUT, Services, registry
+from tests.examples.idle import assert_idle_timeout
 
 
 @pytest.fixture
@@ -39,10 +40,14 @@ async def test_buffers_until_five_then_flushes(batches: list[list[float]]) -> No
         assert state.last_batch_total == 15
         assert state.pending == [6, 7]
 
-        # Idle timeouts (no message) re-check the buffer but never flush a partial batch.
-        await env.advance(60)
+        # The 5 s idle timeout: with no message an iteration re-checks the buffer and, as in the reference,
+        # does not flush a partial batch.
+        await assert_idle_timeout(env, drainer, "drain-loop", IDLE_TIMEOUT)
+        await env.advance(3 * IDLE_TIMEOUT)
         assert batches == [[1, 2, 3, 4, 5]]
         assert (await drainer.state()).pending == [6, 7]
+        checks = [e for e in await drainer.history() if e.location.endswith("/check-full")]
+        assert checks and not any(e.output for e in checks)  # idle iterations checked, found it not full
 
         for value in (8, 9, 10):
             await drainer.send("metrics", {"value": value})

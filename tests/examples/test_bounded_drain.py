@@ -8,7 +8,8 @@ import pytest
 
 from dormant.testing import TestEnv
 from examples import bounded_drain
-from examples.bounded_drain import CONCURRENCY_LIMIT, TOP_UP_TIMEOUT, Services, registry
+from examples.bounded_drain import CONCURRENCY_LIMIT, IDLE_TIMEOUT, TOP_UP_TIMEOUT, Services, registry
+from tests.examples.idle import assert_idle_timeout
 
 
 class FakeDownstream:
@@ -40,6 +41,7 @@ async def test_backlog_is_drained_in_bounded_windows(downstream: FakeDownstream)
         for i in range(23):
             await drain.send("work", {"id": f"w{i}", "value": i})
         await env.run_until_idle()
+        await env.advance(TOP_UP_TIMEOUT)  # the last window waits 10 ms for a 4th message
 
         state = await drain.call("get_state")
         assert state.window_sizes == [10, 10, 3]
@@ -49,21 +51,23 @@ async def test_backlog_is_drained_in_bounded_windows(downstream: FakeDownstream)
         assert downstream.max_active == CONCURRENCY_LIMIT  # concurrent, and never above the cap
 
 
-async def test_window_is_topped_up_until_the_short_timeout(downstream: FakeDownstream) -> None:
+async def test_a_trickle_within_the_top_up_timeout_fills_one_window(downstream: FakeDownstream) -> None:
     async with TestEnv(registry) as env:
         drain = env.client.get_or_create("bounded-drain", ["main"])
-        await drain.send("work", {"id": "a", "value": 1})
-        await env.run_until_idle()
-        assert (await drain.state()).window_sizes == []  # waiting to top the window up
-        status = await drain.status()
-        assert status.waiting_for.deadline == pytest.approx(env.now() + TOP_UP_TIMEOUT)
+        for work_id, value in (("a", 1), ("b", 2), ("c", 3)):  # each arrives within 10 ms of the previous
+            await drain.send("work", {"id": work_id, "value": value})
+            await env.run_until_idle()
+            assert (await drain.state()).window_sizes == []  # still topping the window up
+            status = await drain.status()
+            assert status.waiting_for.deadline == pytest.approx(env.now() + TOP_UP_TIMEOUT)
 
-        await drain.send("work", {"id": "b", "value": 2})  # arrives in time: same window
-        await env.run_until_idle()
-        assert (await drain.state()).window_sizes == [2]
-
-        await drain.send("work", {"id": "c", "value": 3})
-        await env.advance(TOP_UP_TIMEOUT)  # nothing more: the window closes with one message
+        await env.advance(TOP_UP_TIMEOUT)  # nothing more within 10 ms: the window closes with all three
         state = await drain.state()
-        assert state.window_sizes == [2, 1]
-        assert (state.processed, state.last_window_total) == (3, 6)
+        assert state.window_sizes == [3]
+        assert (state.processed, state.last_window_total) == (3, 12)
+
+        await drain.send("work", {"id": "d", "value": 4})  # a later message opens the next window
+        await env.run_until_idle()
+        await env.advance(TOP_UP_TIMEOUT)
+        assert (await drain.state()).window_sizes == [3, 1]
+        await assert_idle_timeout(env, drain, "bounded-drain-loop", IDLE_TIMEOUT)

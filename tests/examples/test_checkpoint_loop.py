@@ -12,6 +12,7 @@ from dormant.testing import TestEnv
 from examples import checkpoint_loop
 from examples.checkpoint_loop import Services, registry
 from tests.crash.harness import Observation, Scenario, check_crash_safety
+from tests.examples.idle import assert_idle_timeout
 
 
 class FakeLedger:
@@ -63,6 +64,8 @@ async def test_a_failed_side_effect_is_retried_without_double_applying(ledger: F
         assert ledger.posts == ["p1", "p2", "p2", "p3"]
         assert sorted(ledger.entries.values()) == sorted(PAYMENTS)  # one ledger entry per payment
         assert len(ledger.entries) == 3
+        handle = env.client.get_or_create("checkpoint-friendly", ["main"])
+        await assert_idle_timeout(env, handle, "payment-loop", 30)
 
 
 async def test_finished_iterations_are_compacted_and_a_redeploy_resumes(ledger: FakeLedger) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from dormant.testing import TestEnv
 from examples.child_workers import CHILDREN, registry
+from tests.examples.idle import assert_idle_timeout
 
 
 async def test_orchestrates_the_children_lifecycle() -> None:
@@ -26,6 +27,7 @@ async def test_orchestrates_the_children_lifecycle() -> None:
         assert [(await c.get_state()).processed for c in children] == [2, 2, 2]
         join = [e for e in await orchestrator.history() if e.kind.value == "join"][-1]
         assert {b: r.output for b, r in join.branches.items()} == {"a": 6, "b": 6, "c": 6}
+        await assert_idle_timeout(env, orchestrator, "orchestrate-loop", 30)
 
         await orchestrator.send("shutdown", {})
         await env.run_until_idle()

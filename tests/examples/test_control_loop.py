@@ -1,4 +1,4 @@
-"""Signal-driven control loop: pause, resume and stop drive the mode; stop ends the workflow."""
+"""Signal-driven control loop: pause, resume and stop drive the mode; a resume after a stop still applies."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from dormant import InvalidMessageError
 from dormant.testing import TestEnv
 from examples.control_loop import registry
+from tests.examples.idle import assert_idle_timeout
 
 
 async def test_pause_resume_stop() -> None:
@@ -26,12 +27,15 @@ async def test_pause_resume_stop() -> None:
         assert (await loop.state()).mode == "running"
 
         await loop.send("signals", {"kind": "stop"})
-        await loop.send("signals", {"kind": "resume"})  # after stop: never consumed
         await env.run_until_idle()
         assert (await loop.state()).model_dump() == {"mode": "stopped", "handled_signals": 3}
-        status = await loop.status()
-        assert status.workflow == "completed"
-        assert status.output == "stopped"
+        assert (await loop.status()).workflow == "sleeping"  # stopped is a mode: the loop still listens
+
+        await loop.send("signals", {"kind": "resume"})
+        await env.run_until_idle()
+        assert (await loop.state()).model_dump() == {"mode": "running", "handled_signals": 4}
+        assert env.store.inbox_ids(loop.ref) == []  # no signal is left queued
+        await assert_idle_timeout(env, loop, "control-loop", 30)
 
 
 async def test_unknown_signals_are_refused_to_the_sender() -> None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import pytest
 
+from dormant import NonRetryableError, StepContext
 from dormant.testing import TestEnv
 from examples import cross_actor_saga
 from examples.cross_actor_saga import Services, registry
+from tests.examples.idle import assert_idle_timeout
 
 
 class FakeGateway:
     def __init__(self, declined: set[str] | None = None) -> None:
         self.declined = declined or set()
+        self.unconfirmable: set[str] = set()
         self.attempts: list[str] = []
 
     async def charge_card(self, order_id: str, amount: int) -> None:
@@ -20,11 +23,16 @@ class FakeGateway:
         if order_id in self.declined:
             raise RuntimeError(f"card declined for {order_id}")
 
+    async def confirm_order(self, order_id: str) -> None:
+        if order_id in self.unconfirmable:
+            raise NonRetryableError(f"order service refused {order_id}")
+
 
 @pytest.fixture
 def gateway(monkeypatch: pytest.MonkeyPatch) -> FakeGateway:
     fake = FakeGateway()
-    monkeypatch.setattr(cross_actor_saga, "services", Services(charge_card=fake.charge_card))
+    monkeypatch.setattr(cross_actor_saga, "services",
+                        Services(charge_card=fake.charge_card, confirm_order=fake.confirm_order))
     return fake
 
 
@@ -41,7 +49,7 @@ async def test_happy_path_counts_orders(gateway: FakeGateway) -> None:
         assert stock.reservations == {"reserve-o1": "o1", "reserve-o2": "o2"} and stock.released == []
         assert bills.charges == {"charge-o1": 30, "charge-o2": 12} and bills.refunded == []
         assert gateway.attempts == ["o1", "o2"]
-        assert (await saga.status()).workflow == "sleeping"
+        await assert_idle_timeout(env, saga, "checkout-loop", 30)
 
 
 async def test_failing_charge_releases_the_reservation_once(gateway: FakeGateway) -> None:
@@ -72,3 +80,32 @@ async def test_failing_charge_releases_the_reservation_once(gateway: FakeGateway
         # Release is idempotent: a repeated compensation changes nothing.
         assert await inventory.release("reserve-o2") is False
         assert (await inventory.get_state()).released == ["reserve-o2"]
+
+
+async def test_a_failure_after_the_charge_refunds_then_releases(gateway: FakeGateway,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    gateway.unconfirmable = {"o2"}
+    calls: list[str] = []
+    real_call = cross_actor_saga.call
+
+    async def logged_call(s: StepContext, actor_name: str, action: str, *args: object) -> object:
+        calls.append(f"{actor_name}.{action}")
+        return await real_call(s, actor_name, action, *args)
+
+    monkeypatch.setattr(cross_actor_saga, "call", logged_call)
+    async with TestEnv(registry) as env:
+        saga = env.client.get_or_create("checkout-saga", ["main"])
+        await saga.send("orders", {"order_id": "o1", "amount": 30})
+        await saga.send("orders", {"order_id": "o2", "amount": 99})
+        await env.run_until_idle()
+
+        status = await saga.status()
+        assert status.workflow == "failed"
+        assert status.error is not None and "refused o2" in status.error
+        # Newest first, each once: the charge is refunded before the reservation is released.
+        assert calls == ["inventory.reserve", "billing.charge"] * 2 + ["billing.refund", "inventory.release"]
+        stock = await env.client.get_or_create("inventory", ["main"]).get_state()
+        bills = await env.client.get_or_create("billing", ["main"]).get_state()
+        assert stock.released == ["reserve-o2"] and stock.reservations == {"reserve-o1": "o1"}
+        assert bills.refunded == ["charge-o2"] and bills.charges == {"charge-o1": 30}
+        assert (await saga.state()).completed_orders == 1

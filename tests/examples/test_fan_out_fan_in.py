@@ -9,6 +9,7 @@ import pytest
 from dormant.testing import TestEnv
 from examples import fan_out_fan_in
 from examples.fan_out_fan_in import Services, registry
+from tests.examples.idle import assert_idle_timeout
 
 COUNTS = {"/users": 10, "/orders": 20, "/invoices": 30}
 
@@ -45,6 +46,7 @@ async def test_join_merges_the_three_branches(api: FakeApi) -> None:
         join = next(e for e in await dashboard.history() if e.kind.value == "join")
         assert sorted(join.branches) == ["invoices", "orders", "users"]
         assert {b: r.output for b, r in join.branches.items()} == {"users": 10, "orders": 20, "invoices": 30}
+        await assert_idle_timeout(env, dashboard, "join-loop", 30)
 
 
 async def test_a_branch_failing_after_retries_raises_join_error(api: FakeApi) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dormant.testing import TestEnv
 from examples.scatter_gather import registry
+from tests.examples.idle import assert_idle_timeout
 
 
 async def test_gathers_the_three_shards() -> None:
@@ -25,3 +26,4 @@ async def test_gathers_the_three_shards() -> None:
         assert (await gatherer.state()).last_sum == 90
         for shard_id in ("a", "b", "c"):
             assert (await env.client.get_or_create("shard", [shard_id]).get_state()).calls == 2
+        await assert_idle_timeout(env, gatherer, "scatter-gather-loop", 30)

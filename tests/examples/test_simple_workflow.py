@@ -55,8 +55,9 @@ async def test_failed_step_retries_without_rerunning_earlier_steps(monkeypatch: 
         await env.run_until_idle()
         status = await handle.status()
         assert status.workflow == "sleeping"
-        # A retry suspends the actor until its backoff deadline (0.1 s by default); it never runs inline.
-        assert status.waiting_for.retry_at == env.now() + 0.1
+        # A retry suspends the actor until its backoff deadline (2 x the 0.1 s base, as in RivetKit); it never
+        # runs inline.
+        assert status.waiting_for.retry_at == pytest.approx(env.now() + 0.2)
         assert calls["calculate_tax"] == 1
 
         await env.advance(5)

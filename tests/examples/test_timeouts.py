@@ -45,11 +45,11 @@ async def test_slow_attempts_time_out_then_the_charge_succeeds(monkeypatch: pyte
         status = await handle.status()
         assert calls == Counter(attempts=1, cancelled=1)  # the timed-out attempt was cancelled
         assert status.workflow == "sleeping"
-        assert status.waiting_for.retry_at == env.now() + 0.2  # first backoff
+        assert status.waiting_for.retry_at == pytest.approx(env.now() + 0.4)  # first backoff: 2 x base, as RivetKit
 
-        await env.advance(0.2)
+        await env.advance(0.4)
         assert calls == Counter(attempts=2, cancelled=2)
-        await env.advance(0.4)  # second backoff doubles
+        await env.advance(0.8)  # second backoff doubles
         assert calls == Counter(attempts=3, cancelled=2)
         assert (await handle.get_state()).last_charge_id == "ch_o-1"
         step = next(e for e in await handle.history() if e.location.endswith("/charge-card"))
@@ -62,7 +62,7 @@ async def test_a_provider_that_never_answers_exhausts_the_step(monkeypatch: pyte
     async with TestEnv(registry) as env:
         handle = env.client.get_or_create("timeout-charge", ["main"])
         await handle.send("charge", {"order_id": "o-2"})
-        await env.advance(60)  # backoffs 0.2 + 0.4 + 0.8 + 1.6 + 2.0 (capped)
+        await env.advance(60)  # backoffs 0.4 + 0.8 + 1.6 + 2.0 + 2.0 (capped)
 
         status = await handle.status()
         assert calls == Counter(attempts=6, cancelled=6)  # 1 attempt + max_retries=5

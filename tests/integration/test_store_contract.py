@@ -222,3 +222,25 @@ async def test_wake_error_is_recorded_on_existing_actors_only(any_store: EventSt
     assert snapshot is not None
     assert snapshot.wake_error == WakeError(message="poison", at=T0 + 1, receive_count=5, version=1)
     assert [m.id for m in snapshot.inbox] == ["after-error"]
+
+
+async def test_wait_inbox_returns_messages_not_known_as_they_arrive(any_store: EventStore) -> None:
+    actor = await created(any_store)
+    await any_store.enqueue(actor, message("m1"))
+    snapshot = await any_store.load(actor)
+    assert snapshot is not None
+    # Consumed by a commit, not yet tombstoned in the DynamoDB store: never returned as new.
+    await any_store.commit(actor, snapshot.version, draft(consumed=["m1"]))
+    assert await any_store.wait_inbox(actor, set(), 0.05) == []
+
+    async def send_later() -> None:
+        await asyncio.sleep(0.1)
+        await any_store.enqueue(actor, message("m2"))
+        await any_store.enqueue(actor, message("m3"))
+
+    sender = asyncio.ensure_future(send_later())
+    found = await any_store.wait_inbox(actor, {"m1"}, 10.0)  # returns once a message is there
+    await sender
+    assert [m.id for m in found][:1] == ["m2"]
+    assert [m.id for m in await any_store.wait_inbox(actor, {"m1", "m2"}, 1.0)] == ["m3"]
+    assert await any_store.wait_inbox(actor, {"m1", "m2", "m3"}, 0.05) == []  # nothing new: [] after the timeout

@@ -170,7 +170,7 @@ async def test_the_dashboard_over_a_running_stack(browser: BrowserContext, moto:
 
 async def test_the_dashboard_asks_for_the_inspector_token(browser: BrowserContext) -> None:
     registry, _ = _apps()
-    settings = Settings(dev=False, inspector_token="s3cret")  # type: ignore[arg-type]
+    settings = Settings(dev=False, inspector_token="s3cret", auth_mode="none")  # type: ignore[arg-type]
     async with TestEnv(registry) as env:
         await env.client.get_or_create("order", "o-1").call("get")
         await env.run_until_idle()

@@ -11,6 +11,7 @@ from dormant import (
     ActionContext,
     HookContext,
     InvalidMessageError,
+    Loop,
     StepContext,
     StepOnlyError,
     UnknownActionError,
@@ -52,11 +53,12 @@ async def test_state_vars_client_broadcast_and_clock_are_step_only() -> None:
 
         async def body(loop: WorkflowContext) -> Any:
             probe(loop, "loop.")
-            return None
+            return Loop.break_()
 
         async def branch(b: WorkflowContext) -> None:
             probe(b, "branch.")
 
+        await ctx.loop("l", body)
         await ctx.join("j", {"only": branch})
         await ctx.step("fine", lambda s: s.state.log.append("a step may"))
 
@@ -64,7 +66,7 @@ async def test_state_vars_client_broadcast_and_clock_are_step_only() -> None:
         handle = await start(env, "step-only")
         assert (await handle.status()).workflow is WorkflowState.COMPLETED
         assert (await handle.state()).log == ["a step may"]
-    expected = {f"{p}{w}" for p in ("root.", "branch.")
+    expected = {f"{p}{w}" for p in ("root.", "loop.", "branch.")
                 for w in ("state", "vars", "client", "broadcast", "schedule", "now")}
     assert set(messages) == expected
     assert "only available inside a step or an action" in messages["root.state"]
@@ -226,7 +228,7 @@ async def test_broadcast_validates_payloads_and_only_successful_attempts_publish
             if s.attempt == 1:
                 raise RuntimeError("the first attempt's event must not be published")
 
-        await ctx.step("flaky", flaky, retry_backoff_base=1.0)
+        await ctx.step("flaky", flaky, retry_backoff_base=0.5)
 
     async with TestEnv(setup(a)) as env:
         handle = await start(env, "progress")
@@ -279,7 +281,7 @@ async def test_steps_call_and_send_to_other_actors() -> None:
                 raise RuntimeError("crash after sending")
 
         total = await ctx.step("call", call_worker)
-        await ctx.step("send", send_jobs, retry_backoff_base=1.0)
+        await ctx.step("send", send_jobs, retry_backoff_base=0.5)
         return total
 
     async with TestEnv(setup(worker, boss)) as env:

@@ -122,7 +122,7 @@ async def test_a_step_failing_while_a_sibling_step_is_in_flight_reruns_the_wakeu
                     raise RuntimeError("transient")
                 return 2
 
-            return int(await b.step("flaky", body, retry_backoff_base=1.0))
+            return int(await b.step("flaky", body, retry_backoff_base=0.5))
 
         return await ctx.join("j", {"slow": slow, "flaky": flaky})
 

@@ -119,15 +119,15 @@ async def test_retries_suspend_until_their_time_with_capped_exponential_backoff(
         assert attempts_at == [t0]  # never retried inline
         status = await handle.status()
         assert status.workflow is WorkflowState.SLEEPING
-        assert _retry_time(status) == t0 + 1.0
-        await env.advance(0.999)
+        assert _retry_time(status) == t0 + 2.0  # as RivetKit: base * 2**attempt, so the first retry waits 2 x base
+        await env.advance(1.999)
         assert len(attempts_at) == 1  # not before its time
         await env.advance(0.001)
         assert len(attempts_at) == 2
-        assert _retry_time(await handle.status()) == t0 + 1.0 + 2.0
+        assert _retry_time(await handle.status()) == t0 + 2.0 + 3.0
         await env.advance(60)
-        # Delays 1, 2, then capped at 3: 3, 3, 3.
-        assert [round(t - t0, 6) for t in attempts_at] == [0, 1, 3, 6, 9, 12]
+        # Delays 2, then 4 capped at 3: 3, 3, 3, 3.
+        assert [round(t - t0, 6) for t in attempts_at] == [0, 2, 5, 8, 11, 14]
         status = await handle.status()
         assert status.workflow is WorkflowState.COMPLETED
         assert status.output == "gave up after 6: RuntimeError"
@@ -147,7 +147,7 @@ async def test_retry_succeeds_and_early_wakeups_do_not_rerun_the_step() -> None:
                 raise RuntimeError("not yet")
             return s.attempt
 
-        return await ctx.step("flaky", flaky, retry_backoff_base=10.0)
+        return await ctx.step("flaky", flaky, retry_backoff_base=5.0)  # retries after 10 s, then 20 s
 
     async with TestEnv(setup(a)) as env:
         handle = await start(env, "retry-ok")
@@ -265,7 +265,7 @@ async def test_step_timeout_cancels_the_coroutine_and_counts_as_a_failed_attempt
             s.state.value += 1
             return f"done on attempt {s.attempt}"
 
-        first = await ctx.step("slow", slow_then_fast, timeout=0.05, max_retries=1, retry_backoff_base=1.0)
+        first = await ctx.step("slow", slow_then_fast, timeout=0.05, max_retries=1, retry_backoff_base=0.5)
 
         async def hang(s: StepContext) -> None:
             await asyncio.sleep(30)
@@ -306,7 +306,7 @@ async def test_failed_attempt_state_changes_are_not_kept() -> None:
                 raise RuntimeError("boom")
 
         await ctx.step("first", first)
-        await ctx.step("flaky", flaky, retry_backoff_base=1.0)
+        await ctx.step("flaky", flaky, retry_backoff_base=0.5)  # the retry comes 1 s later
 
     async with TestEnv(setup(a)) as env:
         handle = await start(env, "revert")

@@ -22,7 +22,7 @@ from typing import Any
 from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from dormant.aws import deletion
+from dormant.aws import deletion, inbox
 from dormant.aws.batches import ConditionFailed, present, put_all
 from dormant.aws.items import (
     ITEM_LIMIT,
@@ -80,6 +80,7 @@ class DynamoEventStore:
     `settle_on_load=False` (read-only users such as an API) skips checking, during loads, that the newest
     commit's responses/events were written; the actor's next commit still makes sure of it.
     """
+    wait_inbox = inbox.wait_inbox  # EventStore.wait_inbox: polls the `pending` index (dormant.aws.inbox)
 
     def __init__(self, client: Any, settings: Settings | None = None, *, settle_on_load: bool = True,
                  cache_size: int = 512, clock: Callable[[], float] = time.time) -> None:

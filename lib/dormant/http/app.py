@@ -5,15 +5,16 @@ scheme, every route, the error format and auth are described in docs/http-api.md
 generic over actor, queue and action names; the OpenAPI document lists each of them with the
 actors' own models (dormant.http.openapi).
 
-Every route checks everything it can (actor, key, queue or action, token, body size, JSON, body
-schema, action arity) before the service writes anything, so a refused request changes nothing.
-Reads never create an actor: they answer 404 `actor_not_found` for one that does not exist.
+Every route checks everything it can (the caller's identity, actor, key, queue or action, the actor's
+authorization hook, token, body size, JSON, body schema, action arity) before the service writes anything, so
+a refused request changes nothing. Reads never create an actor: they answer 404 `actor_not_found` for one
+that does not exist. Who the caller is comes from the request context API Gateway verified
+(dormant.http.identity); operator routes need the operator token instead (dormant.http.operator).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import inspect
 import json
 from collections.abc import AsyncIterator, Callable
@@ -26,16 +27,21 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dormant.actor import ActorDefinition, Registry
 from dormant.errors import StorageError, VersionConflict, WakeFailedError
+from dormant.http.credentials import TokenSource, require_operator, token_source
 from dormant.http.errors import ApiError, install_error_handlers
+from dormant.http.identity import request_caller
 from dormant.http.inspector import workflow_history
 from dormant.http.keys import decode_key
+from dormant.http.limits import WaitLimiter
 from dormant.http.openapi import build_openapi
 from dormant.http.operator import merge_openapi, operator_router
 from dormant.http.ui import ui_router
 from dormant.ports import ActorRef
+from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.offline import export_lines
 from dormant.runtime.service import ActorService
 from dormant.settings import Settings
+from dormant.workflow.caller import Caller
 from dormant.workflow.execution import to_json
 
 ServiceFactory = Callable[[], AbstractAsyncContextManager[ActorService]]
@@ -128,8 +134,11 @@ def _check_arity(fn: Callable[..., Any], args: list[Any], action: str) -> None:
 
 
 def create_app(registry: Registry, settings: Settings | None = None, *, service: ActorService | None = None,
-               service_factory: ServiceFactory | None = None) -> FastAPI:
-    """The HTTP API over `service`, or over DynamoDB + SQS from `settings` (opened on the first request)."""
+               service_factory: ServiceFactory | None = None, operator_token: TokenSource | None = None) -> FastAPI:
+    """The HTTP API over `service`, or over DynamoDB + SQS from `settings` (opened on the first request).
+
+    `operator_token` is where the operator token comes from (default: as the settings say, see
+    dormant.http.operator.token_source)."""
     settings = settings or Settings()
     if service is None and service_factory is None:
         from dormant.aws.service import open_aws_service  # the deployed default; tests and dev pass their own
@@ -141,7 +150,8 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     holder = _ServiceHolder(service, service_factory)
     limit = settings.max_body_bytes
     max_wait = settings.api_max_wait
-    expected_token = settings.inspector_token.get_secret_value() if settings.inspector_token else None
+    operator_source = operator_token or token_source(settings)
+    waits = WaitLimiter(settings.api_max_waits_per_caller)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -168,18 +178,21 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         definition = registry.get(actor)  # UnknownActorError -> 404
         return definition, ActorRef(name=actor, key=decode_key(key))  # InvalidKeyError -> 400
 
-    def authorize(request: Request) -> None:
-        if settings.dev:
-            return
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if expected_token is None:
-            raise ApiError(401, "unauthorized", "this route needs a bearer token, and none is configured "
-                                                "(set DORMANT_INSPECTOR_TOKEN, or DORMANT_DEV=1 locally)",
-                           headers={"WWW-Authenticate": "Bearer"})
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), expected_token.encode()):
-            raise ApiError(401, "unauthorized", "missing or wrong bearer token",
-                           headers={"WWW-Authenticate": "Bearer"})
+    async def allowed(request: Request, actor: str, key: str, operation: Operation, target: str | None = None
+                      ) -> tuple[ActorDefinition, ActorRef, Caller]:
+        """Authenticate (401), resolve (404/400), ask the actor's hook (403): before anything is read."""
+        caller = request_caller(request, settings)
+        definition, ref = resolve(actor, key)
+        if operation == "send":
+            definition.queue_spec(target or "")  # UnknownQueueError -> 404
+        elif operation == "call":
+            definition.action_fn(target or "")  # UnknownActionError -> 404
+        await check_access(definition.authorize_fn, AccessRequest(caller=caller, actor=ref.name, key=ref.key,
+                                                                  operation=operation, target=target))
+        return definition, ref, caller
+
+    async def authorize(request: Request) -> None:
+        await require_operator(request, settings, operator_source)
 
     async def existing(ref: ActorRef) -> ActorService:
         svc = await holder.get()
@@ -193,21 +206,22 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     # -- routes --------------------------------------------------------------------------------------
     @app.get("/actors", include_in_schema=False)
-    async def list_actors() -> list[dict[str, Any]]:
+    async def list_actors(request: Request) -> list[dict[str, Any]]:
+        request_caller(request, settings)  # authenticated callers only
         return [{"name": d.name, "queues": sorted(d.queues), "actions": sorted(d.actions),
                  "events": sorted(d.events), "workflow": d.workflow_fn is not None}
                 for d in registry.actors.values()]
 
     @app.put("/actors/{actor}/{key}", include_in_schema=False)
     async def get_or_create(request: Request, actor: str, key: str) -> JSONResponse:
-        _, ref = resolve(actor, key)
+        _, ref, caller = await allowed(request, actor, key, "create")
         present, body = await _read_json(request, limit, required=False)
         try:
             actor_input = _CreateBody.model_validate(body if present else {}).input
         except ValidationError as error:
             raise ApiError(422, "invalid_request", 'the body must be {"input": <any JSON>} or empty',
                            detail=error.errors(include_url=False, include_input=False)) from None
-        created = await (await holder.get()).ensure_created(ref, actor_input)
+        created = await (await holder.get()).ensure_created(ref, actor_input, caller=caller)
         return JSONResponse({"actor": ref.name, "key": list(ref.key), "created": created},
                             status_code=201 if created else 200)
 
@@ -215,12 +229,16 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     async def send(request: Request, actor: str, key: str, queue: str, wait: bool = False,
                    timeout: float | None = Query(None, gt=0),
                    idempotency_key: str | None = Header(None, alias="Idempotency-Key")) -> JSONResponse:
-        definition, ref = resolve(actor, key)
-        definition.queue_spec(queue)  # UnknownQueueError -> 404, before reading the body
+        _, ref, caller = await allowed(request, actor, key, "send", queue)  # before reading the body
         message_id = _message_id(idempotency_key)
         _, body = await _read_json(request, limit, required=True)
-        result = await (await holder.get()).send(ref, queue, body, wait=wait, timeout=capped(timeout),
-                                                 message_id=message_id)
+        svc = await holder.get()
+        if wait:
+            async with waits.hold(caller):
+                result = await svc.send(ref, queue, body, wait=True, timeout=capped(timeout),
+                                        message_id=message_id, sender=caller)
+        else:
+            result = await svc.send(ref, queue, body, message_id=message_id, sender=caller)
         payload: dict[str, Any] = {"status": result.status, "id": result.id}
         if result.status == "completed":
             payload["response"] = result.response
@@ -228,8 +246,8 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     @app.post("/actors/{actor}/{key}/actions/{action}", include_in_schema=False)
     async def call(request: Request, actor: str, key: str, action: str) -> dict[str, Any]:
-        definition, ref = resolve(actor, key)
-        fn = definition.action_fn(action)  # UnknownActionError -> 404
+        definition, ref, caller = await allowed(request, actor, key, "call", action)
+        fn = definition.action_fn(action)
         present, args = await _read_json(request, limit, required=False)
         if not present:
             args = []
@@ -238,7 +256,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         _check_arity(fn, args, action)
         svc = await holder.get()
         try:
-            result = await svc.call(ref, action, args)
+            result = await svc.call(ref, action, args, caller=caller)
         except (StorageError, VersionConflict, WakeFailedError):
             raise
         except Exception as error:  # the action's own failure (or its on_create's): nothing was committed
@@ -246,16 +264,16 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         return {"result": to_json(result)}
 
     @app.get("/actors/{actor}/{key}/state", include_in_schema=False)
-    async def state(actor: str, key: str) -> Any:
-        _, ref = resolve(actor, key)
+    async def state(request: Request, actor: str, key: str) -> Any:
+        _, ref, _ = await allowed(request, actor, key, "state")
         value = await (await existing(ref)).state(ref)
         return value.model_dump(mode="json")
 
     @app.get("/actors/{actor}/{key}/status", include_in_schema=False)
     async def status(request: Request, actor: str, key: str, history: bool = False) -> dict[str, Any]:
         if history:
-            authorize(request)
-        _, ref = resolve(actor, key)
+            await authorize(request)
+        _, ref, _ = await allowed(request, actor, key, "status")
         svc = await existing(ref)
         payload = (await svc.status(ref)).model_dump(mode="json")
         if history:
@@ -264,17 +282,18 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     @app.get("/actors/{actor}/{key}/history", include_in_schema=False)
     async def history(request: Request, actor: str, key: str) -> list[dict[str, Any]]:
-        authorize(request)
+        await authorize(request)
         _, ref = resolve(actor, key)
         return [e.model_dump(mode="json") for e in await (await existing(ref)).history(ref)]
 
     @app.get("/actors/{actor}/{key}/events", include_in_schema=False)
-    async def events(actor: str, key: str, after: int = Query(0, ge=0), wait: float = Query(0.0, ge=0),
-                     limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
-        _, ref = resolve(actor, key)
+    async def events(request: Request, actor: str, key: str, after: int = Query(0, ge=0),
+                     wait: float = Query(0.0, ge=0), limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
+        _, ref, caller = await allowed(request, actor, key, "events")
         store = (await existing(ref)).store
         if wait > 0:
-            batch = await store.wait_events(ref, after, capped(wait))
+            async with waits.hold(caller):
+                batch = await store.wait_events(ref, after, capped(wait))
         else:
             batch = await store.read_events(ref, after, limit)
         batch = [record for record in batch if record.seq > after][:limit]
@@ -283,7 +302,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     @app.get("/actors/{actor}/{key}/inspector/workflow-history", include_in_schema=False)
     async def inspector_history(request: Request, actor: str, key: str) -> dict[str, Any]:
-        authorize(request)
+        await authorize(request)
         definition, ref = resolve(actor, key)
         svc = await existing(ref)
         enabled = definition.workflow_fn is not None
@@ -294,7 +313,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     @app.get("/actors/{actor}/{key}/inspector/export", include_in_schema=False)
     async def inspector_export(request: Request, actor: str, key: str) -> PlainTextResponse:
         """The actor's history as JSON lines, for `dormant replay` (offline, against new code)."""
-        authorize(request)
+        await authorize(request)
         _, ref = resolve(actor, key)
         svc = await existing(ref)
         snapshot = await svc.store.load(ref)

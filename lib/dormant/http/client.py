@@ -12,6 +12,10 @@ Given the registry (the application's `setup(...)`), the client returns the same
 client: `state()` the state model, `call()` the action's result validated against its return annotation,
 and it checks queue names and bodies before any I/O. Without it, `state()` and `call()` return JSON.
 
+Who the client is: `auth=SigV4()` (auth mode iam) or `auth=BearerToken(jwt)` (jwt), dormant.http.signing;
+`token=` is the operator token of the history and inspector routes (sent as `Authorization: Bearer`, or as
+`X-Dormant-Operator-Token` when `auth` owns the Authorization header).
+
 Retries with exponential backoff (and `Retry-After`): idempotent requests (reads, create, sends - every
 send carries a message id, so a re-send is ignored by the actor) on 429, 5xx and connection errors;
 actions, which are not idempotent, only when the server cannot have run them (connection refused, 429, 503).
@@ -43,6 +47,7 @@ from dormant.errors import (
 from dormant.http.error_codes import EXCEPTION_BY_CODE
 from dormant.http.keys import encode_key
 from dormant.http.operator_client import HandleOperatorCalls, OperatorCalls
+from dormant.http.signing import OPERATOR_HEADER
 from dormant.models import ActorStatus, SendResult
 from dormant.ports import ActorRef, EventRecord
 from dormant.workflow.errors import DormantError
@@ -69,7 +74,8 @@ class HttpError(DormantError):
 
 
 class UnauthorizedError(HttpError):
-    """401: the route needs the inspector bearer token (pass `token=`)."""
+    """401: no verified identity (pass `auth=SigV4()` or `auth=BearerToken(...)`), or the route needs the
+    operator token (pass `token=`)."""
 
 
 class ActionFailedError(HttpError):
@@ -124,7 +130,7 @@ class HttpClient(OperatorCalls):
                  retry: RetryPolicy | None = None, timeout: float = 30.0, poll_wait: float = 20.0,
                  transport: httpx.AsyncBaseTransport | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, auth: httpx.Auth | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.registry = registry
         self.retry = retry or RetryPolicy()
@@ -133,8 +139,9 @@ class HttpClient(OperatorCalls):
         self._transport = transport
         self._sleep = sleep
         self._headers = dict(headers or {})
-        if token is not None:
-            self._headers["Authorization"] = f"Bearer {token}"
+        self._auth = auth
+        if token is not None:  # Authorization belongs to `auth` when there is one (SigV4 or a JWT)
+            self._headers.update({OPERATOR_HEADER: token} if auth is not None else {"Authorization": f"Bearer {token}"})
         self._http: httpx.AsyncClient | None = None
         self._adapters: dict[tuple[str, str], TypeAdapter[Any] | None] = {}
 
@@ -161,7 +168,7 @@ class HttpClient(OperatorCalls):
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
             self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self.timeout,
-                                           transport=self._transport)
+                                           transport=self._transport, auth=self._auth)
         return self._http
 
     async def request(self, method: str, path: str, *, idempotent: bool, json: Any = _NO_BODY,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dormant.errors import (
     ActorFinishedError,
     ActorNotFoundError,
+    ForbiddenError,
     InvalidCursorError,
     InvalidKeyError,
     InvalidMessageError,
@@ -30,6 +31,7 @@ ERROR_CODES: list[tuple[type[DormantError], int, str]] = [
     (UnknownEventError, 404, "unknown_event"),
     (ActorNotFoundError, 404, "actor_not_found"),
     (InvalidKeyError, 400, "invalid_key"),
+    (ForbiddenError, 403, "forbidden"),
     (InvalidCursorError, 400, "invalid_cursor"),
     (ActorFinishedError, 409, "actor_finished"),
     (StillDivergedError, 409, "still_diverged"),

@@ -36,7 +36,7 @@ ListedStatus = Literal["pending", "sleeping", "completed", "failed", "diverged",
 MAX_CURSOR = 2048
 MAX_OPERATOR_BODY = 4096
 GetService = Callable[[], Awaitable[ActorService]]
-Authorize = Callable[[Request], None]
+Authorize = Callable[[Request], Awaitable[None]]  # async: the operator token may be read from SSM
 
 
 class ListedActor(ActorSummary):
@@ -103,7 +103,7 @@ def operator_router(registry: Registry, get_service: GetService, authorize: Auth
         404: {"model": ErrorBody, "description": "Unknown actor type, or no such actor"}})
 
     async def operator(request: Request) -> Operator:
-        authorize(request)
+        await authorize(request)
         return Operator(await get_service())
 
     def ref(actor: str, key: str) -> ActorRef:

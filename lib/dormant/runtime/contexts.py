@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from dormant.client import Client
+from dormant.runtime.access import actor_caller
 from dormant.runtime.ids import IdSource
+from dormant.workflow.caller import Caller
 from dormant.workflow.execution import StateCell, StepRun
 from dormant.workflow.sleeps import epoch_seconds
 from dormant.workflow.steps import seconds
@@ -29,7 +31,8 @@ class SelfQueue:
 
     async def send(self, queue_name: str, body: Any) -> str:
         owner = self._owner
-        result = await owner._service.send(owner.ref, queue_name, body, message_id=owner._ids())
+        result = await owner._service.send(owner.ref, queue_name, body, message_id=owner._ids(),
+                                           sender=actor_caller(owner.ref))
         return result.id
 
 
@@ -42,7 +45,7 @@ class Schedule:
     async def at(self, when: datetime | float, action: str, *args: Any) -> str:
         owner = self._owner
         return await owner._service.schedule_action(owner.ref, epoch_seconds(when), action, list(args),
-                                                    message_id=owner._ids())
+                                                    message_id=owner._ids(), sender=actor_caller(owner.ref))
 
     async def after(self, delay: float | timedelta, action: str, *args: Any) -> str:
         return await self.at(self._owner._service.clock.now() + (seconds(delay) or 0.0), action, *args)
@@ -52,7 +55,8 @@ class ActorContext:
     """Shared by step, action and on_create contexts: full access to the actor."""
 
     def __init__(self, *, service: ActorService, definition: ActorDefinition, ref: ActorRef, state: StateCell,
-                 vars: Any, events: list[tuple[str, Any]], ids: IdSource, actor_input: Any = None) -> None:
+                 vars: Any, events: list[tuple[str, Any]], ids: IdSource, actor_input: Any = None,
+                 caller: Caller | None = None) -> None:
         self._service = service
         self._definition = definition
         self._state = state
@@ -61,8 +65,21 @@ class ActorContext:
         self.ref = ref
         self.vars = vars
         self.input = actor_input
-        self.queue = SelfQueue(self)
-        self.schedule = Schedule(self)
+        self.caller = caller
+        """Who made the request (actions, on_create): an IAM principal, JWT claims, the dev user, another
+        actor; None in steps and for in-process calls without a caller."""
+
+    # Built on use: stored, their back-reference would make every step context a reference cycle that only
+    # the garbage collector can free (one per step on the hot path).
+    @property
+    def queue(self) -> SelfQueue:
+        """Send to this actor's own queues."""
+        return SelfQueue(self)
+
+    @property
+    def schedule(self) -> Schedule:
+        """Run one of this actor's actions later."""
+        return Schedule(self)
 
     @property
     def name(self) -> str:
@@ -92,7 +109,8 @@ class ActorContext:
         return self._service.clock.now()
 
     def client(self) -> Client:
-        return Client(self._service, ids=self._ids)
+        """A client whose requests come from this actor (the target's authorization hook sees its caller)."""
+        return Client(self._service, ids=self._ids, caller=actor_caller(self.ref))
 
     def broadcast(self, event_name: str, payload: Any) -> None:
         """Publish an event to subscribers; stored with this step's or action's commit."""

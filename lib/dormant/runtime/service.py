@@ -22,8 +22,10 @@ from dormant.ports import (
     InboxMessage,
     Transport,
 )
+from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
+from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft, StateCell, to_json
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
@@ -45,9 +47,16 @@ class ActorService:
         parts = (key,) if isinstance(key, str) else tuple(key)
         return ActorRef(name=actor_name, key=parts)
 
+    async def authorize(self, ref: ActorRef, caller: Caller, operation: Operation, target: str | None = None
+                        ) -> None:
+        """Ask the actor's authorization hook; ForbiddenError if it refuses (nothing read or written)."""
+        hook = self.registry.get(ref.name).authorize_fn
+        await check_access(hook, AccessRequest(caller=caller, actor=ref.name, key=ref.key, operation=operation,
+                                               target=target))
+
     # -- lifecycle ---------------------------------------------------------------------------
-    async def ensure_created(self, ref: ActorRef, actor_input: Any = None) -> bool:
-        """Create the actor if needed: run on_create, store version 1, start its workflow."""
+    async def ensure_created(self, ref: ActorRef, actor_input: Any = None, *, caller: Caller | None = None) -> bool:
+        """Create the actor if needed: run on_create (`c.caller` is `caller`), store version 1, start its workflow."""
         if await self.store.exists(ref):
             return False
         definition = self.registry.get(ref.name)
@@ -57,7 +66,8 @@ class ActorService:
         if definition.on_create_fn is not None:
             context = ActionContext(service=self, definition=definition, ref=ref, state=cell,
                                     vars=definition.vars() if definition.vars else None, events=events,
-                                    ids=deterministic_ids(f"{ref.id}|on_create"), actor_input=input_json)
+                                    ids=deterministic_ids(f"{ref.id}|on_create"), actor_input=input_json,
+                                    caller=caller)
             result = definition.on_create_fn(context)
             if inspect.isawaitable(result):
                 await result
@@ -70,13 +80,14 @@ class ActorService:
     # -- queues ------------------------------------------------------------------------------
     async def send(self, ref: ActorRef, queue_name: str, body: Any, *, wait: bool = False,
                    timeout: float | None = None, message_id: str | None = None,
-                   actor_input: Any = None) -> SendResult:
-        """Persist a message in the actor's inbox and wake it; optionally wait for `complete()`."""
+                   actor_input: Any = None, sender: Caller | None = None) -> SendResult:
+        """Persist a message in the actor's inbox and wake it; optionally wait for `complete()`. The workflow
+        sees `sender` as the received message's `sender`."""
         definition = self.registry.get(ref.name)
         validated = definition.queue_spec(queue_name).validate_body(queue_name, body)
-        await self.refuse_finished(ref, actor_input)
+        await self.refuse_finished(ref, actor_input, caller=sender)
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=queue_name, body=to_json(validated),
-                               created_at=self.clock.now())
+                               created_at=self.clock.now(), sender=sender)
         await self.store.enqueue(ref, message)
         await self.transport.wake(ref, reason=f"message:{message.id}")
         if not wait:
@@ -86,36 +97,39 @@ class ActorService:
             return SendResult(status="timedOut", id=message.id)
         return SendResult(status="completed", id=message.id, response=response)
 
-    async def refuse_finished(self, ref: ActorRef, actor_input: Any = None) -> None:
+    async def refuse_finished(self, ref: ActorRef, actor_input: Any = None, *, caller: Caller | None = None) -> None:
         """The one rule for sends to an ended workflow: ActorFinishedError. Otherwise the actor is created if it
         does not exist (only once the message is known to be valid). One read: the actor's status item."""
         summary = await self.store.read_summary(ref)
         if summary is None:
-            await self.ensure_created(ref, actor_input)
+            await self.ensure_created(ref, actor_input, caller=caller)
         elif summary.status in FINISHED:
             raise ActorFinishedError(f"actor {ref} is {summary.status.value}: its workflow takes no more messages "
                                      "(delete the actor to start it afresh)")
 
     async def schedule_action(self, ref: ActorRef, at: float, action: str, args: list[Any], *,
-                              message_id: str | None = None) -> str:
+                              message_id: str | None = None, sender: Caller | None = None) -> str:
         self.registry.get(ref.name).action_fn(action)
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=action, kind="action",
-                               args=to_json(args), created_at=self.clock.now(), not_before=at)
+                               args=to_json(args), created_at=self.clock.now(), not_before=at, sender=sender)
         await self.store.enqueue(ref, message)
         await self.transport.wake(ref, at=at, reason=f"message:{message.id}")
         return message.id
 
     # -- actions -----------------------------------------------------------------------------
-    async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None) -> Any:
-        """Run an action; its state changes commit conditionally (a lost race re-runs it)."""
+    async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None,
+                   caller: Caller | None = None) -> Any:
+        """Run an action (`c.caller` is `caller`); its state changes commit conditionally (a lost race re-runs
+        it)."""
         definition = self.registry.get(ref.name)
         fn = definition.action_fn(action)
         ids = f"{ref.id}|action|{uuid.uuid4()}"
         for _ in range(MAX_CONFLICT_RETRIES):
             # Created (on_create, workflow started) only now that the action is known to exist.
-            snapshot = await self._load(ref, create=True, actor_input=actor_input)
+            snapshot = await self._load(ref, create=True, actor_input=actor_input, caller=caller)
             try:
-                result, _ = await self._run_action(definition, snapshot, fn, list(args), ids, consumed=None)
+                result, _ = await self._run_action(definition, snapshot, fn, list(args), ids, consumed=None,
+                                                   caller=caller)
             except VersionConflict:
                 continue
             return result
@@ -126,10 +140,10 @@ class ActorService:
         """Run a due scheduled action, consuming its inbox message in the same commit."""
         fn = definition.action_fn(message.queue)
         await self._run_action(definition, snapshot, fn, message.args, f"{snapshot.ref.id}|{message.id}",
-                               consumed=message.id)
+                               consumed=message.id, caller=message.sender)
 
     async def _run_action(self, definition: ActorDefinition, snapshot: ActorSnapshot, fn: Any, args: list[Any],
-                          id_seed: str, consumed: str | None) -> tuple[Any, int]:
+                          id_seed: str, consumed: str | None, caller: Caller | None = None) -> tuple[Any, int]:
         cell = StateCell(definition.state, snapshot.state)
         events: list[tuple[str, Any]] = []
         # An action is a wake-up of its own: vars are rebuilt and the lifecycle hooks run around it.
@@ -138,7 +152,7 @@ class ActorService:
         await call_hook(definition.on_wake_fn, hooks)
         context = ActionContext(service=self, definition=definition, ref=snapshot.ref, state=cell,
                                 vars=vars, events=events, ids=deterministic_ids(id_seed),
-                                actor_input=snapshot.meta.input)
+                                actor_input=snapshot.meta.input, caller=caller)
         try:
             result = fn(context, *args)
             if inspect.isawaitable(result):
@@ -155,10 +169,11 @@ class ActorService:
         return result, version
 
     # -- reads -------------------------------------------------------------------------------
-    async def _load(self, ref: ActorRef, *, create: bool = False, actor_input: Any = None) -> ActorSnapshot:
+    async def _load(self, ref: ActorRef, *, create: bool = False, actor_input: Any = None,
+                    caller: Caller | None = None) -> ActorSnapshot:
         snapshot = await self.store.load(ref)
         if snapshot is None and create:  # requests through a handle create the actor (one read when it exists)
-            await self.ensure_created(ref, actor_input)
+            await self.ensure_created(ref, actor_input, caller=caller)
             snapshot = await self.store.load(ref)
         if snapshot is None:
             raise ActorNotFoundError(f"actor {ref} does not exist yet")

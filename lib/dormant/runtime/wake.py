@@ -10,9 +10,11 @@ from typing import Any
 from dormant.actor import ActorDefinition
 from dormant.errors import VersionConflict, WakeFailedError
 from dormant.ports import ActorRef, ActorSnapshot
+from dormant.runtime.collector import relaxed_collector
 from dormant.runtime.contexts import HookContext, StepContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
+from dormant.runtime.waits import WakeWaits, horizon
 from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
 from dormant.workflow.history import QueuedMessage, WorkflowRecord
 from dormant.workflow.runner import TERMINAL, run_workflow
@@ -64,11 +66,20 @@ class ActorHost:
                            actor_input=self._snapshot.meta.input)
 
 
-async def wake_actor(service: ActorService, ref: ActorRef, *, redelivered: bool = True) -> WakeReport:
+async def wake_actor(service: ActorService, ref: ActorRef, *, budget: float | None = None,
+                     redelivered: bool = True) -> WakeReport:
     """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up).
 
+    `budget`: seconds of wall time the wake-up may still use (the AWS worker passes what is left of the
+    Lambda invocation); None means dormant.runtime.waits.DEFAULT_WAKE_BUDGET. It bounds waits made in the
+    running wake-up instead of suspending (docs/semantics.md, "In-process waits").
     `redelivered=False` says that no message behind this wake-up was delivered before (the transport knows): the
     timer of a deadline that an earlier wake-up committed is then not sent again (see `_schedule_next`)."""
+    with relaxed_collector():
+        return await _wake(service, ref, horizon(service.clock.now(), budget), redelivered)
+
+
+async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, redelivered: bool) -> WakeReport:
     definition = service.registry.get(ref.name)
     before: WorkflowRecord | None = None  # the workflow as committed before this wake-up began
     serial = False
@@ -90,7 +101,7 @@ async def wake_actor(service: ActorService, ref: ActorRef, *, redelivered: bool 
                 scheduled_runs += 1
                 await service.run_scheduled(definition, snapshot, due[0])
                 continue  # re-read: one scheduled action per commit, in inbox order
-            report = await _run_workflow_once(service, definition, snapshot, serial, race_winners)
+            report = await _run_workflow_once(service, definition, snapshot, serial, race_winners, wait_horizon)
         except VersionConflict:
             lost_races += 1
             continue
@@ -109,7 +120,7 @@ async def wake_actor(service: ActorService, ref: ActorRef, *, redelivered: bool 
 
 
 async def _run_workflow_once(service: ActorService, definition: ActorDefinition, snapshot: ActorSnapshot,
-                             serial: bool, race_winners: dict[str, str]) -> WakeReport:
+                             serial: bool, race_winners: dict[str, str], wait_horizon: float) -> WakeReport:
     if definition.workflow_fn is None:
         return WakeReport(ref=snapshot.ref, outcome="no-workflow", record=snapshot.workflow)
     if snapshot.workflow.state in TERMINAL:
@@ -124,12 +135,15 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
         nonlocal version
         version = await service.store.commit(snapshot.ref, version, draft)
 
-    inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at)
+    inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at, sender=m.sender)
              for m in snapshot.inbox if m.kind == "queue"]
     execution = Execution(host=ActorHost(service, definition, snapshot, state, vars), entries=snapshot.history,
                           record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
                           checkpointer=commit, serial=serial, workflow_input=snapshot.meta.input,
-                          race_winners=race_winners)
+                          race_winners=race_winners,
+                          waits=WakeWaits(service.clock, service.store, snapshot.ref, horizon=wait_horizon,
+                                          known=[m.id for m in snapshot.inbox]))
+    snapshot.history = []  # the execution holds its own copies: let the loaded models go during the run
     try:
         record = await run_workflow(definition.workflow_fn, execution)
     finally:

@@ -1,6 +1,7 @@
 """The pure workflow engine: no boto, no HTTP, no file or network I/O."""
 
 from dormant.workflow.branches import RaceResult
+from dormant.workflow.caller import Caller
 from dormant.workflow.context import WorkflowContext
 from dormant.workflow.errors import (
     BranchError,
@@ -25,7 +26,7 @@ from dormant.workflow.queues import QueueMessage
 from dormant.workflow.runner import run_workflow
 
 __all__ = [
-    "BranchError", "CommitDraft", "DormantError", "EntryInProgressError", "Execution", "HistoryDivergedError",
+    "BranchError", "Caller", "CommitDraft", "DormantError", "EntryInProgressError", "Execution", "HistoryDivergedError",
     "HistoryEntry", "JoinError", "Loop", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
     "QueuedMessage", "RaceError", "RaceResult", "RecordedError", "RollbackCheckpointError", "StateCell",
     "StepExhaustedError", "StepOnlyError", "StepRun", "StepTimeoutError", "WorkflowContext", "WorkflowDefinitionError",

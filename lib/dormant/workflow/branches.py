@@ -12,9 +12,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dormant.workflow.entries import Entry
 from dormant.workflow.errors import HistoryDivergedError, JoinError, RaceError, RecordedError
 from dormant.workflow.execution import error_info, to_json
-from dormant.workflow.history import BranchRecord, BranchStatus, EntryKind, HistoryEntry, validate_name
+from dormant.workflow.history import BranchRecord, BranchStatus, EntryKind, validate_name
 from dormant.workflow.replay import Scope, user_code_site
 from dormant.workflow.signals import CONTROL_PRIORITY, BranchCancelled, RollbackStop, Suspend
 
@@ -48,7 +49,7 @@ class CancelToken:
         return False
 
 
-def _open(ctx: WorkflowContext, kind: EntryKind, name: str, branches: Mapping[str, Branch]) -> HistoryEntry:
+def _open(ctx: WorkflowContext, kind: EntryKind, name: str, branches: Mapping[str, Branch]) -> Entry:
     validate_name(name, kind.value)
     if not branches:
         raise ValueError(f'{kind.value} "{name}" needs at least one branch')
@@ -72,7 +73,7 @@ def _open(ctx: WorkflowContext, kind: EntryKind, name: str, branches: Mapping[st
     return entry
 
 
-def _branch_ctx(ctx: WorkflowContext, entry: HistoryEntry, branch: str, token: CancelToken | None,
+def _branch_ctx(ctx: WorkflowContext, entry: Entry, branch: str, token: CancelToken | None,
                 sealed: bool) -> tuple[WorkflowContext, Scope]:
     location = f"{entry.location}/{branch}"
     scope = Scope(location, ctx._execution.index.children(location), checkpointed=ctx._scope.checkpointed)
@@ -80,7 +81,7 @@ def _branch_ctx(ctx: WorkflowContext, entry: HistoryEntry, branch: str, token: C
     return scope_ctx, scope
 
 
-async def _run_branch(ctx: WorkflowContext, entry: HistoryEntry, branch: str, fn: Branch,
+async def _run_branch(ctx: WorkflowContext, entry: Entry, branch: str, fn: Branch,
                       token: CancelToken | None, sealed: bool) -> Any:
     branch_ctx, scope = _branch_ctx(ctx, entry, branch, token, sealed)
     try:

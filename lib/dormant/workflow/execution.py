@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+from dormant.workflow.entries import Entry
 from dormant.workflow.history import (
     EntryKind,
     ErrorInfo,
@@ -27,6 +28,7 @@ from dormant.workflow.history import (
 )
 from dormant.workflow.replay import HistoryIndex
 from dormant.workflow.signals import WakeAborted, WakeRestart
+from dormant.workflow.waits import WaitPort
 
 
 def to_json(value: Any) -> Any:
@@ -140,9 +142,9 @@ class Execution:
     def __init__(self, *, host: WorkflowHost, entries: Sequence[HistoryEntry], record: WorkflowRecord,
                  state: StateCell, inbox: Sequence[QueuedMessage], now: Now, checkpointer: Checkpointer,
                  serial: bool = False, workflow_input: Any = None,
-                 race_winners: dict[str, str] | None = None) -> None:
+                 race_winners: dict[str, str] | None = None, waits: WaitPort | None = None) -> None:
         self.host = host
-        self.index = HistoryIndex(entries)
+        self.index = HistoryIndex([Entry.from_model(e) for e in entries])
         self.loaded_record = record
         self.record = record.model_copy(deep=True)
         self.state = state
@@ -153,18 +155,23 @@ class Execution:
         # re-run after a WakeRestart tries that branch first, so the restart cannot change the winner.
         self.race_winners = race_winners if race_winners is not None else {}
         self.input = workflow_input
+        self.waits = waits  # in-process waits (dormant.workflow.waits); None: every wait suspends
         self.mode = Mode.ROLLBACK if record.state is WorkflowState.ROLLING_BACK else Mode.NORMAL
         self._checkpointer = checkpointer
-        self._dirty: dict[str, HistoryEntry] = {}
+        self._dirty: dict[str, Entry] = {}
         self._deleted: list[str] = []
         self._consumed: list[str] = []
         self._responses: dict[str, Any] = {}
         self.events: list[tuple[str, Any]] = []
-        self.in_flight = 0
+        self.state_touched = False  # a step or handler used the state since the last draft (see _draft)
+        self._running: tuple[WorkflowRecord, Mode, WorkflowRecord] | None = None
+        self._stored_record: WorkflowRecord | None = None  # the record object the last commit stored
+        self.in_flight = 0  # step bodies and rollback handlers running now (step_started/step_ended)
+        self._idle_waiters: list[asyncio.Future[None]] = []
         self.uncommitted_successes = 0
         self._commit_wanted = False
         self._lock = asyncio.Lock()
-        self.rollback_handlers: list[tuple[HistoryEntry, RollbackHandler]] = []
+        self.rollback_handlers: list[tuple[Entry, RollbackHandler]] = []
         self.commits = 0
         self._aborted: BaseException | None = None
         self.replayed = 0  # entries served from history in this run (benchmarks)
@@ -180,15 +187,15 @@ class Execution:
         return self.mode is Mode.ROLLBACK
 
     # ---- entries -----------------------------------------------------------------------
-    def new_entry(self, kind: EntryKind, location: str, name: str, **fields: Any) -> HistoryEntry:
+    def new_entry(self, kind: EntryKind, location: str, name: str, **fields: Any) -> Entry:
         now = self.now()
-        entry = HistoryEntry(location=location, kind=kind, name=name, seq=self.index.next_seq,
-                             created_at=now, updated_at=now, **fields)
+        entry = Entry(location=location, kind=kind, name=name, seq=self.index.next_seq,
+                      created_at=now, updated_at=now, **fields)
         self.index.next_seq += 1
         self.index.add(entry)
         return entry
 
-    def touch(self, entry: HistoryEntry) -> None:
+    def touch(self, entry: Entry) -> None:
         """Mark an entry changed: it goes out with the next commit."""
         entry.updated_at = self.now()
         self._dirty[entry.location] = entry
@@ -213,11 +220,15 @@ class Execution:
             self._consumed.append(message.id)
         return taken
 
+    def add_inbox(self, messages: Sequence[QueuedMessage]) -> None:
+        """Messages that arrived while the wake-up waited in process (see dormant.workflow.waits)."""
+        self.inbox.extend(messages)
+
     def add_response(self, message_id: str, response: Any) -> None:
         self._responses[message_id] = response
 
     # ---- rollback handlers ---------------------------------------------------------------
-    def register_rollback(self, entry: HistoryEntry, handler: RollbackHandler) -> None:
+    def register_rollback(self, entry: Entry, handler: RollbackHandler) -> None:
         if not entry.rollback_done:
             self.rollback_handlers.append((entry, handler))
 
@@ -227,11 +238,17 @@ class Execution:
         self.rollback_handlers = [(e, h) for e, h in self.rollback_handlers if not e.location.startswith(prefix)]
 
     # ---- commits ---------------------------------------------------------------------------
-    def _draft(self, record: WorkflowRecord) -> CommitDraft:
-        upserts = [e.model_dump(mode="json", exclude_defaults=True) for e in self._dirty.values()]
-        state = self.state.dump()
+    def _draft(self, record: WorkflowRecord | None) -> CommitDraft:
+        upserts = [e.to_json() for e in self._dirty.values()]
+        # The state is serialized only if a step looked at it since the last draft (nothing else can
+        # change it during a run): most steps of a long workflow never do.
+        state, changed = self.state.committed, False
+        if self.state_touched:
+            state = self.state.dump()
+            changed = state != self.state.committed
+            self.state_touched = False
         draft = CommitDraft(upserts=upserts, deleted_prefixes=self._deleted, consumed_ids=self._consumed,
-                            state=state if state != self.state.committed else None,
+                            state=state if changed else None,
                             responses=self._responses, events=self.events, workflow=record,
                             committed_at=self.now())
         self._dirty, self._deleted, self._consumed, self._responses, self.events = {}, [], [], {}, []
@@ -242,7 +259,8 @@ class Execution:
         self.uncommitted_successes = 0
         return draft
 
-    async def _commit(self, record: WorkflowRecord, *, force: bool = False) -> bool:
+    async def _commit(self, record: WorkflowRecord | None, *, force: bool = False) -> bool:
+        """`record` None: the stored workflow record stays as it is."""
         if self._aborted is not None:
             # A failed commit took its changes with it: a later commit (say, from a sibling join branch)
             # would store history with a hole in it. The wake-up is over.
@@ -282,8 +300,18 @@ class Execution:
             if self.in_flight or not self._commit_wanted:
                 return
             self._commit_wanted = False
-            running = self.record.model_copy(update={"state": self.running_state()})
-            await self._commit(running)
+            running = self._running_record()
+            # Mid-run commits after the first store the same record: leave it out (a smaller commit).
+            unchanged = running is self._stored_record
+            if await self._commit(None if unchanged else running):
+                self._stored_record = running
+
+    def _running_record(self) -> WorkflowRecord:
+        """The record a mid-run commit stores: the loaded one, marked running (built once per record)."""
+        if self._running is None or self._running[0] is not self.record or self._running[1] is not self.mode:
+            self._running = (self.record, self.mode,
+                             self.record.model_copy(update={"state": self.running_state()}))
+        return self._running[2]
 
     def running_state(self) -> WorkflowState:
         return WorkflowState.ROLLING_BACK if self.rolling_back else WorkflowState.RUNNING
@@ -296,6 +324,29 @@ class Execution:
             self.record = record
             return committed
 
+    # ---- steps in flight ---------------------------------------------------------------------
+    def step_started(self) -> None:
+        self.in_flight += 1
+
+    def step_ended(self, run: StepRun) -> None:
+        self.in_flight -= 1
+        if run.touched_state:
+            self.state_touched = True
+        if not self.in_flight and self._idle_waiters:
+            waiters, self._idle_waiters = self._idle_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def when_idle(self) -> asyncio.Future[None]:
+        """Done once no step is in flight (at once if none is)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.in_flight:
+            self._idle_waiters.append(waiter)
+        else:
+            waiter.set_result(None)
+        return waiter
+
     def step_succeeded(self) -> None:
         self.uncommitted_successes += 1
 
@@ -303,7 +354,7 @@ class Execution:
         """True when undoing a failed step's state changes cannot undo anyone else's."""
         return self.in_flight == 0 and self.uncommitted_successes == 0
 
-    def copy_output(self, entry: HistoryEntry) -> Any:
+    def copy_output(self, entry: Entry) -> Any:
         return self.copy_output_value(entry.output)
 
     @staticmethod

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from dormant.workflow.caller import Caller
 from dormant.workflow.errors import WorkflowDefinitionError
 
 ITERATION_MARK = "~"
@@ -34,6 +35,7 @@ class EntryStatus(StrEnum):
     PENDING = "pending"
     COMPLETED = "completed"
     FAILED = "failed"
+    CANCELLED = "cancelled"  # a step of a losing race branch, cut short when another branch won
 
 
 class BranchStatus(StrEnum):
@@ -60,6 +62,7 @@ class RecordedMessage(BaseModel):
     body: Any
     created_at: float
     completed: bool = False
+    sender: Caller | None = None  # who sent it (None: recorded before senders were, or sent in-process)
 
 
 class HistoryEntry(BaseModel):
@@ -133,6 +136,7 @@ class QueuedMessage(BaseModel):
     name: str
     body: Any
     created_at: float
+    sender: Caller | None = None
 
 
 def child_location(parent: str, name: str) -> str:

@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from dormant.workflow.caller import Caller
+from dormant.workflow.entries import Entry
 from dormant.workflow.errors import QueueTimeoutError, WorkflowDefinitionError
-from dormant.workflow.history import EntryKind, EntryStatus, HistoryEntry, RecordedMessage, validate_name
+from dormant.workflow.history import EntryKind, EntryStatus, RecordedMessage, validate_name
 from dormant.workflow.signals import RollbackStop, Suspend
 from dormant.workflow.steps import seconds
+from dormant.workflow.waits import Outcome, wait_in_process
 
 if TYPE_CHECKING:
     from dormant.workflow.context import WorkflowContext
@@ -24,6 +27,7 @@ class QueueMessage:
     name: str
     body: Any
     created_at: float
+    sender: Caller | None = None  # who sent it, as recorded in history (replays see the same value)
     complete: Callable[..., Awaitable[None]] | None = field(default=None, repr=False)
 
 
@@ -84,31 +88,36 @@ class QueueApi:
         if entry.status is not EntryStatus.COMPLETED:
             if ex.rolling_back:
                 raise RollbackStop()
-            taken = ex.take_messages(wanted, count)
-            if taken:
-                entry.messages = [RecordedMessage(id=m.id, name=m.name, body=m.body, created_at=m.created_at)
-                                  for m in taken]
-                entry.status = EntryStatus.COMPLETED
-                ex.touch(entry)
-            elif entry.deadline is not None and ex.now() >= entry.deadline:
-                entry.timed_out = True
-                entry.status = EntryStatus.COMPLETED
-                ex.touch(entry)
-            else:
-                raise Suspend(deadline=entry.deadline, names=wanted, reason="queue")
+            while True:
+                taken = ex.take_messages(wanted, count)
+                if taken:
+                    entry.messages = [RecordedMessage(id=m.id, name=m.name, body=m.body, created_at=m.created_at,
+                                                      sender=m.sender) for m in taken]
+                    entry.status = EntryStatus.COMPLETED
+                    ex.touch(entry)
+                    break
+                if entry.deadline is not None and ex.now() >= entry.deadline:
+                    entry.timed_out = True
+                    entry.status = EntryStatus.COMPLETED
+                    ex.touch(entry)
+                    break
+                if await wait_in_process(ex, entry.deadline, messages=True) is Outcome.SUSPEND:
+                    raise Suspend(deadline=entry.deadline, names=wanted, reason="queue")
+                ctx._check_cancelled()  # a race decided while this branch waited: it lost
         return [self._deliver(entry, recorded, completable) for recorded in entry.messages]
 
-    def _deliver(self, entry: HistoryEntry, recorded: RecordedMessage, completable: bool) -> QueueMessage:
+    def _deliver(self, entry: Entry, recorded: RecordedMessage, completable: bool) -> QueueMessage:
         ex = self._ctx._execution
         body = ex.host.decode_body(recorded.name, recorded.body)
-        message = QueueMessage(id=recorded.id, name=recorded.name, body=body, created_at=recorded.created_at)
+        message = QueueMessage(id=recorded.id, name=recorded.name, body=body, created_at=recorded.created_at,
+                               sender=recorded.sender)
         if completable:
             if not recorded.completed:
                 self._uncompleted[recorded.id] = entry.name
             message.complete = self._completer(entry, recorded)
         return message
 
-    def _completer(self, entry: HistoryEntry, recorded: RecordedMessage) -> Callable[..., Awaitable[None]]:
+    def _completer(self, entry: Entry, recorded: RecordedMessage) -> Callable[..., Awaitable[None]]:
         ex = self._ctx._execution
         done_in_this_run = False
 

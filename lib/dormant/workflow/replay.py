@@ -14,8 +14,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from dormant.workflow.entries import Entry
 from dormant.workflow.errors import EntryInProgressError, HistoryDivergedError, WorkflowDefinitionError
-from dormant.workflow.history import EntryKind, HistoryEntry, parent_location
+from dormant.workflow.history import EntryKind, parent_location
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,25 +39,25 @@ def function_site(fn: Callable[..., Any]) -> str | None:
     return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
 
 
-def describe(entry: HistoryEntry) -> str:
+def describe(entry: Entry) -> str:
     return f'{entry.kind.value} "{entry.name}"'
 
 
 class HistoryIndex:
     """The live history of one actor, indexed by location and by scope in recorded order."""
 
-    def __init__(self, entries: Iterable[HistoryEntry] = ()) -> None:
-        self.by_location: dict[str, HistoryEntry] = {}
-        self._children: dict[str, list[HistoryEntry]] = defaultdict(list)
+    def __init__(self, entries: Iterable[Entry] = ()) -> None:
+        self.by_location: dict[str, Entry] = {}
+        self._children: dict[str, list[Entry]] = defaultdict(list)
         for entry in sorted(entries, key=lambda e: e.seq):
             self.by_location[entry.location] = entry
             self._children[parent_location(entry.location)].append(entry)
         self.next_seq = max((e.seq for e in self.by_location.values()), default=0) + 1
 
-    def children(self, scope: str) -> list[HistoryEntry]:
+    def children(self, scope: str) -> list[Entry]:
         return self._children.get(scope, [])
 
-    def add(self, entry: HistoryEntry) -> None:
+    def add(self, entry: Entry) -> None:
         self.by_location[entry.location] = entry
         # A scope being run gets new entries only after all of its recorded ones (see Scope).
         self._children[parent_location(entry.location)].append(entry)
@@ -79,7 +80,7 @@ class Scope:
 
     __slots__ = ("_busy", "_names", "_position", "_recorded", "checkpointed", "location", "sealed")
 
-    def __init__(self, location: str, recorded: list[HistoryEntry], *, checkpointed: bool,
+    def __init__(self, location: str, recorded: list[Entry], *, checkpointed: bool,
                  sealed: bool = False) -> None:
         self.sealed = sealed  # completed in history: replay only
         self.location = location
@@ -92,7 +93,7 @@ class Scope:
     def child(self, name: str) -> str:
         return f"{self.location}/{name}" if self.location else name
 
-    def claim(self, kind: EntryKind, name: str) -> HistoryEntry | None:
+    def claim(self, kind: EntryKind, name: str) -> Entry | None:
         """Match the code's next request; returns the recorded entry, or None if it is new."""
         if self._busy is not None:
             raise EntryInProgressError(

@@ -51,22 +51,22 @@ async def compensate(ex: Execution) -> None:
         if entry.rollback_done:
             continue
         run = StepRun(location=entry.location, attempt=ex.record.rollback_attempts + 1)
-        ex.in_flight += 1
+        ex.step_started()
         try:
             result = handler(ex.host.step_context(run), ex.copy_output(entry))
             if inspect.isawaitable(result):
                 await result
         except Exception as error:
-            ex.in_flight -= 1
+            ex.step_ended(run)
             ex.state.revert()
             entry.rollback_error = error_info(error)
             ex.touch(entry)
             raise CompensationFailed(f'rollback of step "{entry.location}" failed: '
                                      f"{type(error).__name__}: {error}") from error
         except BaseException:
-            ex.in_flight -= 1
+            ex.step_ended(run)
             raise
-        ex.in_flight -= 1
+        ex.step_ended(run)
         entry.rollback_done = True
         entry.rollback_error = None
         ex.touch(entry)

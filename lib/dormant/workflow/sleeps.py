@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from dormant.workflow.history import EntryKind, EntryStatus, validate_name
 from dormant.workflow.signals import RollbackStop, Suspend
+from dormant.workflow.waits import Outcome, wait_in_process
 
 if TYPE_CHECKING:
     from dormant.workflow.context import WorkflowContext
@@ -42,4 +43,9 @@ async def run_sleep_until(ctx: WorkflowContext, name: str, deadline: float) -> N
         return
     if ex.rolling_back:
         raise RollbackStop()
+    if await wait_in_process(ex, entry.deadline, messages=False) is Outcome.DUE:
+        ctx._check_cancelled()  # a race decided meanwhile: this branch lost, its sleep did not complete
+        entry.status = EntryStatus.COMPLETED
+        ex.touch(entry)
+        return
     raise Suspend(deadline=entry.deadline, reason="sleep")

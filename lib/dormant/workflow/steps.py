@@ -15,12 +15,13 @@ from dormant.workflow.errors import (
     StepTimeoutError,
 )
 from dormant.workflow.execution import StepRun, error_info, to_json
-from dormant.workflow.history import EntryKind, EntryStatus, validate_name
+from dormant.workflow.history import EntryKind, EntryStatus, ErrorInfo, validate_name
 from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend, WakeRestart
 
 if TYPE_CHECKING:
     from dormant.workflow.context import WorkflowContext
 
+_PLAIN = (type(None), bool, int, float, str, list, dict)  # results that cannot be awaitable: no ABC check
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_BACKOFF_BASE = 0.1
 DEFAULT_BACKOFF_MAX = 30.0
@@ -33,8 +34,9 @@ def seconds(value: float | timedelta | None) -> float | None:
 
 
 def backoff_delay(attempt: int, base: float, maximum: float) -> float:
-    """Delay before the retry that follows failed attempt number `attempt` (1-based)."""
-    return float(min(maximum, base * (2 ** (attempt - 1))))
+    """Delay before the retry that follows failed attempt number `attempt` (1-based): `base * 2**attempt`,
+    capped at `maximum`, as RivetKit computes it (the first retry waits 2 x base)."""
+    return float(min(maximum, base * (2 ** attempt)))
 
 
 async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
@@ -76,31 +78,37 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
     run = StepRun(location=entry.location, attempt=attempt)
     limit = seconds(timeout)
     scope.enter(name)
-    ex.in_flight += 1
+    ex.step_started()
     try:
         result = fn(ex.host.step_context(run))
-        if inspect.isawaitable(result):
-            result = await (asyncio.wait_for(result, limit) if limit is not None else result)
+        if not isinstance(result, _PLAIN) and inspect.isawaitable(result):
+            if limit is None:
+                result = await result
+            else:
+                async with asyncio.timeout(limit):
+                    result = await result
         output = to_json(result)
     except (asyncio.CancelledError, BranchCancelled):
-        ex.in_flight -= 1
+        ex.step_ended(run)
         scope.leave()
+        if ctx._cancel is not None and ctx._cancel.is_cancelled():
+            _record_cancelled(ex, entry, attempt)  # its race was won by another branch
         _discard_attempt(ex, run)
         raise
     except TimeoutError:
-        ex.in_flight -= 1
+        ex.step_ended(run)
         scope.leave()
         failure: BaseException = StepTimeoutError(f'step "{name}" timed out after {limit} s and was cancelled')
         return _record_failure(ctx, entry, run, failure, attempt, max_retries, retry_backoff_base, retry_backoff_max)
     except Exception as error:
-        ex.in_flight -= 1
+        ex.step_ended(run)
         scope.leave()
         return _record_failure(ctx, entry, run, error, attempt, max_retries, retry_backoff_base, retry_backoff_max)
     except BaseException:
-        ex.in_flight -= 1
+        ex.step_ended(run)
         scope.leave()
         raise
-    ex.in_flight -= 1
+    ex.step_ended(run)
     scope.leave()
     entry.status = EntryStatus.COMPLETED
     entry.output = output
@@ -114,6 +122,17 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
         ex.register_rollback(entry, rollback)
     ex.want_commit()
     return ex.copy_output(entry)
+
+
+def _record_cancelled(ex: Any, entry: Any, attempt: int) -> None:
+    """A losing race branch's step was cancelled mid-attempt, as a timeout cancels it: recorded as such
+    (the race records its winner, so replay never runs this branch again)."""
+    entry.status = EntryStatus.CANCELLED
+    entry.attempts = attempt
+    entry.retry_at = None
+    entry.error = ErrorInfo(type="StepCancelled", message=f'step "{entry.name}" was cancelled: another branch '
+                                                          "won its race")
+    ex.touch(entry)
 
 
 def _discard_attempt(ex: Any, run: StepRun) -> None:

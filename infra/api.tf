@@ -1,0 +1,155 @@
+# The HTTP API: every route to the API function, on the $default stage (paths carry no stage prefix). The actor
+# routes ($default) need the deploy-time authentication (auth_mode); the operator routes (history, inspector,
+# export) have their own credential, the operator token, which the app checks: API Gateway lets them through
+# (their Authorization header carries that token, not a signature or a JWT).
+
+locals {
+  authorization_type = var.auth_mode == "iam" ? "AWS_IAM" : var.auth_mode == "jwt" ? "JWT" : "NONE"
+}
+
+resource "aws_apigatewayv2_api" "http" {
+  name          = "${local.prefix}-api"
+  protocol_type = "HTTP"
+  tags          = local.tags
+}
+
+resource "aws_apigatewayv2_integration" "api" {
+  api_id                 = aws_apigatewayv2_api.http.id
+  integration_type       = "AWS_PROXY"
+  integration_uri        = aws_lambda_alias.api.invoke_arn # the alias "live" (a published version, for SnapStart)
+  payload_format_version = "2.0"
+}
+
+resource "aws_apigatewayv2_authorizer" "jwt" {
+  count = var.auth_mode == "jwt" ? 1 : 0
+
+  api_id           = aws_apigatewayv2_api.http.id
+  name             = "jwt"
+  authorizer_type  = "JWT"
+  identity_sources = ["$request.header.Authorization"]
+
+  jwt_configuration {
+    issuer   = var.jwt_issuer
+    audience = split(",", var.jwt_audience)
+  }
+
+  lifecycle {
+    precondition {
+      condition     = var.jwt_issuer != "" && var.jwt_audience != ""
+      error_message = "auth_mode = jwt needs jwt_issuer and jwt_audience."
+    }
+  }
+}
+
+resource "aws_apigatewayv2_route" "default" {
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "$default"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = local.authorization_type
+  authorizer_id      = var.auth_mode == "jwt" ? aws_apigatewayv2_authorizer.jwt[0].id : null
+}
+
+resource "aws_apigatewayv2_route" "history" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "GET /actors/{actor}/{key}/history"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "inspector" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "GET /actors/{actor}/{key}/inspector/{proxy+}"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+# The operator routes of dormant.http.operator (list, resume, terminate, delete): the operator token too.
+resource "aws_apigatewayv2_route" "list_actors" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "GET /actors/{actor}"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "resume_page" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "POST /actors/{actor}/resume"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "resume" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "POST /actors/{actor}/{key}/resume"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "terminate" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "POST /actors/{actor}/{key}/terminate"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "delete" {
+  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "DELETE /actors/{actor}/{key}"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_cloudwatch_log_group" "api_access" {
+  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; the logs hold no secrets
+  #checkov:skip=CKV_AWS_338:Retention is a variable (log_retention_days, default 30 days, as template.yaml)
+  name              = "/aws/http-api/${local.prefix}-access"
+  retention_in_days = var.log_retention_days
+  tags              = local.tags
+}
+
+resource "aws_apigatewayv2_stage" "default" {
+  api_id      = aws_apigatewayv2_api.http.id
+  name        = "$default"
+  auto_deploy = true
+
+  default_route_settings {
+    throttling_rate_limit  = var.throttling_rate_limit
+    throttling_burst_limit = var.throttling_burst_limit
+  }
+
+  access_log_settings {
+    destination_arn = aws_cloudwatch_log_group.api_access.arn
+    format = jsonencode({
+      requestId        = "$context.requestId"
+      time             = "$context.requestTime"
+      ip               = "$context.identity.sourceIp"
+      method           = "$context.httpMethod"
+      path             = "$context.path"
+      route            = "$context.routeKey"
+      status           = "$context.status"
+      bytes            = "$context.responseLength"
+      latency          = "$context.integrationLatency"
+      principal        = "$context.identity.userArn"
+      subject          = "$context.authorizer.claims.sub"
+      error            = "$context.error.message"
+      integrationError = "$context.integrationErrorMessage"
+    })
+  }
+
+  tags = local.tags
+}
+
+resource "aws_lambda_permission" "http" {
+  statement_id  = "AllowHttpApi"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_alias.api.arn # the alias the integration invokes
+  principal     = "apigateway.amazonaws.com"
+  source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*"
+}

@@ -1,0 +1,54 @@
+"""The runtime side of in-process waits (dormant.workflow.waits.WaitPort): the service's clock, the store's
+inbox, and the wake-up's time budget turned into a horizon on that clock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dormant.ports import ActorRef, Clock, EventStore
+from dormant.workflow.history import QueuedMessage
+
+DEFAULT_WAKE_BUDGET = 30.0
+"""Seconds of wall time a wake-up may use when its caller does not say (`wake_actor(budget=None)`)."""
+COMMIT_RESERVE = 1.0
+"""Seconds of the budget kept for what follows a wait: the final commit and the next timer."""
+INLINE_WAIT = 1.0
+"""Longest wait made in process with nothing else running. A suspension costs a commit, a timer message
+(SQS delays have whole-second granularity) and a new wake-up; waiting up to a second costs less."""
+
+
+class WakeWaits:
+    """WaitPort of one wake-up attempt."""
+
+    def __init__(self, clock: Clock, store: EventStore, ref: ActorRef, *, horizon: float,
+                 known: Iterable[str]) -> None:
+        self._clock = clock
+        self._store = store
+        self._ref = ref
+        self._known = set(known)  # inbox ids the wake-up has seen (loaded or returned before)
+        self._horizon = horizon
+        # A clock that stands still (tests) never lets a wait with nothing beside it end by itself: such a
+        # wait suspends instead, and a wait beside a running step ends when the test moves the clock.
+        self._inline_wait = INLINE_WAIT if clock.realtime else 0.0
+
+    @property
+    def horizon(self) -> float:
+        return self._horizon
+
+    @property
+    def inline_wait(self) -> float:
+        return self._inline_wait
+
+    async def sleep_until(self, moment: float) -> None:
+        await self._clock.sleep_until(moment)
+
+    async def new_messages(self, timeout: float) -> list[QueuedMessage]:
+        found = await self._store.wait_inbox(self._ref, self._known, timeout)
+        self._known.update(m.id for m in found)
+        return [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at)
+                for m in found if m.kind == "queue"]
+
+
+def horizon(started: float, budget: float | None) -> float:
+    """Clock time by which a wake-up that started at `started` must be done waiting."""
+    return started + (DEFAULT_WAKE_BUDGET if budget is None else budget) - COMMIT_RESERVE
