@@ -47,6 +47,7 @@ def test_the_functions_never_import_dev_only_modules(moto_server: str) -> None:
     boto3.client("dynamodb", endpoint_url=moto_server, region_name="us-east-1").create_table(**table_definition(table))
     event = http_api_v2_event("GET", "/actors/workflow-counter/nobody/state")
     env = {**os.environ, "DORMANT_APP": "examples.app:registry", "AWS_ENDPOINT_URL": moto_server,
+           "DORMANT_AUTH_MODE": "none",  # the event carries no authorizer context
            "DORMANT_TABLE": table, "DORMANT_QUEUE_URL": f"{moto_server}/123456789012/w.fifo",
            "DORMANT_TIMER_QUEUE_URL": f"{moto_server}/123456789012/t",
            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "lib")])}

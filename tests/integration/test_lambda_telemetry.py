@@ -113,7 +113,8 @@ async def test_the_api_logs_one_json_record_per_request(moto_server: str) -> Non
         urls = await create_queues(sqs, settings)
     event = http_api_v2_event("POST", "/actors/workflow-counter/api-1/queues/counter", body=b'{"delta": 4}',
                               headers={"content-type": "application/json"})
-    env = {"DORMANT_APP": "tests.e2e.apps:registry", "DORMANT_TABLE": settings.table, "DORMANT_QUEUE_URL": urls.wake,
+    env = {"DORMANT_APP": "tests.e2e.apps:registry", "DORMANT_AUTH_MODE": "none", "DORMANT_TABLE": settings.table,
+           "DORMANT_QUEUE_URL": urls.wake,
            "DORMANT_TIMER_QUEUE_URL": urls.timers, "AWS_ENDPOINT_URL": moto_server}
     logs, emf, stderr = invoke("api", json.dumps(event), env=env)
     assert '"statusCode": 202' in stderr
