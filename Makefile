@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test fuzz demo check bench mutation clean deploy-tools sam-build lambda-layer build-WorkerFunction \
-	build-ApiFunction build-DependenciesLayer chromium swagger-ui infra-zips infra-build scan-tools scan
+.PHONY: test fuzz demo check bench soak mutation clean deploy-tools sam-build lambda-layer build-WorkerFunction \
+	build-ApiFunction build-DependenciesLayer trim-layer coldstart chromium swagger-ui infra-zips infra-build scan-tools \
+	scan
 
 # -- deployment (template.yaml, infra/; docs/deploy.md) ---------------------------------------------------------
 # cfn-lint and the SAM CLI live in their own venv: their pins (aws-sam-translator, pydantic) are not the project's.
@@ -30,7 +31,24 @@ LAMBDA_PLATFORM ?= manylinux2014_aarch64
 LAYER_DIR ?= build/lambda/layer
 # Extra pip requirements of your registry's code, added to the layer (e.g. LAYER_EXTRA="stripe==12.1.0").
 LAYER_EXTRA ?=
-LAYER_REQUIREMENTS = $(shell $(PYTHON) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))")
+# Dependencies only `dormant dev` and the CLI use stay out of the layer (the functions never import them:
+# tests/integration/test_import_path.py checks it).
+LAYER_EXCLUDE ?= uvicorn httpx typer rich
+LAYER_REQUIREMENTS = $(shell $(PYTHON) -c "import tomllib, re; x = set('$(LAYER_EXCLUDE)'.split()); print(' '.join(d for d in tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'] if re.split('[=<>\\[ ]', d)[0] not in x))")
+# botocore/boto3 service models kept in the layer: the functions call DynamoDB and SQS; add the services your
+# registry's code calls through boto3 (e.g. LAYER_SERVICES="dynamodb sqs s3").
+LAYER_SERVICES ?= dynamodb sqs
+# Lambda's Python, to ship bytecode compiled for it (a .pyc only serves the version that wrote it): python3.13 on
+# PATH or from pyenv. Without one the build still works, and the code compiles at every cold start instead.
+LAMBDA_PYTHON_BIN ?= $(shell for p in python$(LAMBDA_PYTHON); do PYENV_VERSION=$(LAMBDA_PYTHON) $$p -c \
+	'import sys; raise SystemExit("%d.%d" % sys.version_info[:2] != "$(LAMBDA_PYTHON)")' 2>/dev/null \
+	&& echo "env PYENV_VERSION=$(LAMBDA_PYTHON) $$p" && break; done)
+# unchecked-hash: the runtime never compares the .pyc with its source (no stat of every file at import).
+define compile_bytecode
+	if [ -n "$(LAMBDA_PYTHON_BIN)" ]; then \
+		$(LAMBDA_PYTHON_BIN) -m compileall -q -j 0 --invalidation-mode unchecked-hash "$(1)" > /dev/null; \
+	else echo "warning: no python$(LAMBDA_PYTHON) here: $(1) ships without bytecode" >&2; fi
+endef
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -86,6 +104,25 @@ fuzz: check $(NODE_STAMP)
 		tests/reliability tests/integration/test_send_path.py
 	cat build/outage.json build/reliability.json
 
+# Cold starts of the built functions (benchmarks/coldstart.py): bundle and trimmed layer built for this machine's
+# Python, run with and without bytecode, beside a bare boto3 handler (docs/performance.md).
+COLDSTART_DIR := build/coldstart
+HOST_PYTHON := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+HOST_PLATFORM := manylinux2014_$(shell uname -m)
+coldstart: $(STAMP)
+	rm -rf $(COLDSTART_DIR)
+	$(MAKE) --no-print-directory build-WorkerFunction ARTIFACTS_DIR="$(CURDIR)/$(COLDSTART_DIR)/bundle" \
+		LAMBDA_PYTHON=$(HOST_PYTHON)
+	$(MAKE) --no-print-directory build-DependenciesLayer ARTIFACTS_DIR="$(CURDIR)/$(COLDSTART_DIR)/layer" \
+		LAMBDA_PYTHON=$(HOST_PYTHON) LAMBDA_PLATFORM=$(HOST_PLATFORM)
+	$(BIN)/python benchmarks/coldstart.py --bundle $(COLDSTART_DIR)/bundle --layer $(COLDSTART_DIR)/layer/python
+	$(BIN)/python benchmarks/coldstart.py --bundle $(COLDSTART_DIR)/bundle --layer $(COLDSTART_DIR)/layer/python \
+		--no-bytecode
+
+# The long soak of `dormant dev` (a few minutes, bounded): thousands of requests, idling, kill -9 and restarts.
+soak: $(STAMP)
+	DORMANT_SOAK=long timeout 900 $(BIN)/python -m pytest tests/e2e/test_dev_soak.py -p no:cacheprovider --timeout 800
+
 demo: $(STAMP)
 	$(BIN)/python -m examples.tour
 
@@ -130,6 +167,7 @@ build-WorkerFunction build-ApiFunction:
 	cd lib && find dormant/http/static -type f -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
 	find functions -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
 	cd "$$(dirname "$(APP_DIR)")" && find "$$(basename "$(APP_DIR)")" -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;
+	$(call compile_bytecode,$(ARTIFACTS_DIR))
 
 build-DependenciesLayer:
 	test -n "$(ARTIFACTS_DIR)"
@@ -137,6 +175,21 @@ build-DependenciesLayer:
 		--root-user-action=ignore --target "$(ARTIFACTS_DIR)/python" \
 		--implementation cp --python-version $(LAMBDA_PYTHON) --platform $(LAMBDA_PLATFORM) --only-binary=:all: \
 		$(LAYER_REQUIREMENTS) $(LAYER_EXTRA)
+	$(MAKE) --no-print-directory trim-layer LAYER_SITE="$(ARTIFACTS_DIR)/python"
+	$(call compile_bytecode,$(ARTIFACTS_DIR)/python)
+
+# What a function never loads: scripts, installers, and the service models of services it does not call (botocore
+# ships ~400 of them, 27 MB; the zip to download and unpack at a cold start shrinks by about that much).
+trim-layer:
+	test -d "$(LAYER_SITE)"
+	rm -rf "$(LAYER_SITE)/bin" "$(LAYER_SITE)"/pip "$(LAYER_SITE)"/pip-*.dist-info
+	for data in "$(LAYER_SITE)/botocore/data" "$(LAYER_SITE)/boto3/data"; do \
+		[ -d "$$data" ] || continue; \
+		for service in "$$data"/*/; do \
+			name=$$(basename "$$service"); \
+			case " $(LAYER_SERVICES) " in *" $$name "*) ;; *) rm -rf "$$service";; esac; \
+		done; \
+	done
 
 # The same layer for infra/; `make infra-zips` zips it.
 lambda-layer:

@@ -243,12 +243,34 @@ def sleep(rounds: int) -> Callable[[Stack], Awaitable[int]]:
     return run
 
 
+def sleep_with_arrivals(rounds: int) -> Callable[[Stack], Awaitable[int]]:
+    async def run(stack: Stack) -> int:  # per round: a reminder starts a 1 s sleep, 3 more arrive during it
+        handle = stack.client.get_or_create("reminder", ["bench"])
+        await warm(stack, handle)
+        for n in range(rounds):
+            at = time.time() + 1
+            await handle.send("reminders", {"text": f"r{n}-0", "at": at})
+            await stack.drain()  # the first one's wake-up: the sleep starts, its timer is sent
+            for k in range(1, 4):  # each wakes the sleeping actor, which stays asleep until the same deadline
+                await handle.send("reminders", {"text": f"r{n}-{k}", "at": at})
+                await stack.drain()
+
+            async def fired(count: int = 4 * (n + 1)) -> bool:
+                return len((await handle.get_state()).fired) >= count
+
+            await stack.drain(until=fired)
+        return 4 * rounds
+
+    return run
+
+
 SCENARIOS: list[tuple[str, Any, Callable[[int], Callable[[Stack], Awaitable[int]]]]] = [
     ("simple workflow (3 steps)", invoice_registry, simple_workflow),
     ("queue-loop iteration", counter_registry, queue_loop),
     ("queue loop, 10 messages per batch", counter_registry, queue_loop_batched),
     ("3-branch join + merge", join_registry, join),
     ("sleep 1 s + step", timers_registry, sleep),
+    ("sleep 1 s, 3 messages arrive during it", timers_registry, sleep_with_arrivals),
 ]
 
 

@@ -2,28 +2,28 @@
 and runs a scripted tour over HTTP — counter, request/response, approval gate, a timer of a few seconds,
 a saga that compensates — printing each step and result, then stops the stack.
 
-`registry` below is also the default `DORMANT_APP` of template.yaml and infra/.
+Its actors are examples/app.py's registry (the default `DORMANT_APP` of template.yaml and infra/).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from typing import Any
 
-from dormant import setup
 from dormant.dev.stack import free_port
 from dormant.http.client import HttpActorHandle, HttpClient
-from examples import approval_gate, counter, cross_actor_saga, request_response, timers
+from examples.app import registry
 
-registry = setup(*[definition for module in (counter, request_response, approval_gate, timers, cross_actor_saga)
-                   for definition in module.registry.actors.values()])
+__all__ = ["main", "registry"]
 
 
 class Narrator:
@@ -135,8 +135,10 @@ def main() -> int:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for name in ("AWS_ENDPOINT_URL", "DORMANT_ENDPOINT_URL"):
         env.pop(name, None)  # the demo always runs on its own embedded moto server
+    # The tour starts from empty data of its own (a user's `dormant dev` keeps its data in .dormant/dev).
+    data_dir = tempfile.mkdtemp(prefix="dormant-tour-")
     stack = subprocess.Popen([sys.executable, "-m", "dormant.cli", "dev", "--app", "examples.tour:registry",
-                              "--port", str(port)], env=env)
+                              "--port", str(port), "--data-dir", data_dir], env=env)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -154,6 +156,7 @@ def main() -> int:
         asyncio.run(tour(api_url))
     finally:
         code = _stop(stack)
+        shutil.rmtree(data_dir, ignore_errors=True)
     return 0 if code == 0 else 1
 
 

@@ -16,7 +16,7 @@ resource "aws_apigatewayv2_api" "http" {
 resource "aws_apigatewayv2_integration" "api" {
   api_id                 = aws_apigatewayv2_api.http.id
   integration_type       = "AWS_PROXY"
-  integration_uri        = aws_lambda_function.api.invoke_arn
+  integration_uri        = aws_lambda_alias.api.invoke_arn # the alias "live" (a published version, for SnapStart)
   payload_format_version = "2.0"
 }
 
@@ -149,7 +149,7 @@ resource "aws_apigatewayv2_stage" "default" {
 resource "aws_lambda_permission" "http" {
   statement_id  = "AllowHttpApi"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.api.function_name
+  function_name = aws_lambda_alias.api.arn # the alias the integration invokes
   principal     = "apigateway.amazonaws.com"
   source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*"
 }

@@ -212,6 +212,11 @@ resource "aws_lambda_function" "worker" {
   filename                       = local.code_zip
   source_code_hash               = filebase64sha256(local.code_zip)
   layers                         = [aws_lambda_layer_version.dependencies.arn]
+  publish                        = true # a version per change, behind the alias "live" (SnapStart snapshots it)
+
+  snap_start {
+    apply_on = var.snap_start
+  }
 
   environment {
     variables = local.environment
@@ -243,6 +248,11 @@ resource "aws_lambda_function" "api" {
   filename                       = local.code_zip
   source_code_hash               = filebase64sha256(local.code_zip)
   layers                         = [aws_lambda_layer_version.dependencies.arn]
+  publish                        = true # a version per change, behind the alias "live" (SnapStart snapshots it)
+
+  snap_start {
+    apply_on = var.snap_start
+  }
 
   # The operator token is read at run time from its SSM parameter: only the name is here (and in the state).
   environment {
@@ -262,6 +272,19 @@ resource "aws_lambda_function" "api" {
   tags = local.tags
 }
 
+# The alias the queues and the HTTP API invoke: the latest published version (as SAM's AutoPublishAlias).
+resource "aws_lambda_alias" "worker" {
+  name             = "live"
+  function_name    = aws_lambda_function.worker.function_name
+  function_version = aws_lambda_function.worker.version
+}
+
+resource "aws_lambda_alias" "api" {
+  name             = "live"
+  function_name    = aws_lambda_function.api.function_name
+  function_version = aws_lambda_function.api.version
+}
+
 # Lambda's SQS event sources; the worker reports partial batch failures. FIFO queues take no batching window.
 # Each source starts at most worker_max_concurrency invocations, below the worker's reserved concurrency, so
 # batches are never throttled (a throttled batch would count as a receive on its way to the DLQ).
@@ -269,7 +292,7 @@ resource "aws_lambda_event_source_mapping" "wake" {
   # Lambda checks at creation that the role may receive from the queue: wait for the role's policy.
   depends_on = [aws_iam_role_policy.worker]
 
-  function_name           = aws_lambda_function.worker.function_name
+  function_name           = aws_lambda_alias.worker.arn
   event_source_arn        = aws_sqs_queue.wake.arn
   batch_size              = 10
   function_response_types = ["ReportBatchItemFailures"]
@@ -282,7 +305,7 @@ resource "aws_lambda_event_source_mapping" "wake" {
 resource "aws_lambda_event_source_mapping" "timers" {
   depends_on = [aws_iam_role_policy.worker]
 
-  function_name                      = aws_lambda_function.worker.function_name
+  function_name                      = aws_lambda_alias.worker.arn
   event_source_arn                   = aws_sqs_queue.timers.arn
   batch_size                         = 10
   maximum_batching_window_in_seconds = local.timer_batching_window

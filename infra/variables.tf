@@ -23,7 +23,7 @@ variable "stage" {
 variable "app" {
   description = "DORMANT_APP: the registry the functions serve, as module:attribute; its package is bundled by `make infra-zips APP_DIR=...`."
   type        = string
-  default     = "examples.tour:registry"
+  default     = "examples.app:registry"
 
   validation {
     condition     = can(regex("^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$", var.app))
@@ -159,4 +159,15 @@ variable "tags" {
   description = "Extra tags for every resource."
   type        = map(string)
   default     = {}
+}
+
+variable "snap_start" {
+  description = "Lambda SnapStart for both functions (\"PublishedVersions\" turns it on): a cold start restores a snapshot of the initialized function instead of running its init again. Each apply publishes a version behind the alias \"live\", which the queues and the HTTP API invoke."
+  type        = string
+  default     = "None"
+
+  validation {
+    condition     = contains(["None", "PublishedVersions"], var.snap_start)
+    error_message = "snap_start: \"None\" or \"PublishedVersions\"."
+  }
 }

@@ -3,7 +3,7 @@
 Each runs as a subprocess on a free port; `start()` waits until it answers HTTP, `reset()` empties it
 between tests, `stop()` ends it. Used by tests/integration/conftest.py (session-scoped fixtures).
 
-The moto server is moto's own `moto_server` application with one change: DynamoDB requests are served
+The moto server is moto's own `moto_server` app behind dormant.dev.gate: DynamoDB and SQS requests are served
 one at a time. moto checks a condition and writes the item without a lock, so on a busy machine two
 concurrent conditional PutItems on the same key can both succeed (seen here: two commits of one version).
 DynamoDB itself never does that; `python -m dormant.dev.moto PORT` runs the serialized server.
@@ -23,9 +23,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from dormant.dev.moto import SerializedDynamoDB, run_moto
+from dormant.dev.gate import RequestGate
+from dormant.dev.moto import run_moto
 
-__all__ = ["Dynalite", "MotoServer", "SerializedDynamoDB", "run_moto"]
+__all__ = ["Dynalite", "MotoServer", "RequestGate", "run_moto"]
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 30.0
@@ -82,15 +83,22 @@ class ServerProcess:
         self.stop()
         raise RuntimeError(f"{self.name} did not answer on {self.endpoint} within {START_TIMEOUT} s: {self.output()}")
 
-    def stop(self) -> None:
+    def stop_process(self) -> int | None:
+        """SIGTERM (SIGKILL after 5 s); the exit code, None if it was not running."""
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
+        if process is None:
+            return None
+        if process.poll() is None:
             process.terminate()
             try:
                 process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=5)
+        return process.returncode
+
+    def stop(self) -> None:
+        self.stop_process()
         self._log.close()
         Path(self._log.name).unlink(missing_ok=True)
 
@@ -103,12 +111,30 @@ class ServerProcess:
 
 
 class MotoServer(ServerProcess):
-    """moto's server (DynamoDB, SQS and the rest of moto) with DynamoDB requests serialized."""
+    """moto's server (DynamoDB, SQS and the rest of moto) with DynamoDB and SQS requests serialized;
+    with `data_dir`, persistent there (what `dormant dev` runs)."""
 
     name = "moto"
 
+    def __init__(self, data_dir: Path | None = None, *, extra: list[str] | None = None) -> None:
+        super().__init__()
+        self.data_dir = data_dir
+        self.extra = list(extra or [])
+
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "dormant.dev.moto", str(self.port)]
+        command = [sys.executable, "-m", "dormant.dev.moto", str(self.port), *self.extra]
+        return command + (["--data-dir", str(self.data_dir)] if self.data_dir is not None else [])
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would (the log file is kept: start() again on the same port)."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait(timeout=5)
+
+    def restart(self) -> str:
+        self.stop_process()
+        return self.start()
 
     def answers(self) -> bool:
         with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=2) as response:

@@ -3,7 +3,8 @@
 Configuration comes from the environment (dormant.settings.Settings): DORMANT_APP names the registry
 (`module:attribute`), DORMANT_TABLE / DORMANT_QUEUE_* the resources, DORMANT_AUTH_MODE how API Gateway
 authenticated the caller, DORMANT_INSPECTOR_TOKEN_PARAMETER the SSM parameter holding the operator token
-(read at run time). The AWS clients are opened on the first request and reused by the container.
+(read at run time). The AWS clients are opened at init (when the queue URLs are given) and reused by the
+container. Every request is logged as one JSON record (dormant.http.access through dormant.aws.telemetry).
 """
 
 from __future__ import annotations
@@ -11,11 +12,17 @@ from __future__ import annotations
 from mangum import Mangum
 
 from dormant.actor import load_registry
+from dormant.aws.prewarm import open_api_service
+from dormant.aws.telemetry import lambda_telemetry
+from dormant.http.access import AccessLog
 from dormant.http.app import create_app
 from dormant.settings import Settings
 
+telemetry = lambda_telemetry("dormant-api")
 settings = Settings()
 if not settings.app:
     raise RuntimeError("set DORMANT_APP=module:attribute to the registry the API serves")
 app = create_app(load_registry(settings.app), settings)
-handler = Mangum(app, lifespan="off")
+mangum = Mangum(AccessLog(app), lifespan="off")
+handler = telemetry.handler(mangum)  # request ids on every log line
+open_api_service(app, settings)  # the session and clients in the init phase (kept by a SnapStart snapshot)

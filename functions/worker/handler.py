@@ -1,17 +1,22 @@
 """Worker Lambda: an SQS batch of wake-up messages -> actor wake-ups -> partial batch failures.
 
 Configured by environment: DORMANT_APP=module:attribute (the registry) and the DORMANT_* settings.
-The logic lives in dormant.aws.worker; this module only keeps one worker per Lambda container.
+The logic lives in dormant.aws.worker; this module keeps one worker per Lambda container and gives it
+JSON logs and EMF metrics (dormant.aws.telemetry): a log record and a set of metrics per wake-up.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from dormant.aws.telemetry import lambda_telemetry
 from dormant.aws.worker import LambdaWorker
 
-worker = LambdaWorker()
+telemetry = lambda_telemetry("dormant-worker")
+worker = LambdaWorker(observer=telemetry.observer)
+worker.prepare()  # imports, session and clients in the init phase (kept by a SnapStart snapshot)
 
 
+@telemetry.handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:
     return worker(event, context)

@@ -105,7 +105,7 @@ def _load_handler(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 def test_the_lambda_module_builds_the_app_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     module = _load_handler(monkeypatch)
-    assert isinstance(module.handler, Mangum) and isinstance(module.app, FastAPI)
+    assert isinstance(module.mangum, Mangum) and callable(module.handler) and isinstance(module.app, FastAPI)
     assert module.settings.inspector_token.get_secret_value() == TOKEN
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)

@@ -218,7 +218,7 @@ def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> lis
     # -- event sources: both queues, partial failures, visibility >= 6 x timeout (+ window)
     worker_timeout = functions.get("worker", {}).get("timeout", 0)
     sources = {target: settings_ for (function, target), settings_ in d["event_sources"].items()
-               if function == "{worker.name}"}
+               if function == "{worker_alias.arn}"}  # the alias `live`: a published version (SnapStart)
     if set(sources) != {"{wake.arn}", "{timers.arn}"} or len(d["event_sources"]) != 2:
         problems.append(f"event sources {sorted(map(str, d['event_sources']))}: expected the worker on wake and "
                         "timers only")
@@ -311,8 +311,8 @@ def _http_mismatches(d: Description, scenario: dict[str, Any]) -> list[str]:
     if set(routes) != {"$default"} | OPERATOR_ROUTES:
         problems.append(f"routes {sorted(routes)}: expected $default and the operator routes {sorted(OPERATOR_ROUTES)}")
     for key, route in routes.items():
-        if (route["target"], route["payload"], route["integration"]) != ("api", "2.0", "AWS_PROXY"):
-            problems.append(f"route {key}: expected the API function through AWS_PROXY, payload 2.0")
+        if (route["target"], route["payload"], route["integration"]) != ("api_alias", "2.0", "AWS_PROXY"):
+            problems.append(f"route {key}: expected the API function's alias through AWS_PROXY, payload 2.0")
     default = routes.get("$default", {})
     if mode not in AUTHORIZATION or default.get("authorization") != AUTHORIZATION[mode]:
         problems.append(f"auth mode {mode}: the $default route's authorization is {default.get('authorization')!r}")
@@ -337,10 +337,10 @@ def _http_mismatches(d: Description, scenario: dict[str, Any]) -> list[str]:
     if logs.get("destination") != "{api_access_logs.arn}" or not {"requestId", "status", "principal", "subject"} \
             <= set(logs.get("format", {})):
         problems.append(f"stage access log {logs}: to the access log group, with the request, status and caller")
-    expected_permission = [("{api.name}", "apigateway.amazonaws.com", "lambda:InvokeFunction",
+    expected_permission = [("{api_alias.arn}", "apigateway.amazonaws.com", "lambda:InvokeFunction",
                             "{http_api.execution_arn}/*")]
     if d["permissions"] != expected_permission:
-        problems.append(f"permissions {d['permissions']}: expected only this API to invoke the API function")
+        problems.append(f"permissions {d['permissions']}: expected only this API to invoke the API function's alias")
     return problems
 
 

@@ -40,7 +40,7 @@ _REF_ATTRIBUTE = {
     "AWS::SQS::Queue": "url", "AWS::DynamoDB::Table": "name", "AWS::Logs::LogGroup": "name",
     "AWS::Lambda::Function": "name", "AWS::Lambda::LayerVersion": "arn", "AWS::IAM::Role": "name",
     "AWS::ApiGatewayV2::Api": "id", "AWS::ApiGatewayV2::Integration": "id", "AWS::ApiGatewayV2::Authorizer": "id",
-    "AWS::CloudWatch::Alarm": "name",
+    "AWS::CloudWatch::Alarm": "name", "AWS::Lambda::Alias": "arn",
 }
 _GETATT = {"Arn": "arn", "QueueName": "name"}
 SQS_DEFAULTS = {"fifo": False, "content_based_deduplication": None, "deduplication_scope": None,
@@ -229,6 +229,7 @@ def describe_sam(translated: dict[str, Any], values: dict[str, Any] | None = Non
             "environment": p.get("Environment", {}).get("Variables", {}),
             "log_group": p.get("LoggingConfig", {}).get("LogGroup"), "layers": p.get("Layers", []),
             "reserved_concurrency": _reserved(p.get("ReservedConcurrentExecutions"), sam.values),
+            "snap_start": p.get("SnapStart", {}).get("ApplyOn", "None"),
         }
     for p in sam.of_type_any("AWS::Lambda::EventSourceMapping"):
         described["event_sources"][(p["FunctionName"], p["EventSourceArn"])] = {
@@ -411,6 +412,7 @@ def describe_terraform(directory: Path, texts: dict[str, str] | None = None,
             "log_group": v(one_block(body["logging_config"])["log_group"]) if "logging_config" in body else None,
             "layers": get(body, "layers", []),
             "reserved_concurrency": _reserved(get(body, "reserved_concurrent_executions"), tf.values),
+            "snap_start": v(one_block(body["snap_start"])["apply_on"]) if "snap_start" in body else "None",
         }
     for body in tf.resources_of("aws_lambda_event_source_mapping"):
         scaling = v(one_block(body["scaling_config"])) if "scaling_config" in body else {}

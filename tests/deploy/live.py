@@ -100,8 +100,10 @@ def describe_live(client: Any, names: dict[str, Any], api_id: str) -> dict[str, 
             "role": f["Role"], "environment": f["Environment"]["Variables"],
             "layers": [layer["Arn"] for layer in f.get("Layers", [])],
             "reserved_concurrency": concurrency.get("ReservedConcurrentExecutions", -1)}  # LoggingConfig: not in moto
-        for m in c["lambda"].list_event_source_mappings(FunctionName=names[role])["EventSourceMappings"]:
-            live["event_sources"][(f["FunctionName"], m["EventSourceArn"])] = {
+        # The event sources invoke the alias `live` (a published version: what SnapStart snapshots).
+        alias = c["lambda"].get_alias(FunctionName=names[role], Name="live")["AliasArn"]
+        for m in c["lambda"].list_event_source_mappings(FunctionName=alias)["EventSourceMappings"]:
+            live["event_sources"][(alias, m["EventSourceArn"])] = {
                 "batch_size": m["BatchSize"], "batching_window": m.get("MaximumBatchingWindowInSeconds") or None,
                 "response_types": sorted(m.get("FunctionResponseTypes", [])), "enabled": m["State"] == "Enabled",
                 "max_concurrency": m.get("ScalingConfig", {}).get("MaximumConcurrency")}
@@ -134,9 +136,10 @@ def describe_live(client: Any, names: dict[str, Any], api_id: str) -> dict[str, 
             "threshold": float(alarm["Threshold"]), "comparison": alarm["ComparisonOperator"],
             "missing_data": alarm.get("TreatMissingData"), "actions": alarm.get("AlarmActions", []),
             "ok_actions": alarm.get("OKActions", [])}
-    policy = json.loads(c["lambda"].get_policy(FunctionName=names["api"])["Policy"])
+    api_alias = c["lambda"].get_alias(FunctionName=names["api"], Name="live")["AliasArn"]
+    policy = json.loads(c["lambda"].get_policy(FunctionName=names["api"], Qualifier="live")["Policy"])
     live["permissions"] = sorted(
-        (names["api"], s["Principal"]["Service"], s["Action"], s.get("Condition", {}).get("ArnLike", {}).get(
+        (api_alias, s["Principal"]["Service"], s["Action"], s.get("Condition", {}).get("ArnLike", {}).get(
             "AWS:SourceArn")) for s in policy["Statement"])
     return live
 
@@ -145,8 +148,9 @@ def _describe_live_http(api: Any, api_id: str, names: dict[str, Any], live: dict
     integrations = {i["IntegrationId"]: i for i in api.get_integrations(ApiId=api_id)["Items"]}
     for route in api.get_routes(ApiId=api_id)["Items"]:
         integration = integrations[route["Target"].removeprefix("integrations/")]
-        function = "api" if integration["IntegrationUri"].endswith(f":function:{names['api']}/invocations") \
-            or integration["IntegrationUri"].endswith(f":function:{names['api']}") else integration["IntegrationUri"]
+        uri = integration["IntegrationUri"]
+        function = "api_alias" if uri.endswith((f":function:{names['api']}:live/invocations",
+                                                f":function:{names['api']}:live")) else uri
         live["http"]["routes"][route["RouteKey"]] = {
             "target": function, "payload": integration["PayloadFormatVersion"],
             "integration": integration["IntegrationType"], "authorization": route.get("AuthorizationType", "NONE"),

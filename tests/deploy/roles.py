@@ -26,6 +26,8 @@ SAM_ROLES = {
     "ResumeRoute": "resume_route",
     "TerminateRoute": "terminate_route",
     "DeleteRoute": "delete_route",
+    # SAM's AutoPublishAlias: the alias `live` the event sources and the API invoke (SnapStart)
+    "WorkerFunctionAliaslive": "worker_alias", "ApiFunctionAliaslive": "api_alias",
 }
 TF_ROLES = {
     "aws_dynamodb_table.actors": "table", "aws_sqs_queue.wake": "wake", "aws_sqs_queue.timers": "timers",
@@ -45,6 +47,7 @@ TF_ROLES = {
     "aws_apigatewayv2_route.resume": "resume_route",
     "aws_apigatewayv2_route.terminate": "terminate_route",
     "aws_apigatewayv2_route.delete": "delete_route",
+    "aws_lambda_alias.worker": "worker_alias", "aws_lambda_alias.api": "api_alias",
 }
 # SAM parameter -> Terraform variable (both shown as "{param.<variable>}")
 PARAMETERS = {
@@ -54,7 +57,7 @@ PARAMETERS = {
     "JwtAudience": "jwt_audience", "ThrottlingRateLimit": "throttling_rate_limit",
     "ThrottlingBurstLimit": "throttling_burst_limit", "ApiReservedConcurrency": "api_reserved_concurrency",
     "WorkerReservedConcurrency": "worker_reserved_concurrency", "WorkerMaxConcurrency": "worker_max_concurrency",
-    "DataNamePrefix": "data_name_prefix", "AlarmTopicArn": "alarm_topic_arn",
+    "DataNamePrefix": "data_name_prefix", "AlarmTopicArn": "alarm_topic_arn", "SnapStart": "snap_start",
 }
 _TOKEN = re.compile(r"\{param\.(\w+)\}")
 

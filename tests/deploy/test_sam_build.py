@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -20,6 +21,21 @@ from tests.deploy.support import ROOT, deploy_tool, run, tool_environment
 FUNCTIONS = ("WorkerFunction", "ApiFunction")
 NO_NETWORK = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "",
               "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "no_proxy": ""}
+
+
+LAYER_EXCLUDE = {"uvicorn", "httpx", "typer", "rich"}  # the Makefile's: dev and CLI only (not in functions)
+
+
+def deploy_python_available() -> bool:
+    """Whether this machine has Lambda's Python (3.13) to compile bytecode with (as the Makefile looks for it)."""
+    import subprocess
+
+    try:
+        found = subprocess.run(["python3.13", "-c", "import sys; print(sys.version_info[:2] == (3, 13))"],
+                               env={**os.environ, "PYENV_VERSION": "3.13"}, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return found.stdout.strip() == "True"
 
 
 def expected_bundle() -> set[str]:
@@ -54,11 +70,17 @@ def built(sam_template: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
 
 def test_sam_build_bundles_lib_functions_and_the_registry_offline(built: Path) -> None:
     expected = expected_bundle()
-    assert {"dormant/aws/worker.py", "functions/api/handler.py", "examples/tour.py", "dormant/http/static/ui/app.js",
+    assert {"dormant/aws/worker.py", "functions/api/handler.py", "examples/app.py", "dormant/http/static/ui/app.js",
             "dormant/http/static/swagger/swagger-ui-bundle.js"} <= expected
     for function in FUNCTIONS:
         files = {str(p.relative_to(built / function)) for p in (built / function).rglob("*") if p.is_file()}
-        assert files == expected, (function, sorted(files ^ expected))
+        sources = {f for f in files if not f.endswith(".pyc")}
+        assert sources == expected, (function, sorted(sources ^ expected))
+        # Bytecode for Lambda's Python ships beside the sources when the build machine has that Python.
+        compiled = {f for f in files if f.endswith(".pyc")}
+        assert all(".cpython-313.pyc" in f for f in compiled), sorted(compiled)[:5]
+        if deploy_python_available():
+            assert "functions/worker/__pycache__/handler.cpython-313.pyc" in compiled
     built_template = (built / "template.yaml").read_text()
     assert all(f"CodeUri: {function}" in built_template for function in FUNCTIONS)
 
@@ -70,8 +92,11 @@ def test_the_bundle_alone_imports_both_handlers(built: Path) -> None:
         "import json, functions.worker.handler as w, functions.api.handler as a, dormant, examples\n"
         "print(json.dumps({'dormant': dormant.__file__, 'examples': examples.__file__,\n"
         "                  'worker': callable(w.handler), 'api': callable(a.handler)}))\n")
-    env = tool_environment(PYTHONPATH=str(bundle), DORMANT_APP="examples.tour:registry",
-                           AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
+    # The handlers build their AWS clients at import (init phase): queue URLs given, as the deployment gives them.
+    env = tool_environment(PYTHONPATH=str(bundle), DORMANT_APP="examples.app:registry",
+                           AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+                           DORMANT_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/123456789012/w.fifo",
+                           DORMANT_TIMER_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/123456789012/t")
     result = run([sys.executable, "-c", script], cwd=built, env=env)  # cwd: not the repository root
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
@@ -92,7 +117,13 @@ def test_the_layer_target_fetches_wheels_for_the_lambda_runtime(tmp_path: Path) 
     installed = {p.name.removesuffix(".dist-info").lower() for p in site.glob("*.dist-info")}
     for pin in pins:
         name, version = re.split(r"==", pin)
-        assert f"{re.sub(r'[-.]', '_', name.split('[')[0]).lower()}-{version}" in installed, pin
+        dist = f"{re.sub(r'[-.]', '_', name.split('[')[0]).lower()}-{version}"
+        assert (dist in installed) == (name not in LAYER_EXCLUDE), pin
     native = [p.name for p in site.rglob("_pydantic_core*.so")]
     assert native and all("cpython-313-aarch64-linux-gnu" in name for name in native), native
     assert not list(site.rglob("*.cpython-311.pyc"))  # nothing compiled for the build machine's Python
+    # Trimmed: only the service models the functions use, no scripts or installers.
+    assert sorted(p.name for p in (site / "botocore" / "data").iterdir() if p.is_dir()) == ["dynamodb", "sqs"]
+    assert not (site / "bin").exists() and not list(site.glob("pip*"))
+    if deploy_python_available():  # bytecode for Lambda's Python, so no cold start compiles the layer
+        assert list(site.glob("aiobotocore/__pycache__/session.cpython-313.pyc"))

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -28,7 +29,9 @@ def _environment(**extra: str) -> dict[str, str]:
 
 def _start(*args: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "dormant.cli", "dev", "--port", str(port), *args],
+    data = tempfile.mkdtemp(prefix="dormant-e2e-")  # not the repository's .dormant/dev
+    process = subprocess.Popen([sys.executable, "-m", "dormant.cli", "dev", "--port", str(port), "--data-dir", data,
+                                *args],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60

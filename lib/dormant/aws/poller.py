@@ -32,6 +32,7 @@ class LambdaContext:
 
     function_name: str = "dormant-worker"
     aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:000000000000:function:dormant-worker"
     memory_limit_in_mb: int = 512
     timeout_ms: int = 60_000
     started: float = field(default_factory=time.monotonic)

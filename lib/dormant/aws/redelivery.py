@@ -52,6 +52,11 @@ def receive_count(record: Record) -> int:
         return 1
 
 
+def delivered_before(record: Record) -> bool:
+    """Whether this message, or the one it is a refreshed copy of, was received before."""
+    return receive_count(record) > 1 or f"{ATTRIBUTE_PREFIX}refreshed" in (record.get("messageAttributes") or {})
+
+
 def backoff_seconds(receives: int, base: float, maximum: float) -> int:
     """Visibility timeout of a failed wake-up's messages after receive number `receives`."""
     return int(max(0, min(maximum, base * 2 ** max(0, receives - 1))))

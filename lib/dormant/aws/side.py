@@ -18,8 +18,12 @@ T = TypeVar("T")
 Call = Callable[..., Awaitable[Any]]
 
 
-async def poll(fetch: Callable[[], Awaitable[T | None]], timeout: float) -> T | None:
-    """`fetch()` until it returns something or `timeout` passes (intervals double up to POLL_MAX)."""
+async def poll(fetch: Callable[[], Awaitable[T | None]], timeout: float, key: str | None = None) -> T | None:
+    """`fetch()` until it returns something or `timeout` passes (intervals double up to POLL_MAX).
+
+    With `key` (an actor id) a pause also ends when `changed(key)` is called: in a process that runs the API
+    and the worker together (`dormant dev`), a commit for that actor makes the waiting request look again at
+    once instead of at its next interval. Elsewhere nothing calls it and the intervals alone apply."""
     deadline = time.monotonic() + timeout
     interval = POLL_FIRST
     while True:
@@ -27,8 +31,41 @@ async def poll(fetch: Callable[[], Awaitable[T | None]], timeout: float) -> T | 
         remaining = deadline - time.monotonic()
         if found is not None or remaining <= 0:
             return found
-        await asyncio.sleep(min(interval, remaining))
+        await _pause(key, min(interval, remaining))
         interval = min(interval * 2, POLL_MAX)
+
+
+_waiting: dict[str, list[asyncio.Future[None]]] = {}
+
+
+def changed(key: str) -> None:
+    """Something of actor `key` was just committed by this process: its waiting polls look again now."""
+    for future in _waiting.pop(key, []):
+        if not future.done():
+            future.get_loop().call_soon_threadsafe(_resolve, future)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _pause(key: str | None, seconds: float) -> None:
+    if key is None:
+        await asyncio.sleep(seconds)
+        return
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    waiters = _waiting.setdefault(key, [])
+    waiters.append(future)
+    try:
+        await asyncio.wait_for(future, seconds)
+    except TimeoutError:
+        pass
+    finally:
+        if future in waiters:
+            waiters.remove(future)
+        if not waiters and _waiting.get(key) is waiters:
+            del _waiting[key]
 
 
 class SideItems:
@@ -48,7 +85,7 @@ class SideItems:
                 return None
             return True, json.loads(item["d"]["S"])
 
-        return await poll(fetch, timeout) or (False, None)
+        return await poll(fetch, timeout, ref.id) or (False, None)
 
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
         records: list[EventRecord] = []
@@ -78,4 +115,4 @@ class SideItems:
         async def fetch() -> list[EventRecord] | None:
             return await self.read_events(ref, after, 1000) or None
 
-        return await poll(fetch, timeout) or []
+        return await poll(fetch, timeout, ref.id) or []

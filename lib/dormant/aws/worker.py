@@ -27,13 +27,14 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from dormant.actor import Registry, load_registry
 from dormant.aws.metering import Meter, instrument, metering
-from dormant.aws.redelivery import Redelivery, backoff_seconds, is_transient, receive_count
+from dormant.aws.redelivery import Redelivery, backoff_seconds, delivered_before, is_transient, receive_count
+from dormant.aws.observability import ObservedStore, Observer
 from dormant.aws.transport import SqsTransport, WakeMessage
 from dormant.errors import InvalidKeyError
 from dormant.ports import ActorRef, Clock, EventStore, WakeError
@@ -70,11 +71,13 @@ class WakeMetrics:
 class Worker:
     """Runs batches of wake-up messages over an ActorService whose transport is an SqsTransport."""
 
-    def __init__(self, service: ActorService, transport: SqsTransport, settings: Settings | None = None) -> None:
+    def __init__(self, service: ActorService, transport: SqsTransport, settings: Settings | None = None, *,
+                 observer: Observer | None = None) -> None:
         self.service = service
         self.transport = transport
         self.settings = settings if settings is not None else Settings()
         self.redelivery = Redelivery(transport.sqs, transport.urls, self.settings)
+        self.observer = observer or Observer()  # a log record (and metrics) per wake-up
         self.reports: list[WakeReport] = []
         self.failures: list[WakeFailure] = []
         self.metrics: list[WakeMetrics] = []
@@ -170,11 +173,16 @@ class Worker:
         carried = [message.message for _, message in group if message.message is not None]
         creation = next((message.creation for _, message in group if message.creation is not None), None)
         with metering() as meter:
+            watch = self.observer.begin(ref, records)
+            # A first delivery need not re-send the timer of a deadline committed before (see wake_actor); a
+            # refreshed copy counts as a redelivery (the wake-up it replaces may have died before that send).
+            redelivered = any(delivered_before(record) for record in records)
             try:
-                report = await wake_actor(self.service, ref, budget=budget, messages=carried, creation=creation)
+                report = await wake_actor(self.service, ref, budget=budget, messages=carried, creation=creation,
+                                          redelivered=redelivered)
             except Exception as error:
                 transient = is_transient(error)
-                log.warning("wake-up of %s failed (receive %d): %s: %s", ref, receives, type(error).__name__, error)
+                self.observer.failed(watch, error, meter, dead_letter=last and not transient)
                 await self._record_error(ref, error, receives, transient)
                 self.failures.append(WakeFailure(ref, error, ids, receives))
                 self.metrics.append(WakeMetrics(ref, meter, None))
@@ -189,9 +197,10 @@ class Worker:
                     return [mid for mid in ids if mid not in replaced]
                 await self.redelivery.back_off(records, delay)
                 return ids
+            self.observer.finished(watch, report, meter)
         self.reports.append(report)
         self.metrics.append(WakeMetrics(ref, meter, report))
-        log.info("woke %s: %s, %d commit(s); %s", ref, report.outcome, report.commits, meter.summary())
+        log.debug("woke %s: %s, %d commit(s); %s", ref, report.outcome, report.commits, meter.summary())
         return []
 
     async def _failing(self, ref: ActorRef, group: list[tuple[Mapping[str, Any], WakeMessage]]
@@ -234,15 +243,25 @@ class Worker:
             log.warning("could not record the wake-up error of %s: %r", ref, failure)
 
 
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 StoreWrapper = Callable[[EventStore], EventStore]
 
 
 @asynccontextmanager
 async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | None = None,
-                      wrap_store: StoreWrapper | None = None, meter: Meter | None = None) -> AsyncIterator[Worker]:
+                      wrap_store: StoreWrapper | None = None, meter: Meter | None = None,
+                      observer: Observer | None = None) -> AsyncIterator[Worker]:
     """A Worker on DynamoDB + SQS as the settings describe (clients closed on exit).
 
-    `meter` counts every request of these clients (metering scopes count them too).
+    `meter` counts every request of these clients (metering scopes count them too); `observer` gets a
+    record of every wake-up (default: a log line).
     """
     from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
@@ -259,16 +278,20 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
         store: EventStore = DynamoEventStore(dynamodb, settings)
         if wrap_store is not None:
             store = wrap_store(store)
+        observer = observer or Observer()
+        store = cast(EventStore, ObservedStore(store, observer))  # an EventStore by delegation
         transport = await SqsTransport.from_settings(sqs, settings, clock)
-        yield Worker(ActorService(registry, store, transport, clock), transport, settings)
+        yield Worker(ActorService(registry, store, transport, clock), transport, settings, observer=observer)
 
 
 class LambdaWorker:
     """Synchronous `handler(event, context)` for Lambda: one event loop and client set per container."""
 
     def __init__(self, *, settings: Settings | None = None, registry: Registry | None = None,
-                 clock: Clock | None = None, wrap_store: StoreWrapper | None = None) -> None:
+                 clock: Clock | None = None, wrap_store: StoreWrapper | None = None,
+                 observer: Observer | None = None) -> None:
         self._settings = settings
+        self._observer = observer
         self._registry = registry
         self._clock = clock
         self._wrap_store = wrap_store
@@ -283,7 +306,24 @@ class LambdaWorker:
                 self._runner = asyncio.Runner()
             return self._runner.run(self._handle(event, context))
 
+    def prepare(self) -> None:
+        """Build the worker now rather than on the first invocation: the imports, the registry, the session and
+        the clients (no connection is opened). Called in the init phase, where a SnapStart snapshot keeps it.
+        Without both queue URLs (resolving them would call SQS) or inside a running event loop (a test), it
+        leaves that to the first invocation."""
+        settings = self._settings or Settings()
+        if _loop_running() or not (settings.queue_url and settings.timer_queue_url):
+            return
+        with self._lock:
+            if self._runner is None:
+                self._runner = asyncio.Runner()
+            self._runner.run(self._ensure())
+
     async def _handle(self, event: Mapping[str, Any], context: Any) -> BatchResponse:
+        worker = await self._ensure()
+        return await worker.handle(event, context)
+
+    async def _ensure(self) -> Worker:
         if self.worker is None:
             settings = self._settings or Settings()
             registry = self._registry
@@ -293,9 +333,10 @@ class LambdaWorker:
                 registry = load_registry(settings.app)
             stack = AsyncExitStack()
             self.worker = await stack.enter_async_context(
-                open_worker(settings, registry, clock=self._clock, wrap_store=self._wrap_store))
+                open_worker(settings, registry, clock=self._clock, wrap_store=self._wrap_store,
+                            observer=self._observer))
             self._stack = stack
-        return await self.worker.handle(event, context)
+        return self.worker
 
     def close(self) -> None:
         """Close the clients and the event loop (the next invocation builds them again)."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Literal
 
 import typer
 
 from dormant.cli.common import CliError, err, load_app
+
+LogLevel = Literal["debug", "info", "warning", "error"]
 
 
 def register(app: typer.Typer) -> None:
@@ -23,34 +26,51 @@ def dev(app: Annotated[str | None, typer.Option(
         endpoint: Annotated[str | None, typer.Option(
             envvar=["DORMANT_ENDPOINT_URL", "AWS_ENDPOINT_URL"], show_default=False,
             help="Use this AWS endpoint (LocalStack, a real account) instead of an embedded moto server")] = None,
+        data_dir: Annotated[Path, typer.Option(
+            help="Where the embedded server keeps its data across restarts")] = Path(".dormant/dev"),
+        fresh: Annotated[bool, typer.Option(help="Start from empty data (clears the data directory)")] = False,
+        in_memory: Annotated[bool, typer.Option(help="Keep nothing on disk (the data is lost at exit)")] = False,
+        log_level: Annotated[LogLevel, typer.Option(
+            help="info: a line per request and per wake-up; warning: problems only")] = "info",
+        poll_wait: Annotated[int, typer.Option(
+            min=0, max=20, help="The pollers' long-poll wait in seconds (the embedded server answers a long poll "
+                                "as soon as a message arrives)")] = 20,
         ) -> None:
     """Run the whole stack locally: an embedded moto server (or --endpoint), the table and queues, the HTTP API
-    (the dashboard at /ui, docs at /docs) and a worker polling the queues."""
-    from dormant.dev.stack import run_dev_stack
+    (the dashboard at /ui, docs at /docs) and a worker polling the queues. Its data survives restarts
+    (docs/dev-stack.md)."""
+    from dormant.dev.console import configure_console
+    from dormant.dev.stack import DevOptions, run_dev_stack
     from dormant.settings import Settings
 
     if not app:
         err.print("dormant dev: name your registry with --app module:attribute or DORMANT_APP")
         raise typer.Exit(2)
+    configure_console(log_level)
     try:
         registry = load_app(app)
     except CliError as error:
         err.print(f"dormant dev: {error}", markup=False)
         raise typer.Exit(2) from None
     settings = Settings().model_copy(update={"app": app})
+    options = DevOptions(host=host, port=port, endpoint_url=endpoint, data_dir=None if in_memory else data_dir,
+                         fresh=fresh, log_level=log_level, poll_wait_seconds=poll_wait)
 
     async def serve() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        async with run_dev_stack(registry, host=host, port=port, endpoint_url=endpoint, settings=settings) as stack:
+        async with run_dev_stack(registry, options, settings=settings) as stack:
             print(f"dormant dev: serving {app}", flush=True)
             print(f"  API        {stack.api_url}   (OpenAPI docs at {stack.api_url}/docs)", flush=True)
             print(f"  dashboard  {stack.api_url}/ui", flush=True)
             print(f"  AWS        {stack.endpoint_url}   table {stack.settings.table}", flush=True)
             print(f"  queues     {stack.settings.queue_url}", flush=True)
             print(f"             {stack.settings.timer_queue_url}", flush=True)
+            where = stack.data_dir or ("at the endpoint" if endpoint or settings.endpoint_url
+                                       else "in memory only (lost at exit)")
+            print(f"  data       {where}", flush=True)
             print("  Ctrl-C stops everything.", flush=True)
             await stop.wait()
             print("dormant dev: stopping", flush=True)

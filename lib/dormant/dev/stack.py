@@ -3,6 +3,9 @@
 An embedded moto server (or any endpoint: LocalStack, a real account), the table and queues created
 from the same definitions the deployment uses, the HTTP API on localhost (uvicorn) and a worker fed by
 pollers that play Lambda's SQS event source — the same handlers that run on AWS.
+
+Its data lives in a data directory (`DevOptions.data_dir`, default `.dormant/dev`) and survives restarts;
+`fresh=True` (`--fresh`) starts from empty data. docs/performance.md says how, and why this way.
 """
 
 from __future__ import annotations
@@ -10,66 +13,45 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
 
 from dormant.actor import Registry
+from dormant.dev.embedded import DevStackError, EmbeddedMoto, free_port
 from dormant.settings import Settings
+
+__all__ = ["DEFAULT_DATA_DIR", "DevOptions", "DevStack", "DevStackError", "free_port", "run_dev_stack"]
 
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "dormant-dev", "AWS_SECRET_ACCESS_KEY": "dormant-dev",
                     "AWS_SESSION_TOKEN": "dormant-dev"}
+DEFAULT_DATA_DIR = Path(".dormant") / "dev"
+LogLevel = Literal["debug", "info", "warning", "error"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error")
 
 
-class DevStackError(RuntimeError):
-    """The local stack could not start (port taken, endpoint unreachable...)."""
+@dataclass(frozen=True)
+class DevOptions:
+    """What `dormant dev` takes (its command-line options map one to one)."""
 
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
-
-
-class EmbeddedMoto:
-    """`python -m dormant.dev.moto PORT` in a child process, stopped with the stack."""
-
-    def __init__(self, port: int = 0) -> None:
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout: float = 30.0) -> None:
-        self._process = subprocess.Popen([sys.executable, "-m", "dormant.dev.moto", str(self.port)],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                error = self._process.stderr.read().decode(errors="replace") if self._process.stderr else ""
-                raise DevStackError(f"the embedded moto server exited at start: {error.strip()[-500:]}")
-            try:
-                urllib.request.urlopen(f"{self.url}/moto-api/", timeout=1).close()
-                return
-            except (urllib.error.URLError, OSError):
-                time.sleep(0.1)
-        self.stop()
-        raise DevStackError(f"the embedded moto server did not answer on {self.url} within {timeout} s")
-
-    def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-        self._process = None
+    host: str = "127.0.0.1"
+    port: int = 8787
+    endpoint_url: str | None = None
+    """Use this AWS endpoint instead of an embedded moto server (nothing is kept locally then)."""
+    data_dir: Path | None = DEFAULT_DATA_DIR
+    """Where the embedded server keeps its data; None keeps it in memory only (lost at exit)."""
+    fresh: bool = False
+    """Delete the data directory's contents first."""
+    log_level: LogLevel = "info"
+    """Console lines: "info" = one per request and per wake-up; "warning" = problems only."""
+    moto_port: int = 0
+    poll_wait_seconds: int = 20
+    """The pollers' long-poll wait: the embedded server answers at once when a message arrives, so a long
+    wait costs nothing and keeps an idle stack quiet."""
 
 
 @dataclass
@@ -79,14 +61,29 @@ class DevStack:
     api_url: str
     endpoint_url: str
     settings: Settings
+    options: DevOptions
+    data_dir: Path | None = None
+    moto_pid: int | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
 
+def _prepare_data_dir(options: DevOptions) -> Path | None:
+    if options.data_dir is None:
+        return None
+    directory = options.data_dir.expanduser().resolve()
+    if options.fresh and directory.exists():
+        for child in directory.iterdir():
+            if child.name != "moto.log":
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
 @asynccontextmanager
-async def run_dev_stack(registry: Registry, *, host: str = "127.0.0.1", port: int = 8787,
-                        endpoint_url: str | None = None, settings: Settings | None = None,
-                        moto_port: int = 0) -> AsyncIterator[DevStack]:
-    """Start everything; stop it all when the block exits."""
+async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *, settings: Settings | None = None,
+                        **overrides: Any) -> AsyncIterator[DevStack]:
+    """Start everything; stop it all when the block exits. `overrides` replace fields of `options`
+    (`host=`, `port=`, `endpoint_url=`, `moto_port=`, ...)."""
     import uvicorn
     from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
@@ -94,14 +91,19 @@ async def run_dev_stack(registry: Registry, *, host: str = "127.0.0.1", port: in
     from dormant.aws.table import client_config, create_table
     from dormant.aws.transport import create_queues
     from dormant.aws.worker import open_worker
+    from dormant.http.access import AccessLog
     from dormant.http.app import create_app
 
+    options = replace(options or DevOptions(), **overrides)
     settings = settings or Settings()
-    endpoint = endpoint_url or settings.endpoint_url
+    endpoint = options.endpoint_url or settings.endpoint_url
+    data_dir: Path | None = None
     moto: EmbeddedMoto | None = None
     async with AsyncExitStack() as stack:
         if endpoint is None:
-            moto = EmbeddedMoto(moto_port)
+            data_dir = _prepare_data_dir(options)
+            log_dir = data_dir or Path(tempfile.mkdtemp(prefix="dormant-dev-"))
+            moto = EmbeddedMoto(options.moto_port, data_dir=data_dir, log_path=log_dir / "moto.log")
             await asyncio.to_thread(moto.start)
             stack.callback(moto.stop)
             endpoint = moto.url
@@ -121,27 +123,40 @@ async def run_dev_stack(registry: Registry, *, host: str = "127.0.0.1", port: in
             raise DevStackError(f"cannot create the table and queues at {endpoint}: {error}") from error
         settings = settings.model_copy(update={"queue_url": urls.wake, "timer_queue_url": urls.timers})
         worker = await stack.enter_async_context(open_worker(settings, registry))
-        pollers = [SqsPoller(sqs, url, worker.handle, wait_seconds=1, region=settings.region)
+        wait = options.poll_wait_seconds if moto is not None else min(options.poll_wait_seconds, 1)
+        pollers = [SqsPoller(sqs, url, worker.handle, wait_seconds=wait, region=settings.region)
                    for url in (urls.wake, urls.timers)]
-        app = create_app(registry, settings)
-        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+        app = AccessLog(create_app(registry, settings))
+        server = uvicorn.Server(uvicorn.Config(app, host=options.host, port=options.port, log_level="warning",
+                                               lifespan="on", access_log=False))
         tasks = [asyncio.create_task(p.run(), name="poller") for p in pollers]
         serving = asyncio.create_task(server.serve(), name="api")
         while not server.started:
             if serving.done():
                 for task in tasks:
                     task.cancel()
-                raise DevStackError(f"the API could not listen on {host}:{port} (is the port taken?)")
+                raise DevStackError(f"the API could not listen on {options.host}:{options.port} "
+                                    "(is the port taken?)")
             await asyncio.sleep(0.05)
         try:
-            yield DevStack(api_url=f"http://{host}:{port}", endpoint_url=endpoint, settings=settings,
-                           tasks=[*tasks, serving])
+            yield DevStack(api_url=f"http://{options.host}:{options.port}", endpoint_url=endpoint,
+                           settings=settings, options=options, data_dir=data_dir,
+                           moto_pid=moto.pid if moto else None, tasks=[*tasks, serving])
         finally:
             server.should_exit = True
             for poller in pollers:
                 poller.stop()
-            for task in tasks:
+            for task in tasks:  # a long poll in progress is cut short; its messages come back later
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*tasks, return_exceptions=True)
-            await serving
+            for poller in pollers:  # a wake-up cut short is redone later: its messages were not deleted
+                await poller.drain(timeout=0.5)
+            await asyncio.wait([serving], timeout=0.5)
+            if not serving.done():  # open keep-alive or long-poll connections do not hold the exit up
+                server.force_exit = True
+                await asyncio.wait([serving], timeout=0.25)
+            if not serving.done():
+                serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving

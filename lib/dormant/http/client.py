@@ -46,9 +46,9 @@ from dormant.errors import (
     StillDivergedError,
 )
 from dormant.http.error_codes import EXCEPTION_BY_CODE
+from dormant.http.headers import OPERATOR_HEADER
 from dormant.http.keys import encode_key
 from dormant.http.operator_client import HandleOperatorCalls, OperatorCalls
-from dormant.http.signing import OPERATOR_HEADER
 from dormant.models import ActorStatus, SendResult
 from dormant.ports import ActorRef, EventRecord
 from dormant.workflow.errors import DormantError

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 
 from dormant.http.errors import ApiError
-from dormant.http.signing import OPERATOR_HEADER
+from dormant.http.headers import OPERATOR_HEADER  # not .signing: that is the client's (httpx)
 from dormant.settings import Settings
 
 TokenSource = Callable[[], Awaitable[str | None]]

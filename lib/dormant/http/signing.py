@@ -21,7 +21,8 @@ from botocore.auth import SigV4Auth  # type: ignore[import-untyped]
 from botocore.awsrequest import AWSRequest  # type: ignore[import-untyped]
 from botocore.session import get_session  # type: ignore[import-untyped]
 
-OPERATOR_HEADER = "x-dormant-operator-token"  # the operator token, where Authorization carries SigV4 or a JWT
+from dormant.http.headers import OPERATOR_HEADER
+
 SIGNED_HEADERS = ("host", "content-type", "idempotency-key", OPERATOR_HEADER)
 _REGION_IN_HOST = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$")
 

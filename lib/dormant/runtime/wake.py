@@ -68,7 +68,8 @@ class ActorHost:
 
 
 async def wake_actor(service: ActorService, ref: ActorRef, *, budget: float | None = None,
-                     messages: Sequence[InboxMessage] = (), creation: Creation | None = None) -> WakeReport:
+                     messages: Sequence[InboxMessage] = (), creation: Creation | None = None,
+                     redelivered: bool = True) -> WakeReport:
     """Run one wake-up of `ref`. Storage errors propagate (the transport redelivers the wake-up).
 
     `budget`: seconds of wall time the wake-up may still use (the AWS worker passes what is left of the
@@ -77,15 +78,19 @@ async def wake_actor(service: ActorService, ref: ActorRef, *, budget: float | No
 
     `messages` and `creation`: what the wake-up messages carried (see Transport.wake); whatever of it the
     store lacks is stored first, so a send that was cut off between its wake-up and its own write is
-    completed here."""
+    completed here.
+
+    `redelivered=False` says that no message behind this wake-up was delivered before (the transport knows): the
+    timer of a deadline that an earlier wake-up committed is then not sent again (see `_schedule_next`)."""
     with relaxed_collector():
-        return await _wake(service, ref, horizon(service.clock.now(), budget), messages, creation)
+        return await _wake(service, ref, horizon(service.clock.now(), budget), messages, creation, redelivered)
 
 
 async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messages: Sequence[InboxMessage],
-                creation: Creation | None) -> WakeReport:
+                creation: Creation | None, redelivered: bool) -> WakeReport:
     definition = service.registry.get(ref.name)
     carried = bool(messages) or creation is not None
+    before: WorkflowRecord | None = None  # the workflow as committed before this wake-up began
     serial = False
     race_winners: dict[str, str] = {}  # kept across attempts: see Execution.race_winners
     attempt = lost_races = scheduled_runs = 0
@@ -99,6 +104,8 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
             snapshot = await _complete_requests(service, ref, snapshot, messages, creation)
         if snapshot is None:
             return WakeReport(ref=ref, outcome="missing", attempts=attempt)
+        if before is None:
+            before = snapshot.workflow
         now = service.clock.now()
         due = [m for m in snapshot.inbox if m.kind == "action" and (m.not_before or 0.0) <= now]
         try:
@@ -119,7 +126,7 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
             serial = True
             continue
         report.attempts = attempt
-        await _schedule_next(service, snapshot, report)
+        await _schedule_next(service, snapshot, report, None if redelivered else before)
         return report
     raise WakeFailedError(f"wake-up of {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")
 
@@ -186,13 +193,20 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
                       replayed=execution.replayed)
 
 
-async def _schedule_next(service: ActorService, snapshot: ActorSnapshot, report: WakeReport) -> None:
-    """Timers: the workflow's deadline or retry time, and the next scheduled action."""
+async def _schedule_next(service: ActorService, snapshot: ActorSnapshot, report: WakeReport,
+                         committed_before: WorkflowRecord | None = None) -> None:
+    """Timers: the workflow's deadline or retry time, and the next scheduled action.
+
+    A deadline (or retry time) that was already committed before this wake-up began had its timer sent by the
+    wake-up that committed it, so it is not sent again when `committed_before` is given: a burst of messages
+    to a sleeping actor no longer sends a timer per message. If that earlier wake-up died between its commit
+    and its timer, its own message is redelivered, and a redelivered wake-up passes None here and sends it."""
     times: list[float] = []
     record = report.record
     if record is not None:
-        for moment in (record.deadline, record.retry_at):
-            if moment is not None:
+        for field in ("deadline", "retry_at"):
+            moment = getattr(record, field)
+            if moment is not None and (committed_before is None or getattr(committed_before, field) != moment):
                 times.append(moment)
     # Scheduled actions still due here were left over by MAX_SCHEDULED_PER_WAKE: wake again now.
     times += [max(m.not_before or 0.0, service.clock.now()) for m in snapshot.inbox if m.kind == "action"]

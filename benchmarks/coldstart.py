@@ -1,0 +1,246 @@
+"""Cold starts of the Lambda functions: import + first invocation in fresh interpreters, against a moto server.
+
+    .venv/bin/python benchmarks/coldstart.py                 # 7 cold starts of each handler, medians
+    make coldstart                                           # the built bundle and layer, with and without bytecode
+
+Three handlers, each started in a new interpreter per run and invoked once, as a Lambda container's
+first request:
+- **floor**: a bare boto3 handler doing one DynamoDB GetItem (`import boto3`, a client, `get_item`);
+- **worker**: functions/worker/handler.py on an SQS event that wakes a counter actor with one message;
+- **api**: functions/api/handler.py (Mangum) on an API Gateway HTTP API event reading that actor's state.
+
+Each child reports its own import time (the module import, i.e. Lambda's init phase), the first invocation,
+and its CPU time; the parent adds the interpreter's start (wall, from spawn to exit). CPU time is the steadier
+number on a shared machine.
+
+By default the handlers run from the repository in the dev venv (every dev-only package installed, bytecode
+cached). With `--bundle DIR --layer DIR` they run as on Lambda: the base interpreter (no venv), the function
+bundle (`make build-WorkerFunction`) and the layer (`make build-DependenciesLayer`, trimmed) on PYTHONPATH, built
+for this machine's Python by `make coldstart`; `--no-bytecode` runs copies without any .pyc (what a bundle that
+ships none costs: /var/task is read-only, so Lambda compiles every module at every cold start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "lib"))
+
+CHILD = r"""
+import json, sys, time
+started_cpu, started = time.process_time(), time.perf_counter()
+kind, payload = sys.argv[1], json.loads(sys.argv[2])
+class Context:
+    function_name = "coldstart"; memory_limit_in_mb = 512; aws_request_id = "cold-1"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:coldstart"
+    def get_remaining_time_in_millis(self): return 60000
+if kind == "floor":
+    import boto3
+    client = boto3.client("dynamodb")
+    def handler(event, context):
+        return client.get_item(TableName=event["table"], Key={"pk": {"S": event["pk"]}, "sk": {"S": event["sk"]}})
+elif kind == "worker":
+    from functions.worker.handler import handler
+else:
+    from functions.api.handler import handler
+imported, imported_cpu = time.perf_counter(), time.process_time()
+response = handler(payload, Context())
+done, done_cpu = time.perf_counter(), time.process_time()
+ok = {"floor": lambda r: "Item" in r, "worker": lambda r: r == {"batchItemFailures": []},
+      "api": lambda r: r["statusCode"] == 200}[kind](response)
+print(json.dumps({"import_ms": (imported - started) * 1000, "first_ms": (done - imported) * 1000,
+                  "import_cpu_ms": (imported_cpu - started_cpu) * 1000,
+                  "first_cpu_ms": (done_cpu - imported_cpu) * 1000, "ok": ok, "modules": sorted(sys.modules)}))
+"""
+
+
+def start_moto() -> Any:
+    from tests.servers import MotoServer
+
+    server = MotoServer()
+    server.start()
+    return server
+
+
+class Fixture:
+    """A table, queues and one counter actor on the moto server; a fresh wake-up event per worker run."""
+
+    def __init__(self, endpoint: str) -> None:
+        import boto3
+
+        from dormant.settings import Settings
+
+        suffix = uuid.uuid4().hex[:8]
+        self.endpoint = endpoint
+        self.settings = Settings(endpoint_url=endpoint, region="us-east-1", table=f"cold-{suffix}",
+                                 queue_name=f"cold-{suffix}.fifo", timer_queue_name=f"cold-timers-{suffix}",
+                                 dlq_name=f"cold-dlq-{suffix}", fifo_dlq_name=f"cold-dlq-{suffix}.fifo")
+        self.sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1")
+        self.env = {**os.environ, "AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": "us-east-1",
+                    "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "cold", "AWS_SECRET_ACCESS_KEY": "cold",
+                    "DORMANT_APP": "examples.counter:registry", "DORMANT_TABLE": self.settings.table,
+                    "PYTHONDONTWRITEBYTECODE": "1"}
+
+    async def create(self) -> None:
+        from aiobotocore.session import get_session  # type: ignore[import-untyped]
+
+        from dormant.aws.table import client_config, create_table
+        from dormant.aws.transport import create_queues
+
+        session = get_session()
+        async with session.create_client("dynamodb", config=client_config(), **self.settings.client_kwargs()) as db, \
+                session.create_client("sqs", **self.settings.client_kwargs()) as sqs:
+            await create_table(db, self.settings)
+            self.urls = await create_queues(sqs, self.settings)
+        self.env.update(DORMANT_QUEUE_URL=self.urls.wake, DORMANT_TIMER_QUEUE_URL=self.urls.timers)
+        await self.send()
+        self.drain()
+
+    async def send(self) -> None:
+        from dormant.aws.service import open_aws_service
+        from dormant.client import Client
+        from examples.counter import registry
+
+        settings = self.settings.model_copy(update={"queue_url": self.urls.wake, "timer_queue_url": self.urls.timers})
+        async with open_aws_service(registry, settings) as service:
+            await Client(service).get_or_create("workflow-counter", ["cold"]).send("counter", {"delta": 1})
+
+    def drain(self) -> list[dict[str, Any]]:
+        got: list[dict[str, Any]] = []
+        while batch := self.sqs.receive_message(QueueUrl=self.urls.wake, MaxNumberOfMessages=10, WaitTimeSeconds=0,
+                                                MessageSystemAttributeNames=["All"]).get("Messages", []):
+            got += batch
+            self.sqs.delete_message_batch(QueueUrl=self.urls.wake, Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)])
+        return got
+
+    async def worker_event(self) -> dict[str, Any]:
+        from dormant.aws.poller import lambda_event, queue_arn
+
+        await self.send()
+        messages = []
+        while not messages:
+            messages = self.sqs.receive_message(QueueUrl=self.urls.wake, MaxNumberOfMessages=10, WaitTimeSeconds=1,
+                                                MessageSystemAttributeNames=["All"]).get("Messages", [])
+        return lambda_event(messages, arn=queue_arn(self.urls.wake, "us-east-1"), region="us-east-1")
+
+    def floor_event(self) -> dict[str, Any]:
+        from dormant.aws.items import ring_key
+        from dormant.ports import ActorRef
+
+        return {"table": self.settings.table, "pk": ActorRef(name="workflow-counter", key=("cold",)).id,
+                "sk": ring_key(1, self.settings.snapshot_every)}
+
+    @staticmethod
+    def api_event() -> dict[str, Any]:
+        from tests.api.support import http_api_v2_event
+
+        return http_api_v2_event("GET", "/actors/workflow-counter/cold/state")
+
+
+def run_child(python: str, kind: str, event: dict[str, Any], env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    started = time.perf_counter()
+    result = subprocess.run([python, "-c", CHILD, kind, json.dumps(event)], cwd=cwd, env=env,
+                            capture_output=True, text=True, timeout=120)
+    wall = (time.perf_counter() - started) * 1000
+    if result.returncode != 0:
+        raise SystemExit(f"{kind} cold start failed:\n{result.stderr[-3000:]}")
+    report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    if not report["ok"]:
+        raise SystemExit(f"{kind}: the handler's answer was wrong:\n{result.stdout[-2000:]}")
+    report["wall_ms"] = wall
+    return report
+
+
+def without_bytecode(source: Path, into: Path) -> Path:
+    shutil.copytree(source, into, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return into
+
+
+async def measure(runs: int, bundle: Path | None, layer: Path | None, python: str,
+                  no_bytecode: bool) -> dict[str, list[dict[str, Any]]]:
+    server = start_moto()
+    try:
+        fixture = Fixture(server.endpoint)
+        await fixture.create()
+        env = dict(fixture.env)
+        cwd = ROOT
+        with tempfile.TemporaryDirectory(prefix="dormant-coldstart-") as scratch:
+            if bundle is not None and layer is not None:  # as Lambda runs it: /var/task first, then /opt/python
+                if no_bytecode:
+                    bundle = without_bytecode(bundle, Path(scratch) / "task")
+                    layer = without_bytecode(layer, Path(scratch) / "opt")
+                env["PYTHONPATH"] = os.pathsep.join([str(bundle), str(layer)])
+                env["PYTHONNOUSERSITE"] = "1"
+                cwd = bundle
+            else:
+                env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "lib")])
+            results: dict[str, list[dict[str, Any]]] = {"floor": [], "worker": [], "api": []}
+            for _ in range(runs):
+                results["floor"].append(run_child(python, "floor", fixture.floor_event(), env, cwd))
+                results["worker"].append(run_child(python, "worker", await fixture.worker_event(), env, cwd))
+                results["api"].append(run_child(python, "api", fixture.api_event(), env, cwd))
+        return results
+    finally:
+        server.stop()
+
+
+def table(results: dict[str, list[dict[str, Any]]]) -> str:
+    def median(kind: str, field: str) -> float:
+        return statistics.median(r[field] for r in results[kind])
+
+    floor_total = median("floor", "import_cpu_ms") + median("floor", "first_cpu_ms")
+    lines = ["| handler | import ms | first invocation ms | import + first ms | CPU import + first ms | "
+             "wall incl. interpreter ms | x floor (CPU) | modules loaded |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for kind in results:
+        total = median(kind, "import_ms") + median(kind, "first_ms")
+        cpu = median(kind, "import_cpu_ms") + median(kind, "first_cpu_ms")
+        lines.append(f"| {kind} | {median(kind, 'import_ms'):.0f} | {median(kind, 'first_ms'):.0f} | {total:.0f} | "
+                     f"{cpu:.0f} | {median(kind, 'wall_ms'):.0f} | {cpu / floor_total:.2f} | "
+                     f"{len(results[kind][-1]['modules'])} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    import asyncio
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--bundle", type=Path, help="the functions' built bundle (with --layer)")
+    parser.add_argument("--layer", type=Path, help="the built layer's python/ folder (with --bundle)")
+    parser.add_argument("--no-bytecode", action="store_true", help="run copies of bundle and layer without .pyc")
+    args = parser.parse_args()
+    if (args.bundle is None) != (args.layer is None):
+        parser.error("--bundle and --layer go together")
+    python = getattr(sys, "_base_executable", sys.executable) if args.bundle else sys.executable
+    bundle, layer = (args.bundle.resolve(), args.layer.resolve()) if args.bundle else (None, None)
+    for name, value in {"AWS_ACCESS_KEY_ID": "cold", "AWS_SECRET_ACCESS_KEY": "cold", "AWS_DEFAULT_REGION": "us-east-1",
+                        "AWS_REGION": "us-east-1"}.items():
+        os.environ[name] = value  # a local server: never a real account
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
+        os.environ.pop(name, None)
+    results = asyncio.run(measure(args.runs, bundle, layer, python, args.no_bytecode))
+    where = (f"bundle {args.bundle} + layer {args.layer}, {'no bytecode' if args.no_bytecode else 'with bytecode'}"
+             if args.bundle else "repository sources in the dev venv")
+    print(f"Cold starts, median of {args.runs} fresh interpreters per handler ({where}), Python "
+          f"{sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}\n")
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,302 @@
+"""What each wake-up did, for people and dashboards: one structured log record, metrics, an optional span.
+
+The worker opens a `WakeWatch` per wake-up (`Observer.begin`) and closes it with the report or the
+error. While it runs, `ObservedStore` (the store wrapper the worker installs) tallies what reached the
+store: commits, the step entries they wrote, step retries, version conflicts, the versions read and
+written. The record then goes to:
+
+- the `dormant.wake` logger: one line (`counter['main'] sleeping: 1 step, 1 commit ... in 12.3 ms`) whose
+  fields ride in `extra` (`actor`, `key`, `wake_id`, `version`, `outcome`, `duration_ms`, `requests` ...):
+  the dev console prints the line, Lambda's JSON log format or powertools' Logger the fields
+  (`dormant.aws.lambda_setup`);
+- a `MetricsSink`, on Lambda CloudWatch metrics in embedded metric format (powertools' Metrics): WakeUps,
+  WakeUpFailures, Steps, Commits, VersionConflicts, StepRetries, DeadLettered, MessagesConsumed,
+  WakeUpLatency (message ready -> wake-up start) and WakeUpDuration;
+- with `DORMANT_TRACING=1` and the OpenTelemetry API installed, a span around the wake-up and one around
+  each store load and commit (an OpenTelemetry SDK or the ADOT Lambda layer exports them, e.g. to X-Ray).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from dormant.aws.side import changed
+from dormant.errors import VersionConflict
+
+if TYPE_CHECKING:
+    from dormant.aws.metering import Meter
+    from dormant.ports import ActorRef, ActorSnapshot, EventStore
+    from dormant.runtime.wake import WakeReport
+    from dormant.workflow.execution import CommitDraft
+
+log = logging.getLogger("dormant.wake")
+
+
+@dataclass
+class WakeTally:
+    """Counted at the store while one wake-up runs."""
+
+    commits: int = 0
+    steps: int = 0
+    retries: int = 0
+    conflicts: int = 0
+    consumed: int = 0
+    version_loaded: int | None = None
+    version: int | None = None
+
+
+_tally: ContextVar[WakeTally | None] = ContextVar("dormant_wake_tally", default=None)
+
+
+@dataclass
+class WakeRecord:
+    """One wake-up, as logged and measured."""
+
+    actor: str
+    key: list[str]
+    wake_id: str
+    outcome: str
+    duration_ms: float
+    messages: int
+    receive_count: int
+    latency_ms: float | None = None
+    steps: int = 0
+    commits: int = 0
+    retries: int = 0
+    conflicts: int = 0
+    consumed: int = 0
+    version_loaded: int | None = None
+    version: int | None = None
+    requests: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    dead_letter: bool = False
+
+    def fields(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        ref = f"{self.actor}{self.key!r}"
+        if self.error is not None:
+            head = f"{ref} failed (receive {self.receive_count}{', to the DLQ next' if self.dead_letter else ''}): " \
+                   f"{self.error}"
+        else:
+            head = f"{ref} {self.outcome}"
+        counts = [_plural(self.steps, "step"), _plural(self.commits, "commit"), _plural(self.consumed, "message")]
+        if self.retries:
+            counts.append(_plural(self.retries, "retry", "retries"))
+        if self.conflicts:
+            counts.append(_plural(self.conflicts, "version conflict"))
+        version = f" v{self.version}" if self.version is not None else ""
+        requests = ", ".join(f"{name} {n}" for name, n in self.requests.items() if n)
+        return f"{head}: {', '.join(counts)}{version} in {self.duration_ms:.1f} ms" + (
+            f" ({requests})" if requests else "")
+
+
+def _plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{n} {word if n == 1 else words or word + 's'}"
+
+
+class MetricsSink(Protocol):
+    def wake(self, record: WakeRecord) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+@dataclass
+class WakeWatch:
+    """A wake-up in progress."""
+
+    ref: ActorRef
+    wake_id: str
+    started: float
+    wall_started: float
+    messages: int
+    receive_count: int
+    ready_at: float | None
+    tally: WakeTally
+    token: Any
+    span: AbstractContextManager[Any]
+    span_object: Any = None
+
+
+class Observer:
+    """Turns wake-ups into records, log lines and metrics."""
+
+    def __init__(self, metrics: MetricsSink | None = None, *, tracing: bool | None = None) -> None:
+        self.metrics = metrics
+        self.tracer = _tracer() if (tracing if tracing is not None else _tracing_requested()) else None
+        self.records: list[WakeRecord] = []
+        self.keep = 1000  # recent records, for tests and tools
+
+    def begin(self, ref: ActorRef, records: Sequence[Mapping[str, Any]]) -> WakeWatch:
+        tally = WakeTally()
+        span: AbstractContextManager[Any] = nullcontext()
+        span_object = None
+        wake_id = uuid.uuid4().hex[:16]
+        if self.tracer is not None:
+            span = self.tracer.start_as_current_span("dormant.wake", attributes={
+                "dormant.actor": ref.name, "dormant.key": list(ref.key), "dormant.wake_id": wake_id,
+                "dormant.messages": len(records)})
+            span_object = span.__enter__()
+        return WakeWatch(ref=ref, wake_id=wake_id, started=time.perf_counter(),
+                         wall_started=time.time(), messages=len(records), receive_count=_receive_count(records),
+                         ready_at=_ready_at(records), tally=tally, token=_tally.set(tally), span=span,
+                         span_object=span_object)
+
+    def finished(self, watch: WakeWatch, report: WakeReport, meter: Meter | None = None) -> WakeRecord:
+        return self._close(watch, report.outcome, meter, None, dead_letter=False)
+
+    def failed(self, watch: WakeWatch, error: BaseException, meter: Meter | None = None, *,
+               dead_letter: bool = False) -> WakeRecord:
+        """`dead_letter`: the worker moves this wake-up's messages to the DLQ (the last receive of a poison)."""
+        return self._close(watch, "error", meter, f"{type(error).__name__}: {error}", dead_letter=dead_letter)
+
+    def _close(self, watch: WakeWatch, outcome: str, meter: Meter | None, error: str | None, *,
+               dead_letter: bool) -> WakeRecord:
+        _tally.reset(watch.token)
+        tally = watch.tally
+        latency = (watch.wall_started - watch.ready_at) * 1000 if watch.ready_at is not None else None
+        record = WakeRecord(
+            actor=watch.ref.name, key=list(watch.ref.key), wake_id=watch.wake_id, outcome=outcome,
+            duration_ms=round((time.perf_counter() - watch.started) * 1000, 2), messages=watch.messages,
+            receive_count=watch.receive_count, latency_ms=round(max(0.0, latency), 2) if latency is not None else None,
+            steps=tally.steps, commits=tally.commits, retries=tally.retries, conflicts=tally.conflicts,
+            consumed=tally.consumed, version_loaded=tally.version_loaded, version=tally.version,
+            requests=_requests(meter), error=error, dead_letter=dead_letter)
+        if watch.span_object is not None:
+            _finish_span(watch.span_object, record)
+        watch.span.__exit__(None, None, None)
+        self.records.append(record)
+        del self.records[:-self.keep]
+        level = logging.ERROR if error is not None else logging.INFO
+        log.log(level, "%s", record.line(), extra=record.fields())
+        if self.metrics is not None:
+            self.metrics.wake(record)
+        return record
+
+
+def _requests(meter: Meter | None) -> dict[str, int]:
+    if meter is None:
+        return {}
+    return {"dynamodb_reads": meter.dynamodb_reads, "dynamodb_writes": meter.dynamodb_writes,
+            "sqs": meter.sqs_requests}
+
+
+def _receive_count(records: Sequence[Mapping[str, Any]]) -> int:
+    counts = []
+    for record in records:
+        try:
+            counts.append(int(record.get("attributes", {}).get("ApproximateReceiveCount", 1)))
+        except (TypeError, ValueError):
+            counts.append(1)
+    return max(counts, default=1)
+
+
+def _ready_at(records: Sequence[Mapping[str, Any]]) -> float | None:
+    """When the earliest message became deliverable: sent, or due (a timer), in epoch seconds."""
+    import json
+
+    moments = []
+    for record in records:
+        try:
+            sent = float(record.get("attributes", {}).get("SentTimestamp")) / 1000
+        except (TypeError, ValueError):
+            continue
+        try:
+            due = json.loads(record.get("body") or "{}").get("due")
+        except (ValueError, AttributeError):
+            due = None
+        moments.append(max(sent, float(due)) if isinstance(due, (int, float)) else sent)
+    return min(moments, default=None)
+
+
+# -- the store side ---------------------------------------------------------------------------------------
+
+def _draft_counts(draft: CommitDraft) -> tuple[int, int]:
+    """(steps finished, step retries scheduled) in one commit's upserted entries."""
+    steps = retries = 0
+    for entry in draft.upserts:
+        if entry.get("kind") != "step":
+            continue
+        if entry.get("status") in ("completed", "failed"):
+            steps += 1
+        elif entry.get("retry_at") is not None:
+            retries += 1
+    return steps, retries
+
+
+class ObservedStore:
+    """EventStore wrapper: tallies loads and commits into the wake-up that makes them (and traces them)."""
+
+    def __init__(self, inner: EventStore, observer: Observer | None = None) -> None:
+        self.inner = inner
+        self.tracer = observer.tracer if observer is not None else None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def _span(self, name: str, ref: ActorRef) -> AbstractContextManager[Any]:
+        if self.tracer is None:
+            return nullcontext()
+        return self.tracer.start_as_current_span(name, attributes={"dormant.actor": ref.name})  # type: ignore[no-any-return]
+
+    async def load(self, ref: ActorRef) -> ActorSnapshot | None:
+        with self._span("dormant.store.load", ref):
+            snapshot = await self.inner.load(ref)
+        tally = _tally.get()
+        if tally is not None and snapshot is not None:
+            if tally.version_loaded is None:
+                tally.version_loaded = snapshot.version
+            tally.version = snapshot.version
+        return snapshot
+
+    async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
+        tally = _tally.get()
+        try:
+            with self._span("dormant.store.commit", ref):
+                version = await self.inner.commit(ref, expected_version, draft)
+        except VersionConflict:
+            if tally is not None:
+                tally.conflicts += 1
+            raise
+        changed(ref.id)  # a request of this process waiting for a response or an event looks again now
+        if tally is not None:
+            steps, retries = _draft_counts(draft)
+            tally.commits += 1
+            tally.steps += steps
+            tally.retries += retries
+            tally.consumed += len(draft.consumed_ids)
+            tally.version = version
+        return version
+
+
+# -- tracing ------------------------------------------------------------------------------------------------
+
+def _finish_span(span: Any, record: WakeRecord) -> None:
+    span.set_attributes({"dormant.outcome": record.outcome, "dormant.steps": record.steps,
+                         "dormant.commits": record.commits, "dormant.version": record.version or 0})
+    if record.error is not None:
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_status(Status(StatusCode.ERROR, record.error))
+
+
+def _tracing_requested() -> bool:
+    return os.environ.get("DORMANT_TRACING", "").lower() in ("1", "true", "yes", "on")
+
+
+def _tracer() -> Any:
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        log.warning("DORMANT_TRACING is set but the OpenTelemetry API is not installed: no spans")
+        return None
+    return trace.get_tracer("dormant")

@@ -1,0 +1,92 @@
+"""Logs and metrics for the Lambda functions, with aws-lambda-powertools (what AWS's Python field uses).
+
+    telemetry = lambda_telemetry("dormant-worker")      # at import (init phase)
+    @telemetry.handler                                   # request ids in every log line, metrics flushed
+    def handler(event, context): ...
+
+- **Logs**: powertools' `Logger` writes one JSON object per record to stdout (`level`, `message`,
+  `timestamp`, `service`, `function_request_id`, ... and every `extra` field). Its handler is copied onto the
+  `dormant` loggers, so the wake-up records of dormant.aws.observability (`actor`, `key`, `wake_id`,
+  `version`, `outcome`, `duration_ms`, `requests` ...) and the request records of dormant.http.access come
+  out as JSON fields. Level: `POWERTOOLS_LOG_LEVEL` (or Lambda's `AWS_LAMBDA_LOG_LEVEL`), default INFO.
+- **Metrics**: powertools' `Metrics` writes CloudWatch embedded-metric-format documents to stdout at the
+  end of each invocation; CloudWatch Logs turns them into metrics (namespace `DORMANT_METRICS_NAMESPACE`,
+  default "Dormant"; dimension `service`), no API call and no extra latency.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from aws_lambda_powertools.metrics import MetricUnit
+
+from dormant.aws.observability import Observer, WakeRecord
+
+H = TypeVar("H", bound=Callable[..., Any])
+DEFAULT_NAMESPACE = "Dormant"
+CONTEXT_FIELDS = ("function_name", "memory_limit_in_mb", "invoked_function_arn", "aws_request_id")
+
+
+class EmfMetrics:
+    """MetricsSink: one set of CloudWatch metrics per wake-up, flushed with the invocation."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def wake(self, record: WakeRecord) -> None:
+        add = self.metrics.add_metric
+        add(name="WakeUps", unit=MetricUnit.Count, value=1)
+        if record.error is not None:
+            add(name="WakeUpErrors", unit=MetricUnit.Count, value=1)
+        if record.dead_letter:
+            add(name="DeadLettered", unit=MetricUnit.Count, value=record.messages)
+        for name, value in (("Steps", record.steps), ("Commits", record.commits), ("StepRetries", record.retries),
+                            ("VersionConflicts", record.conflicts), ("MessagesConsumed", record.consumed)):
+            if value:
+                add(name=name, unit=MetricUnit.Count, value=value)
+        add(name="WakeUpDuration", unit=MetricUnit.Milliseconds, value=record.duration_ms)
+        if record.latency_ms is not None:
+            add(name="WakeUpLatency", unit=MetricUnit.Milliseconds, value=record.latency_ms)
+
+    def flush(self) -> None:
+        self.metrics.flush_metrics()
+
+
+@dataclass
+class LambdaTelemetry:
+    logger: Logger
+    metrics: Metrics
+    observer: Observer
+
+    def handler(self, fn: H) -> H:
+        """Decorate the Lambda handler: request context in log lines, metrics flushed at the end."""
+        with_context = self.logger.inject_lambda_context(fn)
+
+        @functools.wraps(fn)
+        def wrapped(event: Any, context: Any) -> Any:
+            try:
+                if all(hasattr(context, name) for name in CONTEXT_FIELDS):
+                    return with_context(event, context)
+                return fn(event, context)  # a test or local caller without a full Lambda context
+            finally:
+                if self.metrics.metric_set:  # nothing measured (an API call): no empty document
+                    self.metrics.flush_metrics()
+
+        return wrapped  # type: ignore[return-value]
+
+
+def lambda_telemetry(service: str, *, namespace: str | None = None) -> LambdaTelemetry:
+    """JSON logs for `dormant.*` and an EMF metrics sink, for one Lambda function."""
+    logger = Logger(service=service)
+    logging.getLogger("dormant")  # exists before the copy (it only reaches registered loggers)
+    copy_config_to_registered_loggers(source_logger=logger, include={"dormant"})
+    metrics = Metrics(namespace=namespace or os.environ.get("DORMANT_METRICS_NAMESPACE", DEFAULT_NAMESPACE),
+                      service=service)
+    return LambdaTelemetry(logger=logger, metrics=metrics, observer=Observer(EmfMetrics(metrics)))

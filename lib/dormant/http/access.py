@@ -1,0 +1,72 @@
+"""One log line per HTTP request: method, path, status, duration, and the actor it addressed.
+
+`AccessLog(app)` wraps any ASGI app (pure ASGI: no per-request task or body copy). Records go to the
+`dormant.http` logger with their fields under `extra` (`http`: method, path, status, duration_ms;
+`actor`, `key`), so the dev console prints them as one readable line and Lambda's JSON log format (or
+powertools' Logger) turns them into JSON fields. 5xx answers log at ERROR, 4xx at INFO.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import unquote
+
+log = logging.getLogger("dormant.http")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def actor_of(path: str) -> tuple[str | None, str | None]:
+    """("actor type", "encoded key") of an /actors/{actor}/{key}/... path."""
+    parts = path.split("/")
+    if len(parts) >= 4 and parts[1] == "actors":
+        return unquote(parts[2]), unquote(parts[3])
+    return None, None
+
+
+class AccessLog:
+    """ASGI middleware: logs each HTTP request once it has answered."""
+
+    def __init__(self, app: ASGIApp, logger: logging.Logger = log) -> None:
+        self.app = app
+        self.log = logger
+
+    def __getattr__(self, name: str) -> Any:  # the wrapped app's attributes (state, routes...) stay reachable
+        return getattr(self.app, name)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_and_watch(message: Message) -> None:
+            nonlocal status
+            if message.get("type") == "http.response.start":
+                status = int(message.get("status", 500))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_watch)
+        finally:
+            self._log(scope, status, (time.perf_counter() - started) * 1000)
+
+    def _log(self, scope: Scope, status: int, duration_ms: float) -> None:
+        level = logging.ERROR if status >= 500 else logging.INFO
+        if not self.log.isEnabledFor(level):
+            return
+        method, path = scope.get("method", "?"), scope.get("path", "?")
+        actor, key = actor_of(path)
+        fields: dict[str, Any] = {"http": {"method": method, "path": path, "status": status,
+                                           "duration_ms": round(duration_ms, 2)}}
+        if actor is not None:
+            fields.update(actor=actor, key=key)
+        self.log.log(level, "%s %s -> %d in %.1f ms", method, path, status, duration_ms, extra=fields)

@@ -1,0 +1,127 @@
+"""`dormant dev` lasts: it stops within 2 s, leaves no child behind even when killed with SIGKILL, keeps its
+data across restarts (`--fresh` starts over), and prints one timestamped line per request and per wake-up."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.devprocess import DevProcess, alive
+
+APP = "tests.e2e.apps:registry"
+STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}"
+
+
+def request(url: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def count(dev: DevProcess, key: str, deltas: list[int], *, before: int = 0) -> dict[str, int]:
+    """Send the deltas; the state once they are all processed (`before` were processed already)."""
+    for delta in deltas:
+        status, _ = request(f"{dev.url}/actors/workflow-counter/{key}/queues/counter", "POST", {"delta": delta})
+        assert status == 202
+    deadline = time.monotonic() + 30
+    while True:
+        status, state = request(f"{dev.url}/actors/workflow-counter/{key}/state")
+        if status == 200 and state["processed"] >= before + len(deltas):
+            return dict(state)
+        assert time.monotonic() < deadline, (status, state, dev.output()[-3000:])
+        time.sleep(0.05)
+
+
+def wait_gone(pid: int, timeout: float) -> float:
+    started = time.monotonic()
+    while alive(pid):
+        assert time.monotonic() - started < timeout, f"process {pid} outlived its parent by {timeout} s"
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_a_signal_stops_everything_within_two_seconds(tmp_path: Path, signum: int) -> None:
+    dev = DevProcess(tmp_path / "data", app=APP).start()
+    try:
+        assert count(dev, "stop", [1, 2]) == {"value": 3, "processed": 2}
+        moto = dev.moto_pid()
+        took = dev.stop(signum)
+        assert dev.process is not None and dev.process.returncode == 0, dev.output()
+        assert took < 2.0, f"stopping took {took:.2f} s"
+        assert not alive(moto), "the moto child outlived dormant dev"
+    finally:
+        dev.kill()
+
+
+def test_kill_9_leaves_no_child_and_the_data_survives_until_fresh(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    dev = DevProcess(data, app=APP).start()
+    try:
+        assert count(dev, "kept", [5, 6]) == {"value": 11, "processed": 2}
+        moto = dev.moto_pid()
+        dev.kill()  # SIGKILL: no handler runs in dormant dev
+        wait_gone(moto, timeout=3.0)
+    finally:
+        dev.kill()
+    again = DevProcess(data, app=APP).start()
+    try:
+        assert request(f"{again.url}/actors/workflow-counter/kept/state") == (200, {"value": 11, "processed": 2})
+        assert count(again, "kept", [1], before=2) == {"value": 12, "processed": 3}  # the restored actor keeps going
+        assert again.stop(signal.SIGTERM) < 2.0
+    finally:
+        again.kill()
+    fresh = DevProcess(data, "--fresh", app=APP).start()
+    try:
+        status, body = request(f"{fresh.url}/actors/workflow-counter/kept/state")
+        assert status == 404 and body["error"]["code"] == "actor_not_found"
+    finally:
+        fresh.kill()
+
+
+def test_the_console_has_a_line_per_request_and_per_wake_up_and_errors_name_their_actor(tmp_path: Path) -> None:
+    dev = DevProcess(tmp_path / "data", app=APP).start()
+    try:
+        count(dev, "lines", [2])
+        assert request(f"{dev.url}/actors/broken/b-1/queues/poke", "POST", {"n": 1})[0] == 202
+        deadline = time.monotonic() + 30
+        while "broken['b-1'] failed" not in dev.output():
+            assert time.monotonic() < deadline, dev.output()
+            time.sleep(0.1)
+    finally:
+        dev.stop()
+    out = dev.output()
+    assert re.search(rf"^{STAMP} INFO  http  POST /actors/workflow-counter/lines/queues/counter -> 202 in [\d.]+ ms$",
+                     out, re.M), out
+    assert re.search(rf"^{STAMP} INFO  wake  workflow-counter\['lines'\] sleeping: 1 step, 1 commit, 1 message v\d+ "
+                     r"in [\d.]+ ms", out, re.M), out
+    assert re.search(rf"^{STAMP} ERROR wake  broken\['b-1'\] failed \(receive 1\): RuntimeError: the broken actor "
+                     "always fails to wake", out, re.M), out
+    assert "Traceback" not in out
+
+
+def test_log_level_warning_keeps_only_problems(tmp_path: Path) -> None:
+    dev = DevProcess(tmp_path / "data", "--log-level", "warning", app=APP).start()
+    try:
+        count(dev, "quiet", [1])
+        request(f"{dev.url}/actors/broken/b-2/queues/poke", "POST", {"n": 1})
+        deadline = time.monotonic() + 30
+        while "broken['b-2'] failed" not in dev.output():
+            assert time.monotonic() < deadline, dev.output()
+            time.sleep(0.1)
+    finally:
+        dev.stop()
+    out = dev.output()
+    assert " INFO " not in out and "ERROR wake  broken['b-2']" in out

@@ -1,0 +1,198 @@
+"""What the Lambda functions write to CloudWatch: JSON log records and EMF metric documents, read from the
+stdout of real handler invocations (functions/worker/handler.py, functions/api/handler.py through Mangum) in
+fresh interpreters against the moto server; and the wake-up tally of version conflicts and spans."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from aiobotocore.session import get_session  # type: ignore[import-untyped]
+
+from dormant.aws.observability import ObservedStore, Observer
+from dormant.aws.store import DynamoEventStore
+from dormant.aws.table import client_config, create_table
+from dormant.aws.transport import SqsTransport, create_queues
+from dormant.client import Client
+from dormant.errors import VersionConflict
+from dormant.memory import MemoryEventStore, MemoryTransport
+from dormant.ports import ActorRef
+from dormant.runtime.clocks import SystemClock
+from dormant.runtime.service import ActorService
+from dormant.runtime.wake import wake_actor
+from tests.api.support import http_api_v2_event
+from tests.e2e.apps import registry
+from tests.integration.test_transport import unique_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def invoke(kind: str, *arguments: str, env: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """(log records, EMF documents, stderr) of one invocation in a fresh interpreter."""
+    result = subprocess.run([sys.executable, "-m", "tests.integration.lambda_invoke", kind, *arguments], cwd=ROOT,
+                            env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]  # every line is JSON
+    emf = [line for line in lines if "_aws" in line]
+    return [line for line in lines if "_aws" not in line], emf, result.stderr
+
+
+def metric_values(documents: list[dict[str, Any]]) -> dict[str, tuple[float, str]]:
+    """name -> (sum of its values over the documents, unit)."""
+    values: dict[str, tuple[float, str]] = {}
+    for document in documents:
+        assert document["service"] == "dormant-worker"
+        for directive in document["_aws"]["CloudWatchMetrics"]:
+            assert directive["Namespace"] == "Dormant" and ["service"] in directive["Dimensions"]
+            for metric in directive["Metrics"]:
+                raw = document[metric["Name"]]
+                total = sum(raw) if isinstance(raw, list) else raw
+                values[metric["Name"]] = (values.get(metric["Name"], (0.0, ""))[0] + total, metric["Unit"])
+    return values
+
+
+async def test_the_worker_logs_a_json_record_and_metrics_per_wake_up(moto_server: str) -> None:
+    settings = unique_settings(moto_server, max_receives=1)
+    session = get_session()
+    async with session.create_client("dynamodb", config=client_config(), **settings.client_kwargs()) as dynamodb, \
+            session.create_client("sqs", **settings.client_kwargs()) as sqs:
+        await create_table(dynamodb, settings)
+        urls = await create_queues(sqs, settings)
+        clock = SystemClock()
+        client = Client(ActorService(registry, DynamoEventStore(dynamodb, settings), SqsTransport(sqs, urls, clock),
+                                     clock))
+        counter = client.get_or_create("workflow-counter", ["c-1"])
+        for delta in (2, 3):
+            await counter.send("counter", {"delta": delta})
+        await client.get_or_create("broken", ["b-1"]).send("poke", {"n": 1})
+        await client.get_or_create("flaky", ["f-1"]).send("poke", {"n": 1})
+        env = {"DORMANT_APP": "tests.e2e.apps:registry", "DORMANT_TABLE": settings.table,
+               "DORMANT_QUEUE_URL": urls.wake, "DORMANT_TIMER_QUEUE_URL": urls.timers, "DORMANT_MAX_RECEIVES": "1",
+               "AWS_ENDPOINT_URL": moto_server, "POWERTOOLS_LOG_LEVEL": "INFO"}
+        logs, emf, _ = invoke("worker", urls.wake, env=env)
+        assert (await counter.state()).value == 5
+
+    wakes = {(r["actor"], tuple(r["key"])): r for r in logs if r.get("logger", "").endswith("wake")
+             or "wake_id" in r}
+    assert set(wakes) == {("workflow-counter", ("c-1",)), ("broken", ("b-1",)), ("flaky", ("f-1",))}, logs
+    done = wakes[("workflow-counter", ("c-1",))]
+    assert done["level"] == "INFO" and done["service"] == "dormant-worker"
+    assert done["function_request_id"].startswith("worker-")  # the Lambda context rides on every record
+    assert (done["outcome"], done["steps"], done["consumed"]) == ("sleeping", 2, 2)
+    assert done["commits"] in (1, 2) and done["messages"] >= 2  # a commit may carry both steps
+    assert done["version"] == done["version_loaded"] + done["commits"]
+    assert done["duration_ms"] > 0 and done["latency_ms"] >= 0
+    assert done["requests"]["dynamodb_reads"] >= 1 and done["requests"]["dynamodb_writes"] >= 1
+    assert len(done["wake_id"]) == 16 and "error" not in done  # powertools leaves out empty fields
+    assert done["message"].startswith("workflow-counter['c-1'] sleeping: 2 steps, ")
+    failed = wakes[("broken", ("b-1",))]
+    assert failed["level"] == "ERROR" and failed["dead_letter"] is True
+    assert failed["error"] == "RuntimeError: the broken actor always fails to wake"
+    retried = wakes[("flaky", ("f-1",))]
+    assert retried["retries"] == 1 and retried["steps"] == 0 and "error" not in retried
+
+    values = metric_values(emf)
+    assert values["WakeUps"] == (3, "Count")
+    assert values["WakeUpErrors"] == (1, "Count") and values["DeadLettered"] == (failed["messages"], "Count")
+    assert values["Steps"] == (2, "Count") and values["StepRetries"] == (1, "Count")
+    assert values["MessagesConsumed"][1] == "Count" and values["Commits"][1] == "Count"
+    assert values["WakeUpLatency"][1] == "Milliseconds" and values["WakeUpDuration"][1] == "Milliseconds"
+    assert "VersionConflicts" not in values  # none happened: nothing invented
+
+
+async def test_the_api_logs_one_json_record_per_request(moto_server: str) -> None:
+    settings = unique_settings(moto_server)
+    session = get_session()
+    async with session.create_client("dynamodb", config=client_config(), **settings.client_kwargs()) as dynamodb, \
+            session.create_client("sqs", **settings.client_kwargs()) as sqs:
+        await create_table(dynamodb, settings)
+        urls = await create_queues(sqs, settings)
+    event = http_api_v2_event("POST", "/actors/workflow-counter/api-1/queues/counter", body=b'{"delta": 4}',
+                              headers={"content-type": "application/json"})
+    env = {"DORMANT_APP": "tests.e2e.apps:registry", "DORMANT_AUTH_MODE": "none", "DORMANT_TABLE": settings.table,
+           "DORMANT_QUEUE_URL": urls.wake,
+           "DORMANT_TIMER_QUEUE_URL": urls.timers, "AWS_ENDPOINT_URL": moto_server}
+    logs, emf, stderr = invoke("api", json.dumps(event), env=env)
+    assert '"statusCode": 202' in stderr
+    requests = [r for r in logs if "http" in r]
+    assert len(requests) == 1, logs
+    record = requests[0]
+    assert record["http"]["method"] == "POST" and record["http"]["status"] == 202
+    assert record["http"]["path"] == "/actors/workflow-counter/api-1/queues/counter"
+    assert record["actor"] == "workflow-counter" and record["key"] == "api-1"
+    assert record["service"] == "dormant-api" and record["function_request_id"] == "api-request-1"
+    assert record["level"] == "INFO" and record["http"]["duration_ms"] > 0
+    assert emf == []  # the API measures nothing: no empty metric document
+
+
+class ConflictOnce:
+    """A store whose first commit loses a version race (as when two wake-ups of one actor overlap)."""
+
+    def __init__(self, inner: MemoryEventStore) -> None:
+        self.inner = inner
+        self.raised = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def commit(self, ref: Any, expected_version: int, draft: Any) -> int:
+        if not self.raised:
+            self.raised = True
+            raise VersionConflict(f"{ref}: version moved")
+        return await self.inner.commit(ref, expected_version, draft)
+
+
+async def test_a_lost_version_race_is_counted_on_the_wake_up_that_lost_it() -> None:
+    memory = MemoryEventStore()
+    clock = SystemClock()
+    observer = Observer()
+    service = ActorService(registry, ObservedStore(ConflictOnce(memory), observer), MemoryTransport(), clock)  # type: ignore[arg-type]
+    await Client(service).get_or_create("workflow-counter", ["race"]).send("counter", {"delta": 1})
+    ref = ActorRef(name="workflow-counter", key=("race",))
+    watch = observer.begin(ref, [])
+    report = await wake_actor(service, ref)
+    record = observer.finished(watch, report)
+    assert (record.conflicts, record.commits, record.steps) == (1, 1, 1)
+    assert record.line().endswith(f"1 version conflict v{record.version} in {record.duration_ms:.1f} ms")
+
+
+async def test_tracing_puts_a_span_around_each_wake_up_and_its_store_calls() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    observer = Observer()
+    observer.tracer = provider.get_tracer("dormant")  # what Observer(tracing=True) gets from the global provider
+    service = ActorService(registry, ObservedStore(MemoryEventStore(), observer), MemoryTransport(),  # type: ignore[arg-type]
+                           SystemClock())
+    for key, queue, body in (("t-1", "counter", {"delta": 2}), ("t-2", "poke", {"n": 1})):
+        actor = "workflow-counter" if queue == "counter" else "broken"
+        await Client(service).get_or_create(actor, [key]).send(queue, body)
+        ref = ActorRef(name=actor, key=(key,))
+        watch = observer.begin(ref, [])
+        try:
+            observer.finished(watch, await wake_actor(service, ref))
+        except RuntimeError as error:
+            observer.failed(watch, error)
+    spans = exporter.get_finished_spans()
+    wakes = [s for s in spans if s.name == "dormant.wake"]
+    assert [w.attributes["dormant.actor"] for w in wakes] == ["workflow-counter", "broken"]  # type: ignore[index]
+    ok, failed = wakes
+    assert ok.attributes["dormant.outcome"] == "sleeping" and ok.attributes["dormant.steps"] == 1  # type: ignore[index]
+    assert failed.status.status_code.name == "ERROR" and "broken actor" in (failed.status.description or "")
+    children = [s for s in spans if s.parent is not None and s.parent.span_id == ok.context.span_id]
+    assert {s.name for s in children} == {"dormant.store.load", "dormant.store.commit"}
+
+
+def test_tracing_is_off_unless_asked_for(monkeypatch: Any) -> None:
+    monkeypatch.delenv("DORMANT_TRACING", raising=False)
+    assert Observer().tracer is None
+    monkeypatch.setenv("DORMANT_TRACING", "1")
+    assert Observer().tracer is not None

@@ -1,0 +1,318 @@
+"""The project's moto server (dormant.dev.moto): SQS safe under concurrency, long polls that react at once and
+block nobody, a Query that reads one partition yet answers exactly as moto does, output that never blocks it."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from dormant.aws.table import PENDING_INDEX, table_definition
+from tests.servers import MotoServer
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[MotoServer]:
+    started = MotoServer()
+    started.start()
+    yield started
+    started.stop()
+
+
+def client(server: MotoServer, service: str) -> Any:
+    return boto3.client(service, endpoint_url=server.endpoint, region_name="us-east-1",
+                        config=Config(max_pool_connections=64, retries={"max_attempts": 2},
+                                      read_timeout=30))
+
+
+def test_fifo_groups_stay_deliverable_under_concurrent_senders_and_consumers(server: MotoServer) -> None:
+    """The failure seen before SQS was serialized: groups left with visible messages never received."""
+    sqs = client(server, "sqs")
+    url = sqs.create_queue(QueueName=f"stress-{uuid.uuid4().hex[:8]}.fifo", Attributes={
+        "FifoQueue": "true", "VisibilityTimeout": "30", "DeduplicationScope": "messageGroup",
+        "FifoThroughputLimit": "perMessageGroupId"})["QueueUrl"]
+    groups, per_group = 40, 10
+    received: Counter[str] = Counter()
+    order: dict[str, list[int]] = {}
+    lock = threading.Lock()
+
+    def send(group: int) -> None:
+        for n in range(per_group):
+            sqs.send_message(QueueUrl=url, MessageBody=f"{group}:{n}", MessageGroupId=f"g{group}",
+                             MessageDeduplicationId=uuid.uuid4().hex)
+
+    def consume(stop_at: float) -> None:
+        while time.monotonic() < stop_at:
+            with lock:
+                if sum(received.values()) >= groups * per_group:
+                    return
+            messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1,
+                                           AttributeNames=["All"]).get("Messages", [])
+            for message in messages:
+                group, n = message["Body"].split(":")
+                with lock:
+                    received[message["Body"]] += 1
+                    order.setdefault(group, []).append(int(n))
+            if messages:
+                sqs.delete_message_batch(QueueUrl=url, Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])
+
+    stop_at = time.monotonic() + 60
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        consumers = [pool.submit(consume, stop_at) for _ in range(8)]
+        senders = [pool.submit(send, g) for g in range(groups)]
+        for future in senders + consumers:
+            future.result()
+    assert len(received) == groups * per_group, f"{groups * per_group - len(received)} message(s) never received"
+    assert set(received.values()) == {1}
+    assert all(numbers == sorted(numbers) for numbers in order.values()), "FIFO order broken within a group"
+    left = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    assert left["Attributes"]["ApproximateNumberOfMessages"] == "0"
+
+
+def test_a_long_poll_answers_as_soon_as_a_message_is_sent_and_blocks_no_other_request(server: MotoServer) -> None:
+    sqs, dynamodb = client(server, "sqs"), client(server, "dynamodb")
+    url = sqs.create_queue(QueueName=f"poll-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    answers: list[tuple[list[Any], float]] = []  # (messages, when the poll returned)
+
+    def poll() -> None:
+        messages = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=10).get("Messages", [])
+        answers.append((messages, time.monotonic()))
+
+    pollers = [threading.Thread(target=poll) for _ in range(3)]  # more long polls in progress than one lock
+    for thread in pollers:
+        thread.start()
+    time.sleep(0.5)
+    # Long polls in progress hold no lock: other SQS and DynamoDB requests go through meanwhile.
+    other = sqs.create_queue(QueueName=f"other-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    sqs.send_message(QueueUrl=other, MessageBody="elsewhere")
+    assert sqs.receive_message(QueueUrl=other, WaitTimeSeconds=0)["Messages"][0]["Body"] == "elsewhere"
+    dynamodb.list_tables()
+    assert all(thread.is_alive() for thread in pollers)
+    sent = time.monotonic()
+    sqs.send_message(QueueUrl=url, MessageBody="now")
+    for thread in pollers:
+        thread.join(timeout=15)
+    got = [(messages, returned) for messages, returned in answers if messages]
+    assert len(got) == 1 and got[0][0][0]["Body"] == "now"
+    # The one that got it answered when the message came (its 10 s wait had 9.5 s left), not at the end.
+    assert got[0][1] - sent < 5.0, f"answered {got[0][1] - sent:.2f} s after the send"
+
+
+def test_a_long_poll_sees_a_delayed_message_when_it_becomes_visible(server: MotoServer) -> None:
+    sqs = client(server, "sqs")
+    url = sqs.create_queue(QueueName=f"delay-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=1)
+    started = time.monotonic()
+    messages = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5).get("Messages", [])
+    assert [m["Body"] for m in messages] == ["later"]
+    assert time.monotonic() - started < 4.5  # not held to the end of the wait
+
+
+def test_an_omitted_wait_uses_the_queue_default(server: MotoServer) -> None:
+    sqs = client(server, "sqs")
+    url = sqs.create_queue(QueueName=f"default-{uuid.uuid4().hex[:8]}",
+                           Attributes={"ReceiveMessageWaitTimeSeconds": "1"})["QueueUrl"]
+    started = time.monotonic()
+    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []
+    assert time.monotonic() - started >= 0.9
+
+
+def _fill(dynamodb: Any, table: str, partitions: int, per_partition: int) -> None:
+    for p in range(partitions):
+        for s in range(per_partition):
+            item = {"pk": {"S": f"actor-{p:03d}"}, "sk": {"S": f"c#{s:03d}"}, "n": {"N": str(s)}}
+            if s % 3 == 0:  # in the sparse `pending` index
+                item["pq"] = {"S": f"q{per_partition - s:03d}"}
+            dynamodb.put_item(TableName=table, Item=item)
+
+
+def test_query_reads_one_partition_with_moto_semantics(server: MotoServer) -> None:
+    dynamodb = client(server, "dynamodb")
+    table = f"query-{uuid.uuid4().hex[:8]}"
+    dynamodb.create_table(**table_definition(table))
+    _fill(dynamodb, table, partitions=12, per_partition=30)
+
+    def query(**kwargs: Any) -> list[str]:
+        keys, start = [], None
+        while True:
+            page = dynamodb.query(TableName=table, **kwargs, **({"ExclusiveStartKey": start} if start else {}))
+            keys += [item["sk"]["S"] for item in page["Items"]]
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return keys
+
+    pk = {":p": {"S": "actor-007"}}
+    everything = [f"c#{s:03d}" for s in range(30)]
+    assert query(KeyConditionExpression="pk = :p", ExpressionAttributeValues=pk) == everything
+    assert query(KeyConditionExpression="pk = :p", ExpressionAttributeValues=pk, Limit=7) == everything
+    assert query(KeyConditionExpression="pk = :p", ExpressionAttributeValues=pk, ScanIndexForward=False) == \
+        everything[::-1]
+    assert query(KeyConditionExpression="pk = :p AND begins_with(sk, :c)",
+                 ExpressionAttributeValues={**pk, ":c": {"S": "c#01"}}) == [f"c#{s:03d}" for s in range(10, 20)]
+    assert query(KeyConditionExpression="pk = :p AND sk BETWEEN :a AND :b", ExpressionAttributeValues={
+        **pk, ":a": {"S": "c#005"}, ":b": {"S": "c#008"}}) == ["c#005", "c#006", "c#007", "c#008"]
+    assert query(KeyConditionExpression="pk = :p", FilterExpression="n > :five",
+                 ExpressionAttributeValues={**pk, ":five": {"N": "25"}}) == everything[26:]
+    # The local index: only items with `pq`, sorted by it (descending sk here), paginated.
+    indexed = [f"c#{s:03d}" for s in range(30) if s % 3 == 0][::-1]
+    assert query(IndexName=PENDING_INDEX, KeyConditionExpression="pk = :p", ExpressionAttributeValues=pk,
+                 Limit=4) == indexed
+    assert query(KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "nobody"}}) == []
+    # A Scan still sees the whole table.
+    assert dynamodb.scan(TableName=table, Select="COUNT")["Count"] == 12 * 30
+
+
+def test_query_cost_does_not_grow_with_other_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted, not timed: the key comparisons moto makes for a one-partition Query are the same with 2 and
+    with 40 partitions in the table (unpatched, moto sorts and compares every item of the table)."""
+    from moto import mock_aws
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    from dormant.dev import partitions
+
+    partitions.install()
+    comparisons = Counter[str]()
+    for name in ("__eq__", "__lt__"):
+        original = getattr(DynamoType, name)
+
+        def counting(self: Any, other: Any, _original: Any = original, _name: str = name) -> Any:
+            comparisons[_name] += 1
+            return _original(self, other)
+
+        monkeypatch.setattr(DynamoType, name, counting)
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        dynamodb.create_table(**table_definition("flat"))
+
+        def one_query() -> tuple[list[Any], int]:
+            comparisons.clear()
+            items = dynamodb.query(TableName="flat", KeyConditionExpression="pk = :p",
+                                   ExpressionAttributeValues={":p": {"S": "actor-001"}})["Items"]
+            return items, sum(comparisons.values())
+
+        _fill(dynamodb, "flat", partitions=2, per_partition=5)
+        small_items, small = one_query()
+        _fill(dynamodb, "flat", partitions=40, per_partition=5)
+        large_items, large = one_query()
+    assert small_items == large_items and len(large_items) == 5
+    assert large == small, f"{small} comparisons with 2 partitions, {large} with 40"
+
+
+def test_many_requests_never_fill_an_output_pipe(tmp_path: Any) -> None:
+    """The server logs no line per request (400 would make ~40 KB): its output stays small."""
+    server = MotoServer()
+    server.start()
+    try:
+        sqs = client(server, "sqs")
+        url = sqs.create_queue(QueueName="quiet")["QueueUrl"]
+        for _ in range(400):
+            sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
+        assert len(server.output()) < 2000 and "GET" not in server.output() and "POST" not in server.output()
+    finally:
+        server.stop()
+
+
+def test_idle_long_polls_leave_the_server_idle(server: MotoServer) -> None:
+    """Waiting happens on a condition, not by spinning: 3 long polls of 3 s on an empty queue cost the server a
+    small fraction of those 3 s of CPU (a spinning wait costs all of it, and starves every sender)."""
+    import os
+    from pathlib import Path
+
+    assert server._process is not None
+
+    def cpu() -> float:
+        fields = Path(f"/proc/{server._process.pid}/stat").read_text().rpartition(")")[2].split()  # type: ignore[union-attr]
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    sqs = client(server, "sqs")
+    url = sqs.create_queue(QueueName=f"idle-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    before = cpu()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        answers = list(pool.map(lambda _: sqs.receive_message(QueueUrl=url, WaitTimeSeconds=3), range(3)))
+    used = cpu() - before
+    assert all(not answer.get("Messages") for answer in answers)
+    assert used < 1.0, f"the server spent {used:.2f} s of CPU on 9 s of idle long polls"
+
+
+def test_lazy_queue_attributes_equal_motos_own() -> None:
+    """The lazy mapping (dormant.dev.attributes) has exactly moto's keys and values, for every kind of queue."""
+    from moto import mock_aws
+    from moto.sqs.models import Queue, sqs_backends
+
+    from dormant.dev.attributes import LazyAttributes
+
+    original = Queue.__dict__["attributes"]
+    computed = original.fget if isinstance(original, property) and original.fget is not LazyAttributes else None
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        dlq = sqs.create_queue(QueueName="dlq.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        sqs.create_queue(QueueName="wake.fifo", Attributes={
+            "FifoQueue": "true", "ContentBasedDeduplication": "false", "DeduplicationScope": "messageGroup",
+            "FifoThroughputLimit": "perMessageGroupId", "VisibilityTimeout": "7",
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 3})})
+        timers = sqs.create_queue(QueueName="timers", Attributes={"KmsMasterKeyId": "alias/x",
+                                                                  "ReceiveMessageWaitTimeSeconds": "2"})["QueueUrl"]
+        sqs.send_message(QueueUrl=timers, MessageBody="later", DelaySeconds=5)
+        sqs.send_message(QueueUrl=timers, MessageBody="now")
+        queues = sqs_backends["123456789012"]["us-east-1"].queues
+        for queue in queues.values():
+            lazy = LazyAttributes(queue)
+            reference = computed(queue) if computed is not None else dict(lazy)
+            assert dict(lazy) == reference and list(lazy) == list(reference)
+        assert dict(LazyAttributes(queues["timers"]))["ApproximateNumberOfMessagesDelayed"] == 1
+        assert LazyAttributes(queues["wake.fifo"])["ContentBasedDeduplication"] == "false"
+
+
+def test_plain_json_item_responses_equal_motos_serializer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dormant.dev.responses renders what moto's serializer renders, for every kind of attribute value."""
+    from moto import mock_aws
+    from moto.dynamodb.responses import DynamoResult
+
+    from dormant.dev import responses
+
+    pairs: list[tuple[str, Any, Any]] = []
+    responses.install()
+    fast = DynamoResult.execute_result
+
+    def both(self: Any, context: Any) -> Any:
+        from moto.core.responses import ActionResult
+
+        reference = ActionResult.execute_result(self, context)  # moto's own serializer
+        pairs.append((context.operation_model.name, fast(self, context), reference))
+        return reference
+
+    monkeypatch.setattr(DynamoResult, "execute_result", both)
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        dynamodb.create_table(**table_definition("t"))
+        item = {"pk": {"S": "a"}, "sk": {"S": "1"}, "b": {"B": b"\x00\xffbinary"}, "n": {"N": "1.50"},
+                "l": {"L": [{"S": "x"}, {"N": "2"}, {"NULL": True}]}, "pq": {"S": "p"},
+                "m": {"M": {"k": {"BOOL": False}, "ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1", "2"]},
+                            "bs": {"BS": [b"x", b"y"]}}}}
+        dynamodb.put_item(TableName="t", Item=item)
+        dynamodb.put_item(TableName="t", Item={**item, "sk": {"S": "2"}}, ReturnValues="ALL_OLD")
+        dynamodb.get_item(TableName="t", Key={"pk": {"S": "a"}, "sk": {"S": "1"}})
+        dynamodb.query(TableName="t", KeyConditionExpression="pk = :p", ExpressionAttributeValues={
+            ":p": {"S": "a"}}, Limit=1, ReturnConsumedCapacity="TOTAL")
+        dynamodb.query(TableName="t", IndexName=PENDING_INDEX, KeyConditionExpression="pk = :p",
+                       ExpressionAttributeValues={":p": {"S": "a"}}, ProjectionExpression="sk, b")
+        dynamodb.batch_get_item(RequestItems={"t": {"Keys": [{"pk": {"S": "a"}, "sk": {"S": "1"}},
+                                                              {"pk": {"S": "a"}, "sk": {"S": "9"}}]}})
+        dynamodb.delete_item(TableName="t", Key={"pk": {"S": "a"}, "sk": {"S": "2"}}, ReturnValues="ALL_OLD")
+        dynamodb.scan(TableName="t")
+    seen = {name for name, _, _ in pairs}
+    assert {"PutItem", "GetItem", "Query", "BatchGetItem", "DeleteItem", "Scan"} <= seen
+    for name, (status, headers, body), (ref_status, ref_headers, ref_body) in pairs:
+        assert (status, headers.get("Content-Type"), json.loads(body)) == (
+            ref_status, ref_headers.get("Content-Type"), json.loads(ref_body)), name

@@ -1,0 +1,166 @@
+"""The embedded moto server's data directory (dormant.dev.persistence): everything acknowledged survives a
+kill -9, a torn journal tail is dropped, compaction keeps one generation, and a directory we cannot read is
+refused with a way out, never half-loaded."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import uuid
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from dormant.aws.table import PENDING_INDEX, table_definition
+from tests.servers import MotoServer
+
+
+def clients(server: MotoServer) -> tuple[Any, Any]:
+    kwargs = {"endpoint_url": server.endpoint, "region_name": "us-east-1"}
+    return boto3.client("dynamodb", **kwargs), boto3.client("sqs", **kwargs)
+
+
+def _restart_same_port(server: MotoServer, *, kill: bool) -> None:
+    if kill:
+        server.kill()
+    else:
+        server.stop_process()
+    server.start()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Any:
+    started = MotoServer(tmp_path / "data")
+    started.start()
+    yield started
+    started.stop()
+
+
+def _seed(dynamodb: Any, sqs: Any) -> tuple[str, str]:
+    dynamodb.create_table(**table_definition("t"))
+    for n in range(20):
+        dynamodb.put_item(TableName="t", Item={"pk": {"S": f"a{n % 4}"}, "sk": {"S": f"c#{n}"}, "v": {"N": str(n)},
+                                               **({"pq": {"S": f"p{n}"}} if n % 2 else {})})
+    dynamodb.delete_item(TableName="t", Key={"pk": {"S": "a0"}, "sk": {"S": "c#0"}})
+    dynamodb.update_item(TableName="t", Key={"pk": {"S": "a1"}, "sk": {"S": "c#1"}},
+                         UpdateExpression="SET v = :v", ExpressionAttributeValues={":v": {"N": "100"}})
+    dynamodb.batch_write_item(RequestItems={"t": [
+        {"PutRequest": {"Item": {"pk": {"S": "b"}, "sk": {"S": "x"}, "v": {"N": "1"}}}},
+        {"DeleteRequest": {"Key": {"pk": {"S": "a2"}, "sk": {"S": "c#2"}}}}]})
+    fifo = sqs.create_queue(QueueName="wake.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    timers = sqs.create_queue(QueueName="timers")["QueueUrl"]
+    for n in range(3):
+        sqs.send_message(QueueUrl=fifo, MessageBody=f"m{n}", MessageGroupId="g", MessageDeduplicationId=f"d{n}")
+    sqs.send_message(QueueUrl=timers, MessageBody="soon", DelaySeconds=2)
+    sqs.send_message(QueueUrl=timers, MessageBody="gone")
+    gone = sqs.receive_message(QueueUrl=timers, WaitTimeSeconds=0)["Messages"][0]
+    assert gone["Body"] == "gone"
+    sqs.delete_message(QueueUrl=timers, ReceiptHandle=gone["ReceiptHandle"])
+    # One message in flight when the server dies: it must come back.
+    in_flight = sqs.receive_message(QueueUrl=fifo, MaxNumberOfMessages=1, VisibilityTimeout=300)["Messages"]
+    assert in_flight[0]["Body"] == "m0"
+    return fifo, timers
+
+
+def _expect_seeded(dynamodb: Any, sqs: Any, fifo: str, timers: str) -> None:
+    items = {(i["pk"]["S"], i["sk"]["S"]): int(i["v"]["N"]) for i in dynamodb.scan(TableName="t")["Items"]}
+    expected = {(f"a{n % 4}", f"c#{n}"): n for n in range(20)} | {("b", "x"): 1, ("a1", "c#1"): 100}
+    del expected[("a0", "c#0")], expected[("a2", "c#2")]
+    assert items == expected
+    pending = dynamodb.query(TableName="t", IndexName=PENDING_INDEX, KeyConditionExpression="pk = :p",
+                             ExpressionAttributeValues={":p": {"S": "a1"}})["Items"]
+    assert [i["sk"]["S"] for i in pending] == ["c#1", "c#13", "c#17", "c#5", "c#9"]
+    bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=fifo, MaxNumberOfMessages=10,
+                                                      WaitTimeSeconds=1).get("Messages", [])]
+    assert bodies == ["m0", "m1", "m2"]  # in order, the in-flight one visible again
+    later = sqs.receive_message(QueueUrl=timers, WaitTimeSeconds=5).get("Messages", [])
+    assert [m["Body"] for m in later] == ["soon"]  # the deleted one stays deleted
+    assert dynamodb.describe_table(TableName="t")["Table"]["LocalSecondaryIndexes"][0]["IndexName"] == PENDING_INDEX
+
+
+@pytest.mark.parametrize("kill", [True, False], ids=["kill -9", "SIGTERM"])
+def test_everything_acknowledged_survives_a_restart(server: MotoServer, kill: bool) -> None:
+    fifo, timers = _seed(*clients(server))
+    _restart_same_port(server, kill=kill)
+    _expect_seeded(*clients(server), fifo, timers)
+
+
+def test_a_torn_journal_tail_is_dropped_and_appends_continue_after_it(server: MotoServer) -> None:
+    dynamodb, _ = clients(server)
+    dynamodb.create_table(**table_definition("t"))
+    dynamodb.put_item(TableName="t", Item={"pk": {"S": "a"}, "sk": {"S": "1"}})
+    server.kill()
+    journal = next(server.data_dir.glob("journal-*.log"))  # type: ignore[union-attr]
+    with open(journal, "ab") as handle:  # half a record, as a power cut could leave it
+        handle.write(b"\x40\x00\x00\x00\x01\x02\x03\x04partial")
+    server.start()
+    dynamodb, _ = clients(server)
+    dynamodb.put_item(TableName="t", Item={"pk": {"S": "a"}, "sk": {"S": "2"}})
+    server.kill()
+    server.start()
+    dynamodb, _ = clients(server)
+    keys = [i["sk"]["S"] for i in dynamodb.query(TableName="t", KeyConditionExpression="pk = :p",
+                                                  ExpressionAttributeValues={":p": {"S": "a"}})["Items"]]
+    assert keys == ["1", "2"]
+    assert "a torn last record was dropped" in server.output()
+
+
+def test_compaction_keeps_one_generation_and_loses_nothing(tmp_path: Path) -> None:
+    server = MotoServer(tmp_path / "data", extra=["--compact-bytes", "20000"])
+    server.start()
+    try:
+        dynamodb, _ = clients(server)
+        dynamodb.create_table(**table_definition("t"))
+        for n in range(200):
+            dynamodb.put_item(TableName="t", Item={"pk": {"S": f"a{n % 10}"}, "sk": {"S": f"{n:04d}"},
+                                                   "d": {"S": "x" * 200}})
+        files = sorted(p.name for p in (tmp_path / "data").iterdir())
+        snapshots = [f for f in files if f.startswith("snapshot-")]
+        journals = [f for f in files if f.startswith("journal-")]
+        assert len(snapshots) == 1 and len(journals) == 1, files
+        generation = int(snapshots[0].removeprefix("snapshot-").removesuffix(".pickle"))
+        assert generation > 3  # table creation + several size-triggered compactions
+        server.kill()
+        server.start()
+        assert dynamodb.scan(TableName="t", Select="COUNT")["Count"] == 200
+    finally:
+        server.stop()
+
+
+def test_a_directory_written_by_another_moto_is_refused_with_a_way_out(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    with open(data / "snapshot-3.pickle", "wb") as handle:
+        pickle.dump({"moto": "0.0.1", "dynamodb": {}, "sqs": {}}, handle)
+    server = MotoServer(data)
+    try:
+        with pytest.raises(RuntimeError, match=r"moto 0\.0\.1.*--fresh"):
+            server.start()
+    finally:
+        server.stop()
+    assert (data / "snapshot-3.pickle").exists()  # nothing deleted behind the user's back
+
+
+def test_two_servers_never_share_a_data_directory(server: MotoServer) -> None:
+    second = MotoServer(server.data_dir)
+    try:
+        with pytest.raises(RuntimeError, match="in use by another"):
+            second.start()
+    finally:
+        second.stop()
+    dynamodb, _ = clients(server)
+    dynamodb.list_tables()  # the first one is unharmed
+
+
+def test_a_reset_is_persisted_too(server: MotoServer) -> None:
+    import urllib.request
+
+    dynamodb, _ = clients(server)
+    dynamodb.create_table(**table_definition(f"t{uuid.uuid4().hex[:6]}"))
+    urllib.request.urlopen(urllib.request.Request(f"{server.endpoint}/moto-api/reset", method="POST")).close()
+    _restart_same_port(server, kill=True)
+    dynamodb, _ = clients(server)
+    assert dynamodb.list_tables()["TableNames"] == []
+    assert os.listdir(server.data_dir)  # type: ignore[arg-type]
