@@ -193,7 +193,8 @@ def test_the_roles_grant_what_the_template_says(stack: Stack, logical: str, sam_
     iam = stack.client("iam")
     name = stack.physical(logical)
     tokens = {}
-    for role_id, token in (("ActorTable", "table"), ("WakeQueue", "wake"), ("TimerQueue", "timers")):
+    for role_id, token in (("ActorTable", "table"), ("WakeQueue", "wake"), ("TimerQueue", "timers"),
+                           ("WakeDeadLetterQueue", "wake_dlq"), ("TimerDeadLetterQueue", "timers_dlq")):
         tokens[_arn(stack, role_id)] = "{" + token + ".arn}"
     for group in ("WorkerLogGroup", "ApiLogGroup"):
         arn = stack.client("logs").describe_log_groups(logGroupNamePrefix=stack.physical(group))["logGroups"][0]["arn"]

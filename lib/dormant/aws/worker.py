@@ -33,8 +33,8 @@ from pydantic import ValidationError
 
 from dormant.actor import Registry, load_registry
 from dormant.aws.metering import Meter, instrument, metering
-from dormant.aws.redelivery import Redelivery, backoff_seconds, delivered_before, is_transient, receive_count
 from dormant.aws.observability import ObservedStore, Observer
+from dormant.aws.redelivery import Redelivery, backoff_seconds, delivered_before, is_transient, receive_count
 from dormant.aws.transport import SqsTransport, WakeMessage
 from dormant.errors import InvalidKeyError
 from dormant.ports import ActorRef, Clock, EventStore, WakeError
