@@ -104,3 +104,32 @@ async def test_a_wake_up_that_died_before_its_timer_is_redelivered_and_sends_it(
     # Sent by the redelivered wake-up (each redelivered message's wake-up may send it: a spare timer is harmless).
     assert await rig.timers() >= 1
     assert all(f.receive_count == 1 for f in rig.worker.failures)
+
+
+async def test_a_refreshed_copy_of_an_interrupted_wake_up_still_sends_the_timer(rig: Rig) -> None:
+    """A worker killed between the deadline's commit and its timer records no error; at the next receive the
+    message is refreshed (a fresh copy, receive count 1, to keep it from the DLQ). That copy counts as a
+    redelivery: its wake-up sends the timer the killed one did not."""
+    handle = rig.client.get_or_create("reminder", ["killed"])
+    await handle.send("reminders", {"text": "once", "at": time.time() + 300})
+    sent = rig.transport.send_timer
+    record_error = rig.worker._record_error
+
+    async def killed_before_the_timer(message: WakeMessage) -> int:
+        raise ConnectionError("the worker was killed after its commit, before its timer")
+
+    async def records_nothing(*args: Any, **kwargs: Any) -> None:  # a killed worker records no error
+        return None
+
+    rig.transport.send_timer = killed_before_the_timer  # type: ignore[method-assign]
+    rig.worker._record_error = records_nothing  # type: ignore[method-assign]
+    await rig.drain_wake_queue()
+    assert (await handle.status()).waiting_for.deadline is not None and await rig.timers() == 0
+    rig.transport.send_timer = sent  # type: ignore[method-assign]
+    rig.worker._record_error = record_error  # type: ignore[method-assign]
+    deadline = time.monotonic() + 15
+    while not await rig.timers():  # receive 2 is refreshed; the copy (receive 1) wakes the actor
+        assert time.monotonic() < deadline, "the refreshed copy's wake-up did not send the missing timer"
+        await rig.drain_wake_queue()
+        time.sleep(0.2)
+    assert rig.worker.redelivery.refreshed >= 1, "the interrupted message was not refreshed"
