@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
@@ -177,6 +178,18 @@ class ActorSummary(BaseModel):
 class ActorPage(BaseModel):
     actors: list[ActorSummary]
     cursor: str | None = Field(None, description="Pass back to get the next page; null: this was the last")
+
+
+async def every_summary(list_page: Callable[[str | None], Awaitable[ActorPage]]) -> AsyncIterator[ActorSummary]:
+    """The summaries of a listing, page after page: `list_page(cursor)` gives the page after `cursor`."""
+    cursor: str | None = None
+    while True:
+        page = await list_page(cursor)
+        for summary in page.actors:
+            yield summary
+        if page.cursor is None:
+            return
+        cursor = page.cursor
 
 
 class EventStore(Protocol):

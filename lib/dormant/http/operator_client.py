@@ -12,7 +12,7 @@ from urllib.parse import quote
 import httpx
 
 from dormant.models import OperationPage, OperationResult
-from dormant.ports import ActorPage, ActorSummary
+from dormant.ports import ActorPage, ActorSummary, every_summary
 from dormant.workflow.history import WorkflowState
 
 Request = Callable[..., Awaitable[httpx.Response]]
@@ -39,14 +39,9 @@ class OperatorCalls:
     async def actors(self, actor_type: str, *, status: WorkflowState | str | None = None,
                      page_size: int = 100) -> AsyncGenerator[ActorSummary, None]:
         """Every actor of a type (optionally in one status), page after page."""
-        cursor: str | None = None
-        while True:
-            page = await self.list_actors(actor_type, status=status, limit=page_size, cursor=cursor)
-            for summary in page.actors:
-                yield summary
-            if page.cursor is None:
-                return
-            cursor = page.cursor
+        async for summary in every_summary(
+                lambda cursor: self.list_actors(actor_type, status=status, limit=page_size, cursor=cursor)):
+            yield summary
 
     async def resume_page(self, actor_type: str, *, status: WorkflowState | str | None = None,
                           limit: int = 25, cursor: str | None = None) -> OperationPage:

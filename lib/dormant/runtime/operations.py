@@ -28,7 +28,17 @@ from dormant.errors import (
     WakeFailedError,
 )
 from dormant.models import OperationPage, OperationResult
-from dormant.ports import FINISHED, ActorPage, ActorRef, ActorSnapshot, ActorSummary, Clock, EventStore, Transport
+from dormant.ports import (
+    FINISHED,
+    ActorPage,
+    ActorRef,
+    ActorSnapshot,
+    ActorSummary,
+    Clock,
+    EventStore,
+    Transport,
+    every_summary,
+)
 from dormant.runtime.offline import replay_snapshot
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import (
@@ -94,14 +104,9 @@ class Operator:
     async def actors(self, actor_type: str, *, status: WorkflowState | None = None,
                      page_size: int = 100) -> AsyncIterator[ActorSummary]:
         """Every listed actor of a type (and status), page after page."""
-        cursor: str | None = None
-        while True:
-            page = await self.list_actors(actor_type, status=status, limit=page_size, cursor=cursor)
-            for summary in page.actors:
-                yield summary
-            if page.cursor is None:
-                return
-            cursor = page.cursor
+        async for summary in every_summary(
+                lambda cursor: self.list_actors(actor_type, status=status, limit=page_size, cursor=cursor)):
+            yield summary
 
     # -- resume --------------------------------------------------------------------------------------
     async def resume(self, ref: ActorRef) -> OperationResult:
