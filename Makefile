@@ -96,13 +96,18 @@ test: check $(NODE_STAMP) $(DEPLOY_STAMP) $(SCAN_STAMP) $(CHROMIUM)
 
 # The longer hostile-input runs (bounded, about 4 minutes): schemathesis over every operation, hypothesis with
 # more examples, the kill -9 fault run for a minute, the outage tests; their figures land in build/.
-FUZZ_ENV := DORMANT_FUZZ_EXAMPLES=20 DORMANT_PROPERTY_EXAMPLES=400 DORMANT_RELIABILITY_SECONDS=60 \
+FUZZ_EXAMPLES ?= 20
+PROPERTY_EXAMPLES ?= 400
+RELIABILITY_SECONDS ?= 60
+FUZZ_TESTS ?= tests/api/test_fuzz.py tests/api/test_properties.py tests/reliability tests/integration/test_send_path.py
+FUZZ_ENV = DORMANT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) DORMANT_PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) \
+	DORMANT_RELIABILITY_SECONDS=$(RELIABILITY_SECONDS) \
 	DORMANT_OUTAGE_REPORT=build/outage.json DORMANT_RELIABILITY_REPORT=build/reliability.json
 fuzz: check $(NODE_STAMP)
 	mkdir -p build
-	$(FUZZ_ENV) $(BIN)/python -m pytest --timeout=600 tests/api/test_fuzz.py tests/api/test_properties.py \
-		tests/reliability tests/integration/test_send_path.py
-	cat build/outage.json build/reliability.json
+	rm -f build/outage.json build/reliability.json
+	$(FUZZ_ENV) timeout 900 $(BIN)/python -m pytest --timeout=600 -p no:cacheprovider $(FUZZ_TESTS)
+	cat build/outage.json build/reliability.json 2>/dev/null || true
 
 # Cold starts of the built functions (benchmarks/coldstart.py): bundle and trimmed layer built for this machine's
 # Python, run with and without bytecode, beside a bare boto3 handler (docs/performance.md).
@@ -120,8 +125,9 @@ coldstart: $(STAMP)
 		--no-bytecode
 
 # The long soak of `dormant dev` (a few minutes, bounded): thousands of requests, idling, kill -9 and restarts.
+SOAK ?= long
 soak: $(STAMP)
-	DORMANT_SOAK=long timeout 900 $(BIN)/python -m pytest tests/e2e/test_dev_soak.py -p no:cacheprovider --timeout 800
+	DORMANT_SOAK=$(SOAK) timeout 900 $(BIN)/python -m pytest tests/e2e/test_dev_soak.py -p no:cacheprovider --timeout 800
 
 demo: $(STAMP)
 	$(BIN)/python -m examples.tour

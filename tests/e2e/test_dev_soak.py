@@ -3,7 +3,8 @@ the middle, still answering at the end with every message counted exactly once.
 
 Idling is compressed: the pollers short-poll (`--poll-wait 0`, a receive every 50 ms per queue), so each
 idle second makes the requests of a minute of 1-second long polls; the old stack froze after ~1,000 of them.
-`make test` runs the short form (about a minute); `make soak` sets DORMANT_SOAK=long (a few minutes).
+`make test` runs the short form (about a minute); `make soak` sets DORMANT_SOAK=long (a few minutes), and CI
+(.ci/run) a form in between.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Scale:
 
 
 SCALES = {"short": Scale(actors=30, rounds=(8, 4), idle_seconds=12),
+          "ci": Scale(actors=50, rounds=(10, 6), idle_seconds=15),  # .ci/run: CI's bounded form
           "long": Scale(actors=100, rounds=(15, 10, 5), idle_seconds=30)}
 SCALE = SCALES[os.environ.get("DORMANT_SOAK", "short")]
 
