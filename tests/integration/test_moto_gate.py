@@ -316,3 +316,36 @@ def test_plain_json_item_responses_equal_motos_serializer(monkeypatch: pytest.Mo
     for name, (status, headers, body), (ref_status, ref_headers, ref_body) in pairs:
         assert (status, headers.get("Content-Type"), json.loads(body)) == (
             ref_status, ref_headers.get("Content-Type"), json.loads(ref_body)), name
+
+
+def _list_tables_request(body: bytes = b"{}") -> tuple[bytes, dict[str, str]]:
+    return body, {"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "DynamoDB_20120810.ListTables",
+                  "Authorization": "AWS4-HMAC-SHA256 Credential=k/20261201/us-east-1/dynamodb/aws4_request, "
+                                   "SignedHeaders=host, Signature=0"}
+
+
+def test_connections_are_kept_alive_once_their_body_is_read(server: MotoServer) -> None:
+    """werkzeug closes every connection; the embedded server keeps a drained one open, so a client's next request
+    reuses it (under load that was ~300 new connections and server threads a second)."""
+    import http.client
+
+    host, _, port = server.endpoint.removeprefix("http://").partition(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    sockets = set()
+    for _ in range(5):
+        body, headers = _list_tables_request()
+        connection.request("POST", "/", body=body, headers=headers)
+        response = connection.getresponse()
+        assert response.status == 200 and "TableNames" in json.loads(response.read())
+        assert (response.getheader("Connection") or "").lower() != "close"
+        sockets.add(id(connection.sock))
+    assert len(sockets) == 1, "each request needed a new connection"
+    # A client that asks to close gets it closed; the next request opens a new connection and still works.
+    body, headers = _list_tables_request()
+    connection.request("POST", "/", body=body, headers={**headers, "Connection": "close"})
+    response = connection.getresponse()
+    response.read()
+    assert response.status == 200 and connection.sock is None
+    connection.request("POST", "/", body=body, headers=headers)
+    assert connection.getresponse().status == 200
+    connection.close()

@@ -4,8 +4,8 @@
 
 moto's own server application behind `RequestGate` (DynamoDB and SQS requests serialized, long polls that
 wait outside the lock), with an indexed Query (`partitions`), lazy queue attributes (`attributes`), plain JSON
-item responses (`responses`), optionally persistent (`persistence`: a snapshot and a journal in DIR) and tied
-to its parent (`lifeline`: it stops when PID dies, even by kill -9).
+item responses (`responses`), kept-alive connections (`keepalive`), optionally persistent (`persistence`: a
+snapshot and a journal in DIR) and tied to its parent (`lifeline`: it stops when PID dies, even by kill -9).
 SIGTERM and SIGINT stop it within a second; per-request access lines are not logged (only warnings).
 """
 
@@ -23,6 +23,7 @@ from typing import Any
 
 from dormant.dev import attributes, partitions, responses
 from dormant.dev.gate import RequestGate
+from dormant.dev.keepalive import keep_alive_handler
 from dormant.dev.persistence import COMPACT_BYTES, Persistence, PersistenceError
 
 log = logging.getLogger("dormant.dev.moto")
@@ -58,7 +59,7 @@ def run_moto(port: int, host: str = "127.0.0.1", *, data_dir: Path | None = None
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access line per request
     os.environ.setdefault("MOTO_PORT", str(port))
     gate, persistence = build_app(data_dir, compact_bytes=compact_bytes)
-    server = make_server(host, port, gate, threaded=True, request_handler=MotoRequestHandler)
+    server = make_server(host, port, gate, threaded=True, request_handler=keep_alive_handler(MotoRequestHandler))
     stopping = threading.Event()
 
     def stop(*_: Any) -> None:
