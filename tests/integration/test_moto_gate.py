@@ -324,12 +324,20 @@ def _list_tables_request(body: bytes = b"{}") -> tuple[bytes, dict[str, str]]:
                                    "SignedHeaders=host, Signature=0"}
 
 
-def test_connections_are_kept_alive_once_their_body_is_read(server: MotoServer) -> None:
-    """werkzeug closes every connection; the embedded server keeps a drained one open, so a client's next request
-    reuses it (under load that was ~300 new connections and server threads a second)."""
+@pytest.fixture(scope="module")
+def kept_alive() -> Iterator[MotoServer]:
+    started = MotoServer(extra=["--keep-alive"])  # as `dormant dev` starts it (dormant.dev.embedded)
+    started.start()
+    yield started
+    started.stop()
+
+
+def test_connections_are_kept_alive_once_their_body_is_read(kept_alive: MotoServer) -> None:
+    """werkzeug closes every connection; `dormant dev`'s server keeps a drained one open, so a client's next
+    request reuses it (under load that was ~300 new connections and server threads a second)."""
     import http.client
 
-    host, _, port = server.endpoint.removeprefix("http://").partition(":")
+    host, _, port = kept_alive.endpoint.removeprefix("http://").partition(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=10)
     sockets = set()
     for _ in range(5):
@@ -348,4 +356,19 @@ def test_connections_are_kept_alive_once_their_body_is_read(server: MotoServer) 
     assert response.status == 200 and connection.sock is None
     connection.request("POST", "/", body=body, headers=headers)
     assert connection.getresponse().status == 200
+    connection.close()
+
+
+def test_without_keep_alive_each_response_closes_its_connection(server: MotoServer) -> None:
+    """The suite's shared servers run without --keep-alive: clients with pooled connections survive their
+    restarts without retries."""
+    import http.client
+
+    host, _, port = server.endpoint.removeprefix("http://").partition(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    body, headers = _list_tables_request()
+    connection.request("POST", "/", body=body, headers=headers)
+    response = connection.getresponse()
+    response.read()
+    assert response.status == 200 and (response.getheader("Connection") or "").lower() == "close"
     connection.close()

@@ -52,7 +52,7 @@ class EmbeddedMoto:
             self.log_path.replace(self.log_path.with_name(self.log_path.name + ".1"))
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - the child writes to it until stop()
         command = [sys.executable, "-m", "dormant.dev.moto", str(self.port), "--parent", str(os.getpid()),
-                   "--lifeline-stdin"]
+                   "--lifeline-stdin", "--keep-alive"]
         if self.data_dir is not None:
             command += ["--data-dir", str(self.data_dir)]
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,

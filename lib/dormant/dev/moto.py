@@ -1,6 +1,6 @@
 """An embedded moto server for `dormant dev` and the test suite:
 
-    python -m dormant.dev.moto PORT [--data-dir DIR] [--parent PID]
+    python -m dormant.dev.moto PORT [--data-dir DIR] [--parent PID] [--keep-alive]
 
 moto's own server application behind `RequestGate` (DynamoDB and SQS requests serialized, long polls that
 wait outside the lock), with an indexed Query (`partitions`), lazy queue attributes (`attributes`), plain JSON
@@ -51,15 +51,18 @@ def build_app(data_dir: Path | None = None, *, compact_bytes: int = COMPACT_BYTE
 
 def run_moto(port: int, host: str = "127.0.0.1", *, data_dir: Path | None = None,
              parent_pid: int | None = None, lifeline_fd: int | None = None,
-             compact_bytes: int = COMPACT_BYTES) -> None:
-    """Serve until SIGTERM/SIGINT or the parent's death (blocks)."""
+             compact_bytes: int = COMPACT_BYTES, keep_alive: bool = False) -> None:
+    """Serve until SIGTERM/SIGINT or the parent's death (blocks). `keep_alive`: HTTP/1.1 keep-alive
+    (dormant.dev.keepalive), what `dormant dev` runs; off, every response closes its connection as werkzeug
+    does (the test suite's shared servers, restarted under clients that keep pooled connections)."""
     from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access line per request
     os.environ.setdefault("MOTO_PORT", str(port))
     gate, persistence = build_app(data_dir, compact_bytes=compact_bytes)
-    server = make_server(host, port, gate, threaded=True, request_handler=keep_alive_handler(MotoRequestHandler))
+    handler = keep_alive_handler(MotoRequestHandler) if keep_alive else MotoRequestHandler
+    server = make_server(host, port, gate, threaded=True, request_handler=handler)
     stopping = threading.Event()
 
     def stop(*_: Any) -> None:
@@ -94,12 +97,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--compact-bytes", type=int, default=COMPACT_BYTES,
                         help="snapshot once the journal is this big (default: %(default)s)")
     parser.add_argument("--lifeline-stdin", action="store_true", help="also stop at end of file on stdin")
+    parser.add_argument("--keep-alive", action="store_true", help="keep drained connections open (HTTP/1.1)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         run_moto(args.port, args.host, data_dir=args.data_dir, parent_pid=args.parent,
-                 lifeline_fd=sys.stdin.fileno() if args.lifeline_stdin else None, compact_bytes=args.compact_bytes)
+                 lifeline_fd=sys.stdin.fileno() if args.lifeline_stdin else None, compact_bytes=args.compact_bytes,
+                 keep_alive=args.keep_alive)
     except PersistenceError as error:
         print(f"dormant dev: {error}", file=sys.stderr)
         raise SystemExit(3) from None
