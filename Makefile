@@ -35,9 +35,10 @@ LAYER_EXTRA ?=
 # tests/integration/test_import_path.py checks it).
 LAYER_EXCLUDE ?= uvicorn httpx typer rich
 LAYER_REQUIREMENTS = $(shell $(PYTHON) -c "import tomllib, re; x = set('$(LAYER_EXCLUDE)'.split()); print(' '.join(d for d in tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'] if re.split('[=<>\\[ ]', d)[0] not in x))")
-# botocore/boto3 service models kept in the layer: the functions call DynamoDB and SQS; add the services your
-# registry's code calls through boto3 (e.g. LAYER_SERVICES="dynamodb sqs s3").
-LAYER_SERVICES ?= dynamodb sqs
+# botocore/boto3 service models kept in the layer: the functions call DynamoDB and SQS, and the API reads its operator
+# token from SSM or Secrets Manager (dormant.aws.secrets); add the services your registry's code calls through boto3
+# (e.g. LAYER_SERVICES="dynamodb sqs ssm secretsmanager s3").
+LAYER_SERVICES ?= dynamodb sqs ssm secretsmanager
 # Lambda's Python, to ship bytecode compiled for it (a .pyc only serves the version that wrote it): python3.13 on
 # PATH or from pyenv. Without one the build still works, and the code compiles at every cold start instead.
 LAMBDA_PYTHON_BIN ?= $(shell for p in python$(LAMBDA_PYTHON); do PYENV_VERSION=$(LAMBDA_PYTHON) $$p -c \
@@ -185,10 +186,12 @@ build-DependenciesLayer:
 	$(call compile_bytecode,$(ARTIFACTS_DIR)/python)
 
 # What a function never loads: scripts, installers, and the service models of services it does not call (botocore
-# ships ~400 of them, 27 MB; the zip to download and unpack at a cold start shrinks by about that much).
+# ships ~400 of them, 27 MB; the zip to download and unpack at a cold start shrinks by about that much). And pydantic.v1:
+# FastAPI imports it only to refuse v1 models (fastapi._compat, inside try/except ImportError), ~15 ms of an API cold
+# start; nothing here defines one.
 trim-layer:
 	test -d "$(LAYER_SITE)"
-	rm -rf "$(LAYER_SITE)/bin" "$(LAYER_SITE)"/pip "$(LAYER_SITE)"/pip-*.dist-info
+	rm -rf "$(LAYER_SITE)/bin" "$(LAYER_SITE)"/pip "$(LAYER_SITE)"/pip-*.dist-info "$(LAYER_SITE)/pydantic/v1"
 	for data in "$(LAYER_SITE)/botocore/data" "$(LAYER_SITE)/boto3/data"; do \
 		[ -d "$$data" ] || continue; \
 		for service in "$$data"/*/; do \

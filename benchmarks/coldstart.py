@@ -7,7 +7,9 @@ Three handlers, each started in a new interpreter per run and invoked once, as a
 first request:
 - **floor**: a bare boto3 handler doing one DynamoDB GetItem (`import boto3`, a client, `get_item`);
 - **worker**: functions/worker/handler.py on an SQS event that wakes a counter actor with one message;
-- **api**: functions/api/handler.py (Mangum) on an API Gateway HTTP API event reading that actor's state.
+- **api**: functions/api/handler.py (Mangum) on an API Gateway HTTP API event reading that actor's state;
+- **fastapi-floor**: the least a FastAPI app behind Mangum costs: one route doing that GetItem through boto3
+  (DESIGN.md has the API on FastAPI + Mangum; this is the floor of those dependencies).
 
 Each child reports its own import time (the module import, i.e. Lambda's init phase), the first invocation,
 and its CPU time; the parent adds the interpreter's start (wall, from spawn to exit). CPU time is the steadier
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -53,6 +56,19 @@ if kind == "floor":
     client = boto3.client("dynamodb")
     def handler(event, context):
         return client.get_item(TableName=event["table"], Key={"pk": {"S": event["pk"]}, "sk": {"S": event["sk"]}})
+elif kind == "fastapi-floor":
+    import os
+    import boto3
+    from fastapi import FastAPI
+    from mangum import Mangum
+    client = boto3.client("dynamodb")
+    app = FastAPI()
+    @app.get("/actors/{name}/{key}/state")
+    def state(name: str, key: str) -> dict:
+        item = client.get_item(TableName=os.environ["DORMANT_TABLE"], Key={
+            "pk": {"S": os.environ["COLDSTART_PK"]}, "sk": {"S": os.environ["COLDSTART_SK"]}})["Item"]
+        return {"version": item["sk"]["S"]}
+    handler = Mangum(app, lifespan="off")
 elif kind == "worker":
     from functions.worker.handler import handler
 else:
@@ -61,7 +77,7 @@ imported, imported_cpu = time.perf_counter(), time.process_time()
 response = handler(payload, Context())
 done, done_cpu = time.perf_counter(), time.process_time()
 ok = {"floor": lambda r: "Item" in r, "worker": lambda r: r == {"batchItemFailures": []},
-      "api": lambda r: r["statusCode"] == 200}[kind](response)
+      "api": lambda r: r["statusCode"] == 200, "fastapi-floor": lambda r: r["statusCode"] == 200}[kind](response)
 print(json.dumps({"import_ms": (imported - started) * 1000, "first_ms": (done - imported) * 1000,
                   "import_cpu_ms": (imported_cpu - started_cpu) * 1000,
                   "first_cpu_ms": (done_cpu - imported_cpu) * 1000, "ok": ok, "modules": sorted(sys.modules)}))
@@ -154,10 +170,14 @@ class Fixture:
         return http_api_v2_event("GET", "/actors/workflow-counter/cold/state")
 
 
-def run_child(python: str, kind: str, event: dict[str, Any], env: dict[str, str], cwd: Path) -> dict[str, Any]:
+def run_child(python: str, kind: str, event: dict[str, Any], env: dict[str, str], cwd: Path,
+              importtime: Path | None = None) -> dict[str, Any]:
     started = time.perf_counter()
-    result = subprocess.run([python, "-c", CHILD, kind, json.dumps(event)], cwd=cwd, env=env,
+    flags = ["-X", "importtime"] if importtime else []
+    result = subprocess.run([python, *flags, "-c", CHILD, kind, json.dumps(event)], cwd=cwd, env=env,
                             capture_output=True, text=True, timeout=120)
+    if importtime:
+        importtime.write_text(result.stderr)
     wall = (time.perf_counter() - started) * 1000
     if result.returncode != 0:
         raise SystemExit(f"{kind} cold start failed:\n{result.stderr[-3000:]}")
@@ -173,8 +193,19 @@ def without_bytecode(source: Path, into: Path) -> Path:
     return into
 
 
+def import_profile(trace: str) -> dict[str, float]:
+    """`-X importtime` output -> self time in ms by top-level package (where an init phase goes)."""
+    by_package: dict[str, float] = {}
+    for line in trace.splitlines():
+        match = re.match(r"import time:\s+(\d+) \|\s+\d+ \| *(\S+)", line)
+        if match:
+            package = match[2].split(".")[0]
+            by_package[package] = by_package.get(package, 0.0) + int(match[1]) / 1000
+    return dict(sorted(by_package.items(), key=lambda item: -item[1]))
+
+
 async def measure(runs: int, bundle: Path | None, layer: Path | None, python: str,
-                  no_bytecode: bool) -> dict[str, list[dict[str, Any]]]:
+                  no_bytecode: bool, importtime: Path | None = None) -> dict[str, list[dict[str, Any]]]:
     server = start_moto()
     try:
         fixture = Fixture(server.endpoint)
@@ -191,11 +222,19 @@ async def measure(runs: int, bundle: Path | None, layer: Path | None, python: st
                 cwd = bundle
             else:
                 env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "lib")])
-            results: dict[str, list[dict[str, Any]]] = {"floor": [], "worker": [], "api": []}
+            env.update(COLDSTART_PK=fixture.floor_event()["pk"], COLDSTART_SK=fixture.floor_event()["sk"])
+            results: dict[str, list[dict[str, Any]]] = {"floor": [], "worker": [], "api": [], "fastapi-floor": []}
             for _ in range(runs):
                 results["floor"].append(run_child(python, "floor", fixture.floor_event(), env, cwd))
                 results["worker"].append(run_child(python, "worker", await fixture.worker_event(), env, cwd))
                 results["api"].append(run_child(python, "api", fixture.api_event(), env, cwd))
+                results["fastapi-floor"].append(run_child(python, "fastapi-floor", fixture.api_event(), env, cwd))
+            if importtime is not None:  # one more run of each, traced (the trace itself slows the imports)
+                importtime.mkdir(parents=True, exist_ok=True)
+                events = {"floor": fixture.floor_event(), "worker": await fixture.worker_event(),
+                          "api": fixture.api_event(), "fastapi-floor": fixture.api_event()}
+                for kind, event in events.items():
+                    run_child(python, kind, event, env, cwd, importtime / f"{kind}.txt")
         return results
     finally:
         server.stop()
@@ -226,6 +265,9 @@ def main() -> None:
     parser.add_argument("--bundle", type=Path, help="the functions' built bundle (with --layer)")
     parser.add_argument("--layer", type=Path, help="the built layer's python/ folder (with --bundle)")
     parser.add_argument("--no-bytecode", action="store_true", help="run copies of bundle and layer without .pyc")
+    parser.add_argument("--importtime", type=Path, metavar="DIR",
+                        help="also trace one run of each handler with -X importtime into DIR/<handler>.txt and "
+                             "print the import time by top-level package")
     args = parser.parse_args()
     if (args.bundle is None) != (args.layer is None):
         parser.error("--bundle and --layer go together")
@@ -236,12 +278,22 @@ def main() -> None:
         os.environ[name] = value  # a local server: never a real account
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
         os.environ.pop(name, None)
-    results = asyncio.run(measure(args.runs, bundle, layer, python, args.no_bytecode))
+    results = asyncio.run(measure(args.runs, bundle, layer, python, args.no_bytecode, args.importtime))
     where = (f"bundle {args.bundle} + layer {args.layer}, {'no bytecode' if args.no_bytecode else 'with bytecode'}"
              if args.bundle else "repository sources in the dev venv")
     print(f"Cold starts, median of {args.runs} fresh interpreters per handler ({where}), Python "
           f"{sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}\n")
     print(table(results))
+    api, fastapi_floor = (statistics.median(r["import_cpu_ms"] + r["first_cpu_ms"] for r in results[kind])
+                          for kind in ("api", "fastapi-floor"))
+    print(f"\napi / fastapi-floor (CPU): {api / fastapi_floor:.2f}x ({api - fastapi_floor:.0f} ms over FastAPI + "
+          "Mangum + boto3 alone)")
+    if args.importtime is not None:
+        for kind in results:
+            profile = import_profile((args.importtime / f"{kind}.txt").read_text())
+            top = ", ".join(f"{name} {ms:.0f}" for name, ms in list(profile.items())[:12])
+            print(f"\n{kind}: import self time by top-level package, ms (traced run, {sum(profile.values()):.0f} "
+                  f"in all): {top}")
 
 
 if __name__ == "__main__":

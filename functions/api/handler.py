@@ -12,14 +12,14 @@ from __future__ import annotations
 from mangum import Mangum
 
 from dormant.actor import load_registry
+from dormant.aws.clients import function_settings
 from dormant.aws.prewarm import open_api_service
 from dormant.aws.telemetry import lambda_telemetry
 from dormant.http.access import AccessLog
 from dormant.http.app import create_app
-from dormant.settings import Settings
 
 telemetry = lambda_telemetry("dormant-api")
-settings = Settings()
+settings = function_settings()  # botocore's clients in threads: no aiohttp at a cold start (dormant.aws.clients)
 if not settings.app:
     raise RuntimeError("set DORMANT_APP=module:attribute to the registry the API serves")
 app = create_app(load_registry(settings.app), settings)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from dormant.aws.clients import function_settings
 from dormant.aws.telemetry import lambda_telemetry
 from dormant.aws.worker import LambdaWorker
 
 telemetry = lambda_telemetry("dormant-worker")
-worker = LambdaWorker(observer=telemetry.observer)
+# botocore's clients in threads: no aiobotocore and aiohttp to import at a cold start (dormant.aws.clients)
+worker = LambdaWorker(settings=function_settings(), observer=telemetry.observer)
 worker.prepare()  # imports, session and clients in the init phase (kept by a SnapStart snapshot)
 
 

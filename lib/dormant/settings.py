@@ -32,6 +32,11 @@ class Settings(BaseSettings):
         "DORMANT_SQS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "sqs_endpoint_url"))
     """SQS's own endpoint, when it differs from `endpoint_url`."""
 
+    aws_clients: Literal["aiobotocore", "threads"] = "aiobotocore"
+    """How the AWS clients are made (DORMANT_AWS_CLIENTS, dormant.aws.clients): `aiobotocore` (native asyncio)
+    or `threads` (botocore's clients with each call in a pool thread; the Lambda functions' choice: no aiohttp
+    to import at a cold start)."""
+
     # -- DynamoDB ------------------------------------------------------------------------------------
     table: str = "dormant"
     """Table name (DORMANT_TABLE)."""

@@ -20,13 +20,17 @@ from tests.integration.conftest import server_for, shared_session, store_setting
 T0 = 1_767_225_600.0
 
 
-@pytest.fixture(params=["memory", "moto", "dynalite"])
+@pytest.fixture(params=["memory", "moto", "dynalite", "moto-threads"])
 async def any_store(request: pytest.FixtureRequest) -> AsyncIterator[EventStore]:
+    """Each store; `moto-threads` is the DynamoDB store on botocore's client in threads (what the Lambda
+    functions run, dormant.aws.clients) rather than aiobotocore's."""
     if request.param == "memory":
         yield MemoryEventStore()
         return
-    server = server_for(request, request.param)
-    async with DynamoEventStore.connect(store_settings(server.endpoint), session=shared_session()) as store:
+    server_name, _, kind = request.param.partition("-")
+    server = server_for(request, server_name)
+    settings = store_settings(server.endpoint, aws_clients=kind or "aiobotocore")
+    async with DynamoEventStore.connect(settings, session=None if kind else shared_session()) as store:
         await store.create_table()
         yield store
     server.reset()

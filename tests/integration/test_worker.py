@@ -87,9 +87,12 @@ async def open_aws(servers: dict[str, str], store_server: str, **overrides: Any)
         yield Aws(settings, dynamodb, sqs, urls, DynamoEventStore(dynamodb, settings), store_server)
 
 
-@pytest.fixture(params=["moto", "dynalite"])
+@pytest.fixture(params=["moto", "dynalite", "moto-threads"])
 async def aws(request: pytest.FixtureRequest, servers: dict[str, str]) -> AsyncIterator[Aws]:
-    async for opened in open_aws(servers, request.param):
+    """`moto-threads`: the worker's clients are botocore's in threads (the Lambda functions' kind,
+    dormant.aws.clients), the test side's stay aiobotocore's."""
+    server, _, kind = request.param.partition("-")
+    async for opened in open_aws(servers, server, aws_clients=kind or "aiobotocore"):
         yield opened
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -99,6 +100,8 @@ class Meter:
 
 
 _active: ContextVar[tuple[Meter, ...]] = ContextVar("dormant_meters", default=())
+# botocore clients in threads (dormant.aws.clients) run these hooks in pool threads, on meters they share.
+_counting = threading.Lock()
 
 
 @contextmanager
@@ -127,18 +130,20 @@ def instrument(client: Any, *, always: Meter | None = None) -> None:
         body = request.body or b""
         size = len(body.encode() if isinstance(body, str) else body) if isinstance(body, (bytes, str)) else 0
         writes = _write_units(operation, body) if service == "dynamodb" else 0.0
-        for meter in meters():
-            meter.requests[f"{service}.{operation}"] += 1
-            meter.bytes_sent += size
-            meter.write_units += writes
+        with _counting:
+            for meter in meters():
+                meter.requests[f"{service}.{operation}"] += 1
+                meter.bytes_sent += size
+                meter.write_units += writes
 
     def after_call(http_response: Any, parsed: Mapping[str, Any], model: Any, event_name: str = "",
                    **_: Any) -> None:
         received = _content_length(http_response)
         reads = _read_units(model.name, parsed) if service == "dynamodb" else 0.0
-        for meter in meters():
-            meter.bytes_received += received
-            meter.read_units += reads
+        with _counting:
+            for meter in meters():
+                meter.bytes_received += received
+                meter.read_units += reads
 
     events.register("before-send", before_send, unique_id=f"{tag}-send")
     events.register("after-call", after_call, unique_id=f"{tag}-call")

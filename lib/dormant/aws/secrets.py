@@ -13,16 +13,15 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
-from aiobotocore.session import get_session  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
+from dormant.aws.clients import open_client
 from dormant.errors import StorageError
 from dormant.settings import Settings
 
 Fetch = Callable[[], Awaitable[str]]
 # A secret read sits in front of an operator request: fail fast rather than hold the request.
-_CONFIG = AioConfig(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5)
+ATTEMPTS, CONNECT_TIMEOUT, READ_TIMEOUT = 3, 2.0, 5.0
 
 
 class CachedSecret:
@@ -65,7 +64,8 @@ class CachedSecret:
 def ssm_parameter(settings: Settings, name: str) -> Fetch:
     """Reads an SSM parameter's decrypted value (a SecureString, or a plain String)."""
     async def fetch() -> str:
-        async with get_session().create_client("ssm", config=_CONFIG, **settings.client_kwargs("ssm")) as ssm:
+        async with open_client("ssm", settings, attempts=ATTEMPTS, connect_timeout=CONNECT_TIMEOUT,
+                               read_timeout=READ_TIMEOUT) as ssm:
             response = await ssm.get_parameter(Name=name, WithDecryption=True)
         return str(response["Parameter"]["Value"])
     return fetch
@@ -74,8 +74,8 @@ def ssm_parameter(settings: Settings, name: str) -> Fetch:
 def secrets_manager_secret(settings: Settings, secret_id: str) -> Fetch:
     """Reads a Secrets Manager secret's current string value."""
     async def fetch() -> str:
-        async with get_session().create_client("secretsmanager", config=_CONFIG,
-                                               **settings.client_kwargs("secretsmanager")) as client:
+        async with open_client("secretsmanager", settings, attempts=ATTEMPTS, connect_timeout=CONNECT_TIMEOUT,
+                               read_timeout=READ_TIMEOUT) as client:
             response = await client.get_secret_value(SecretId=secret_id)
         return str(response["SecretString"])
     return fetch

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-
-from aiobotocore.session import get_session  # type: ignore[import-untyped]
+from contextlib import asynccontextmanager
 
 from dormant.actor import Registry
-from dormant.aws.store import DynamoEventStore, client_config
+from dormant.aws.clients import open_clients
+from dormant.aws.store import DynamoEventStore
 from dormant.aws.transport import SqsTransport
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
@@ -21,15 +20,12 @@ API_READ_TIMEOUT = 5.0
 
 @asynccontextmanager
 async def open_aws_service(registry: Registry, settings: Settings) -> AsyncIterator[ActorService]:
-    """An ActorService on DynamoDB + SQS as the settings describe (clients closed on exit)."""
+    """An ActorService on DynamoDB + SQS as the settings describe (clients closed on exit; made as
+    `settings.aws_clients` says, dormant.aws.clients)."""
     clock = SystemClock()
-    session = get_session()
-    async with AsyncExitStack() as stack:
-        # Short timeouts and few retries: an unreachable service becomes a 503 in seconds, not a hung request.
-        config = client_config(attempts=API_ATTEMPTS, connect_timeout=API_CONNECT_TIMEOUT,
-                               read_timeout=API_READ_TIMEOUT)
-        dynamodb, sqs = [await stack.enter_async_context(session.create_client(
-            service, config=config, **settings.client_kwargs(service))) for service in ("dynamodb", "sqs")]
+    # Short timeouts and few retries: an unreachable service becomes a 503 in seconds, not a hung request.
+    async with open_clients(settings, "dynamodb", "sqs", attempts=API_ATTEMPTS, connect_timeout=API_CONNECT_TIMEOUT,
+                            read_timeout=API_READ_TIMEOUT) as (dynamodb, sqs):
         transport = await SqsTransport.from_settings(sqs, settings, clock)
         # Loads need not settle a crashed commit's side items: the actor's next commit (a wake-up, or an
         # action run here) does that.

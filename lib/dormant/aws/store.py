@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
 from dormant.aws import deletion, inbox
@@ -99,13 +98,14 @@ class DynamoEventStore:
 
     @classmethod
     @asynccontextmanager
-    async def connect(cls, settings: Settings | None = None, *, session: AioSession | None = None,
+    async def connect(cls, settings: Settings | None = None, *, session: Any = None,
                       **options: Any) -> AsyncIterator[DynamoEventStore]:
-        """A store with its own client (endpoint and region from the settings), closed on exit."""
+        """A store with its own client (endpoint, region and kind from the settings, dormant.aws.clients),
+        closed on exit; `session` as for `open_client`."""
+        from dormant.aws.clients import open_client
+
         settings = settings if settings is not None else Settings()
-        session = session or get_session()
-        async with session.create_client("dynamodb", config=client_config(),
-                                         **settings.client_kwargs("dynamodb")) as client:
+        async with open_client("dynamodb", settings, session=session) as client:
             yield cls(client, settings, **options)
 
     async def create_table(self) -> None:

@@ -8,7 +8,6 @@ import logging
 import time
 from typing import Any
 
-from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
 from dormant.errors import StorageError
@@ -45,13 +44,14 @@ def table_definition(name: str) -> dict[str, Any]:
     }
 
 
-def client_config(*, attempts: int = 4, connect_timeout: float = 5, read_timeout: float = 30) -> AioConfig:
-    """Retries with backoff on throttling and 5xx (botocore's standard mode); never on conditional failures.
+def client_config(*, attempts: int = 4, connect_timeout: float = 5, read_timeout: float = 30) -> Any:
+    """An aiobotocore client's config with `client_options` (dormant.aws.clients): retries with backoff on
+    throttling and 5xx, never on conditional failures. For code that makes its own aiobotocore clients."""
+    from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
 
-    The API passes shorter limits (see aws.service): a client waiting on an unreachable service gets its 503
-    within seconds, well inside API Gateway's 30 s."""
-    return AioConfig(retries={"mode": "standard", "max_attempts": attempts}, max_pool_connections=64,
-                     connect_timeout=connect_timeout, read_timeout=read_timeout)
+    from dormant.aws.clients import client_options
+
+    return AioConfig(**client_options(attempts=attempts, connect_timeout=connect_timeout, read_timeout=read_timeout))
 
 
 async def create_table(client: Any, settings: Settings | str, *, timeout: float = 30.0) -> None:

@@ -261,17 +261,14 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
     """A Worker on DynamoDB + SQS as the settings describe (clients closed on exit).
 
     `meter` counts every request of these clients (metering scopes count them too); `observer` gets a
-    record of every wake-up (default: a log line).
+    record of every wake-up (default: a log line). The clients are made as `settings.aws_clients` says
+    (dormant.aws.clients).
     """
-    from aiobotocore.session import get_session  # type: ignore[import-untyped]
-
-    from dormant.aws.store import DynamoEventStore, client_config
+    from dormant.aws.clients import open_clients
+    from dormant.aws.store import DynamoEventStore
 
     clock = clock or SystemClock()
-    session = get_session()
-    async with AsyncExitStack() as stack:
-        clients = [await stack.enter_async_context(session.create_client(
-            service, config=client_config(), **settings.client_kwargs(service))) for service in ("dynamodb", "sqs")]
+    async with open_clients(settings, "dynamodb", "sqs") as clients:
         for client in clients:
             instrument(client, always=meter)
         dynamodb, sqs = clients
