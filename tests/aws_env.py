@@ -41,6 +41,7 @@ from typing import Any
 from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
 from dormant.actor import Registry
+from dormant.aws.clients import open_clients
 from dormant.aws.metering import Meter, instrument
 from dormant.aws.poller import SqsPoller
 from dormant.aws.store import DynamoEventStore, client_config, create_table
@@ -141,10 +142,8 @@ class AwsTestEnv:
 
     # -- lifecycle -------------------------------------------------------------------------------------
     async def __aenter__(self) -> AwsTestEnv:
-        session = get_session()
-        clients = [await self._stack.enter_async_context(session.create_client(
-            service, config=client_config(), **self.settings.client_kwargs(service)))
-            for service in ("dynamodb", "sqs")]
+        # Made as the settings say (aiobotocore's, or botocore's in threads: what the Lambda functions run).
+        clients = await self._stack.enter_async_context(open_clients(self.settings, "dynamodb", "sqs"))
         for client in clients:
             instrument(client, always=self.meter)
         dynamodb, sqs = clients

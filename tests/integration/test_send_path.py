@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -44,10 +44,13 @@ def report_figures() -> Iterator[None]:
 
 
 @asynccontextmanager
-async def stack(moto: str) -> AsyncIterator[tuple[AwsTestEnv, FaultProxy, httpx.AsyncClient]]:
+async def stack(moto: str, clients: Literal["aiobotocore", "threads"] = "aiobotocore",
+                ) -> AsyncIterator[tuple[AwsTestEnv, FaultProxy, httpx.AsyncClient]]:
+    """The HTTP app and a worker behind the fault proxy; `clients`: how both make their AWS clients (`threads`:
+    botocore's in threads, what the Lambda functions run)."""
     async with FaultProxy(moto) as proxy:
         settings = Settings(endpoint_url=proxy.url, region="us-east-1", dev=True, wake_retry_base=0.5,
-                            wake_retry_max=4)
+                            wake_retry_max=4, aws_clients=clients)
         async with AwsTestEnv(registry, settings=settings, autorun=True, visibility_timeout=2) as env, \
                 serve(create_app(registry, env.settings)) as url, \
                 httpx.AsyncClient(base_url=url, timeout=60) as http:
@@ -76,8 +79,10 @@ async def processed(http: httpx.AsyncClient, key: str, count: int, timeout: floa
         await asyncio.sleep(0.1)
 
 
-async def test_sqs_down_a_send_stores_nothing_and_its_retry_is_processed_once(moto_server: str) -> None:
-    async with stack(moto_server) as (env, proxy, http):
+@pytest.mark.parametrize("clients", ["aiobotocore", "threads"])
+async def test_sqs_down_a_send_stores_nothing_and_its_retry_is_processed_once(
+        moto_server: str, clients: Literal["aiobotocore", "threads"]) -> None:
+    async with stack(moto_server, clients) as (env, proxy, http):
         assert (await send(http, "k", "warm")).status_code == 202
         await processed(http, "k", 1)
 
@@ -106,7 +111,7 @@ async def test_sqs_down_a_send_stores_nothing_and_its_retry_is_processed_once(mo
         await processed(http, "fresh", 1)
         state = (await http.get("/actors/workflow-counter/k/state")).json()
         assert state == {"value": SENT_DURING_OUTAGE + 1, "processed": SENT_DURING_OUTAGE + 1}  # none twice
-        OUTAGE_FIGURES["sqs-down"] = {
+        OUTAGE_FIGURES["sqs-down" + ("" if clients == "aiobotocore" else f" ({clients})")] = {
             "sent during the outage": SENT_DURING_OUTAGE + 1, "answered 503 stored=false": len(answers) + 1,
             "stored during the outage": 0, "processed after (client retried)": SENT_DURING_OUTAGE + 1,
             "seconds to the slowest 503": round(slowest, 2),
@@ -115,9 +120,10 @@ async def test_sqs_down_a_send_stores_nothing_and_its_retry_is_processed_once(mo
             "refused SQS requests": proxy.outcomes("AmazonSQS")["reset"]}
 
 
+@pytest.mark.parametrize("clients", ["aiobotocore", "threads"])
 async def test_inbox_writes_failing_after_the_wake_up_went_out_are_processed_without_any_traffic(
-        moto_server: str) -> None:
-    async with stack(moto_server) as (env, proxy, http):
+        moto_server: str, clients: Literal["aiobotocore", "threads"]) -> None:
+    async with stack(moto_server, clients) as (env, proxy, http):
         assert (await send(http, "k", "warm")).status_code == 202
         await processed(http, "k", 1)
 
@@ -135,7 +141,8 @@ async def test_inbox_writes_failing_after_the_wake_up_went_out_are_processed_wit
         assert snapshot is not None and snapshot.inbox == []
         proxy.rule = passing
         took = await processed(http, "k", SENT_DURING_OUTAGE + 1)  # no client retried: the wake-ups carry them
-        OUTAGE_FIGURES["inbox-writes-down"] = {
+        figures = "inbox-writes-down" + ("" if clients == "aiobotocore" else f" ({clients})")
+        OUTAGE_FIGURES[figures] = {
             "sent during the outage": SENT_DURING_OUTAGE, "answered 503 stored=true": len(answers),
             "stored by the worker after it": SENT_DURING_OUTAGE, "processed after it": SENT_DURING_OUTAGE,
             "seconds from the store back to all processed": round(took, 2),
@@ -146,7 +153,7 @@ async def test_inbox_writes_failing_after_the_wake_up_went_out_are_processed_wit
         await processed(http, "k", SENT_DURING_OUTAGE + 1)
         state = (await http.get("/actors/workflow-counter/k/state")).json()
         assert state == {"value": SENT_DURING_OUTAGE + 1, "processed": SENT_DURING_OUTAGE + 1}
-        OUTAGE_FIGURES["inbox-writes-down"]["duplicates"] = state["processed"] - SENT_DURING_OUTAGE - 1
+        OUTAGE_FIGURES[figures]["duplicates"] = state["processed"] - SENT_DURING_OUTAGE - 1
 
 
 @pytest.mark.parametrize("existing", [True, False], ids=["existing-actor", "new-actor"])

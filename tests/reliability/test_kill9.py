@@ -5,6 +5,8 @@ dead-letter queue (interrupted messages use up receives; the worker refreshes th
 Bounded: DORMANT_RELIABILITY_SECONDS of load (default 15 under `make test`; `make fuzz` runs a minute), with
 the worker killed 1.5-4 s after each start and the deployment's 5 receives: each kill spends a receive of
 every message in flight (or in a long poll), and the worker refreshes those before the redrive takes them.
+The restarts alternate the worker's AWS clients between aiobotocore's (`dormant dev`) and botocore's in threads
+(the Lambda functions'), so each kind is killed mid-request and each cleans up after the other.
 With DORMANT_RELIABILITY_REPORT=path the figures are written there as JSON."""
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import signal
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -36,6 +39,7 @@ DURATION = float(os.environ.get("DORMANT_RELIABILITY_SECONDS", "15"))
 ACTORS = 6
 VISIBILITY = 3
 DRAIN_TIMEOUT = 180.0
+CLIENT_KINDS = ("aiobotocore", "threads")
 
 
 class WorkerProcess:
@@ -46,14 +50,18 @@ class WorkerProcess:
         self.log = log
         self.process: asyncio.subprocess.Process | None = None
         self.kills = 0
+        self.starts: Counter[str] = Counter()  # by client kind
 
     async def start(self) -> None:
+        kind = CLIENT_KINDS[sum(self.starts.values()) % len(CLIENT_KINDS)]
+        self.starts[kind] += 1
+        settings = self.settings.model_copy(update={"aws_clients": kind})
         with self.log.open("ab") as stderr:
             self.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "tests.reliability.worker_process", self.settings.model_dump_json(
+                sys.executable, "-m", "tests.reliability.worker_process", settings.model_dump_json(
                     include={"endpoint_url", "region", "table", "queue_url", "timer_queue_url", "queue_name",
                              "timer_queue_name", "dlq_name", "fifo_dlq_name", "max_receives", "wake_retry_base",
-                             "wake_retry_max"}),
+                             "wake_retry_max", "aws_clients"}),
                 cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=stderr)
         assert self.process.stdout is not None
         line = await asyncio.wait_for(self.process.stdout.readline(), 60)
@@ -140,6 +148,7 @@ async def test_healthy_wake_ups_never_reach_a_dlq_under_repeated_kill_9(moto_ser
             await worker.stop()
         log = worker.log.read_text(errors="replace")
         figures = {"seconds of load": DURATION, "messages sent": sent, "actors": ACTORS, "worker kills": worker.kills,
+                   "worker starts by client kind": dict(worker.starts),
                    "seconds to drain after the load": round(drained, 2),
                    "refresh log lines": log.count("refreshed"),
                    "duplicates": sum(s.processed for s in states.values()) - sent,
@@ -148,6 +157,7 @@ async def test_healthy_wake_ups_never_reach_a_dlq_under_repeated_kill_9(moto_ser
         if report:
             Path(report).write_text(json.dumps(figures, indent=2) + "\n")
         assert worker.kills >= max(2, int(DURATION / 10)), figures  # (a restart takes seconds)
+        assert set(worker.starts) == set(CLIENT_KINDS), figures  # both kinds were killed mid-run
         assert {key: (state.value, state.processed) for key, state in states.items()} == {
             key: (total, count) for key, (total, count) in expected.items()}, figures  # each exactly once
         assert dead == {"wake": 0, "timers": 0}, figures

@@ -32,6 +32,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from dormant.actor import Registry, load_registry
+from dormant.aws.consumed import ConsumedMessages
 from dormant.aws.metering import Meter, instrument, metering
 from dormant.aws.observability import ObservedStore, Observer
 from dormant.aws.redelivery import Redelivery, backoff_seconds, delivered_before, is_transient, receive_count
@@ -83,6 +84,8 @@ class Worker:
         self.metrics: list[WakeMetrics] = []
         self.hops = 0
         self.deferred = 0  # messages handed back unstarted: too little invocation time was left
+        self.consumed = ConsumedMessages()  # what this worker's wake-ups consumed (dormant.aws.consumed)
+        self.skipped = 0  # wake-up messages that needed no wake-up: their messages were consumed already
         self._running: dict[str, tuple[asyncio.Lock, int]] = {}  # per actor: one wake-up at a time, users
 
     async def handle(self, event: Mapping[str, Any], context: Any = None) -> BatchResponse:
@@ -132,6 +135,8 @@ class Worker:
         # Concurrent batches (the FIFO and the timer queue, or a redelivery) may name the same actor: the
         # version check keeps that correct, the lock keeps one process from running its steps twice.
         records = [record for record, _ in group]
+        if self._done(ref, group):
+            return []
         receives = max(receive_count(record) for record in records)
         failing, needed = await self._failing(ref, group) if receives >= 2 else (True, [])
         if receives >= 2 and self.settings.max_receives >= 2 and not failing:
@@ -148,6 +153,8 @@ class Worker:
         self._running[ref.id] = (lock, users + 1)
         try:
             async with self.redelivery.owned(records), lock:
+                if self._done(ref, group):  # the wake-up this one waited for consumed its messages
+                    return []
                 budget = None
                 if deadline is not None:
                     budget = deadline - time.monotonic() - self.settings.worker_reserve_seconds
@@ -198,10 +205,20 @@ class Worker:
                 await self.redelivery.back_off(records, delay)
                 return ids
             self.observer.finished(watch, report, meter)
+        if report.consumed:
+            self.consumed.add(ref.id, report.consumed)
         self.reports.append(report)
         self.metrics.append(WakeMetrics(ref, meter, report))
         log.debug("woke %s: %s, %d commit(s); %s", ref, report.outcome, report.commits, meter.summary())
         return []
+
+    def _done(self, ref: ActorRef, group: list[tuple[Mapping[str, Any], WakeMessage]]) -> bool:
+        """Whether every message of the group needs no wake-up (dormant.aws.consumed): counted and logged."""
+        if not all(not delivered_before(record) and self.consumed.done(ref.id, message) for record, message in group):
+            return False
+        self.skipped += len(group)
+        log.debug("%d wake-up message(s) of %s need no wake-up: their messages were consumed", len(group), ref)
+        return True
 
     async def _failing(self, ref: ActorRef, group: list[tuple[Mapping[str, Any], WakeMessage]]
                        ) -> tuple[bool, list[Mapping[str, Any]]]:

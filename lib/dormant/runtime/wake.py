@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dormant.actor import ActorDefinition
@@ -36,6 +36,10 @@ class WakeReport:
     replayed: int = 0
     attempts: int = 1
     next_wake: float | None = None
+    consumed: dict[str, float] = field(default_factory=dict)
+    """Message ids the actor had consumed by the end of this wake-up, each with a time on the service clock by
+    which it was: the start of the load that saw it consumed (held, no longer pending), or of the commit that
+    consumed it."""
 
 
 class ActorHost:
@@ -98,6 +102,7 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
     # own budget (the rest wait for the next wake-up), and a serial re-run cannot restart again.
     while lost_races < MAX_CONFLICT_RETRIES:
         attempt += 1
+        loaded_at = service.clock.now()
         snapshot = await service.store.load(ref)
         if carried:
             carried = False
@@ -126,6 +131,8 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
             serial = True
             continue
         report.attempts = attempt
+        for message_id in snapshot.held_ids - {m.id for m in snapshot.inbox}:
+            report.consumed.setdefault(message_id, loaded_at)
         await _schedule_next(service, snapshot, report, None if redelivered else before)
         return report
     raise WakeFailedError(f"wake-up of {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")
@@ -169,10 +176,13 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
     hook_context = HookContext(snapshot.ref, vars)
     await call_hook(definition.on_wake_fn, hook_context)
     version = snapshot.version
+    consumed: dict[str, float] = {}
 
     async def commit(draft: CommitDraft) -> None:
         nonlocal version
+        started = service.clock.now()  # what it consumes was read (so stored) before
         version = await service.store.commit(snapshot.ref, version, draft)
+        consumed.update(dict.fromkeys(draft.consumed_ids, started))
 
     inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at, sender=m.sender)
              for m in snapshot.inbox if m.kind == "queue"]
@@ -190,7 +200,7 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
     log.debug("woke %s: %s, %d commit(s), %d replayed", snapshot.ref, record.state.value, execution.commits,
               execution.replayed)
     return WakeReport(ref=snapshot.ref, outcome=record.state.value, record=record, commits=execution.commits,
-                      replayed=execution.replayed)
+                      replayed=execution.replayed, consumed=consumed)
 
 
 async def _schedule_next(service: ActorService, snapshot: ActorSnapshot, report: WakeReport,
