@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from dormant.aws.metering import Meter
+from dormant.aws.observability import Observer, WakeRecord
 from dormant.aws.poller import lambda_event, queue_arn
 from dormant.aws.worker import Worker, open_worker
 from dormant.client import Client
@@ -57,10 +58,28 @@ async def deliver_one_by_one(worker: Worker, aws: Aws, messages: list[dict[str, 
         await aws.sqs.delete_message(QueueUrl=aws.urls.wake, ReceiptHandle=message["ReceiptHandle"])
 
 
+class Sink:
+    """A MetricsSink that keeps what it is told (the EMF one is dormant.aws.telemetry's)."""
+
+    def __init__(self) -> None:
+        self.wakes: list[WakeRecord] = []
+        self.skips: list[int] = []
+        self.flushes = 0
+
+    def wake(self, record: WakeRecord) -> None:
+        self.wakes.append(record)
+
+    def skipped(self, messages: int) -> None:
+        self.skips.append(messages)
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+
 async def test_the_first_wake_up_of_a_burst_consumes_it_and_the_rest_cost_no_read(aws: Aws) -> None:
     handle, messages = await burst(aws, f"burst-{uuid.uuid4().hex[:6]}")
-    meter = Meter()
-    async with open_worker(aws.settings, counter_registry, meter=meter) as worker:
+    meter, sink = Meter(), Sink()
+    async with open_worker(aws.settings, counter_registry, meter=meter, observer=Observer(sink)) as worker:
         await deliver_one_by_one(worker, aws, messages[:1])
         assert [r.outcome for r in worker.reports] == ["sleeping"]
         assert sorted(worker.reports[0].consumed) == sorted(f"{handle.ref.key[0]}-{n}" for n in range(BURST))
@@ -69,6 +88,7 @@ async def test_the_first_wake_up_of_a_burst_consumes_it_and_the_rest_cost_no_rea
         await deliver_one_by_one(worker, aws, messages[1:])
         assert meter.dynamodb_requests == requests  # none of the other seven read or wrote anything
         assert (len(worker.reports), worker.skipped) == (1, BURST - 1)
+        assert (len(sink.wakes), sink.skips) == (1, [1] * (BURST - 1))  # a metric of each (WakeUpsSkipped)
     state = await handle.get_state()
     assert (state.value, state.processed) == (BURST * (BURST + 1) // 2, BURST)  # each message once
 

@@ -7,16 +7,16 @@ a request to another actor waited out the whole backlog (2,000 sends over 50 act
 waiting about 40 s in `dormant dev`).
 
 The worker remembers which message ids its wake-ups saw consumed (held by the actor, no longer pending, at their
-load) or consumed themselves, each with a time by which it was (that load's start, or the consuming commit's:
-a wake-up also consumes messages that arrive while it runs). A wake-up message then
-needs no wake-up when it is a first delivery (a redelivery may stand for a wake-up that died before its timer
-went out: those always run), carries a queue message (and perhaps the creation of its actor: the actor that
-consumed the message exists, or did), is no timer, and that message's id was consumed by the same actor after the message was created (so the consumed message is this
-one, not a later re-send of its id, e.g. to a re-created actor). Anything else
-runs as before: a worker that has not woken the actor since (another Lambda container, or a restarted `dormant
-dev`) runs the first such wake-up, and learns from its load what the others need not do. Skipping one is what
-the normal path comes to, less a load and a replay: the actor holds the id, so nothing would be stored, and its
-own timers still wake it for anything else that is due.
+load) or consumed themselves, each with a time by which it was (that load's start, or the consuming commit's: a
+wake-up also consumes messages that arrive while it runs). A wake-up message then needs no wake-up when it is a
+first delivery (a redelivery may stand for a wake-up that died before its timer went out: those always run),
+carries a queue message (and perhaps the creation of its actor: the actor that consumed the message exists, or
+did), is no timer, and that message's id was consumed by the same actor after the message was created (so the
+consumed message is this one, not a later re-send of its id, e.g. to a re-created actor). Anything else runs as
+before: a worker that has not woken the actor since (another Lambda container, or a restarted `dormant dev`) runs
+the first such wake-up, and learns from its load what the others need not do. Skipping one is what the normal path
+comes to, less a load and a replay: the actor holds the id, so nothing would be stored, and its own timers still
+wake it for anything else that is due.
 """
 
 from __future__ import annotations

@@ -107,6 +107,8 @@ def _plural(n: int, word: str, words: str | None = None) -> str:
 class MetricsSink(Protocol):
     def wake(self, record: WakeRecord) -> None: ...
 
+    def skipped(self, messages: int) -> None: ...
+
     def flush(self) -> None: ...
 
 
@@ -135,6 +137,12 @@ class Observer:
         self.tracer = _tracer() if (tracing if tracing is not None else _tracing_requested()) else None
         self.records: list[WakeRecord] = []
         self.keep = 1000  # recent records, for tests and tools
+
+    def skipped(self, ref: ActorRef, messages: int) -> None:
+        """Wake-up messages that needed no wake-up: their messages were consumed already (dormant.aws.consumed)."""
+        log.debug("%d wake-up message(s) of %s need no wake-up: their messages were consumed", messages, ref)
+        if self.metrics is not None:
+            self.metrics.skipped(messages)
 
     def begin(self, ref: ActorRef, records: Sequence[Mapping[str, Any]]) -> WakeWatch:
         tally = WakeTally()

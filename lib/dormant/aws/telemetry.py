@@ -55,6 +55,9 @@ class EmfMetrics:
         if record.latency_ms is not None:
             add(name="WakeUpLatency", unit=MetricUnit.Milliseconds, value=record.latency_ms)
 
+    def skipped(self, messages: int) -> None:
+        self.metrics.add_metric(name="WakeUpsSkipped", unit=MetricUnit.Count, value=messages)
+
     def flush(self) -> None:
         self.metrics.flush_metrics()
 

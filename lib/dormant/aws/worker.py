@@ -217,7 +217,7 @@ class Worker:
         if not all(not delivered_before(record) and self.consumed.done(ref.id, message) for record, message in group):
             return False
         self.skipped += len(group)
-        log.debug("%d wake-up message(s) of %s need no wake-up: their messages were consumed", len(group), ref)
+        self.observer.skipped(ref, len(group))
         return True
 
     async def _failing(self, ref: ActorRef, group: list[tuple[Mapping[str, Any], WakeMessage]]
