@@ -120,10 +120,9 @@ async def test_sqs_down_a_send_stores_nothing_and_its_retry_is_processed_once(
             "refused SQS requests": proxy.outcomes("AmazonSQS")["reset"]}
 
 
-@pytest.mark.parametrize("clients", ["aiobotocore", "threads"])
 async def test_inbox_writes_failing_after_the_wake_up_went_out_are_processed_without_any_traffic(
-        moto_server: str, clients: Literal["aiobotocore", "threads"]) -> None:
-    async with stack(moto_server, clients) as (env, proxy, http):
+        moto_server: str) -> None:
+    async with stack(moto_server) as (env, proxy, http):
         assert (await send(http, "k", "warm")).status_code == 202
         await processed(http, "k", 1)
 
@@ -141,7 +140,7 @@ async def test_inbox_writes_failing_after_the_wake_up_went_out_are_processed_wit
         assert snapshot is not None and snapshot.inbox == []
         proxy.rule = passing
         took = await processed(http, "k", SENT_DURING_OUTAGE + 1)  # no client retried: the wake-ups carry them
-        figures = "inbox-writes-down" + ("" if clients == "aiobotocore" else f" ({clients})")
+        figures = "inbox-writes-down"
         OUTAGE_FIGURES[figures] = {
             "sent during the outage": SENT_DURING_OUTAGE, "answered 503 stored=true": len(answers),
             "stored by the worker after it": SENT_DURING_OUTAGE, "processed after it": SENT_DURING_OUTAGE,
