@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,14 +113,28 @@ class Throughput:
         return self.messages / self.seconds
 
 
+async def request(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> httpx.Response:
+    """One request, sent again after a transport error (a pooled connection the server was closing): every
+    request here is idempotent (reads, and sends with an Idempotency-Key), as dormant.http.client's are."""
+    for attempt in range(3):
+        try:
+            return await client.request(method, url, **kwargs)
+        except httpx.TransportError:
+            if attempt == 2:
+                raise
+            await asyncio.sleep(0.1)
+    raise AssertionError("unreachable")
+
+
 async def send_counter(client: httpx.AsyncClient, actor: str, delta: int) -> None:
-    response = await client.post(f"/actors/workflow-counter/{actor}/queues/counter", json={"delta": delta})
+    response = await request(client, "POST", f"/actors/workflow-counter/{actor}/queues/counter",
+                             json={"delta": delta}, headers={"Idempotency-Key": uuid.uuid4().hex})
     if response.status_code != 202:
         raise SystemExit(f"send failed: {response.status_code} {response.text}")
 
 
 async def processed(client: httpx.AsyncClient, actor: str) -> int:
-    response = await client.get(f"/actors/workflow-counter/{actor}/state")
+    response = await request(client, "GET", f"/actors/workflow-counter/{actor}/state")
     return int(response.json()["processed"]) if response.status_code == 200 else 0
 
 

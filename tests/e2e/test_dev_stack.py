@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -82,10 +83,36 @@ async def _count_to(url: str, total: int) -> None:
         assert any(entry.location.endswith("apply-counter-command") for entry in history)
 
 
+def _answers_on_one_connection_after_idling(url: str, idle: float) -> bool:
+    """Two GETs on one kept-alive connection, `idle` seconds apart: whether the second is answered."""
+    host, port = url.removeprefix("http://").split(":")
+    request = f"GET /openapi.json HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        for attempt in range(2):
+            if attempt:
+                time.sleep(idle)
+            try:
+                connection.sendall(request)
+                head = connection.recv(65536)
+            except OSError:
+                return False
+            if not head.startswith(b"HTTP/1.1 200"):
+                return False
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n\r\n")[0].split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            body = head.split(b"\r\n\r\n", 1)[1]
+            while len(body) < length:
+                body += connection.recv(65536)
+    return True
+
+
 async def test_dev_runs_the_whole_stack_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     process, url = _start("--app", "examples.counter:registry", env=_environment())
     try:
         await _count_to(url, 42)
+        # An idle kept-alive connection outlives a client pool's 5 s (uvicorn's default would close it then, and
+        # a client reusing it at that moment sees "disconnected without a response").
+        assert _answers_on_one_connection_after_idling(url, idle=6.0)
         # Production history, replayed offline against the code before a deploy:
         exported = tmp_path / "counter.jsonl"
         _cli("history", "export", "workflow-counter", "e2e", "--url", url, "--out", str(exported))

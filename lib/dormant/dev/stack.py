@@ -30,6 +30,7 @@ __all__ = ["DEFAULT_DATA_DIR", "DevOptions", "DevStack", "DevStackError", "free_
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "dormant-dev", "AWS_SECRET_ACCESS_KEY": "dormant-dev",
                     "AWS_SESSION_TOKEN": "dormant-dev"}
 DEFAULT_DATA_DIR = Path(".dormant") / "dev"
+KEEP_ALIVE_SECONDS = 65  # idle HTTP connections to the API (uvicorn closes them after 5 s by default)
 LogLevel = Literal["debug", "info", "warning", "error"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error")
 
@@ -127,8 +128,11 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
         pollers = [SqsPoller(sqs, url, worker.handle, wait_seconds=wait, region=settings.region)
                    for url in (urls.wake, urls.timers)]
         app = AccessLog(create_app(registry, settings))
+        # Idle keep-alive connections stay open 65 s (uvicorn's default is 5 s): a client whose pool keeps them
+        # as long (httpx's does, 5 s) would otherwise race the server's close and see "disconnected without a
+        # response" on a request it had just sent on one.
         server = uvicorn.Server(uvicorn.Config(app, host=options.host, port=options.port, log_level="warning",
-                                               lifespan="on", access_log=False))
+                                               lifespan="on", access_log=False, timeout_keep_alive=KEEP_ALIVE_SECONDS))
         tasks = [asyncio.create_task(p.run(), name="poller") for p in pollers]
         serving = asyncio.create_task(server.serve(), name="api")
         while not server.started:
