@@ -32,7 +32,7 @@ class Scale:
 
 
 SCALES = {"short": Scale(actors=30, rounds=(8, 4), idle_seconds=12),
-          "ci": Scale(actors=50, rounds=(10, 6), idle_seconds=10),  # .ci/run: CI's bounded form
+          "ci": Scale(actors=50, rounds=(8, 5), idle_seconds=8),  # .ci/run: CI's bounded form
           "long": Scale(actors=100, rounds=(15, 10, 5), idle_seconds=30)}
 SCALE = SCALES[os.environ.get("DORMANT_SOAK", "short")]
 
