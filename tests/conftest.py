@@ -1,6 +1,6 @@
 """Shared pytest configuration (asyncio mode is `auto`, see pyproject.toml).
 
-The real servers (a moto server and dynalite, tests/servers.py) start once per session on 127.0.0.1,
+The real servers (DynamoDB Local, a moto server and dynalite, tests/servers.py) start once per session on 127.0.0.1,
 only when a test asks for them; fake AWS credentials make sure nothing can reach a real account.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import Dynalite, MotoServer, fake_aws_environment, scrubbed_variables
+from tests.servers import Dynalite, DynamoDBLocal, MotoServer, fake_aws_environment, scrubbed_variables
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -43,6 +43,20 @@ def dynalite_server_process() -> Iterator[Dynalite]:
 
 
 @pytest.fixture(scope="session")
+def dynamodb_local_server_process() -> Iterator[DynamoDBLocal]:
+    server = DynamoDBLocal()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local_server(dynamodb_local_server_process: DynamoDBLocal) -> str:
+    """Endpoint URL of the session's DynamoDB Local (AWS's own emulator: DynamoDB only)."""
+    return dynamodb_local_server_process.endpoint
+
+
+@pytest.fixture(scope="session")
 def moto_server(moto_server_process: MotoServer) -> str:
     """Endpoint URL of the session's moto server (DynamoDB, SQS, ...)."""
     return moto_server_process.endpoint
@@ -52,8 +66,6 @@ def moto_server(moto_server_process: MotoServer) -> str:
 def dynalite_server(dynalite_server_process: Dynalite) -> str:
     """Endpoint URL of the session's dynalite server (DynamoDB only)."""
     return dynalite_server_process.endpoint
-
-
 
 
 @pytest.fixture(scope="session")

@@ -37,7 +37,7 @@ def store_settings(endpoint: str, **overrides: Any) -> Settings:
                     **overrides)
 
 
-@pytest.fixture(params=["moto", "dynalite"])
+@pytest.fixture(params=["dynamodb_local", "moto", "dynalite"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[DynamoEventStore]:
     """A DynamoEventStore on a freshly created table, on each server in turn; the server is reset after."""
     server = server_for(request, request.param)

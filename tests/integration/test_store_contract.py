@@ -20,7 +20,7 @@ from tests.integration.conftest import server_for, shared_session, store_setting
 T0 = 1_767_225_600.0
 
 
-@pytest.fixture(params=["memory", "moto", "dynalite", "moto-threads"])
+@pytest.fixture(params=["memory", "dynamodb_local", "dynamodb_local-threads", "moto", "dynalite"])
 async def any_store(request: pytest.FixtureRequest) -> AsyncIterator[EventStore]:
     """Each store; `moto-threads` is the DynamoDB store on botocore's client in threads (what the Lambda
     functions run, dormant.aws.clients) rather than aiobotocore's."""

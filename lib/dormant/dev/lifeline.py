@@ -23,7 +23,8 @@ from collections.abc import Callable
 PR_SET_PDEATHSIG = 1
 
 
-def _death_signal(signum: int) -> bool:
+def death_signal(signum: int) -> bool:
+    """Ask Linux to send `signum` to this process when its parent (thread) dies; False where it cannot."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -43,7 +44,7 @@ def watch_parent(parent_pid: int, on_death: Callable[[], None], *, pipe_fd: int 
             fired.set()
             on_death()
 
-    _death_signal(signal.SIGTERM)
+    death_signal(signal.SIGTERM)
     if os.getppid() != parent_pid:  # the parent died before the signal was armed
         die()
         return
