@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dormant.workflow.errors import DormantError
+
+if TYPE_CHECKING:
+    from dormant.limits import Limit
 
 
 class UnknownActorError(DormantError):
@@ -41,6 +46,14 @@ class InvalidKeyError(DormantError):
     """An actor key is not a non-empty list of non-empty strings."""
 
 
+class InvalidMessageIdError(DormantError, ValueError):
+    """A caller-given message id (an Idempotency-Key) that cannot name a stored message (dormant.limits)."""
+
+
+class InvalidSettingError(DormantError, ValueError):
+    """A setting the services would refuse (a table or queue name DynamoDB or SQS cannot take: dormant.limits)."""
+
+
 class ActorNotFoundError(DormantError):
     """The actor has not been created yet (no request went through a handle)."""
 
@@ -53,8 +66,15 @@ class StorageError(DormantError):
     """The event store failed; the operation changed nothing or is safe to retry."""
 
 
-class ItemTooLargeError(StorageError):
-    """A record is over the store's item size limit; retrying cannot help."""
+class StorageRefusedError(StorageError):
+    """The store refused a request as invalid (DynamoDB's ValidationException): retrying cannot help. Dormant's
+    own checks (dormant.limits) refuse such values before anything is written; this is what is left."""
+
+
+class ItemTooLargeError(StorageRefusedError):
+    """A record is over the store's item size limit (dormant.limits); retrying cannot help."""
+
+    limit: Limit | None = None  # the limit it is over (dormant.limits), when Dormant's own check refused it
 
 
 class TransportError(DormantError):

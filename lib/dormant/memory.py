@@ -199,6 +199,18 @@ class MemoryEventStore:
         self._leave(when, "commit")
         return record.version
 
+    # The checks before any write (EventStore): memory has no item limit of its own. The limits every store
+    # shares (keys, message ids, a message's size in its wake-up) are checked by the runtime for all of them.
+    def check_message(self, ref: ActorRef, message: InboxMessage) -> None:
+        """Memory holds any message."""
+
+    def check_creation(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any],
+                       events: list[tuple[str, Any]]) -> None:
+        """Memory holds any actor."""
+
+    def check_commit(self, ref: ActorRef, version: int, draft: CommitDraft) -> None:
+        """Memory holds any commit."""
+
     async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
         when = self._enter("enqueue")
         record = self._actors.get(ref.id)

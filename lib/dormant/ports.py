@@ -16,15 +16,16 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dormant.errors import InvalidCursorError, InvalidKeyError
+from dormant.limits import ACTOR_ID, CARRIED_MESSAGE, KEY_PART, check_actor_id
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
-MAX_KEY_PART = 512
-MAX_CARRIED_BYTES = 240 * 1024
+MAX_KEY_PART = KEY_PART.maximum
+MAX_CARRIED_BYTES = CARRIED_MESSAGE.maximum
 """Largest message (its JSON, plus the actor's input when the send creates the actor) a wake-up carries:
 one SQS message is 256 KiB; the rest is the wake-up's envelope (actor, key: under 16 KiB)."""
-MAX_ID_BYTES = 2048  # DynamoDB's partition key limit: the whole storage id (name and key, encoded)
+MAX_ID_BYTES = ACTOR_ID.maximum  # the `status` index's sort key holds it (dormant.limits)
 
 
 class ActorRef(BaseModel):
@@ -53,11 +54,7 @@ class ActorRef(BaseModel):
 
     @model_validator(mode="after")
     def _check_id_size(self) -> ActorRef:
-        size = len(self.id.encode())
-        if size > MAX_ID_BYTES:
-            raise InvalidKeyError(f"the actor's storage key (type name and key parts, percent-encoded) is {size} "
-                                  f"bytes; DynamoDB's partition key limit is {MAX_ID_BYTES} bytes. Use a shorter key "
-                                  "(a non-ASCII character takes 6 to 12 bytes once encoded)")
+        check_actor_id(self.id)
         return self
 
     @functools.cached_property
@@ -210,6 +207,22 @@ class EventStore(Protocol):
 
     async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
         """Persist a message idempotently by id; False when this id was seen before."""
+        ...
+
+    # The checks every request path makes before its first write (no I/O; dormant.limits): a value the store
+    # cannot hold is refused up front with ItemTooLargeError naming the limit, and nothing is stored or sent.
+    def check_message(self, ref: ActorRef, message: InboxMessage) -> None:
+        """Raise if `enqueue(ref, message)` could not store the message."""
+        ...
+
+    def check_creation(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any],
+                       events: list[tuple[str, Any]]) -> None:
+        """Raise if `create` could not store this actor's first version."""
+        ...
+
+    def check_commit(self, ref: ActorRef, version: int, draft: CommitDraft) -> None:
+        """Raise if a commit of `draft` on `version` could not be stored. A store that has not read `version`
+        may let it pass: `commit` checks again before it writes, and raises the same error then."""
         ...
 
     async def message_fingerprint(self, ref: ActorRef, message_id: str) -> str | None:

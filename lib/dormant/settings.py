@@ -8,14 +8,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from dormant.limits import check_queue_name, check_table_name
 
 
 class Settings(BaseSettings):
     """Configuration of the DynamoDB store, the SQS transport, the worker and the API.
 
-    Build it with `Settings()` (environment) or `Settings(table="t", endpoint_url=...)` (tests).
+    Build it with `Settings()` (environment) or `Settings(table="my-table", endpoint_url=...)` (tests). Names the
+    services would refuse (a table name under 3 characters, a queue name with a space, a FIFO queue without
+    `.fifo`) fail here, naming the setting (dormant.limits), not later at CreateTable.
     """
 
     model_config = SettingsConfigDict(env_prefix="DORMANT_", extra="ignore", populate_by_name=True)
@@ -112,6 +116,21 @@ class Settings(BaseSettings):
     api_max_wait: float = Field(25.0, gt=0)
     """Longest the HTTP API holds a request for `send(wait=True)` or an events long-poll
     (DORMANT_API_MAX_WAIT); API Gateway cuts requests at 30 s."""
+
+    @field_validator("table")
+    @classmethod
+    def _check_table(cls, name: str) -> str:
+        return check_table_name(name, "table (DORMANT_TABLE)")
+
+    @field_validator("queue_name", "fifo_dlq_name")
+    @classmethod
+    def _check_fifo_queue(cls, name: str, info: ValidationInfo) -> str:
+        return check_queue_name(name, f"{info.field_name} (DORMANT_{str(info.field_name).upper()})", fifo=True)
+
+    @field_validator("timer_queue_name", "dlq_name")
+    @classmethod
+    def _check_standard_queue(cls, name: str, info: ValidationInfo) -> str:
+        return check_queue_name(name, f"{info.field_name} (DORMANT_{str(info.field_name).upper()})", fifo=False)
 
     def jwt_audiences(self) -> set[str]:
         return {part.strip() for part in (self.jwt_audience or "").split(",") if part.strip()}

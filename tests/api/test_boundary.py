@@ -258,14 +258,17 @@ def test_one_rule_says_which_states_take_messages() -> None:
 
 
 # -- keys --------------------------------------------------------------------------------------------------
-def test_a_key_whose_storage_id_is_over_2048_bytes_is_refused_in_process() -> None:
+def test_a_key_whose_storage_id_is_over_the_actor_id_limit_is_refused_in_process() -> None:
+    """1,011 bytes: the `status` index's sort key `<status>#<actor id>` must fit DynamoDB's 1,024 (dormant.limits)."""
+    from dormant.limits import ACTOR_ID
     from dormant.ports import ActorRef
 
-    ActorRef(name="a", key=("k" * 500,) * 4)  # 2006 bytes: fine
-    with pytest.raises(InvalidKeyError, match="2048"):
-        ActorRef(name="a", key=("k" * 500,) * 5)
-    with pytest.raises(InvalidKeyError, match="2048"):
-        ActorRef(name="a", key=("é" * 400,))
+    assert ACTOR_ID.maximum == 1011
+    assert len(ActorRef(name="a", key=("k" * 500, "k" * 508)).id) == 1011  # the largest that works
+    with pytest.raises(InvalidKeyError, match="1,011 bytes"):
+        ActorRef(name="a", key=("k" * 500, "k" * 509))  # one past it
+    with pytest.raises(InvalidKeyError, match="status"):
+        ActorRef(name="a", key=("é" * 170,))  # 1,020 bytes percent-encoded
     with pytest.raises(InvalidKeyError, match="surrogate"):
         ActorRef(name="a", key=("\ud800",))
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dormant.errors import ItemTooLargeError
+from dormant.limits import ITEM, Limit
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
 from dormant.workflow.history import HistoryEntry, WorkflowRecord
 
-ITEM_LIMIT = 400 * 1024  # DynamoDB's item size limit, in bytes (names + values)
+ITEM_LIMIT = ITEM.maximum  # every item the store writes stays within this (dormant.limits: moto's is lower than AWS's)
 RING_PREFIX = "c#"
 
 
@@ -127,6 +128,10 @@ class Head:
         return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": self.history,
                 "seq": self.event_seq}
 
+    def full_bytes(self) -> int:
+        """JSON bytes of everything a snapshot of this version holds."""
+        return sum(self.sizes.values()) + self.state_bytes + self.workflow_bytes + self.meta_bytes
+
     def full_parts(self) -> list[tuple[str, int]]:
         """(what, bytes) of everything a snapshot of this version holds, for size errors."""
         parts = [(f"history entry {loc!r}", size) for loc, size in self.sizes.items()]
@@ -153,10 +158,15 @@ class TornRead(Exception):
     """The ring changed while it was being read (no gap-free chain to a snapshot): read again."""
 
 
-def too_large(ref: ActorRef, what: str, size: int, parts: Iterable[tuple[str, int]]) -> ItemTooLargeError:
+def too_large(ref: ActorRef, what: str, size: int, parts: Iterable[tuple[str, int]],
+              limit: Limit = ITEM) -> ItemTooLargeError:
+    parts = list(parts)
     biggest = max(parts, key=lambda part: part[1], default=("(nothing)", 0))
-    return ItemTooLargeError(
-        f"{what} of an actor of type {ref.name!r} is {size} bytes, over DynamoDB's item limit of {ITEM_LIMIT} "
-        "bytes (400 KB); "
-        f"the biggest part is {biggest[0]} ({biggest[1]} bytes). Keep step outputs, messages and state small: "
+    error = ItemTooLargeError(
+        f"{what} of an actor of type {ref.name!r} is {size:,} bytes, over the limit ({limit.name}): "
+        f"{limit.describe()}. "
+        f"The biggest of its {len(parts):,} parts is {biggest[0]} ({biggest[1]:,} bytes). Keep step outputs, "
+        "messages and state small, and the entries of one run few: "
         "store large payloads elsewhere (e.g. S3) and record a reference. Retrying cannot help.")
+    error.limit = limit
+    return error

@@ -45,10 +45,12 @@ class InboxItems:
         self._last_order_ns = 0
         self._fingerprints: OrderedDict[tuple[str, str], str] = OrderedDict()
 
-    def item(self, ref: ActorRef, message: InboxMessage) -> dict[str, Any]:
+    def item(self, ref: ActorRef, message: InboxMessage, *, order: int | None = None) -> dict[str, Any]:
+        """The pending item; `order` None takes the next send-order stamp (a check passes a stand-in: its size
+        is the same, 20 digits)."""
         fingerprint = message.fingerprint()
         return {"pk": {"S": ref.id}, "sk": {"S": INBOX_PREFIX + message.id},
-                "pq": {"S": f"{self._order_ns():020d}#{message.id}"},
+                "pq": {"S": f"{self._order_ns() if order is None else order:020d}#{message.id}"},
                 "m": {"S": dumps(message.model_dump(mode="json"))}, "h": {"S": fingerprint},
                 "et": {"N": repr(self._now())}}  # enqueue time on the store's clock (the commits' clock)
 

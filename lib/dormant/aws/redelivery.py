@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dormant.aws.transport import QueueUrls, group_id
-from dormant.errors import ItemTooLargeError, StorageError, TransportError, VersionConflict, WakeFailedError
+from dormant.errors import StorageError, StorageRefusedError, TransportError, VersionConflict, WakeFailedError
 from dormant.ports import ActorRef
 from dormant.settings import Settings
 
@@ -40,7 +40,7 @@ _BATCH_BYTES = 240 * 1024  # SQS: 256 KiB per SendMessageBatch request
 
 def is_transient(error: BaseException) -> bool:
     """Errors of the infrastructure, not of the actor: retried for as long as it takes, never dead-lettered."""
-    if isinstance(error, ItemTooLargeError):
+    if isinstance(error, StorageRefusedError):  # the store refuses the request itself: retrying cannot help
         return False
     return isinstance(error, (StorageError, TransportError, VersionConflict, WakeFailedError))
 

@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -31,16 +31,15 @@ from dormant.aws.items import (
     commit_payload,
     compress,
     dumps,
-    item_size,
     json_size,
     ring_key,
-    too_large,
 )
 from dormant.aws.listing import STATUS_SK, StatusItems
 from dormant.aws.messages import InboxItems
 from dormant.aws.side import EVENTS_PREFIX, RESPONSE_PREFIX, SideItems
+from dormant.aws.sizes import SizeChecks, side_parts_of
 from dormant.aws.table import PENDING_INDEX, TTL_ATTRIBUTE, client_config, create_table, table_definition
-from dormant.errors import ItemTooLargeError, StorageError, VersionConflict
+from dormant.errors import StorageError, StorageRefusedError, VersionConflict
 from dormant.ports import (
     ActorMeta,
     ActorPage,
@@ -90,7 +89,7 @@ class DynamoEventStore:
         self._cache: OrderedDict[tuple[str, int], Head] = OrderedDict()
         self._cache_size = cache_size
         self._now = clock
-        self.item_limit = ITEM_LIMIT  # tests raise it to reach the server's own check
+        self.sizes = SizeChecks()  # dormant.aws.sizes
         self._side = SideItems(self._call, self.table, self._expired)
         self._inbox = InboxItems(self._call, self._put_if, self._put_all, self.table, now=clock,
                                  dedupe_ttl_seconds=self.settings.dedupe_ttl_seconds)
@@ -108,23 +107,24 @@ class DynamoEventStore:
         async with open_client("dynamodb", settings, session=session) as client:
             yield cls(client, settings, **options)
 
+    @property
+    def item_limit(self) -> int:
+        """Bytes per item the store writes at most (tests raise it to reach a server's own check)."""
+        return self.sizes.item_limit
+
+    @item_limit.setter
+    def item_limit(self, value: int) -> None:
+        self.sizes.item_limit = value
+
     async def create_table(self) -> None:
         await create_table(self.client, self.table)
 
     # -- EventStore ----------------------------------------------------------------------------------
     async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
                      events: list[tuple[str, Any]]) -> bool:
-        meta_json = meta.model_dump(mode="json")
-        workflow_json = workflow.model_dump(mode="json")
-        side = Side(events=[[i + 1, name, payload, meta.created_at] for i, (name, payload) in enumerate(events)],
-                     at=self._now(), listed=(listed_status(workflow.state).value, meta.created_at))
-        full = {"meta": meta_json, "state": dict(state), "workflow": workflow_json, "history": {},
-                "seq": len(events)}
         # Incarnations sort by creation time: a commit of a deleted life never overwrites a later one's items.
         incarnation = f"{time.time_ns():020d}{uuid.uuid4().hex[:8]}"
-        head = Head.from_snapshot(1, self.settings.snapshot_every, full, side, incarnation)
-        item = self._commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
-        self._check_size(ref, "the first commit", item, head.full_parts() + self._side_parts(side))
+        head, item = self._first_commit(ref, meta, state, workflow, events, incarnation)
         if not await self._put_if(item, "attribute_not_exists(pk)", {}):
             return False
         self._remember(ref, head)
@@ -167,27 +167,11 @@ class DynamoEventStore:
         base = await self._base(ref, expected_version)
         version = expected_version + 1
         now = self._now()
-        side = Side(consumed=list(draft.consumed_ids), responses=dict(draft.responses),
-                     events=[[base.event_seq + i + 1, name, payload, draft.committed_at] for i, (name, payload) in
-                             enumerate(draft.events)], at=now)
-        delta: dict[str, Any] = {"u": draft.upserts, "x": draft.deleted_prefixes}
-        if draft.state is not None:
-            delta["s"] = draft.state
-        if draft.workflow is not None:
-            delta["w"] = draft.workflow.model_dump(mode="json")
-        if draft.workflow is not None:
-            listed = listed_status(draft.workflow.state)
-            if listed is not listed_status(WorkflowState(base.workflow["state"])):
-                side.listed = (listed.value, draft.committed_at)  # the status item follows (in _settle)
+        side, delta = _delta(base, draft, now)
         upsert_sizes = [json_size(entry) for entry in draft.upserts]
         head = base.advance(version, delta, side, upsert_sizes)
-        side_parts = self._side_parts(side)
-        # Every version must be able to become a snapshot, so the commit that makes the live history
-        # too big is the one refused (not some later, unrelated one).
-        full_size = sum(size for _, size in head.full_parts()) + sum(size for _, size in side_parts) + 256
-        if full_size > self.item_limit:
-            raise too_large(ref, f"the live history of version {version}", full_size,
-                             head.full_parts() + side_parts)
+        self.sizes.live(ref, head, side)
+        side_parts = side_parts_of(side)
         delta_text_size = sum(upsert_sizes) + json_size(draft.state) + json_size(delta.get("w"))
         snapshot = (version - base.snapshot_version >= base.ring
                     or base.delta_bytes + delta_text_size > SNAPSHOT_AFTER_BYTES)
@@ -202,7 +186,7 @@ class DynamoEventStore:
                                                                                    strict=True)]
             parts += [("state", json_size(draft.state)), ("workflow record", json_size(delta.get("w"))), *side_parts]
         item = self._commit_item(ref, head, payload, snapshot=snapshot, at=now)
-        self._check_size(ref, f"commit {version}", item, parts)
+        self.sizes.item(ref, f"commit {version}", item, parts)
         incarnation = {":c": {"S": base.incarnation}}
         if version <= base.ring:  # a free slot, or one left by a deleted incarnation of the actor
             condition, values = "attribute_not_exists(pk) OR c < :c", incarnation
@@ -221,8 +205,24 @@ class DynamoEventStore:
 
     async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
         item = self._inbox.item(ref, message)
-        self._check_size(ref, "the message", item, self._inbox.parts(message))
+        self.sizes.message_item(ref, item, self._inbox.parts(message))
         return await self._inbox.put(ref, message.id, item)
+
+    # -- the checks before any write (EventStore; dormant.limits) ----------------------------------------------
+    def check_message(self, ref: ActorRef, message: InboxMessage) -> None:
+        self.sizes.message_item(ref, self._inbox.item(ref, message, order=0), self._inbox.parts(message))
+
+    def check_creation(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any],
+                       events: list[tuple[str, Any]]) -> None:
+        self._first_commit(ref, meta, state, WorkflowRecord(), events, "0" * 28)
+
+    def check_commit(self, ref: ActorRef, version: int, draft: CommitDraft) -> None:
+        base = self._cache.get((ref.id, version))
+        if base is None:
+            return  # not read here: the commit itself checks before it writes
+        side, delta = _delta(base, draft, draft.committed_at)
+        head = base.advance(version + 1, delta, side)
+        self.sizes.live(ref, head, side)
 
     async def message_fingerprint(self, ref: ActorRef, message_id: str) -> str | None:
         return await self._inbox.fingerprint(ref, message_id)
@@ -326,18 +326,18 @@ class DynamoEventStore:
             item["snap"] = {"BOOL": True}
         return item
 
-    def _check_size(self, ref: ActorRef, what: str, item: dict[str, dict[str, Any]],
-                    parts: Iterable[tuple[str, int]]) -> None:
-        size = item_size(item)
-        if size > self.item_limit:
-            raise too_large(ref, what, size, parts)
-
-    @staticmethod
-    def _side_parts(side: Side) -> list[tuple[str, int]]:
-        parts = [(f"the response to message {mid!r}", json_size(r)) for mid, r in side.responses.items()]
-        if side.events:
-            parts.append(("the events of this commit", json_size(side.events)))
-        return parts
+    def _first_commit(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
+                      events: list[tuple[str, Any]], incarnation: str) -> tuple[Head, dict[str, dict[str, Any]]]:
+        """Version 1 as a head and its item, checked against the item limit."""
+        side = Side(events=[[i + 1, name, payload, meta.created_at] for i, (name, payload) in enumerate(events)],
+                    at=self._now(), listed=(listed_status(workflow.state).value, meta.created_at))
+        full = {"meta": meta.model_dump(mode="json"), "state": dict(state),
+                "workflow": workflow.model_dump(mode="json"), "history": {}, "seq": len(events)}
+        head = Head.from_snapshot(1, self.settings.snapshot_every, full, side, incarnation)
+        item = self._commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
+        self.sizes.item(ref, "the first commit", item, head.full_parts() + side_parts_of(side))
+        self.sizes.live(ref, head, side)
+        return head, item
 
     async def _base(self, ref: ActorRef, expected_version: int) -> Head:
         """The materialized version a commit builds on; settled, so nothing of it can be lost."""
@@ -399,13 +399,15 @@ class DynamoEventStore:
         try:
             return await method(**kwargs)
         except ClientError as error:
+            # Classified by the error code, never by its message: servers word them differently.
             code = error.response.get("Error", {}).get("Code", "")
             message = error.response.get("Error", {}).get("Message", "")
             if code == "ConditionalCheckFailedException":
                 raise ConditionFailed() from None
-            if code == "ValidationException" and "size" in message.lower():
-                raise ItemTooLargeError(f"DynamoDB refused an item of table {self.table} as over its 400 KB "
-                                        f"limit ({message}); retrying cannot help") from error
+            if code == "ValidationException":
+                raise StorageRefusedError(f"DynamoDB refused {operation} on {self.table} as invalid ({code}: "
+                                          f"{message}); retrying cannot help. Dormant's checks should have refused "
+                                          "this value before: please report it") from error
             raise StorageError(f"DynamoDB {operation} on {self.table} failed: {code}: {message}") from error
         except BotoCoreError as error:
             raise StorageError(f"DynamoDB {operation} on {self.table} failed: {error}") from error
@@ -425,6 +427,22 @@ class DynamoEventStore:
         # DynamoDB deletes expired items lazily (and dynalite never): filter on read.
         expires = item.get(TTL_ATTRIBUTE)
         return expires is not None and float(expires["N"]) < self._now()
+
+
+def _delta(base: Head, draft: CommitDraft, now: float) -> tuple[Side, dict[str, Any]]:
+    """What a commit of `draft` on `base` stores: its side work and its delta payload."""
+    side = Side(consumed=list(draft.consumed_ids), responses=dict(draft.responses),
+                events=[[base.event_seq + i + 1, name, payload, draft.committed_at] for i, (name, payload) in
+                        enumerate(draft.events)], at=now)
+    delta: dict[str, Any] = {"u": draft.upserts, "x": draft.deleted_prefixes}
+    if draft.state is not None:
+        delta["s"] = draft.state
+    if draft.workflow is not None:
+        delta["w"] = draft.workflow.model_dump(mode="json")
+        listed = listed_status(draft.workflow.state)
+        if listed is not listed_status(WorkflowState(base.workflow["state"])):
+            side.listed = (listed.value, draft.committed_at)  # the status item follows (in _settle)
+    return side, delta
 
 
 _SNAKE = {"GetItem": "get_item", "PutItem": "put_item", "Query": "query", "BatchWriteItem": "batch_write_item",

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dormant.errors import (
     InvalidMessageError,
+    ItemTooLargeError,
     SendFailedError,
     StorageError,
     TransportError,
@@ -62,6 +63,8 @@ RETRY_AFTER_SECONDS = 1
 # messages do), so clients get these instead; the logs keep the original.
 _UNAVAILABLE = {
     "storage_unavailable": "the store is unavailable; nothing was changed or it is safe to retry",
+    "refused_by_store": "the store refused to hold this value (nothing was changed): a limit Dormant does not check "
+                        "yet; the API's log has the store's own message",
     "queue_unavailable": "the wake-up queue is unavailable; nothing was sent, retry",
 }
 
@@ -76,6 +79,8 @@ def from_exception(error: Exception) -> ApiError | None:
                 detail = to_jsonable_python(error.errors, fallback=str)
             elif isinstance(error, InvalidJsonError):
                 detail = {"path": error.path, "rule": error.rule}
+            elif isinstance(error, ItemTooLargeError) and error.limit is not None:
+                detail = {"limit": error.limit.name, "maximum": error.limit.maximum, "unit": error.limit.unit}
             elif isinstance(error, SendFailedError):
                 detail = {"id": error.message_id, "stored": error.stored}
             elif isinstance(error, (StorageError, TransportError)) and code in _UNAVAILABLE:

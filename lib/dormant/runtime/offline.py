@@ -92,6 +92,9 @@ class _ReplayHost:
     def step_context(self, run: StepRun) -> Any:
         raise _Frontier(run.location)
 
+    def check_commit(self, draft: CommitDraft) -> None:
+        """Offline replay stops at the first new step (its body never runs), so it never commits."""
+
 
 async def replay_snapshot(registry: Registry, snapshot: ActorSnapshot) -> ReplayReport:
     definition = registry.get(snapshot.ref.name)

@@ -24,10 +24,12 @@ from dormant.errors import (
     ItemTooLargeError,
     SendFailedError,
     StorageError,
+    StorageRefusedError,
     TransportError,
     VersionConflict,
     WakeFailedError,
 )
+from dormant.limits import CARRIED_MESSAGE, check_message_id
 from dormant.models import ActorStatus, SendResult, WaitingFor
 from dormant.ports import (
     FINISHED,
@@ -119,7 +121,9 @@ class ActorService:
         input_json = to_json(actor_input, "the actor's input")
         prepared = await self._prepare_creation(definition, ref, input_json, caller)
         if wake and definition.workflow_fn is not None:
-            await self.transport.wake(ref, reason="create", creation=Creation(input=input_json, caller=caller))
+            creation = Creation(input=input_json, caller=caller)
+            _check_carried_size(None, creation)
+            await self.transport.wake(ref, reason="create", creation=creation)
         return await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events)
 
     async def _prepare_creation(self, definition: ActorDefinition, ref: ActorRef, input_json: Any,
@@ -136,6 +140,7 @@ class ActorService:
                 await result
         state = cell.check("on_create")
         meta = ActorMeta(name=ref.name, key=ref.key, created_at=self.clock.now(), input=input_json)
+        self.store.check_creation(ref, meta, state, events)  # before anything is sent or written
         return _Creation(meta, state, events)
 
     # -- queues ------------------------------------------------------------------------------
@@ -151,6 +156,8 @@ class ActorService:
         (`derived_id`) are only deduplicated: a re-run step re-sends, and the first send stands."""
         definition = self.registry.get(ref.name)
         validated = definition.queue_spec(queue_name).validate_body(queue_name, body)
+        if message_id is not None:
+            check_message_id(message_id)
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=queue_name,
                                body=to_json(validated, f'the body of queue "{queue_name}"'),
                                created_at=self.clock.now(), sender=sender)
@@ -167,6 +174,7 @@ class ActorService:
             raise ActorFinishedError(f"the actor is {state.value}: its workflow takes no more messages (delete the "
                                      "actor to start it afresh)")
         _check_carried_size(message, creation)
+        self.store.check_message(ref, message)
         await self._deliver(ref, message, creation=creation, compare=message_id is not None and not derived_id)
         if rule == "hold":
             return SendResult(status="queued", id=message.id, workflow=state)
@@ -194,7 +202,7 @@ class ActorService:
             if prepared is not None:
                 await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events)
             new = await self.store.enqueue(ref, message)
-        except ItemTooLargeError:
+        except StorageRefusedError:  # the store refuses it: so will the worker, which drops it (runtime.wake)
             raise
         except StorageError as error:
             log.warning("send to %s: the store failed after the wake-up was sent: %s", ref, error)
@@ -212,10 +220,13 @@ class ActorService:
                               message_id: str | None = None, sender: Caller | None = None) -> str:
         definition = self.registry.get(ref.name)
         validated = definition.validate_arguments(action, args)
+        if message_id is not None:
+            check_message_id(message_id)
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=action, kind="action",
                                args=to_json(validated, f'the arguments of action "{action}"'),
                                created_at=self.clock.now(), not_before=at, sender=sender)
         _check_carried_size(message, None)
+        self.store.check_message(ref, message)
         await self._deliver(ref, message, at=at)
         return message.id
 
@@ -251,6 +262,12 @@ class ActorService:
             args = definition.validate_arguments(message.queue, message.args)
             await self._run_action(definition, snapshot, fn, args, f"{snapshot.ref.id}|{message.id}",
                                    consumed=message.id, caller=message.sender)
+        except StorageRefusedError as error:  # its changes cannot be stored: like any other failure, dropped
+            log.error("scheduled action %s of %s failed and is dropped: its commit cannot be stored: %s",
+                      message.queue, snapshot.ref, error)
+            await self.store.commit(snapshot.ref, snapshot.version, CommitDraft(
+                upserts=[], deleted_prefixes=[], state=None, consumed_ids=[message.id], responses={}, events=[],
+                workflow=None, committed_at=self.clock.now()))
         except (StorageError, TransportError, VersionConflict):
             raise
         except Exception as error:
@@ -338,16 +355,18 @@ class ActorService:
                 return
 
 
-def _check_carried_size(message: InboxMessage, creation: Creation | None) -> None:
+def _check_carried_size(message: InboxMessage | None, creation: Creation | None) -> None:
     """The wake-up carries the message (and the actor's input): it must fit one SQS message."""
-    size = len(message.model_dump_json().encode())
+    size = len(message.model_dump_json().encode()) if message is not None else 0
     if creation is not None:
         size += len(creation.model_dump_json().encode())
     if size > MAX_CARRIED_BYTES:
-        raise ItemTooLargeError(f"the message is {size} bytes as JSON (with the actor's input when it creates the "
-                                f"actor); the limit is {MAX_CARRIED_BYTES} bytes, because its wake-up carries it "
-                                "whole (one SQS message: 256 KiB). Store large payloads elsewhere (e.g. S3) and "
-                                "send a reference")
+        what = "the message" if message is not None else "the actor's input"
+        error = ItemTooLargeError(f"{what} is {size:,} bytes as JSON (with the actor's input when it creates the "
+                                  f"actor), over the limit ({CARRIED_MESSAGE.name}): {CARRIED_MESSAGE.describe()}. Store large "
+                                  "payloads elsewhere (e.g. S3) and send a reference")
+        error.limit = CARRIED_MESSAGE
+        raise error
 
 
 def _check_arguments(action: str, args: Sequence[Any]) -> None:

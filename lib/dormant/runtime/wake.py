@@ -4,12 +4,12 @@ workflow -> commit (conditionally on the version read) -> schedule the next wake
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dormant.actor import ActorDefinition
-from dormant.errors import VersionConflict, WakeFailedError
+from dormant.errors import InvalidMessageIdError, StorageRefusedError, VersionConflict, WakeFailedError
 from dormant.ports import ActorRef, ActorSnapshot, Creation, InboxMessage
 from dormant.runtime.collector import relaxed_collector
 from dormant.runtime.contexts import HookContext, StepContext, call_hook
@@ -17,7 +17,7 @@ from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
 from dormant.runtime.waits import WakeWaits, horizon
 from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
-from dormant.workflow.history import QueuedMessage, WorkflowRecord
+from dormant.workflow.history import ErrorInfo, QueuedMessage, WorkflowRecord, WorkflowState
 from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted, WakeRestart
 
@@ -46,8 +46,9 @@ class ActorHost:
     """The engine's view of one actor during one wake-up (implements WorkflowHost)."""
 
     def __init__(self, service: ActorService, definition: ActorDefinition, snapshot: ActorSnapshot,
-                 state: StateCell, vars: Any) -> None:
+                 state: StateCell, vars: Any, version: Callable[[], int]) -> None:
         self._service = service
+        self._version = version
         self._definition = definition
         self._snapshot = snapshot
         self._state = state
@@ -62,6 +63,9 @@ class ActorHost:
 
     def encode_response(self, queue: str, response: Any) -> Any:
         return self._definition.queue_spec(queue).validate_response(queue, response)
+
+    def check_commit(self, draft: CommitDraft) -> None:
+        self._service.store.check_commit(self._snapshot.ref, self._version(), draft)
 
     def step_context(self, run: StepRun) -> StepContext:
         ref = self._snapshot.ref
@@ -126,6 +130,11 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
             if isinstance(aborted.cause, VersionConflict):
                 lost_races += 1
                 continue
+            if isinstance(aborted.cause, StorageRefusedError):
+                # A commit the store cannot hold, with no step to blame (a step's too-big result or state fails
+                # that step's attempt before this: Execution.check_storable). Retrying the wake-up would fail on
+                # every receive; the actor fails with the error instead, visible and resumable after a fix.
+                return await _fail_unstorable(service, ref, aborted.cause, attempt)
             raise aborted.cause from None
         except WakeRestart:
             serial = True
@@ -138,6 +147,28 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
     raise WakeFailedError(f"wake-up of {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")
 
 
+async def _fail_unstorable(service: ActorService, ref: ActorRef, error: StorageRefusedError,
+                           attempt: int) -> WakeReport:
+    """Record the actor `failed` with `error` (nothing else of the wake-up's unstored work is kept: the messages
+    it would have consumed stay in the inbox). `dormant resume` runs the workflow again from its last commit."""
+    log.error("%s failed: a commit of its workflow cannot be stored: %s", ref, error)
+    for _ in range(MAX_CONFLICT_RETRIES):
+        snapshot = await service.store.load(ref)
+        if snapshot is None:
+            return WakeReport(ref=ref, outcome="missing", attempts=attempt)
+        record = snapshot.workflow.model_copy(update={
+            "state": WorkflowState.FAILED, "error": ErrorInfo(type=type(error).__name__, message=str(error)),
+            "waiting_for": [], "deadline": None, "retry_at": None})
+        try:
+            await service.store.commit(ref, snapshot.version, CommitDraft(
+                upserts=[], deleted_prefixes=[], state=None, consumed_ids=[], responses={}, events=[],
+                workflow=record, committed_at=service.clock.now()))
+        except VersionConflict:
+            continue
+        return WakeReport(ref=ref, outcome=WorkflowState.FAILED.value, record=record, commits=1, attempts=attempt)
+    raise WakeFailedError(f"recording the failure of {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")
+
+
 async def _complete_requests(service: ActorService, ref: ActorRef, snapshot: ActorSnapshot | None,
                              messages: Sequence[InboxMessage], creation: Creation | None) -> ActorSnapshot | None:
     """Store what the wake-ups carried and the store lacks: the actor (if a request meant to create it) and
@@ -147,7 +178,13 @@ async def _complete_requests(service: ActorService, ref: ActorRef, snapshot: Act
         if creation is None:
             return None
         log.info("creating %s from its wake-up (the request that sent it did not get to)", ref)
-        await service.create_actor(ref, creation.input, wake=False, caller=creation.caller)
+        try:
+            await service.create_actor(ref, creation.input, wake=False, caller=creation.caller)
+        except (StorageRefusedError, InvalidMessageIdError) as error:
+            # Only a wake-up sent before these checks existed can carry what the store refuses; its request was
+            # answered with the refusal. Retrying it would fail on every receive.
+            log.error("the creation of %s carried by its wake-up cannot be stored and is dropped: %s", ref, error)
+            return None
         snapshot = await service.store.load(ref)
         if snapshot is None:
             return None
@@ -156,8 +193,12 @@ async def _complete_requests(service: ActorService, ref: ActorRef, snapshot: Act
         return snapshot
     stored = 0
     for message in missing:
-        if await service.store.enqueue(ref, message):
-            stored += 1
+        try:
+            if await service.store.enqueue(ref, message):
+                stored += 1
+        except (StorageRefusedError, InvalidMessageIdError) as error:  # as for a creation, above
+            log.error("message %s of %s carried by its wake-up cannot be stored and is dropped: %s", message.id,
+                      ref, error)
     if stored:
         log.info("stored %d message(s) of %s from their wake-ups (the sends did not get to)", stored, ref)
     # Read again even if none was stored here: the send that was still under way stored it meanwhile (the
@@ -186,7 +227,8 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
 
     inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at, sender=m.sender)
              for m in snapshot.inbox if m.kind == "queue"]
-    execution = Execution(host=ActorHost(service, definition, snapshot, state, vars), entries=snapshot.history,
+    execution = Execution(host=ActorHost(service, definition, snapshot, state, vars, lambda: version),
+                          entries=snapshot.history,
                           record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
                           checkpointer=commit, serial=serial, workflow_input=snapshot.meta.input,
                           race_winners=race_winners,

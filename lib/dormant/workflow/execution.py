@@ -112,6 +112,11 @@ class WorkflowHost(Protocol):
 
     def step_context(self, run: StepRun) -> Any: ...
 
+    def check_commit(self, draft: CommitDraft) -> None:
+        """Raise (an exception naming the limit) if a commit of `draft` on the actor's current version could not
+        be stored; no I/O. How a step whose result or state change is too big to store fails that attempt."""
+        ...
+
 
 @dataclass
 class CommitDraft:
@@ -255,6 +260,28 @@ class Execution:
 
     def add_response(self, message_id: str, response: Any) -> None:
         self._responses[message_id] = response
+
+    def check_storable(self, entry: Entry, output: Any, state: dict[str, Any] | None,
+                       events: list[tuple[str, Any]]) -> None:
+        """Raise if `entry` completed with `output` (and `state`, `events`) could not be committed: called before
+        a step's result is accepted, so a value too big to store fails the attempt, not the wake-up."""
+        preview = entry.to_json()
+        preview["status"] = "completed"
+        if output is not None:
+            preview["output"] = output
+        upserts = [e.to_json() for loc, e in self._dirty.items() if loc != entry.location] + [preview]
+        self.host.check_commit(CommitDraft(
+            upserts=upserts, deleted_prefixes=list(self._deleted), consumed_ids=list(self._consumed),
+            state=state if state is not None and state != self.state.committed else None,
+            responses=dict(self._responses), events=[*self.events, *events], workflow=None,
+            committed_at=self.now()))
+
+    def check_response(self, message_id: str, response: Any) -> None:
+        """Raise if a completable message's response could not be committed (before it is recorded)."""
+        self.host.check_commit(CommitDraft(
+            upserts=[e.to_json() for e in self._dirty.values()], deleted_prefixes=list(self._deleted),
+            consumed_ids=list(self._consumed), state=None, responses={**self._responses, message_id: response},
+            events=list(self.events), workflow=None, committed_at=self.now()))
 
     # ---- rollback handlers ---------------------------------------------------------------
     def register_rollback(self, entry: Entry, handler: RollbackHandler) -> None:

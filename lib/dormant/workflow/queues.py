@@ -130,6 +130,7 @@ class QueueApi:
                 self._uncompleted.pop(recorded.id, None)
                 return  # replay: the response is already stored
             encoded = ex.host.encode_response(recorded.name, response)  # may raise: then nothing changed
+            ex.check_response(recorded.id, encoded)  # too big to store: raises here, catchable, nothing changed
             done_in_this_run = True
             self._uncompleted.pop(recorded.id, None)
             ex.add_response(recorded.id, encoded)

@@ -88,8 +88,10 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
                 async with asyncio.timeout(limit):
                     result = await result
         output = to_json(result, f'the result of step "{name}"')
-        if run.touched_state:  # a state change that would not load back fails the attempt, like any error
-            ex.state.check(f'step "{name}"')
+        # A state change that would not load back, or a result or state too big to store, fails the attempt
+        # like any error (retried per the policy, then StepExhaustedError): never the wake-up.
+        state = ex.state.check(f'step "{name}"') if run.touched_state else None
+        ex.check_storable(entry, output, state, run.events)
     except (asyncio.CancelledError, BranchCancelled):
         ex.step_ended(run)
         scope.leave()

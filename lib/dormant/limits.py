@@ -1,0 +1,154 @@
+"""The limits of what Dormant can store and send, in one table (docs/limits.md is generated from `LIMITS`).
+
+Three kinds:
+- the services' own limits (DynamoDB, SQS, Lambda, API Gateway), as AWS documents them;
+- where a server Dormant runs on is stricter, the strictest (moto refuses items over 405,000 bytes, AWS over
+  409,600), so a value that works in `dormant dev` works deployed and the other way round;
+- limits Dormant derives from its storage layout: an actor's id is part of the `status` index's sort key
+  (`<status>#<actor id>`), a message id part of the inbox's sort key (`i#<id>`) and of the `pending` index's sort
+  key (`<20 digits>#<id>`), and DynamoDB limits every sort key, of a table or an index, to 1,024 bytes.
+
+Every request path (the in-process client, the HTTP API, the worker) checks these before its first write, so a
+value that cannot be stored is refused with an error naming its `Limit`, and nothing is stored or sent. Sizes are
+UTF-8 bytes, counted the way DynamoDB counts an item (attribute names plus values).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dormant.errors import InvalidKeyError, InvalidMessageIdError, InvalidSettingError
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One limit: what it bounds, its maximum (and minimum), its unit, and why it is what it is."""
+
+    name: str
+    maximum: int
+    unit: str
+    why: str
+    minimum: int = 0
+    source: str = "dormant"  # "dynamodb", "sqs", "lambda", "api-gateway", "dormant" (derived)
+
+    def describe(self) -> str:
+        """The limit in words, for error messages: 'at most 1,011 bytes (the `status` index's ...)'."""
+        bound = f"at most {self.maximum:,} {self.unit}"
+        if self.minimum:
+            bound = f"{self.minimum:,} to {self.maximum:,} {self.unit}"
+        return f"{bound} ({self.why})"
+
+
+# -- the services' limits ----------------------------------------------------------------------------------------
+DYNAMODB_ITEM = Limit("DynamoDB item", 409_600, "bytes", "DynamoDB's item size limit, 400 KB: attribute names and "
+                      "values", source="dynamodb")
+ITEM = Limit("stored item", 400_000, "bytes", "DynamoDB allows 409,600 bytes (400 KB) and moto, which `dormant dev` "
+             "runs on, refuses items over 405,000: every item Dormant writes stays within 400,000", source="dormant")
+INDEXED_ITEM = Limit("item in the pending index", 200_000, "bytes", "an item with a local secondary index key is "
+                     "stored twice (table and index), and DynamoDB counts both copies against 400 KB: an inbox item "
+                     "is refused over 204,800 bytes by DynamoDB", source="dynamodb")
+PARTITION_KEY = Limit("partition key", 2_048, "bytes", "DynamoDB's limit on a partition key value, of a table or a "
+                      "global index", source="dynamodb")
+SORT_KEY = Limit("sort key", 1_024, "bytes", "DynamoDB's limit on a sort key value, of a table or an index",
+                 source="dynamodb")
+TABLE_NAME = Limit("table name", 255, "characters", "DynamoDB: 3 to 255 of a-z A-Z 0-9 _ - .", minimum=3,
+                   source="dynamodb")
+INDEX_NAME = Limit("index name", 255, "characters", "DynamoDB: 3 to 255 of a-z A-Z 0-9 _ - .", minimum=3,
+                   source="dynamodb")
+BATCH_WRITE = Limit("BatchWriteItem", 25, "items", "DynamoDB: 25 puts or deletes per request (Dormant writes "
+                    "tombstones, responses, events and deletions in pages of 25)", source="dynamodb")
+BATCH_GET = Limit("BatchGetItem", 100, "keys", "DynamoDB: 100 keys per request", source="dynamodb")
+QUERY_PAGE = Limit("Query page", 1_048_576, "bytes", "DynamoDB returns at most 1 MB per Query page (Dormant "
+                   "follows LastEvaluatedKey)", source="dynamodb")
+EXPRESSION = Limit("expression", 4_096, "bytes", "DynamoDB: a condition or key expression is at most 4 KB (Dormant's "
+                   "are fixed and short: no user value is ever part of an expression)", source="dynamodb")
+SQS_MESSAGE = Limit("SQS message", 262_144, "bytes", "SQS: 256 KiB per message (AWS now accepts 1 MiB; moto and "
+                    "LocalStack enforce 256 KiB)", source="sqs")
+SQS_DELAY = Limit("SQS delay", 900, "seconds", "SQS: DelaySeconds of at most 15 minutes (longer timers hop)",
+                  source="sqs")
+SQS_GROUP_ID = Limit("FIFO message group id", 128, "characters", "SQS: longer actor ids are hashed into a group id",
+                     source="sqs")
+QUEUE_NAME = Limit("queue name", 80, "characters", "SQS: 1 to 80 of a-z A-Z 0-9 _ -, with `.fifo` at the end of a "
+                   "FIFO queue's name", minimum=1, source="sqs")
+LAMBDA_PAYLOAD = Limit("Lambda request or response", 6_291_456, "bytes", "Lambda: 6 MB per synchronous invocation's "
+                       "request and response (what API Gateway sends the API function and gets back)",
+                       source="lambda")
+API_GATEWAY_PAYLOAD = Limit("API Gateway payload", 10_485_760, "bytes", "API Gateway (HTTP API): 10 MB per request",
+                            source="api-gateway")
+
+# -- derived from the storage layout -----------------------------------------------------------------------------
+_LONGEST_STATUS = "rolling_back"  # dormant.workflow.history.WorkflowState's longest value
+ACTOR_ID = Limit("actor id", SORT_KEY.maximum - len(_LONGEST_STATUS) - 1, "bytes",
+                 "an actor's storage id — its type and key parts, percent-encoded, joined by '/' — is part of the "
+                 "`status` index's sort key `<status>#<actor id>`, which DynamoDB limits to 1,024 bytes; a non-ASCII "
+                 "character takes 6 to 12 bytes once encoded")
+KEY_PART = Limit("actor key part", 512, "characters", "each part of an actor key: 1 to 512 characters of valid UTF-8",
+                 minimum=1)
+_ORDER_PREFIX = 21  # `<20-digit nanoseconds>#` before the id in the `pending` index's sort key (dormant.aws.messages)
+MESSAGE_ID = Limit("message id", SORT_KEY.maximum - _ORDER_PREFIX, "bytes",
+                   "a message id (an Idempotency-Key) is part of the `pending` index's sort key `<20 digits>#<id>`, "
+                   "which DynamoDB limits to 1,024 bytes", minimum=1)
+HTTP_MESSAGE_ID = Limit("Idempotency-Key header", 128, "characters", "over HTTP an Idempotency-Key is 1 to 128 "
+                        "printable ASCII characters without spaces", minimum=1)
+CARRIED_MESSAGE = Limit("message as its wake-up carries it", 240 * 1024, "bytes",
+                        "a send's wake-up carries the message (and the actor's input when the send creates the actor) "
+                        "in one SQS message of 256 KiB; the rest is the envelope")
+
+LIMITS: tuple[Limit, ...] = (
+    ITEM, INDEXED_ITEM, DYNAMODB_ITEM, PARTITION_KEY, SORT_KEY, ACTOR_ID, KEY_PART, MESSAGE_ID, HTTP_MESSAGE_ID,
+    CARRIED_MESSAGE, TABLE_NAME, INDEX_NAME, QUEUE_NAME, BATCH_WRITE, BATCH_GET, QUERY_PAGE, EXPRESSION, SQS_MESSAGE,
+    SQS_DELAY, SQS_GROUP_ID, LAMBDA_PAYLOAD, API_GATEWAY_PAYLOAD)
+"""Every limit, in the order docs/limits.md lists them."""
+
+
+# -- checks --------------------------------------------------------------------------------------------------------
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def check_actor_id(actor_id: str) -> None:
+    """InvalidKeyError if an actor's storage id is over ACTOR_ID."""
+    size = utf8_size(actor_id)
+    if size > ACTOR_ID.maximum:
+        raise InvalidKeyError(f"the actor's storage id (its type name and key parts, percent-encoded) is {size:,} "
+                              f"bytes; an actor id is {ACTOR_ID.describe()}. Use a shorter key")
+
+
+def check_message_id(message_id: object) -> str:
+    """The message id if it can name a stored message, else InvalidMessageIdError (never echoing it)."""
+    if not isinstance(message_id, str) or not message_id:
+        raise InvalidMessageIdError("a message id must be a non-empty string")
+    try:
+        size = len(message_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidMessageIdError("a message id must be valid UTF-8 (it contains a lone surrogate)") from None
+    if size > MESSAGE_ID.maximum:
+        raise InvalidMessageIdError(f"the message id is {size:,} bytes; a message id is {MESSAGE_ID.describe()}")
+    if any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in message_id):
+        raise InvalidMessageIdError("a message id must not contain control characters")
+    return message_id
+
+
+_DYNAMODB_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+_QUEUE_NAME = re.compile(r"[A-Za-z0-9_\-]+")
+
+
+def check_table_name(name: str, setting: str = "table") -> str:
+    """The name if DynamoDB accepts it for a table, else InvalidSettingError naming the setting."""
+    if not (TABLE_NAME.minimum <= len(name) <= TABLE_NAME.maximum) or not _DYNAMODB_NAME.fullmatch(name):
+        raise InvalidSettingError(f"setting {setting}: a DynamoDB table name is {TABLE_NAME.describe()}")
+    return name
+
+
+def check_queue_name(name: str, setting: str, *, fifo: bool | None = None) -> str:
+    """The name if SQS accepts it (`fifo`: it must, or must not, end in `.fifo`), else InvalidSettingError."""
+    stem = name.removesuffix(".fifo")
+    if not (QUEUE_NAME.minimum <= len(name) <= QUEUE_NAME.maximum) or not _QUEUE_NAME.fullmatch(stem):
+        raise InvalidSettingError(f"setting {setting}: an SQS queue name is {QUEUE_NAME.describe()}")
+    if fifo is True and not name.endswith(".fifo"):
+        raise InvalidSettingError(f"setting {setting}: this queue is a FIFO queue, so its name must end in `.fifo`")
+    if fifo is False and name.endswith(".fifo"):
+        raise InvalidSettingError(f"setting {setting}: this queue is a standard queue, so its name cannot end in "
+                                  "`.fifo`")
+    return name
