@@ -57,6 +57,20 @@ def dynamodb_local_server(dynamodb_local_server_process: DynamoDBLocal) -> str:
 
 
 @pytest.fixture(scope="session")
+def aws_endpoints(moto_server: str, dynamodb_local_server: str) -> dict[str, str]:
+    """Settings fields for the AWS stack the suite runs on: DynamoDB on AWS's own DynamoDB Local (as strict as
+    DynamoDB where moto is not), SQS (and the rest) on moto: `Settings(**aws_endpoints, ...)`."""
+    return {"endpoint_url": moto_server, "dynamodb_endpoint_url": dynamodb_local_server}
+
+
+@pytest.fixture(scope="session")
+def aws_endpoint_environment(aws_endpoints: dict[str, str]) -> dict[str, str]:
+    """The same as environment variables, for subprocesses (a Lambda handler, a worker process)."""
+    return {"AWS_ENDPOINT_URL": aws_endpoints["endpoint_url"],
+            "AWS_ENDPOINT_URL_DYNAMODB": aws_endpoints["dynamodb_endpoint_url"]}
+
+
+@pytest.fixture(scope="session")
 def moto_server(moto_server_process: MotoServer) -> str:
     """Endpoint URL of the session's moto server (DynamoDB, SQS, ...)."""
     return moto_server_process.endpoint

@@ -152,3 +152,12 @@ def check_queue_name(name: str, setting: str, *, fifo: bool | None = None) -> st
         raise InvalidSettingError(f"setting {setting}: this queue is a standard queue, so its name cannot end in "
                                   "`.fifo`")
     return name
+
+
+def markdown_table() -> str:
+    """`LIMITS` as the Markdown table docs/limits.md carries (tests/unit/test_limits.py keeps them in step)."""
+    rows = ["| limit | bound | source | why |", "|---|---|---|---|"]
+    for limit in LIMITS:
+        bound = f"{limit.minimum:,} to {limit.maximum:,}" if limit.minimum else f"at most {limit.maximum:,}"
+        rows.append(f"| {limit.name} | {bound} {limit.unit} | {limit.source} | {limit.why} |")
+    return "\n".join(rows)

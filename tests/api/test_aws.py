@@ -1,6 +1,6 @@
 """The HTTP API on the AWS runtime: uvicorn on 127.0.0.1 serving `create_app(registry, settings)` (which
-opens its own DynamoDB and SQS clients, as the API Lambda does) against a moto server, with the worker
-poller running all the time (tests/aws_env.py with autorun=True: the API's sends race the worker, as in
+opens its own DynamoDB and SQS clients, as the API Lambda does) against DynamoDB Local and a moto server, with
+the worker poller running all the time (tests/aws_env.py with autorun=True: the API's sends race the worker, as in
 production). Round trips for every route, a request/response that survives a
 poller restart between receive and complete, long-polled events in order, the hostile-request table
 leaving the table unchanged, and functions/api/handler.py invoked as Lambda would."""
@@ -31,13 +31,16 @@ from tests.servers import MotoServer, fake_aws_environment, scrubbed_variables
 
 
 @pytest.fixture(scope="module")
-def moto() -> Iterator[str]:
-    """A moto server for this module, with fake credentials so nothing can reach a real account."""
+def moto(dynamodb_local_server: str) -> Iterator[str]:
+    """A moto server for this module (SQS; restarted by a test), DynamoDB on the session's DynamoDB Local (every
+    Settings and the Lambda handler read AWS_ENDPOINT_URL_DYNAMODB), fake credentials so nothing can reach a real
+    account."""
     with pytest.MonkeyPatch.context() as patch:
         for name in scrubbed_variables():
             patch.delenv(name)
         for name, value in fake_aws_environment().items():
             patch.setenv(name, value)
+        patch.setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_local_server)
         server = MotoServer()
         server.start()
         try:

@@ -1,5 +1,5 @@
-"""Every example test runs twice: in memory (TestEnv) and on the AWS backends (AwsTestEnv: the moto
-server's DynamoDB and SQS, the poller playing Lambda's event source, the real worker handler).
+"""Every example test runs twice: in memory (TestEnv) and on the AWS backends (AwsTestEnv: DynamoDB on AWS's
+own DynamoDB Local, SQS on the moto server, the poller playing Lambda's event source, the real worker handler).
 
 The tests are written against TestEnv; on the "aws" run their module's `TestEnv` is swapped for
 AwsTestEnv, which has the same interface. Tests that need the memory store's own features (fault
@@ -28,6 +28,6 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         marker = request.node.get_closest_marker("memory_only")
         if marker is not None:
             pytest.skip(f"memory only: {marker.kwargs.get('reason') or marker.args[0]}")
-        settings = Settings(endpoint_url=request.getfixturevalue("moto_server"))
+        settings = Settings(**request.getfixturevalue("aws_endpoints"))
         monkeypatch.setattr(request.module, "TestEnv", functools.partial(AwsTestEnv, settings=settings))
     return str(request.param)

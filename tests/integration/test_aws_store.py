@@ -150,7 +150,7 @@ async def test_item_over_400_kb_is_refused_naming_limit_actor_and_entry(store: D
     assert await store.commit(actor, 1, draft(upserts=[entry("first", 1, half)])) == 2
     with pytest.raises(ItemTooLargeError, match=r"live history and state of version 3 .* entry 'second'"):
         await store.commit(actor, 2, draft(upserts=[entry("second", 2, half + "z")]))
-    with pytest.raises(ItemTooLargeError, match=r"the message .* 200,000 bytes .* The biggest of its 2 parts is the message body"):
+    with pytest.raises(ItemTooLargeError, match=r"the message .* 200,000 bytes .* of its 2 parts is the message"):
         await store.enqueue(actor, message("fat", {"blob": huge}))
     snapshot = await store.load(actor)
     assert snapshot is not None and snapshot.version == 2 and [e.location for e in snapshot.history] == ["first"]

@@ -23,9 +23,9 @@ BURST = 8
 
 
 @pytest.fixture
-async def aws(moto_server_process: MotoServer) -> AsyncIterator[Aws]:
-    servers = {"moto": moto_server_process.endpoint}
-    async for opened in open_aws(servers, "moto"):
+async def aws(moto_server_process: MotoServer, dynamodb_local_server: str) -> AsyncIterator[Aws]:
+    servers = {"moto": moto_server_process.endpoint, "dynamodb_local": dynamodb_local_server}
+    async for opened in open_aws(servers, "dynamodb_local"):
         yield opened
 
 

@@ -55,11 +55,13 @@ def metric_values(documents: list[dict[str, Any]]) -> dict[str, tuple[float, str
     return values
 
 
-async def test_the_worker_logs_a_json_record_and_metrics_per_wake_up(moto_server: str) -> None:
-    settings = unique_settings(moto_server, max_receives=1)
+async def test_the_worker_logs_a_json_record_and_metrics_per_wake_up(
+        moto_server: str, dynamodb_local_server: str, aws_endpoint_environment: dict[str, str]) -> None:
+    settings = unique_settings(moto_server, max_receives=1, dynamodb_endpoint_url=dynamodb_local_server)
     session = get_session()
-    async with session.create_client("dynamodb", config=client_config(), **settings.client_kwargs()) as dynamodb, \
-            session.create_client("sqs", **settings.client_kwargs()) as sqs:
+    async with session.create_client("dynamodb", config=client_config(),
+                                     **settings.client_kwargs("dynamodb")) as dynamodb, \
+            session.create_client("sqs", **settings.client_kwargs("sqs")) as sqs:
         await create_table(dynamodb, settings)
         urls = await create_queues(sqs, settings)
         clock = SystemClock()
@@ -72,7 +74,7 @@ async def test_the_worker_logs_a_json_record_and_metrics_per_wake_up(moto_server
         await client.get_or_create("flaky", ["f-1"]).send("poke", {"n": 1})
         env = {"DORMANT_APP": "tests.e2e.apps:registry", "DORMANT_TABLE": settings.table,
                "DORMANT_QUEUE_URL": urls.wake, "DORMANT_TIMER_QUEUE_URL": urls.timers, "DORMANT_MAX_RECEIVES": "1",
-               "AWS_ENDPOINT_URL": moto_server, "POWERTOOLS_LOG_LEVEL": "INFO"}
+               **aws_endpoint_environment, "POWERTOOLS_LOG_LEVEL": "INFO"}
         logs, emf, _ = invoke("worker", urls.wake, env=env)
         assert (await counter.state()).value == 5
 
@@ -104,18 +106,20 @@ async def test_the_worker_logs_a_json_record_and_metrics_per_wake_up(moto_server
     assert "VersionConflicts" not in values  # none happened: nothing invented
 
 
-async def test_the_api_logs_one_json_record_per_request(moto_server: str) -> None:
-    settings = unique_settings(moto_server)
+async def test_the_api_logs_one_json_record_per_request(
+        moto_server: str, dynamodb_local_server: str, aws_endpoint_environment: dict[str, str]) -> None:
+    settings = unique_settings(moto_server, dynamodb_endpoint_url=dynamodb_local_server)
     session = get_session()
-    async with session.create_client("dynamodb", config=client_config(), **settings.client_kwargs()) as dynamodb, \
-            session.create_client("sqs", **settings.client_kwargs()) as sqs:
+    async with session.create_client("dynamodb", config=client_config(),
+                                     **settings.client_kwargs("dynamodb")) as dynamodb, \
+            session.create_client("sqs", **settings.client_kwargs("sqs")) as sqs:
         await create_table(dynamodb, settings)
         urls = await create_queues(sqs, settings)
     event = http_api_v2_event("POST", "/actors/workflow-counter/api-1/queues/counter", body=b'{"delta": 4}',
                               headers={"content-type": "application/json"})
     env = {"DORMANT_APP": "tests.e2e.apps:registry", "DORMANT_AUTH_MODE": "none", "DORMANT_TABLE": settings.table,
            "DORMANT_QUEUE_URL": urls.wake,
-           "DORMANT_TIMER_QUEUE_URL": urls.timers, "AWS_ENDPOINT_URL": moto_server}
+           "DORMANT_TIMER_QUEUE_URL": urls.timers, **aws_endpoint_environment}
     logs, emf, stderr = invoke("api", json.dumps(event), env=env)
     assert '"statusCode": 202' in stderr
     requests = [r for r in logs if "http" in r]

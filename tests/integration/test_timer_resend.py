@@ -53,14 +53,15 @@ class Rig:
 
 
 @pytest.fixture
-async def rig(moto_server: str) -> AsyncIterator[Rig]:
+async def rig(aws_endpoints: dict[str, str]) -> AsyncIterator[Rig]:
     suffix = uuid.uuid4().hex[:10]
-    settings = Settings(endpoint_url=moto_server, region="us-east-1", table=f"timers-{suffix}",
+    settings = Settings(**aws_endpoints, region="us-east-1", table=f"timers-{suffix}",
                         queue_name=f"wake-{suffix}.fifo", timer_queue_name=f"timers-{suffix}",
                         dlq_name=f"dlq-{suffix}", fifo_dlq_name=f"dlq-{suffix}.fifo")
     session = get_session()
-    async with session.create_client("dynamodb", config=client_config(), **settings.client_kwargs()) as dynamodb, \
-            session.create_client("sqs", **settings.client_kwargs()) as sqs:
+    async with session.create_client("dynamodb", config=client_config(),
+                                     **settings.client_kwargs("dynamodb")) as dynamodb, \
+            session.create_client("sqs", **settings.client_kwargs("sqs")) as sqs:
         await create_table(dynamodb, settings)
         urls = await create_queues(sqs, settings, visibility_timeout=1)
         yield Rig(settings, dynamodb, sqs, urls)

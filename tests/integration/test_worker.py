@@ -36,7 +36,7 @@ from examples.counter import registry as counter_registry
 from examples.request_response import registry as doubler_registry
 from examples.timers import registry as timers_registry
 from tests.aws_env import AwsTestEnv
-from tests.servers import Dynalite, MotoServer
+from tests.servers import DynamoDBLocal, MotoServer
 
 STORE_CALLS = frozenset({"create", "exists", "load", "commit", "enqueue", "wait_response", "read_events",
                          "wait_events", "record_wake_error"})
@@ -65,10 +65,11 @@ class Aws:
 
 
 @pytest.fixture
-def servers(moto_server_process: MotoServer, dynalite_server_process: Dynalite) -> Iterator[dict[str, str]]:
-    yield {"moto": moto_server_process.endpoint, "dynalite": dynalite_server_process.endpoint}
+def servers(moto_server_process: MotoServer, dynamodb_local_server_process: DynamoDBLocal
+            ) -> Iterator[dict[str, str]]:
+    yield {"moto": moto_server_process.endpoint, "dynamodb_local": dynamodb_local_server_process.endpoint}
     moto_server_process.reset()
-    dynalite_server_process.reset()
+    dynamodb_local_server_process.reset()
 
 
 async def open_aws(servers: dict[str, str], store_server: str, **overrides: Any) -> AsyncIterator[Aws]:
@@ -87,10 +88,11 @@ async def open_aws(servers: dict[str, str], store_server: str, **overrides: Any)
         yield Aws(settings, dynamodb, sqs, urls, DynamoEventStore(dynamodb, settings), store_server)
 
 
-@pytest.fixture(params=["moto", "dynalite", "moto-threads"])
+@pytest.fixture(params=["dynamodb_local", "moto", "dynamodb_local-threads"])
 async def aws(request: pytest.FixtureRequest, servers: dict[str, str]) -> AsyncIterator[Aws]:
-    """`moto-threads`: the worker's clients are botocore's in threads (the Lambda functions' kind,
-    dormant.aws.clients), the test side's stay aiobotocore's."""
+    """DynamoDB on DynamoDB Local or moto (SQS on moto); `-threads`: the worker's clients are botocore's in threads
+    (the Lambda functions' kind, dormant.aws.clients), the test side's stay aiobotocore's. (dynalite, a third
+    DynamoDB without SQS, runs the store's own tests: tests/integration/test_store_contract.py.)"""
     server, _, kind = request.param.partition("-")
     async for opened in open_aws(servers, server, aws_clients=kind or "aiobotocore"):
         yield opened
@@ -388,7 +390,8 @@ async def test_a_failing_actor_fails_only_its_own_messages(aws_moto: Aws) -> Non
 
 
 async def test_a_poison_message_ends_in_the_dlq_and_its_error_shows_on_status(servers: dict[str, str]) -> None:
-    settings = Settings(endpoint_url=servers["moto"], region="us-east-1")
+    settings = Settings(endpoint_url=servers["moto"], dynamodb_endpoint_url=servers["dynamodb_local"],
+                        region="us-east-1")
     async with AwsTestEnv(poison_registry, settings=settings, max_receives=2, visibility_timeout=1) as env:
         handle = env.client.get_or_create("fragile", ["poison"])
         await handle.status()  # creates the actor: one wake-up message, whose every wake-up fails
@@ -411,7 +414,7 @@ async def test_a_poison_message_ends_in_the_dlq_and_its_error_shows_on_status(se
 # -- AwsTestEnv runs examples as TestEnv does -------------------------------------------------------------
 
 async def test_aws_env_runs_a_queue_loop_and_a_redeploy_continues_it(servers: dict[str, str]) -> None:
-    settings = Settings(endpoint_url=servers["moto"], dynamodb_endpoint_url=servers["dynalite"])
+    settings = Settings(endpoint_url=servers["moto"], dynamodb_endpoint_url=servers["dynamodb_local"])
     async with AwsTestEnv(counter_registry, settings=settings) as env:
         handle = env.client.get_or_create("workflow-counter", ["main"])
         for delta in (1, 2, 3):
@@ -428,7 +431,8 @@ async def test_aws_env_runs_a_queue_loop_and_a_redeploy_continues_it(servers: di
 
 
 async def test_aws_env_advances_its_clock_through_timers_in_order(servers: dict[str, str]) -> None:
-    async with AwsTestEnv(timers_registry, settings=Settings(endpoint_url=servers["moto"])) as env:
+    async with AwsTestEnv(timers_registry, settings=Settings(endpoint_url=servers["moto"],
+                                                             dynamodb_endpoint_url=servers["dynamodb_local"])) as env:
         handle = env.client.get_or_create("reminder", ["main"])
         start = env.now()
         for text, offset in (("in an hour", 3600), ("in two hours", 7200), ("in a day", 86400)):

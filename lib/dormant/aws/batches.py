@@ -8,8 +8,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from dormant.errors import StorageError
+from dormant.limits import BATCH_GET, BATCH_WRITE
 
-BATCH_WRITE_MAX, BATCH_GET_MAX = 25, 100
+BATCH_WRITE_MAX, BATCH_GET_MAX = BATCH_WRITE.maximum, BATCH_GET.maximum
 _ATTEMPTS = 6
 
 Call = Callable[..., Awaitable[Any]]

@@ -20,11 +20,12 @@ from typing import Any
 
 from dormant.aws.items import Side, dumps, json_size
 from dormant.aws.table import TTL_ATTRIBUTE
+from dormant.limits import BATCH_GET
 from dormant.ports import ActorRef, InboxMessage
 
 INBOX_PREFIX = "i#"
 _FINGERPRINTS_KEPT = 50_000
-_BATCH_GET_MAX = 100
+_BATCH_GET_MAX = BATCH_GET.maximum
 
 Call = Callable[..., Awaitable[Any]]
 PutIf = Callable[[dict[str, Any], str, dict[str, Any]], Awaitable[bool]]

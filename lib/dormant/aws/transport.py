@@ -30,11 +30,12 @@ from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[impor
 from pydantic import BaseModel, ConfigDict
 
 from dormant.errors import TransportError
+from dormant.limits import SQS_DELAY, SQS_GROUP_ID
 from dormant.ports import ActorRef, Clock, Creation, InboxMessage
 from dormant.settings import Settings
 
-MAX_SQS_DELAY = 900
-MAX_GROUP_ID = 128
+MAX_SQS_DELAY = SQS_DELAY.maximum
+MAX_GROUP_ID = SQS_GROUP_ID.maximum
 
 
 class WakeMessage(BaseModel):

