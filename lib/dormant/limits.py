@@ -30,7 +30,7 @@ class Limit:
     unit: str
     why: str
     minimum: int = 0
-    source: str = "dormant"  # "dynamodb", "sqs", "lambda", "api-gateway", "dormant" (derived)
+    source: str = "dormant"  # "dynamodb", "sqs", "s3", "lambda", "api-gateway", "dormant" (derived)
 
     def describe(self) -> str:
         """The limit in words, for error messages: 'at most 1,011 bytes (the `status` index's ...)'."""
@@ -77,6 +77,15 @@ LAMBDA_PAYLOAD = Limit("Lambda request or response", 6_291_456, "bytes", "Lambda
 API_GATEWAY_PAYLOAD = Limit("API Gateway payload", 10_485_760, "bytes", "API Gateway (HTTP API): 10 MB per request",
                             source="api-gateway")
 
+S3_OBJECT_KEY = Limit("S3 object key", 1_024, "bytes", "S3: object keys are at most 1,024 bytes (Dormant's are about "
+                      "150: a prefix, the actor id's hash, a content hash)", source="s3")
+BUCKET_NAME = Limit("S3 bucket name", 63, "characters", "S3: 3 to 63 of a-z 0-9 . -, starting and ending with a letter "
+                    "or a digit", minimum=3, source="s3")
+VALUE = Limit("stored value", 32 * 1024 * 1024, "bytes", "one value Dormant stores — a state, a step result, a "
+              "message body, an action's arguments, an actor's input, a response, an event payload — as JSON. Values "
+              "over the offload threshold are kept in S3 and the log holds a reference; this ceiling keeps a wake-up "
+              "within a 512 MB Lambda function's memory (raise MemorySize for state of many small objects)")
+
 # -- derived from the storage layout -----------------------------------------------------------------------------
 _LONGEST_STATUS = "rolling_back"  # dormant.workflow.history.WorkflowState's longest value
 ACTOR_ID = Limit("actor id", SORT_KEY.maximum - len(_LONGEST_STATUS) - 1, "bytes",
@@ -98,7 +107,7 @@ CARRIED_MESSAGE = Limit("message as its wake-up carries it", 240 * 1024, "bytes"
 LIMITS: tuple[Limit, ...] = (
     ITEM, INDEXED_ITEM, DYNAMODB_ITEM, PARTITION_KEY, SORT_KEY, ACTOR_ID, KEY_PART, MESSAGE_ID, HTTP_MESSAGE_ID,
     CARRIED_MESSAGE, TABLE_NAME, INDEX_NAME, QUEUE_NAME, BATCH_WRITE, BATCH_GET, QUERY_PAGE, EXPRESSION, SQS_MESSAGE,
-    SQS_DELAY, SQS_GROUP_ID, LAMBDA_PAYLOAD, API_GATEWAY_PAYLOAD)
+    SQS_DELAY, SQS_GROUP_ID, LAMBDA_PAYLOAD, API_GATEWAY_PAYLOAD, VALUE, S3_OBJECT_KEY, BUCKET_NAME)
 """Every limit, in the order docs/limits.md lists them."""
 
 
@@ -131,6 +140,7 @@ def check_message_id(message_id: object) -> str:
 
 
 _DYNAMODB_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.\-]*[a-z0-9]")
 _QUEUE_NAME = re.compile(r"[A-Za-z0-9_\-]+")
 
 
@@ -138,6 +148,14 @@ def check_table_name(name: str, setting: str = "table") -> str:
     """The name if DynamoDB accepts it for a table, else InvalidSettingError naming the setting."""
     if not (TABLE_NAME.minimum <= len(name) <= TABLE_NAME.maximum) or not _DYNAMODB_NAME.fullmatch(name):
         raise InvalidSettingError(f"setting {setting}: a DynamoDB table name is {TABLE_NAME.describe()}")
+    return name
+
+
+def check_bucket_name(name: str, setting: str = "bucket") -> str:
+    """The name if S3 accepts it for a bucket, else InvalidSettingError naming the setting."""
+    if (not (BUCKET_NAME.minimum <= len(name) <= BUCKET_NAME.maximum) or not _BUCKET_NAME.fullmatch(name)
+            or ".." in name):
+        raise InvalidSettingError(f"setting {setting}: an S3 bucket name is {BUCKET_NAME.describe()}")
     return name
 
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from dormant.limits import check_queue_name, check_table_name
+from dormant.limits import check_bucket_name, check_queue_name, check_table_name
 
 
 class Settings(BaseSettings):
@@ -53,6 +53,22 @@ class Settings(BaseSettings):
     """How long responses of completable messages stay readable."""
     event_ttl_seconds: int = Field(24 * 3600, ge=60)
     """How long broadcast events stay readable."""
+
+    # -- S3: values too big for the log (docs/limits.md, docs/storage.md "Large values") ----------------------
+    bucket: str | None = None
+    """S3 bucket for stored values over `offload_threshold_bytes` (DORMANT_BUCKET): the log and the items keep a
+    reference. None: nothing is offloaded, and every value must fit DynamoDB's items (docs/limits.md)."""
+    offload_threshold_bytes: int = Field(32 * 1024, ge=1024, le=100 * 1024)
+    """A stored value whose JSON is larger than this goes to S3 (DORMANT_OFFLOAD_THRESHOLD_BYTES)."""
+    blob_sweep_every: int = Field(256, ge=1)
+    """Every this many versions of an actor that has values in S3, its commit also sweeps the actor's objects that
+    nothing references any more (orphans of lost races and crashed wake-ups)."""
+    blob_orphan_grace_seconds: int = Field(15 * 24 * 3600, ge=0)
+    """An unreferenced object younger than this is never swept: a send's wake-up may still carry a reference to it
+    (SQS keeps messages 14 days)."""
+    s3_endpoint_url: str | None = Field(None, validation_alias=AliasChoices(
+        "DORMANT_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "s3_endpoint_url"))
+    """S3's own endpoint, when it differs from `endpoint_url`."""
 
     # -- SQS -----------------------------------------------------------------------------------------
     queue_name: str = "dormant-messages.fifo"
@@ -122,6 +138,11 @@ class Settings(BaseSettings):
     def _check_table(cls, name: str) -> str:
         return check_table_name(name, "table (DORMANT_TABLE)")
 
+    @field_validator("bucket")
+    @classmethod
+    def _check_bucket(cls, name: str | None) -> str | None:
+        return None if name is None else check_bucket_name(name, "bucket (DORMANT_BUCKET)")
+
     @field_validator("queue_name", "fifo_dlq_name")
     @classmethod
     def _check_fifo_queue(cls, name: str, info: ValidationInfo) -> str:
@@ -139,7 +160,8 @@ class Settings(BaseSettings):
         """Keyword arguments for `session.create_client(service, **kwargs)`; naming the service ("dynamodb",
         "sqs") applies its own endpoint if one is set."""
         kwargs: dict[str, Any] = {"region_name": self.region}
-        own = {"dynamodb": self.dynamodb_endpoint_url, "sqs": self.sqs_endpoint_url}.get(service or "")
+        own = {"dynamodb": self.dynamodb_endpoint_url, "sqs": self.sqs_endpoint_url,
+               "s3": self.s3_endpoint_url}.get(service or "")
         if own or self.endpoint_url:
             kwargs["endpoint_url"] = own or self.endpoint_url
         return kwargs
