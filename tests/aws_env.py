@@ -41,10 +41,11 @@ from typing import Any
 from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
 from dormant.actor import Registry
+from dormant.aws.blobs import S3Blobs
 from dormant.aws.clients import open_clients
 from dormant.aws.metering import Meter, instrument
 from dormant.aws.poller import SqsPoller
-from dormant.aws.store import DynamoEventStore, client_config, create_table
+from dormant.aws.store import DynamoEventStore, create_table
 from dormant.aws.transport import QueueUrls, SqsTransport, create_queues
 from dormant.aws.worker import WakeFailure, Worker
 from dormant.client import Client
@@ -103,7 +104,9 @@ class AwsTestEnv:
 
     def __init__(self, registry: Registry, *, store: EventStore | None = None, settings: Settings | None = None,
                  visibility_timeout: int = 1, max_receives: int = 5, hop_max_delay: int | None = None,
-                 autorun: bool = False, real_time: bool = False, start: float | None = None) -> None:
+                 autorun: bool = False, real_time: bool = False, start: float | None = None,
+                 offload: bool = True) -> None:
+        """`offload`: a bucket of its own for values too big for the log (DORMANT_BUCKET; False: none)."""
         self.registry = registry
         previous = _deployments.get(store) if store is not None else None
         if previous is not None:
@@ -114,7 +117,8 @@ class AwsTestEnv:
             base = base.model_copy(update={
                 "table": f"dormant-{suffix}", "queue_name": f"wake-{suffix}.fifo", "queue_url": None,
                 "timer_queue_name": f"timers-{suffix}", "timer_queue_url": None, "dlq_name": f"dlq-{suffix}",
-                "fifo_dlq_name": f"dlq-{suffix}.fifo", "max_receives": max_receives})
+                "fifo_dlq_name": f"dlq-{suffix}.fifo", "max_receives": max_receives,
+                "bucket": f"dormant-{suffix}" if offload else None})
         if hop_max_delay is not None:
             base = base.model_copy(update={"timer_hop_max_delay": hop_max_delay})
         self.settings = base
@@ -139,18 +143,25 @@ class AwsTestEnv:
         self.worker: Worker
         self.pollers: list[SqsPoller] = []
         self._sqs: Any = None
+        self.s3: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
     async def __aenter__(self) -> AwsTestEnv:
         # Made as the settings say (aiobotocore's, or botocore's in threads: what the Lambda functions run).
-        clients = await self._stack.enter_async_context(open_clients(self.settings, "dynamodb", "sqs"))
+        clients = await self._stack.enter_async_context(open_clients(self.settings, "dynamodb", "sqs", "s3"))
         for client in clients:
             instrument(client, always=self.meter)
-        dynamodb, sqs = clients
+        dynamodb, sqs, s3 = clients
         self._sqs = sqs
+        self.s3 = s3
         await create_table(dynamodb, self.settings)
+        blobs = None
+        if self.settings.bucket is not None:
+            if not self._redeploy:
+                await s3.create_bucket(Bucket=self.settings.bucket)
+            blobs = S3Blobs(s3, self.settings.bucket)
         # The store keeps its own (real) time for TTLs and ordering; only workflows see the env clock.
-        self.store = _WaitingStore(DynamoEventStore(dynamodb, self.settings), self)
+        self.store = _WaitingStore(DynamoEventStore(dynamodb, self.settings, blobs=blobs), self)
         self.urls = await create_queues(sqs, self.settings, visibility_timeout=self.visibility_timeout)
         transport = SqsTransport(sqs, self.urls, self.clock, max_delay=self.settings.timer_hop_max_delay)
         tracking = _TrackingTransport(transport, self.known, send_timers=self.clock.frozen_at is None)
@@ -317,9 +328,8 @@ class _WaitingStore:
         settings = self.inner.settings
 
         async def read() -> list[str]:
-            async with get_session().create_client("dynamodb", config=client_config(),
-                                                   **settings.client_kwargs("dynamodb")) as client:
-                snapshot = await DynamoEventStore(client, settings).load(ref)
+            async with DynamoEventStore.connect(settings, session=get_session()) as store:
+                snapshot = await store.load(ref)
             return [m.id for m in snapshot.inbox] if snapshot is not None else []
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:

@@ -15,10 +15,16 @@ UTF-8 bytes, counted the way DynamoDB counts an item (attribute names plus value
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from dormant.errors import InvalidKeyError, InvalidMessageIdError, InvalidSettingError
+from dormant.errors import InvalidKeyError, InvalidMessageIdError, InvalidSettingError, ItemTooLargeError
+
+if TYPE_CHECKING:
+    from dormant.workflow.execution import CommitDraft
 
 
 @dataclass(frozen=True)
@@ -170,6 +176,29 @@ def check_queue_name(name: str, setting: str, *, fifo: bool | None = None) -> st
         raise InvalidSettingError(f"setting {setting}: this queue is a standard queue, so its name cannot end in "
                                   "`.fifo`")
     return name
+
+
+def check_values(ref: object, values: Iterable[tuple[str, Any]]) -> None:
+    """ItemTooLargeError if one of the (what, value) pairs is over the per-value ceiling VALUE as JSON. Big values
+    are serialized once; small ones (most) cost a length check of their JSON."""
+    for what, value in values:
+        if value is None or isinstance(value, (bool, int, float)):
+            continue
+        size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+        if size > VALUE.maximum:
+            error = ItemTooLargeError(f"{what} of {ref} is {size:,} bytes as JSON, over the limit ({VALUE.name}): "
+                                      f"{VALUE.describe()}")
+            error.limit = VALUE
+            raise error
+
+
+def draft_values(draft: CommitDraft) -> list[tuple[str, Any]]:
+    """(what, value) of every value a commit stores: its entries' outputs and messages, state, responses, events."""
+    values: list[tuple[str, Any]] = [(f"history entry {entry.get('location')!r}", entry) for entry in draft.upserts]
+    values.append(("the state", draft.state))
+    values += [("a response", response) for response in draft.responses.values()]
+    values += [(f"the payload of event {name!r}", payload) for name, payload in draft.events]
+    return values
 
 
 def markdown_table() -> str:

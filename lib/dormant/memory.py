@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from dormant.errors import StorageError, VersionConflict
+from dormant.limits import check_values, draft_values
 from dormant.ports import (
     ActorMeta,
     ActorPage,
@@ -199,17 +200,25 @@ class MemoryEventStore:
         self._leave(when, "commit")
         return record.version
 
-    # The checks before any write (EventStore): memory has no item limit of its own. The limits every store
-    # shares (keys, message ids, a message's size in its wake-up) are checked by the runtime for all of them.
+    # The checks before any write (EventStore): memory has no item limit, but it refuses what the DynamoDB store
+    # refuses wherever it runs, a value over the per-value ceiling (dormant.limits.VALUE), so a test in TestEnv
+    # fails where production would. Keys, message ids and a message's size in its wake-up are the runtime's.
     def check_message(self, ref: ActorRef, message: InboxMessage) -> None:
-        """Memory holds any message."""
+        check_values(ref, [("the message body", message.body), ("the action's arguments", message.args)])
 
     def check_creation(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any],
                        events: list[tuple[str, Any]]) -> None:
-        """Memory holds any actor."""
+        check_values(ref, [("the actor's input", meta.input), ("the state", state),
+                           *((f"the payload of event {name!r}", payload) for name, payload in events)])
 
     def check_commit(self, ref: ActorRef, version: int, draft: CommitDraft) -> None:
-        """Memory holds any commit."""
+        check_values(ref, draft_values(draft))
+
+    async def prepare_message(self, ref: ActorRef, message: InboxMessage) -> InboxMessage:
+        return message  # memory keeps values of any size as they are
+
+    async def prepare_input(self, ref: ActorRef, value: Any) -> Any:
+        return value
 
     async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
         when = self._enter("enqueue")

@@ -225,6 +225,15 @@ class EventStore(Protocol):
         may let it pass: `commit` checks again before it writes, and raises the same error then."""
         ...
 
+    async def prepare_message(self, ref: ActorRef, message: InboxMessage) -> InboxMessage:
+        """The message as this store keeps it and its wake-up carries it: values too big for an item written
+        elsewhere first (the DynamoDB store's S3 bucket), references in their place. Call after check_message."""
+        ...
+
+    async def prepare_input(self, ref: ActorRef, value: Any) -> Any:
+        """An actor's input as this store keeps it and a creating wake-up carries it (as prepare_message)."""
+        ...
+
     async def message_fingerprint(self, ref: ActorRef, message_id: str) -> str | None:
         """The fingerprint of the stored message with this id (pending or consumed, within the dedupe
         window), None if unknown: how a reused idempotency key is compared with the first request."""

@@ -19,10 +19,12 @@ from tests.limits_app import fixed_registry, registry
 
 @pytest.fixture(params=["dynamodb_local", "moto"])
 async def env(request: pytest.FixtureRequest) -> AsyncIterator[AwsTestEnv]:
-    """DynamoDB on AWS's DynamoDB Local (SQS on moto), or both on moto."""
+    """DynamoDB on AWS's DynamoDB Local (SQS on moto), or both on moto; no bucket (DORMANT_BUCKET unset): every
+    value must fit DynamoDB's items (tests/integration/test_large_values.py has the same cases with one)."""
     sqs = request.getfixturevalue("moto_server")
     dynamodb = request.getfixturevalue("dynamodb_local_server") if request.param == "dynamodb_local" else sqs
-    async with AwsTestEnv(registry, settings=Settings(endpoint_url=sqs, dynamodb_endpoint_url=dynamodb)) as created:
+    async with AwsTestEnv(registry, settings=Settings(endpoint_url=sqs, dynamodb_endpoint_url=dynamodb),
+                          offload=False) as created:
         yield created
 
 

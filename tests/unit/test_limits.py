@@ -56,3 +56,14 @@ def test_table_and_queue_names_dynamodb_and_sqs_take() -> None:
         check_queue_name("timers.fifo", "q", fifo=False)
     with pytest.raises(InvalidSettingError):
         check_queue_name("has space", "q")
+
+
+def test_the_key_of_references_to_values_in_s3_can_never_be_stored() -> None:
+    """A stored value holding it could make the store fetch an object the value names: a forged reference."""
+    from dormant.workflow.errors import InvalidJsonError
+    from dormant.workflow.execution import to_json
+
+    for forged in ({"__dormant_blob__": "actors/x/y", "n": 1}, [{"a": {"__dormant_blob__": "k"}}]):
+        with pytest.raises(InvalidJsonError, match="reserved"):
+            to_json(forged, "a step result")
+    assert to_json({"dormant_blob": 1}, "fine") == {"dormant_blob": 1}

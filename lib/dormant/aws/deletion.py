@@ -4,7 +4,8 @@
    on loads find no actor and every writer that read an older version loses its condition.
 2. The marker is copied into slot 0 (`c#000`, conditional on what was there): `exists` and `create` look only
    at slot 0, so the actor counts as gone and cannot be re-created until the deletion has finished.
-3. Every other item of the partition is deleted, page by page (BatchWriteItem), until only slot 0 is left.
+3. Every other item of the partition is deleted, page by page (BatchWriteItem), until only slot 0 is left, then
+   every S3 object under the actor's prefixes (its large values, dormant.aws.large_values).
 4. Slot 0 goes last (conditional on still holding the marker): a create then starts a new incarnation.
 
 Interrupted at any point, running it again finishes the job (it finds the marker in slot 0 and goes on from
@@ -38,10 +39,12 @@ async def delete_actor(store: DynamoEventStore, ref: ActorRef) -> bool:
         anchor = next((item for item in ring if item["sk"]["S"] == SLOT_ZERO), None)
         if anchor is None:  # no actor: still remove what its partition holds (early messages, leftovers)
             await _delete_all_but_slot_zero(store, ref)
+            await store.values.delete_actor(ref)
             return False
         if "gone" not in anchor and not await _mark(store, ref, ring, anchor):
             continue  # a commit got in first: read again
         await _delete_all_but_slot_zero(store, ref)
+        await store.values.delete_actor(ref)  # before slot 0: a re-run of an interrupted deletion finds the marker
         incarnation = anchor.get("c", {"S": ""})
         if await _delete_if(store, ref, SLOT_ZERO, "attribute_exists(gone) AND c = :c", {":c": incarnation}):
             log.info("deleted actor %s", ref)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dormant.aws.offload import refs_in_text, resolve, sha_of
 from dormant.errors import ItemTooLargeError
 from dormant.limits import ITEM, Limit
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
@@ -35,6 +37,12 @@ def commit_payload(item: dict[str, dict[str, Any]]) -> Any:
 def json_size(value: Any) -> int:
     """Bytes of the JSON form of `value` (what it costs inside an item)."""
     return len(dumps(value).encode())
+
+
+def sized(value: Any) -> tuple[int, tuple[str, ...]]:
+    """(JSON bytes, the S3 objects it refers to: dormant.aws.offload) of a stored value, from one serialization."""
+    text = dumps(value)
+    return len(text.encode()), tuple(refs_in_text(text))
 
 
 def item_size(item: dict[str, dict[str, Any]]) -> int:
@@ -101,28 +109,50 @@ class Head:
     chain_consumed: tuple[str, ...] = ()  # message ids consumed from the snapshot to this version
     settled: bool = False  # this version's responses and events are known to be written
     incarnation: str = ""  # of this life of the actor: a re-created actor's commits never mix with a deleted one's
+    # S3 objects this version refers to, by where (a history location, or "#state", "#meta", "#workflow"): sparse
+    refs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # objects released by each version still in the ring (deleted once that version leaves it: large_values)
+    releases: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     def advance(self, version: int, delta: dict[str, Any], side: Side,
-                upsert_sizes: list[int] | None = None) -> Head:
-        history, sizes = dict(self.history), dict(self.sizes)
+                upsert_sizes: list[tuple[int, tuple[str, ...]]] | None = None) -> Head:
+        history, sizes, refs = dict(self.history), dict(self.sizes), dict(self.refs)
         for prefix in delta.get("x", ()):
             below = prefix + "/"
             for location in [loc for loc in history if loc == prefix or loc.startswith(below)]:
                 del history[location]
                 del sizes[location]
+                refs.pop(location, None)
         for index, entry in enumerate(delta.get("u", ())):
             location = entry["location"]
             history[location] = entry
-            sizes[location] = upsert_sizes[index] if upsert_sizes is not None else json_size(entry)
+            sizes[location], found = upsert_sizes[index] if upsert_sizes is not None else sized(entry)
+            _set_refs(refs, location, found)
         state, workflow = delta.get("s"), delta.get("w")
+        state_bytes, workflow_bytes = self.state_bytes, self.workflow_bytes
+        if state is not None:
+            state_bytes, found = sized(state)
+            _set_refs(refs, "#state", found)
+        if workflow is not None:
+            workflow_bytes, found = sized(workflow)
+            _set_refs(refs, "#workflow", found)
         return Head(
             version=version, ring=self.ring, snapshot_version=self.snapshot_version, meta=self.meta,
             state=self.state if state is None else state, workflow=self.workflow if workflow is None else workflow,
-            history=history, sizes=sizes,
-            state_bytes=self.state_bytes if state is None else json_size(state),
-            workflow_bytes=self.workflow_bytes if workflow is None else json_size(workflow), meta_bytes=self.meta_bytes,
-            event_seq=side.events[-1][0] if side.events else self.event_seq, delta_bytes=self.delta_bytes,
-            side=side, chain_consumed=self.chain_consumed + tuple(side.consumed), incarnation=self.incarnation)
+            history=history, sizes=sizes, state_bytes=state_bytes, workflow_bytes=workflow_bytes,
+            meta_bytes=self.meta_bytes, event_seq=side.events[-1][0] if side.events else self.event_seq,
+            delta_bytes=self.delta_bytes, side=side, chain_consumed=self.chain_consumed + tuple(side.consumed),
+            incarnation=self.incarnation, refs=refs,
+            releases={v: keys for v, keys in self.releases.items() if v > version - self.ring})
+
+    def all_refs(self) -> Counter[str]:
+        """Every object this version refers to, with how many places refer to it."""
+        return Counter(key for keys in self.refs.values() for key in keys)
+
+    def known_content(self) -> dict[str, str]:
+        """Content hash -> key of the objects this version refers to (a value with that content is referred to
+        again, not written again)."""
+        return {sha_of(key): key for keys in self.refs.values() for key in keys}
 
     def full(self) -> dict[str, Any]:
         return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": self.history,
@@ -139,19 +169,43 @@ class Head:
                   ("actor metadata and input", self.meta_bytes)]
         return parts
 
-    def snapshot(self, ref: ActorRef) -> ActorSnapshot:
-        return ActorSnapshot(ref=ref, version=self.version, meta=ActorMeta.model_validate(self.meta),
-                             state=dict(self.state), workflow=WorkflowRecord.model_validate(self.workflow),
-                             history=[HistoryEntry.model_validate(e) for e in self.history.values()], inbox=[])
+    def snapshot(self, ref: ActorRef, fetched: dict[str, Any] | None = None) -> ActorSnapshot:
+        """The version as the runtime sees it; `fetched` (key -> value) reads back the values kept in S3."""
+        if not fetched:
+            return ActorSnapshot(ref=ref, version=self.version, meta=ActorMeta.model_validate(self.meta),
+                                 state=dict(self.state), workflow=WorkflowRecord.model_validate(self.workflow),
+                                 history=[HistoryEntry.model_validate(e) for e in self.history.values()], inbox=[])
+        return ActorSnapshot(
+            ref=ref, version=self.version, meta=ActorMeta.model_validate(resolve(self.meta, fetched)),
+            state=dict(resolve(self.state, fetched)), workflow=WorkflowRecord.model_validate(
+                resolve(self.workflow, fetched)),
+            history=[HistoryEntry.model_validate(resolve(e, fetched) if e["location"] in self.refs else e)
+                     for e in self.history.values()], inbox=[])
 
     @staticmethod
     def from_snapshot(version: int, ring: int, full: dict[str, Any], side: Side, incarnation: str = "") -> Head:
         history: dict[str, dict[str, Any]] = full["history"]
+        sizes: dict[str, int] = {}
+        refs: dict[str, tuple[str, ...]] = {}
+        for location, entry in history.items():
+            sizes[location], found = sized(entry)
+            _set_refs(refs, location, found)
+        parts: dict[str, int] = {}
+        for name in ("state", "workflow", "meta"):
+            parts[name], found = sized(full[name])
+            _set_refs(refs, f"#{name}", found)
         return Head(version=version, ring=ring, snapshot_version=version, meta=full["meta"], state=full["state"],
-                     workflow=full["workflow"], history=history, sizes={k: json_size(v) for k, v in history.items()},
-                     state_bytes=json_size(full["state"]), workflow_bytes=json_size(full["workflow"]),
-                     meta_bytes=json_size(full["meta"]), event_seq=int(full["seq"]), delta_bytes=0, side=side,
-                     chain_consumed=tuple(side.consumed), incarnation=incarnation)
+                    workflow=full["workflow"], history=history, sizes=sizes, state_bytes=parts["state"],
+                    workflow_bytes=parts["workflow"], meta_bytes=parts["meta"], event_seq=int(full["seq"]),
+                    delta_bytes=0, side=side, chain_consumed=tuple(side.consumed), incarnation=incarnation,
+                    refs=refs)
+
+
+def _set_refs(refs: dict[str, tuple[str, ...]], where: str, found: tuple[str, ...]) -> None:
+    if found:
+        refs[where] = found
+    else:
+        refs.pop(where, None)
 
 
 class TornRead(Exception):

@@ -15,27 +15,30 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
 from dormant.aws import deletion, inbox
 from dormant.aws.batches import ConditionFailed, present, put_all
+from dormant.aws.blobs import BlobMissing, S3Blobs
 from dormant.aws.items import (
     ITEM_LIMIT,
     RING_PREFIX,
     Head,
     Side,
     TornRead,
-    commit_payload,
     compress,
     dumps,
     json_size,
     ring_key,
+    sized,
 )
+from dormant.aws.large_values import LargeValues
 from dormant.aws.listing import STATUS_SK, StatusItems
 from dormant.aws.messages import InboxItems
+from dormant.aws.ring import RELEASES, delta_of, materialize
 from dormant.aws.side import EVENTS_PREFIX, RESPONSE_PREFIX, SideItems
 from dormant.aws.sizes import SizeChecks, side_parts_of
 from dormant.aws.table import PENDING_INDEX, TTL_ATTRIBUTE, client_config, create_table, table_definition
@@ -81,7 +84,8 @@ class DynamoEventStore:
     wait_inbox = inbox.wait_inbox  # EventStore.wait_inbox: polls the `pending` index (dormant.aws.inbox)
 
     def __init__(self, client: Any, settings: Settings | None = None, *, settle_on_load: bool = True,
-                 cache_size: int = 512, clock: Callable[[], float] = time.time) -> None:
+                 cache_size: int = 512, clock: Callable[[], float] = time.time, blobs: S3Blobs | None = None) -> None:
+        """`blobs`: the bucket that takes values too big for the log (dormant.aws.large_values); None: none is."""
         self.client = client
         self.settings = settings if settings is not None else Settings()
         self.table = self.settings.table
@@ -90,6 +94,7 @@ class DynamoEventStore:
         self._cache_size = cache_size
         self._now = clock
         self.sizes = SizeChecks()  # dormant.aws.sizes
+        self.values = LargeValues(blobs, self.settings)
         self._side = SideItems(self._call, self.table, self._expired)
         self._inbox = InboxItems(self._call, self._put_if, self._put_all, self.table, now=clock,
                                  dedupe_ttl_seconds=self.settings.dedupe_ttl_seconds)
@@ -104,7 +109,11 @@ class DynamoEventStore:
         from dormant.aws.clients import open_client
 
         settings = settings if settings is not None else Settings()
-        async with open_client("dynamodb", settings, session=session) as client:
+        async with AsyncExitStack() as stack:
+            client = await stack.enter_async_context(open_client("dynamodb", settings, session=session))
+            if settings.bucket is not None and "blobs" not in options:
+                s3 = await stack.enter_async_context(open_client("s3", settings, session=session))
+                options["blobs"] = S3Blobs(s3, settings.bucket)
             yield cls(client, settings, **options)
 
     @property
@@ -124,6 +133,7 @@ class DynamoEventStore:
                      events: list[tuple[str, Any]]) -> bool:
         # Incarnations sort by creation time: a commit of a deleted life never overwrites a later one's items.
         incarnation = f"{time.time_ns():020d}{uuid.uuid4().hex[:8]}"
+        state, events = await self.values.store_creation(ref, state, events)
         head, item = self._first_commit(ref, meta, state, workflow, events, incarnation)
         if not await self._put_if(item, "attribute_not_exists(pk)", {}):
             return False
@@ -139,24 +149,30 @@ class DynamoEventStore:
         return "Item" in response and "gone" not in response["Item"]
 
     async def load(self, ref: ActorRef) -> ActorSnapshot | None:
+        problem: Exception | None = None
         for attempt in range(_TORN_READ_RETRIES):
             ring_items, pending = await asyncio.gather(self._query_ring(ref), self._query_pending(ref))
             try:
-                materialized = self._materialize(ref, ring_items)
+                materialized = materialize(ring_items, lambda newest: self._cache.get((ref.id, newest)))
                 if materialized is None:
                     return None
                 head, chain = materialized
+                inbox, held = self._inbox.live(ref, [item for item in pending if "m" in item], chain)
+                # Values kept in S3: a reader of a version a later commit lapped may miss one; it reads again.
+                fetched, inbox = await asyncio.gather(self.values.head_values(head),
+                                                      self.values.resolve_inbox(ref, inbox))
                 break
-            except TornRead:
+            except (TornRead, BlobMissing) as error:
+                problem = error
                 await asyncio.sleep(0.01 * (attempt + 1))
         else:
-            raise StorageError(f"could not read a consistent commit chain of {ref} in {_TORN_READ_RETRIES} tries")
+            raise StorageError(f"could not read a consistent version of {ref} in {_TORN_READ_RETRIES} tries: "
+                               f"{problem or 'the commit chain kept changing'}")
         wake_errors = [item for item in pending if item["sk"]["S"] == _WAKE_ERROR]
-        inbox, held = self._inbox.live(ref, [item for item in pending if "m" in item], chain)
         if not head.settled and self._settle_on_load:
             await self._settle(ref, head, probe=True)
         self._remember(ref, head)
-        snapshot = head.snapshot(ref)
+        snapshot = head.snapshot(ref, fetched)
         snapshot.inbox = inbox
         snapshot.held_ids = held
         if wake_errors:
@@ -167,12 +183,16 @@ class DynamoEventStore:
         base = await self._base(ref, expected_version)
         version = expected_version + 1
         now = self._now()
-        side, delta = _delta(base, draft, now)
-        upsert_sizes = [json_size(entry) for entry in draft.upserts]
+        draft = await self.values.store_draft(ref, base, version, draft)  # big values to S3 first
+        side, delta = delta_of(base, draft, now)
+        upsert_sizes = [sized(entry) for entry in draft.upserts]
         head = base.advance(version, delta, side, upsert_sizes)
+        released = self.values.released(base, head)
+        if released:
+            head.releases[version] = released
         self.sizes.live(ref, head, side)
         side_parts = side_parts_of(side)
-        delta_text_size = sum(upsert_sizes) + json_size(draft.state) + json_size(delta.get("w"))
+        delta_text_size = sum(size for size, _ in upsert_sizes) + json_size(draft.state) + json_size(delta.get("w"))
         snapshot = (version - base.snapshot_version >= base.ring
                     or base.delta_bytes + delta_text_size > SNAPSHOT_AFTER_BYTES)
         if snapshot:
@@ -182,10 +202,12 @@ class DynamoEventStore:
         else:
             payload = {**delta, **side.payload()}
             head.delta_bytes = base.delta_bytes + delta_text_size
-            parts = [(f"history entry {e['location']!r}", size) for e, size in zip(draft.upserts, upsert_sizes,
-                                                                                   strict=True)]
+            parts = [(f"history entry {e['location']!r}", size) for e, (size, _) in zip(draft.upserts, upsert_sizes,
+                                                                                        strict=True)]
             parts += [("state", json_size(draft.state)), ("workflow record", json_size(delta.get("w"))), *side_parts]
         item = self._commit_item(ref, head, payload, snapshot=snapshot, at=now)
+        if released:  # deleted a lap later, when this slot is overwritten (dormant.aws.large_values)
+            item[RELEASES] = {"SS": list(released)}
         self.sizes.item(ref, f"commit {version}", item, parts)
         incarnation = {":c": {"S": base.incarnation}}
         if version <= base.ring:  # a free slot, or one left by a deleted incarnation of the actor
@@ -201,28 +223,40 @@ class DynamoEventStore:
             raise VersionConflict(f"{ref}: version {expected_version} is no longer current (another commit won)")
         self._remember(ref, head)
         await self._settle(ref, head)
+        await self.values.after_commit(ref, head, base.releases.get(version - base.ring, ()),
+                                       lambda: self._pending_texts(ref))
         return version
 
     async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
+        message = await self.values.prepare_message(ref, message)  # as sends do first (a no-op for them)
         item = self._inbox.item(ref, message)
         self.sizes.message_item(ref, item, self._inbox.parts(message))
         return await self._inbox.put(ref, message.id, item)
 
     # -- the checks before any write (EventStore; dormant.limits) ----------------------------------------------
     def check_message(self, ref: ActorRef, message: InboxMessage) -> None:
+        message = self.values.check_message(ref, message)  # sized as stored: big values as references
         self.sizes.message_item(ref, self._inbox.item(ref, message, order=0), self._inbox.parts(message))
 
     def check_creation(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any],
                        events: list[tuple[str, Any]]) -> None:
+        meta, state, events = self.values.check_creation(ref, meta, state, events)
         self._first_commit(ref, meta, state, WorkflowRecord(), events, "0" * 28)
 
     def check_commit(self, ref: ActorRef, version: int, draft: CommitDraft) -> None:
+        draft = self.values.check_draft(ref, draft)  # sized as stored; the per-value ceiling
         base = self._cache.get((ref.id, version))
         if base is None:
             return  # not read here: the commit itself checks before it writes
-        side, delta = _delta(base, draft, draft.committed_at)
+        side, delta = delta_of(base, draft, draft.committed_at)
         head = base.advance(version + 1, delta, side)
         self.sizes.live(ref, head, side)
+
+    async def prepare_message(self, ref: ActorRef, message: InboxMessage) -> InboxMessage:
+        return await self.values.prepare_message(ref, message)
+
+    async def prepare_input(self, ref: ActorRef, value: Any) -> Any:
+        return await self.values.prepare_input(ref, value)
 
     async def message_fingerprint(self, ref: ActorRef, message_id: str) -> str | None:
         return await self._inbox.fingerprint(ref, message_id)
@@ -235,13 +269,20 @@ class DynamoEventStore:
             "d": {"S": error.model_dump_json()}})
 
     async def wait_response(self, ref: ActorRef, message_id: str, timeout: float) -> tuple[bool, Any]:
-        return await self._side.wait_response(ref, message_id, timeout)
+        found, response = await self._side.wait_response(ref, message_id, timeout)
+        return found, await self.values.resolve(response)
 
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
-        return await self._side.read_events(ref, after, limit)
+        return await self._resolve_events(await self._side.read_events(ref, after, limit))
 
     async def wait_events(self, ref: ActorRef, after: int, timeout: float) -> list[EventRecord]:
-        return await self._side.wait_events(ref, after, timeout)
+        return await self._resolve_events(await self._side.wait_events(ref, after, timeout))
+
+    async def _resolve_events(self, records: list[EventRecord]) -> list[EventRecord]:
+        if not self.values.enabled:
+            return records
+        return [record.model_copy(update={"payload": await self.values.resolve(record.payload)})
+                for record in records]
 
     async def read_summary(self, ref: ActorRef) -> ActorSummary | None:
         return await self.status_items.read(ref)
@@ -265,6 +306,10 @@ class DynamoEventStore:
             TableName=self.table, IndexName=PENDING_INDEX, ConsistentRead=True,
             KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": {"S": ref.id}})
 
+    async def _pending_texts(self, ref: ActorRef) -> list[str]:
+        """The JSON of every pending inbox item (what the S3 sweep must not take from under it)."""
+        return [item["m"]["S"] for item in await self._query_pending(ref) if "m" in item]
+
     async def _query_all(self, **kwargs: Any) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         while True:
@@ -273,43 +318,6 @@ class DynamoEventStore:
             if "LastEvaluatedKey" not in response:
                 return items
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-
-    def _materialize(self, ref: ActorRef, items: list[dict[str, Any]]) -> tuple[Head, list[Side]] | None:
-        """The newest version: its snapshot plus the deltas after it. Returns it and the chain's side work;
-        None when there is no live actor (no slot 0, or a deletion's marker there)."""
-        anchor = next((item for item in items if item["sk"]["S"] == ring_key(1, 1)), None)
-        if anchor is None or "gone" in anchor:
-            return None
-        incarnation = anchor.get("c", {}).get("S", "")
-        # Slot 0 is written by the create and never deleted but by a deletion: items of another incarnation
-        # are what a wake-up of a deleted actor committed late (dormant.aws.deletion); they are not this actor.
-        by_version = {int(item["v"]["N"]): item for item in items if item.get("c", {}).get("S", "") == incarnation}
-        newest = max(by_version)
-        if "gone" in by_version[newest]:  # being deleted (dormant.aws.deletion)
-            return None
-        chain: list[dict[str, Any]] = []
-        version = newest
-        while True:
-            item = by_version.get(version)
-            if item is None:
-                raise TornRead()
-            chain.append(item)
-            if "snap" in item:
-                break
-            version -= 1
-        chain.reverse()  # snapshot first
-        payloads = [commit_payload(item) for item in chain]
-        sides = [Side.from_payload(payload, float(item["at"]["N"])) for item, payload in zip(chain, payloads,
-                                                                                                strict=True)]
-        cached = self._cache.get((ref.id, newest))
-        if cached is not None and cached.incarnation == incarnation:
-            return cached, sides
-        head = Head.from_snapshot(int(chain[0]["v"]["N"]), int(chain[0]["n"]["N"]), payloads[0]["f"], sides[0],
-                                  incarnation)
-        for item, payload, side in zip(chain[1:], payloads[1:], sides[1:], strict=True):
-            head = head.advance(int(item["v"]["N"]), payload, side)
-            head.delta_bytes += len(item["z"]["B"])
-        return head, sides
 
     def _live_inbox(self, ref: ActorRef, pending: list[dict[str, Any]], chain: list[Side]) -> list[InboxMessage]:
         """Pending messages minus those the chain consumed (dormant.aws.inbox polls with it)."""
@@ -427,22 +435,6 @@ class DynamoEventStore:
         # DynamoDB deletes expired items lazily (and dynalite never): filter on read.
         expires = item.get(TTL_ATTRIBUTE)
         return expires is not None and float(expires["N"]) < self._now()
-
-
-def _delta(base: Head, draft: CommitDraft, now: float) -> tuple[Side, dict[str, Any]]:
-    """What a commit of `draft` on `base` stores: its side work and its delta payload."""
-    side = Side(consumed=list(draft.consumed_ids), responses=dict(draft.responses),
-                events=[[base.event_seq + i + 1, name, payload, draft.committed_at] for i, (name, payload) in
-                        enumerate(draft.events)], at=now)
-    delta: dict[str, Any] = {"u": draft.upserts, "x": draft.deleted_prefixes}
-    if draft.state is not None:
-        delta["s"] = draft.state
-    if draft.workflow is not None:
-        delta["w"] = draft.workflow.model_dump(mode="json")
-        listed = listed_status(draft.workflow.state)
-        if listed is not listed_status(WorkflowState(base.workflow["state"])):
-            side.listed = (listed.value, draft.committed_at)  # the status item follows (in _settle)
-    return side, delta
 
 
 _SNAKE = {"GetItem": "get_item", "PutItem": "put_item", "Query": "query", "BatchWriteItem": "batch_write_item",

@@ -120,11 +120,19 @@ class ActorService:
         definition = self.registry.get(ref.name)
         input_json = to_json(actor_input, "the actor's input")
         prepared = await self._prepare_creation(definition, ref, input_json, caller)
+        creation = await self._stored_creation(ref, prepared, Creation(input=input_json, caller=caller))
         if wake and definition.workflow_fn is not None:
-            creation = Creation(input=input_json, caller=caller)
             _check_carried_size(None, creation)
             await self.transport.wake(ref, reason="create", creation=creation)
         return await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events)
+
+    async def _stored_creation(self, ref: ActorRef, prepared: _Creation, creation: Creation) -> Creation:
+        """The creation as stored and carried: a big input written first (EventStore.prepare_input)."""
+        stored_input = await self.store.prepare_input(ref, creation.input)
+        if stored_input is creation.input:
+            return creation
+        prepared.meta = prepared.meta.model_copy(update={"input": stored_input})
+        return creation.model_copy(update={"input": stored_input})
 
     async def _prepare_creation(self, definition: ActorDefinition, ref: ActorRef, input_json: Any,
                                 caller: Caller | None) -> _Creation:
@@ -173,8 +181,8 @@ class ActorService:
         if rule == "refuse":
             raise ActorFinishedError(f"the actor is {state.value}: its workflow takes no more messages (delete the "
                                      "actor to start it afresh)")
-        _check_carried_size(message, creation)
-        self.store.check_message(ref, message)
+        self.store.check_message(ref, message)  # nothing written yet: sizes, the per-value ceiling
+        message = await self.store.prepare_message(ref, message)  # big values written first (S3), referred to
         await self._deliver(ref, message, creation=creation, compare=message_id is not None and not derived_id)
         if rule == "hold":
             return SendResult(status="queued", id=message.id, workflow=state)
@@ -192,6 +200,8 @@ class ActorService:
         prepared = None
         if creation is not None:  # on_create runs before anything is sent: if it raises, nothing happened
             prepared = await self._prepare_creation(definition, ref, creation.input, creation.caller)
+            creation = await self._stored_creation(ref, prepared, creation)
+        _check_carried_size(message, creation)
         try:
             await self.transport.wake(ref, at=at, reason=f"message:{message.id}", message=message, creation=creation)
         except TransportError as error:
@@ -225,8 +235,8 @@ class ActorService:
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=action, kind="action",
                                args=to_json(validated, f'the arguments of action "{action}"'),
                                created_at=self.clock.now(), not_before=at, sender=sender)
-        _check_carried_size(message, None)
         self.store.check_message(ref, message)
+        message = await self.store.prepare_message(ref, message)
         await self._deliver(ref, message, at=at)
         return message.id
 

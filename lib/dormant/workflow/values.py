@@ -10,7 +10,9 @@ rule it breaks (never the value itself):
   text; the lower limit keeps sums of stored integers printable);
 - NaN and +-Infinity: not JSON;
 - nesting deeper than `MAX_DEPTH` arrays/objects;
-- anything that is not null, a bool, a number, a string, a list or a string-keyed object.
+- anything that is not null, a bool, a number, a string, a list or a string-keyed object;
+- the object key `RESERVED_KEY`: the DynamoDB store's references to values it keeps in S3 use it
+  (dormant.aws.offload), so no stored value may forge one.
 
 No I/O here (the engine's package).
 """
@@ -29,6 +31,8 @@ MAX_DEPTH = 64
 MAX_INT_DIGITS = 1000
 """Longest integer (in decimal digits) a stored value may hold: well under the 4300 digits Python can turn
 into text, so that sums of stored integers stay serializable."""
+RESERVED_KEY = "__dormant_blob__"
+"""The one object key no stored value may have (the store's references to values it keeps in S3)."""
 _INT_BOUND = 10 ** MAX_INT_DIGITS
 _MAX_KEY_SHOWN = 40
 
@@ -85,6 +89,9 @@ def json_problem(value: Any) -> tuple[str, str] | None:
                 if not _encodable(key):
                     return (f"{path}[<key #{index + 1}>]",
                             "an object key contains a lone surrogate (U+D800-U+DFFF), which is not valid UTF-8")
+                if key == RESERVED_KEY:
+                    return (f"{path}[<key #{index + 1}>]",
+                            f"the object key {RESERVED_KEY!r} is reserved (Dormant's references to values kept in S3)")
                 stack.append((child, path + _key_text(key, index), depth + 1))
             continue
         return path, f"a {type(item).__name__} is not a JSON value"

@@ -1,0 +1,219 @@
+"""Values of any size (issue 19): over the offload threshold they go to S3 and the items keep references, through
+the whole AWS path (client, SQS, the worker) on DynamoDB Local and on moto, S3 on moto. What goes out comes back
+whole; small values cost no S3 request; objects are deleted with their actor, released a ring lap after the version
+that stopped referring to them, and swept when nothing ever referred to them."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from dormant.aws.blobs import BlobMissing
+from dormant.aws.large_values import DURABLE, EPHEMERAL, actor_hash
+from dormant.aws.store import DynamoEventStore
+from dormant.errors import ItemTooLargeError
+from dormant.limits import VALUE
+from dormant.settings import Settings
+from dormant.workflow.execution import CommitDraft
+from dormant.workflow.history import WorkflowState
+from examples.counter import registry as counter_registry
+from tests.aws_env import AwsTestEnv
+from tests.large_app import digest, registry
+
+
+@pytest.fixture(params=["dynamodb_local", "moto"])
+def endpoints(request: pytest.FixtureRequest) -> dict[str, str]:
+    sqs = request.getfixturevalue("moto_server")
+    dynamodb = request.getfixturevalue("dynamodb_local_server") if request.param == "dynamodb_local" else sqs
+    return {"endpoint_url": sqs, "dynamodb_endpoint_url": dynamodb}
+
+
+@pytest.fixture
+async def env(endpoints: dict[str, str]) -> AsyncIterator[AwsTestEnv]:
+    async with AwsTestEnv(registry, settings=Settings(**endpoints, snapshot_every=4)) as created:
+        yield created
+
+
+async def objects(env: AwsTestEnv, kind: str = DURABLE) -> dict[str, int]:
+    """key -> size of every object in the env's bucket under `kind`."""
+    found: dict[str, int] = {}
+    kwargs: dict[str, Any] = {"Bucket": env.settings.bucket, "Prefix": kind}
+    while True:
+        page = await env.s3.list_objects_v2(**kwargs)
+        found.update({item["Key"]: item["Size"] for item in page.get("Contents", [])})
+        if not page.get("IsTruncated"):
+            return found
+        kwargs["ContinuationToken"] = page["NextContinuationToken"]
+
+
+async def largest_item(env: AwsTestEnv) -> int:
+    """Bytes of the biggest item in the env's table (as DynamoDB counts it, roughly)."""
+    from dormant.aws.metering import item_size
+
+    client = env.store.client  # type: ignore[attr-defined]
+    biggest, kwargs = 0, {"TableName": env.settings.table}
+    while True:
+        page = await client.scan(**kwargs)
+        biggest = max([biggest, *(item_size(item) for item in page.get("Items", []))])
+        if "LastEvaluatedKey" not in page:
+            return biggest
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+async def test_state_of_3_mb_a_2_mb_result_and_a_500_kb_message_are_processed_and_read_back_whole(
+        env: AwsTestEnv) -> None:
+    handle = env.client.get_or_create("large-notebook", ["n"])
+    text = "t" * 500_000
+    await handle.send("echo", {"text": text})
+    for index in range(30):  # 30 steps of 100 KB: 3 MB of state
+        await handle.send("append", {"kb": 100, "fill": chr(ord("a") + index % 26)})
+    await handle.send("result", {"size": 2_000_000})
+    await env.run_until_idle()
+    state = await handle.state()
+    assert state.digests == [digest(text)]  # the workflow saw the whole body
+    assert [len(chunk) for chunk in state.chunks] == [100_000] * 30
+    assert [chunk[0] for chunk in state.chunks] == [chr(ord("a") + i % 26) for i in range(30)]
+    assert state.results == [2_000_000]
+    assert await handle.call("total") == 3_000_000
+    assert (await handle.status()).workflow is WorkflowState.SLEEPING and not env.failures
+    stored = await objects(env)
+    # 26 distinct chunks (content-addressed: the 4 repeated fills are one object each), and more
+    assert len(stored) >= 26 and all(key.startswith(f"{DURABLE}{actor_hash(handle.ref)}/") for key in stored)
+    assert await largest_item(env) < 200_000  # the items keep references, not the values
+    history = await handle.history()
+    produced = next(entry for entry in history if entry.location.endswith("produce"))
+    assert produced.output == "r" * 2_000_000
+    events = [record async for record in handle.events(follow=False)]
+    assert [len(record.payload["text"]) for record in events] == [500_000]
+
+
+async def test_a_new_deploy_reads_offloaded_values_from_another_process(env: AwsTestEnv) -> None:
+    handle = env.client.get_or_create("large-notebook", ["fresh"])
+    await handle.send("append", {"kb": 200})
+    await env.run_until_idle()
+    async with DynamoEventStore.connect(env.settings) as other:  # a cold container: nothing cached
+        snapshot = await other.load(handle.ref)
+        assert snapshot is not None and [len(c) for c in snapshot.state["chunks"]] == [200_000]
+
+
+async def test_small_values_make_no_s3_request(endpoints: dict[str, str]) -> None:
+    async with AwsTestEnv(counter_registry, settings=Settings(**endpoints)) as env:
+        before = env.meter.copy()  # after the env made its bucket
+        handle = env.client.get_or_create("workflow-counter", ["small"])
+        for delta in range(5):
+            await handle.send("counter", {"delta": delta})
+        await env.run_until_idle()
+        assert (await handle.state()).value == 10
+        spent = env.meter - before
+        assert spent.count("dynamodb") > 0 and spent.count("s3") == 0, spent.requests
+
+
+async def test_a_big_response_and_a_big_event_reach_their_readers(env: AwsTestEnv) -> None:
+    handle = env.client.get_or_create("large-answers", ["a"])
+    result = await handle.send("ask", {"size": 300_000}, wait=True, timeout=30)
+    assert result.status == "completed" and result.response is not None
+    assert len(result.response["text"]) == 300_000
+    assert any(key.startswith(f"{EPHEMERAL}{actor_hash(handle.ref)}/") for key in await objects(env, EPHEMERAL))
+
+
+async def test_deleting_an_actor_deletes_its_objects(env: AwsTestEnv) -> None:
+    keep = env.client.get_or_create("large-notebook", ["keep"])
+    gone = env.client.get_or_create("large-notebook", ["gone"])
+    for handle in (keep, gone):
+        await handle.send("append", {"kb": 120})
+        await handle.send("echo", {"text": "e" * 90_000})
+    await env.run_until_idle()
+    prefix = f"{DURABLE}{actor_hash(gone.ref)}/"
+    assert any(key.startswith(prefix) for key in await objects(env))
+    await gone.delete()
+    left = await objects(env)
+    assert not any(key.startswith(prefix) for key in left)
+    assert any(key.startswith(f"{DURABLE}{actor_hash(keep.ref)}/") for key in left)
+    assert not any(key.startswith(f"{EPHEMERAL}{actor_hash(gone.ref)}/") for key in await objects(env, EPHEMERAL))
+    assert len((await keep.state()).chunks) == 1
+
+
+async def test_objects_a_version_stopped_referring_to_are_deleted_a_ring_lap_later(env: AwsTestEnv) -> None:
+    """20 loop iterations, each with a 60 KB step result (a ring of 4: snapshot_every=4): the finished iterations
+    are compacted, and their results' objects deleted a lap later; they do not pile up."""
+    handle = env.client.get_or_create("large-notebook", ["churn"])
+    for round_ in range(20):
+        await handle.send("result", {"size": 60_000 + round_})
+        await env.run_until_idle()
+    assert (await handle.state()).results == [60_000 + round_ for round_ in range(20)]
+    stored = await objects(env)
+    # the live window's results (the current and 2 kept iterations) and those released less than a lap ago
+    assert len(stored) <= 3 + 4 * 2, sorted(stored)
+
+
+async def test_an_orphan_of_a_lost_race_is_swept(endpoints: dict[str, str]) -> None:
+    settings = Settings(**endpoints, snapshot_every=4, blob_sweep_every=2, blob_orphan_grace_seconds=0)
+    async with AwsTestEnv(registry, settings=settings) as env:
+        handle = env.client.get_or_create("large-notebook", ["race"])
+        await handle.send("append", {"kb": 1})
+        await env.run_until_idle()
+        inner: DynamoEventStore = env.store.inner  # type: ignore[attr-defined]
+        snapshot = await inner.load(handle.ref)
+        assert snapshot is not None
+        async with DynamoEventStore.connect(env.settings) as rival:
+            await rival.load(handle.ref)
+            big = {**snapshot.state, "chunks": ["L" * 80_000]}
+            await rival.commit(handle.ref, snapshot.version, CommitDraft(
+                upserts=[], deleted_prefixes=[], state={**snapshot.state, "chunks": ["W" * 80_000]},
+                consumed_ids=[], responses={}, events=[], workflow=None, committed_at=1.0))
+        with pytest.raises(Exception, match="no longer current"):  # the loser wrote its object first
+            await inner.commit(handle.ref, snapshot.version, CommitDraft(
+                upserts=[], deleted_prefixes=[], state=big, consumed_ids=[], responses={}, events=[],
+                workflow=None, committed_at=1.0))
+        loser = hashlib.sha256(('"' + "L" * 80_000 + '"').encode()).hexdigest()  # its chunk's JSON
+        assert any(loser in key for key in await objects(env))
+        for _ in range(3):  # commits until one sweeps (every 2nd version)
+            await handle.send("append", {"kb": 1})
+            await env.run_until_idle()
+        left = await objects(env)
+        assert not any(loser in key for key in left)
+        assert len((await handle.state()).chunks) == 4 and any("W" * 10 in c for c in (await handle.state()).chunks)
+
+
+async def test_a_value_over_the_ceiling_is_refused_with_nothing_stored(env: AwsTestEnv) -> None:
+    handle = env.client.get_or_create("large-notebook", ["huge"])
+    with pytest.raises(ItemTooLargeError, match="stored value") as refused:
+        await handle.send("echo", {"text": "h" * (VALUE.maximum + 1)})
+    assert refused.value.limit is VALUE
+    assert await objects(env) == {} and await env.store.load(handle.ref) is None
+
+
+async def test_a_reader_that_misses_an_object_reads_again(env: AwsTestEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    handle = env.client.get_or_create("large-notebook", ["miss"])
+    await handle.send("append", {"kb": 60})
+    await env.run_until_idle()
+    inner: DynamoEventStore = env.store.inner  # type: ignore[attr-defined]
+    assert inner.values.blobs is not None
+    real = inner.values.blobs.get_many
+    misses = []
+
+    async def flaky(keys: Any) -> dict[str, bytes]:
+        if not misses:
+            misses.append(1)
+            raise BlobMissing("deleted after the version that named it")
+        return await real(keys)
+
+    monkeypatch.setattr(inner.values.blobs, "_cache", type(inner.values.blobs._cache)())
+    monkeypatch.setattr(inner.values.blobs, "get_many", flaky)
+    snapshot = await inner.load(handle.ref)
+    assert misses and snapshot is not None and len(snapshot.state["chunks"][0]) == 60_000
+
+
+async def test_an_in_process_queue_wait_receives_a_big_message(env: AwsTestEnv) -> None:
+    handle = env.client.get_or_create("large-notebook", ["wait"])
+    await handle.send("append", {"kb": 1})
+    await env.run_until_idle()
+    async with env.running():
+        await asyncio.sleep(0.2)
+        await handle.send("echo", {"text": "w" * 70_000})
+        await env.run_until_idle()
+    assert (await handle.state()).digests == [digest("w" * 70_000)]
