@@ -145,3 +145,24 @@ def test_meters_add_and_subtract_every_count() -> None:
     assert total.sqs_billed == {"fifo": 6} and total.requests == {"dynamodb.PutItem": 4}
     diff = total - first
     assert diff == first and (diff - first) == Meter()  # zero counts are dropped
+
+
+async def test_a_session_asks_for_capacity_for_the_clients_made_from_it(dynamodb_local_server: str) -> None:
+    """What the Lambda handlers' clients get when a benchmark hooks the shared botocore session first."""
+    from botocore.session import get_session as botocore_session  # type: ignore[import-untyped]
+
+    from dormant.aws.clients import open_client
+    from dormant.aws.metering import ask_consumed_capacity
+    from dormant.settings import Settings
+
+    session = botocore_session()
+    ask_consumed_capacity(session)
+    settings = Settings(endpoint_url=dynamodb_local_server, region="us-east-1")
+    table = f"metering-{uuid.uuid4().hex[:10]}"
+    async with open_client("dynamodb", settings, kind="threads", session=session) as client:
+        await client.create_table(**table_definition(table))
+        meter = Meter()
+        instrument(client, always=meter)  # no capacity=True: the session's hook asks for it
+        await client.put_item(TableName=table, Item=_inbox_item("m1"))
+        assert (meter.write_units, meter.index_write_units, meter.capacity_reported) == (1, 1, 1)
+        await client.delete_table(TableName=table)

@@ -143,10 +143,6 @@ def instrument(client: Any, *, always: Meter | None = None, capacity: bool = Fal
         # by identity: meters are dataclasses, and an empty scope equals an empty `always` by value
         return (*active, always) if always is not None and all(m is not always for m in active) else active
 
-    def ask_capacity(params: dict[str, Any], model: Any, **_: Any) -> None:
-        if "ReturnConsumedCapacity" in model.input_shape.members:
-            params.setdefault("ReturnConsumedCapacity", "INDEXES")
-
     def before_call(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
         context[_CONTEXT_KEY] = _request_facts(service, model.name, params.get("body"))
 
@@ -193,10 +189,22 @@ def instrument(client: Any, *, always: Meter | None = None, capacity: bool = Fal
                     meter.sqs_billed[sqs[0]] += sqs[1]
 
     if capacity and service == "dynamodb":
-        events.register("provide-client-params.dynamodb", ask_capacity, unique_id=f"{tag}-capacity")
+        ask_consumed_capacity(events, unique_id=f"{tag}-capacity")
     events.register("before-call", before_call, unique_id=f"{tag}-facts")
     events.register("before-send", before_send, unique_id=f"{tag}-send")
     events.register("after-call", after_call, unique_id=f"{tag}-call")
+
+
+def ask_consumed_capacity(events: Any, *, unique_id: str = "dormant-metering-capacity") -> None:
+    """Make every DynamoDB request through `events` ask for `ReturnConsumedCapacity=INDEXES`: a client's
+    `meta.events`, or a botocore session, whose clients made afterwards inherit the hook (for code that makes
+    its own clients, like the Lambda handlers). Instrumented clients then count what the server reports."""
+    events.register("provide-client-params.dynamodb", _ask_capacity, unique_id=unique_id)
+
+
+def _ask_capacity(params: dict[str, Any], model: Any, **_: Any) -> None:
+    if "ReturnConsumedCapacity" in model.input_shape.members:
+        params.setdefault("ReturnConsumedCapacity", "INDEXES")
 
 
 @dataclass(frozen=True)
