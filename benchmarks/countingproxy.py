@@ -61,8 +61,11 @@ class CountingProxy:
                     if key.lower() not in HOP_HEADERS and key.lower() != "content-length":
                         self.send_header(key, value)
                 self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):  # the caller left (a long poll at shutdown)
+                    self.close_connection = True
 
             do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _relay
 

@@ -169,7 +169,8 @@ async def queues_empty(endpoint: str) -> None:
 
 
 async def throughput(stack: Stack, prefix: str, actors: int, messages: int, senders: int,
-                     direct: str | None = None, already: int = 0) -> Throughput:
+                     direct: str | None = None, already: int = 0, counted: list[Any] | None = None,
+                     counted_snapshot: Any = None) -> Throughput:
     async with httpx.AsyncClient(base_url=stack.url, timeout=120, limits=httpx.Limits(max_connections=senders + 8)
                                  ) as client:
         names = [f"{prefix}-{n}" for n in range(actors)]
@@ -186,6 +187,8 @@ async def throughput(stack: Stack, prefix: str, actors: int, messages: int, send
         if direct is not None:  # counting requests: watch the queues, not the actors (no API reads)
             await queues_empty(direct)
             result = Throughput(messages, time.perf_counter() - started, stack.cpu() - cpu_before)
+            if counted is not None:
+                counted.append(counted_snapshot())  # before the reads that check the result
             counts = await asyncio.gather(*(processed(client, name) for name in names))
             assert counts == [expected[name] + already for name in names], "not every message was processed"
             return result
@@ -234,8 +237,16 @@ def per(counts: dict[str, int], n: int) -> dict[str, float]:
     return {op: round(value / n, 3) for op, value in sorted(counts.items())}
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    port = args.port
+    port = args.port or free_port()  # a fixed port may be another stack's on a shared machine
     with tempfile.TemporaryDirectory(prefix="dormant-bench-") as scratch:
         proxy = moto = None
         if args.count_requests:
@@ -285,16 +296,17 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 async def count_requests(stack: Stack, proxy: Any, direct: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Requests per message (the throughput phase, every actor new) and per round trip, by operation."""
     rows: list[dict[str, Any]] = []
-    before = proxy.snapshot()
-    result = await throughput(stack, "count", args.actors, args.messages, args.senders, direct=direct)
-    sent = proxy.snapshot() - before
+    before, after = proxy.snapshot(), []
+    result = await throughput(stack, "count", args.actors, args.messages, args.senders, direct=direct,
+                              counted=after, counted_snapshot=proxy.snapshot)
+    sent = after[0] - before
     rows.append({"stage": f"{args.messages} messages over {args.actors} new actors", "unit": "message",
                  "units": args.messages, "rate": result.rate, "actors": args.actors, "counts": dict(sent),
                  "per_unit": per(dict(sent), args.messages)})
-    before = proxy.snapshot()
+    before, after = proxy.snapshot(), []
     again = await throughput(stack, "count", args.actors, args.messages, args.senders, direct=direct,
-                             already=args.messages // args.actors)
-    sent = proxy.snapshot() - before
+                             already=args.messages // args.actors, counted=after, counted_snapshot=proxy.snapshot)
+    sent = after[0] - before
     rows.append({"stage": f"{args.messages} more messages to the same {args.actors} actors", "unit": "message",
                  "units": args.messages, "rate": again.rate, "actors": 0, "counts": dict(sent),
                  "per_unit": per(dict(sent), args.messages)})
@@ -315,7 +327,7 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=50)
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--grow-to", type=int, default=10_000)
-    parser.add_argument("--port", type=int, default=8799)
+    parser.add_argument("--port", type=int, default=0, help="the API's port (default: a free one)")
     parser.add_argument("--source", type=Path, default=ROOT, help="checkout whose lib/ runs (default: this one)")
     parser.add_argument("--count-requests", action="store_true",
                         help="count the stack's DynamoDB and SQS requests by operation (see the docstring)")

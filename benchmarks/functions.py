@@ -25,6 +25,7 @@ import base64
 import contextlib
 import importlib.util
 import io
+import json
 import math
 import os
 import re
@@ -33,6 +34,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
@@ -62,15 +64,28 @@ PARTS = ("api", "worker", "event source")
 
 
 class CountingStream(io.TextIOBase):
-    """Stands in for the functions' stdout: counts the bytes they log (CloudWatch Logs ingests them)."""
+    """Stands in for the functions' stdout: counts the bytes they log (CloudWatch Logs ingests them), in total and
+    by kind of record: the logger that wrote it (`dormant.wake`, `dormant.http`, ...) or `EMF` for a metrics
+    document."""
 
     def __init__(self) -> None:
         self.bytes = 0
+        self.by_kind: Counter[str] = Counter()
         self._lock = threading.Lock()
 
     def write(self, text: str) -> int:
+        size = len(text.encode())
+        kind = "other"
+        if text.strip():
+            try:
+                record = json.loads(text)
+            except ValueError:
+                record = None
+            if isinstance(record, dict):
+                kind = "EMF" if "_aws" in record else str(record.get("name", "other"))
         with self._lock:
-            self.bytes += len(text.encode())
+            self.bytes += size
+            self.by_kind[kind] += size
         return len(text)
 
     def writable(self) -> bool:

@@ -92,9 +92,9 @@ class Floor:
     """The requests a unit of work cannot do without on this architecture, per unit: the HTTP request that brings
     each message in (API Gateway, one API invocation), the message's one inbox write and one SQS send of its
     wake-up, per event-source batch one receive, one delete and one worker invocation, one read of the actor per
-    wake-up, one commit per step that must be durable before the next one starts, and the timers the workflow
-    asks for (a send, receive and delete on the standard queue, an invocation and a read each). Every
-    invocation at the least Lambda bills (1 ms); no logs, no secondary indexes, no polling."""
+    wake-up, one commit per step (a step's result is durable before the next step starts), and the timers the
+    workflow asks for (a send each, and per timer batch a receive, a delete and an invocation; a read of the actor
+    each). Every invocation at the least Lambda bills (1 ms); no logs, no secondary indexes, no polling."""
 
     requests: float  # HTTP requests per unit (messages, creations, calls)
     inbox_writes: float
@@ -102,12 +102,14 @@ class Floor:
     deliveries: float  # FIFO event-source batches per unit
     loads: float  # wake-ups per unit (each reads the actor once)
     commits: float
-    timers: float = 0.0  # timer round trips per unit
+    timers: float = 0.0  # timer wake-ups per unit
+    timer_batch: float = 1.0  # timers per timer event-source batch
 
     def usage(self) -> Usage:
-        invocations = self.deliveries + self.timers
+        timer_deliveries = self.timers / self.timer_batch
+        invocations = self.deliveries + timer_deliveries
         return Usage(write_units=self.inbox_writes + self.commits, read_units=self.loads + self.timers,
-                     sqs_fifo=self.sends + 2 * self.deliveries, sqs_standard=3 * self.timers,
+                     sqs_fifo=self.sends + 2 * self.deliveries, sqs_standard=self.timers + 2 * timer_deliveries,
                      gateway_requests=self.requests, api_invocations=self.requests, api_ms=self.requests,
                      worker_invocations=invocations, worker_ms=invocations)
 

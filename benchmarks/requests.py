@@ -4,6 +4,7 @@ Step Functions; and the event source's levers (batch size, batching window).
     .venv/bin/python benchmarks/requests.py                  # every scenario (about 5 minutes)
     .venv/bin/python benchmarks/requests.py --scale 0.5 --only queue sleep
     .venv/bin/python benchmarks/requests.py --json /tmp/priced.json   # also write the numbers (benchmarks/scale.py)
+    .venv/bin/python benchmarks/requests.py --from-json benchmarks/priced.json   # the tables of a saved run
 
 The deployment runs in one process (benchmarks/functions.py): DynamoDB Local (which reports consumed capacity
 by AWS's rules, indexes included), SQS on the dev stack's embedded moto server, the two Lambda functions' own
@@ -65,6 +66,7 @@ class Scenario:
     timers: Batching | None = None
     lever: str = ""  # which table it belongs to: "" (the priced table) or a lever's name
     env: dict[str, str] = field(default_factory=dict)  # settings of the functions, when not the defaults
+    durable_ms_from: str = ""  # the scenario whose worker invocations time a durable function's (default: this)
 
 
 @dataclass
@@ -76,6 +78,7 @@ class Window:
     gateway: int
     invocations: dict[str, int]
     stdout: int
+    log_kinds: dict[str, int]
     process_cpu: float
     main_cpu: float
 
@@ -90,10 +93,12 @@ class Measured:
     api_side: Usage  # per unit: API Gateway, the API function and the requests it makes (what a send costs)
     requests: dict[str, dict[str, float]]  # per unit, by part and operation
     wall_ms: dict[str, list[float]]  # per invocation, by function
+    cpu_ms: dict[str, list[float]]  # the process's CPU per invocation, by function (sequential invocations)
     batch_records: float  # SQS messages per worker invocation
     idle_receives: int
     notes: list[str] = field(default_factory=list)
     storage: dict[str, dict[str, float]] = field(default_factory=dict)  # by item kind: items, bytes (see storage)
+    log_kinds: dict[str, float] = field(default_factory=dict)  # log bytes per unit by record kind (and platform)
 
 
 class Probe:
@@ -111,7 +116,8 @@ class Probe:
                     "event source": stack.event_source.copy()},
             idle=stack.idle.copy(), gateway=len(stack.gateway.requests),
             invocations={"api": len(stack.api.invocations), "worker": len(stack.worker.invocations)},
-            stdout=stack.stdout.bytes, process_cpu=time.process_time(), main_cpu=time.thread_time())
+            stdout=stack.stdout.bytes, log_kinds=dict(stack.stdout.by_kind), process_cpu=time.process_time(),
+            main_cpu=time.thread_time())
 
     async def close(self) -> None:
         assert self.window is not None, "mark() first"
@@ -171,6 +177,10 @@ def measure(stack: Stack, window: Window, scenario: Scenario, units: int) -> Mea
     usage = api_side.plus(_usage(downstream, worker, "worker", []))
     usage.function_cpu_ms = max(0.0, function_cpu * 1000)
     idle = stack.idle - window.idle
+    logs = {kind: (n - window.log_kinds.get(kind, 0)) / units for kind, n in stack.stdout.by_kind.items()
+            if n - window.log_kinds.get(kind, 0)}
+    logs["Lambda platform lines"] = LAMBDA_PLATFORM_LOG_BYTES * (len(api) + len(worker)) / units
+    logs["API Gateway access log"] = sum(g.log_bytes for g in stack.gateway.requests[window.gateway:]) / units
     notes = []
     counted = Meter()
     for part in parts.values():
@@ -183,8 +193,9 @@ def measure(stack: Stack, window: Window, scenario: Scenario, units: int) -> Mea
         api_side=api_side.per(units),
         requests={part: {op: n / units for op, n in sorted(m.requests.items())} for part, m in parts.items()},
         wall_ms={"api": [i.wall_ms for i in api], "worker": [i.wall_ms for i in worker]},
+        cpu_ms={"api": [i.cpu_ms for i in api], "worker": [i.cpu_ms for i in worker]},
         batch_records=sum(i.records for i in worker) / max(1, len(worker)),
-        idle_receives=idle.requests["sqs.ReceiveMessage"], notes=notes)
+        idle_receives=idle.requests["sqs.ReceiveMessage"], notes=notes, log_kinds=logs)
 
 
 # -- the scenarios ------------------------------------------------------------------------------------------------
@@ -382,17 +393,21 @@ SCENARIOS = [
     Scenario("queue-loop iteration", "message", 1, queue_loop, 32, Floor(**ONE),
              DurableFunctions(operations=2, operations_high=4, invocations=1), StepFunctions(3, 1)),
     Scenario("queue loop, 10 messages per batch", "message", 1, queue_loop_batched, 160,
-             Floor(requests=1, inbox_writes=1, sends=1, deliveries=0.1, loads=0.1, commits=0.1),
+             Floor(requests=1, inbox_writes=1, sends=1, deliveries=0.1, loads=0.1, commits=1),
              DurableFunctions(operations=2, operations_high=4, invocations=0.1), StepFunctions(3, 1)),
     Scenario("3-branch join + merge", "refresh", 4, join, 16,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1),
              DurableFunctions(operations=9, operations_high=11, invocations=1), StepFunctions(7, 4)),
     Scenario("sleep 1 s + step (waited in process)", "reminder", 1, sleep_short, 16,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=1),
-             DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1)),
+             DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1),
+             durable_ms_from="sleep 2 s + step (suspended)"),  # a durable wait suspends: no compute while waiting
     Scenario("sleep 2 s + step (suspended)", "reminder", 1, sleep_suspended, 16,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1),
              DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1)),
+    Scenario("queue-loop iteration, commit ring of 8 (DORMANT_SNAPSHOT_EVERY=8)", "message", 1, queue_loop, 32,
+             Floor(**ONE), DurableFunctions(operations=2, operations_high=4, invocations=1), StepFunctions(3, 1),
+             lever="commit ring", env={"DORMANT_SNAPSHOT_EVERY": "8"}),
     Scenario("sleep 5 s in 1 s hops + step", "reminder", 1, sleep_hopping, 8,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1),
              DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1),
@@ -404,14 +419,15 @@ SCENARIOS = [
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=1),
              DurableFunctions(operations=2, operations_high=2, invocations=1), StepFunctions(2, 1)),
     # -- levers: the event source's batch size and window (template.yaml: 10, and a 1 s window for timers) --------
-    Scenario("10 actors, 1 message each, batch size 10", "message", 1, many_actors, 10, Floor(**ONE),
+    Scenario("10 actors, 1 message each, batch size 10", "message", 1, many_actors, 10,
+             Floor(requests=1, inbox_writes=1, sends=1, deliveries=0.1, loads=1, commits=1),
              DurableFunctions(operations=2, operations_high=4, invocations=1), StepFunctions(3, 1),
              wake=Batching(10), lever="wake batch size"),
     Scenario("10 actors, 1 message each, batch size 1", "message", 1, many_actors, 10, Floor(**ONE),
              DurableFunctions(operations=2, operations_high=4, invocations=1), StepFunctions(3, 1),
              wake=Batching(1), lever="wake batch size"),
     Scenario("10 timers due together, timer batch 10, window 1 s", "reminder", 1, timer_batches, 10,
-             Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1),
+             Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1, timer_batch=10),
              DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1),
              timers=Batching(10, 1.0), lever="timer batching"),
     Scenario("10 timers due together, timer batch 1", "reminder", 1, timer_batches, 10,
@@ -447,11 +463,13 @@ def priced_table(results: list[tuple[Scenario, Measured]], deploy: Deployment) -
     return "\n".join(lines)
 
 
-def durable_prices(scenario: Scenario, m: Measured, deploy: Deployment) -> tuple[float, float, float]:
+def durable_prices(scenario: Scenario, m: Measured, deploy: Deployment,
+                   others: dict[str, Measured] | None = None) -> tuple[float, float, float]:
     """USD per unit on AWS Lambda durable functions: (full price: the fewest operations, each invocation as long
     as Dormant's worker invocation of the same workflow; lower bound: the fewest operations, 1 ms invocations;
     the SDK's documented helpers' operations at the full price's durations)."""
-    worker_ms = m.usage.worker_ms / m.usage.worker_invocations if m.usage.worker_invocations else 1.0
+    timed = (others or {}).get(scenario.durable_ms_from, m)
+    worker_ms = timed.usage.worker_ms / timed.usage.worker_invocations if timed.usage.worker_invocations else 1.0
     written = 1024 * m.usage.write_units  # the same workflow's checkpoint data: what Dormant writes, at most
     full = scenario.durable.price(deploy, high=False, ms_per_invocation=worker_ms, bytes_written=written)
     low = scenario.durable.price(deploy, high=False, ms_per_invocation=1, bytes_written=written)
@@ -466,7 +484,8 @@ def comparison_table(results: list[tuple[Scenario, Measured]], deploy: Deploymen
     for scenario, m in results:
         mine = total(m.usage, deploy) * 1e6
         floor = total(scenario.floor.usage(), deploy) * 1e6
-        full, low, helpers = (price * 1e6 for price in durable_prices(scenario, m, deploy))
+        full, low, helpers = (price * 1e6 for price in durable_prices(scenario, m, deploy,
+                                                                      {s.name: r for s, r in results}))
         sfn = scenario.step_functions
         lines.append(f"| {scenario.name} | {money(mine)} | {money(floor)} | {mine / floor:.2f} | "
                      f"{money(full)} ({money(low)}; {money(helpers)}) | {mine / full:.2f} | "
@@ -536,32 +555,40 @@ def detail(results: list[tuple[Scenario, Measured]]) -> str:
             out.append(f"  - {part}: {text}")
         for function, walls in m.wall_ms.items():
             if walls:
+                cpu = m.cpu_ms.get(function) or [0.0]
                 out.append(f"  - {function} invocations: median {statistics.median(walls):.1f} ms, "
-                           f"p90 {sorted(walls)[int(0.9 * (len(walls) - 1))]:.1f} ms ({len(walls)})")
+                           f"p90 {sorted(walls)[int(0.9 * (len(walls) - 1))]:.1f} ms ({len(walls)}); "
+                           f"CPU median {statistics.median(cpu):.1f} ms")
+        if m.log_kinds:
+            out.append("  - log bytes: " + ", ".join(f"{kind} {n:.0f}" for kind, n in
+                                                     sorted(m.log_kinds.items(), key=lambda item: -item[1])))
         out.extend(f"  - note: {note}" for note in m.notes)
     return "\n".join(out)
 
 
-async def main(args: argparse.Namespace) -> None:
-    deploy = deployment()
-    chosen = [s for s in SCENARIOS if not args.only or any(word in s.name for word in args.only)]
-    results: list[tuple[Scenario, Measured]] = []
-    with servers() as endpoints:
-        for scenario in chosen:
-            started = time.monotonic()
-            units = max(1, round(scenario.units * args.scale))
-            measured = await run_scenario(scenario, units, endpoints)
-            results.append((scenario, measured))
-            out(f"  {scenario.name}: {time.monotonic() - started:.0f} s, "
-                  f"${total(measured.usage, deploy) * 1e6:.2f} per million {scenario.unit}s")
+def load(path: Path) -> list[tuple[Scenario, Measured]]:
+    """Results written by --json, matched to this file's scenarios by name (for --from-json)."""
+    known = {s.name: s for s in SCENARIOS}
+    results = []
+    for row in json.loads(path.read_text()):
+        data = dict(row["scenario"])
+        data["usage"], data["api_side"] = Usage(**data["usage"]), Usage(**data["api_side"])
+        data.setdefault("cpu_ms", {})
+        data.setdefault("log_kinds", {})
+        measured = Measured(**data)
+        if measured.scenario in known:
+            results.append((known[measured.scenario], measured))
+    return results
+
+
+def report(results: list[tuple[Scenario, Measured]], deploy: Deployment, title: str) -> None:
     priced = [(s, m) for s, m in results if not s.lever]
     levers = [(s, m) for s, m in results if s.lever]
-    out(f"\nUSD per million units of work (scale {args.scale:g}; Lambda {deploy.memory_mb} MB "
-          f"{deploy.architecture}; Python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f})\n")
-    for title, group in (("priced", priced), ("levers", levers)):
+    out(f"\nUSD per million units of work ({title}; Lambda {deploy.memory_mb} MB {deploy.architecture})\n")
+    for name, group in (("priced", priced), ("levers", levers)):
         if not group:
             continue
-        out(f"### {title}\n")
+        out(f"### {name}\n")
         out(priced_table(group, deploy))
         out()
         out(comparison_table(group, deploy))
@@ -574,9 +601,28 @@ async def main(args: argparse.Namespace) -> None:
         out()
     out("Requests per unit, by part:\n")
     out(detail(results))
+
+
+async def main(args: argparse.Namespace) -> None:
+    deploy = deployment()
+    if args.from_json:
+        report(load(Path(args.from_json)), deploy, f"from {args.from_json}")
+        return
+    chosen = [s for s in SCENARIOS if not args.only or any(word in s.name for word in args.only)]
+    results: list[tuple[Scenario, Measured]] = []
+    with servers() as endpoints:
+        for scenario in chosen:
+            started = time.monotonic()
+            units = max(1, round(scenario.units * args.scale))
+            measured = await run_scenario(scenario, units, endpoints)
+            results.append((scenario, measured))
+            out(f"  {scenario.name}: {time.monotonic() - started:.0f} s, "
+                f"${total(measured.usage, deploy) * 1e6:.2f} per million {scenario.unit}s")
     if args.json:
         Path(args.json).write_text(json.dumps([{"scenario": asdict(m), "floor": asdict(s.floor)}
                                                for s, m in results], indent=1))
+    report(results, deploy, f"scale {args.scale:g}; Python {sys.version.split()[0]}, load average "
+                            f"{os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
@@ -584,5 +630,6 @@ if __name__ == "__main__":
     parser.add_argument("--scale", type=float, default=1.0, help="multiply each scenario's units of work")
     parser.add_argument("--only", nargs="*", help="run the scenarios whose name contains one of these words")
     parser.add_argument("--json", help="also write the measured usage to this file")
+    parser.add_argument("--from-json", help="print the tables of an earlier --json run (prices and rules as now)")
     logging.basicConfig(level=logging.WARNING)
     asyncio.run(main(parser.parse_args()))
