@@ -59,8 +59,15 @@ def load_priced(path: Path) -> dict[str, dict[str, Any]]:
     return {row["scenario"]["scenario"]: row["scenario"] for row in json.loads(path.read_text())}
 
 
+PER_CONTAINER = "sqs.GetQueueAttributes"
+"""The worker reads a queue's visibility timeout once per container (a batch of new wake-ups in a fresh container
+may read it once each): a cost of containers, not of units of work, left out of the model."""
+
+
 def _usage(row: dict[str, Any]) -> Usage:
-    return Usage(**{f.name: float(row["usage"].get(f.name, 0.0)) for f in fields(Usage)})
+    usage = Usage(**{f.name: float(row["usage"].get(f.name, 0.0)) for f in fields(Usage)})
+    usage.sqs_standard -= row["requests"].get("worker", {}).get(PER_CONTAINER, 0.0)  # the timer queue's, here
+    return usage
 
 
 def _diff(a: Usage, b: Usage, scale: float = 1.0) -> Usage:
@@ -71,12 +78,22 @@ def _requests(row: dict[str, Any]) -> dict[str, float]:
     total: dict[str, float] = {}
     for ops in row["requests"].values():
         for op, n in ops.items():
-            total[op] = total.get(op, 0.0) + n
+            if op != PER_CONTAINER:
+                total[op] = total.get(op, 0.0) + n
     return total
 
 
 def _mix_requests(a: dict[str, float], b: dict[str, float], scale: float = 1.0) -> dict[str, float]:
     return {op: (a.get(op, 0.0) - b.get(op, 0.0)) * scale for op in set(a) | set(b)}
+
+
+def _plus_requests(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    return {op: a.get(op, 0.0) + b.get(op, 0.0) for op in set(a) | set(b)}
+
+
+def _between_requests(one: dict[str, float], ten: dict[str, float], batch: float) -> dict[str, float]:
+    weight = (1 - 1 / max(1.0, batch)) / (1 - 1 / 10)
+    return {op: one.get(op, 0.0) + (ten.get(op, 0.0) - one.get(op, 0.0)) * weight for op in set(one) | set(ten)}
 
 
 def _between(one: Usage, ten: Usage, batch: float) -> Usage:
@@ -112,13 +129,17 @@ def kinds(mix: Mix, priced: dict[str, dict[str, Any]]) -> list[Kind]:
     # sleep_hopping: 5 s in timers of at most 1 s; its hops are the worker's sends beyond the suspended sleep's one
     hops = (hopping["requests"]["worker"].get("sqs.SendMessage", 0.0)
             - suspended["requests"]["worker"].get("sqs.SendMessage", 0.0)) or 1.0
-    hop = _diff(_usage(hopping), _usage(suspended), 1 / hops)
+    hop = _diff(_usage(hopping), _usage(suspended), 1 / hops).plus(timer_batching)  # a hop is a timer delivery too
     hops_per_timer = max(0, math.ceil(mix.timer_hours * 3600 / HOP_SECONDS) - 1)
-    found = [Kind("message", mix.messages, message, _requests(loop)),
+    delivery = _mix_requests(_between_requests(_requests(wake1), _requests(wake10), mix.batch), _requests(wake1))
+    timer_delivery = _mix_requests(_between_requests(_requests(timer1), _requests(timer10), mix.timer_batch),
+                                   _requests(timer1))
+    found = [Kind("message", mix.messages, message, _plus_requests(_requests(loop), delivery)),
              Kind("call", mix.calls, _usage(call), _requests(call)),
-             Kind("timer", mix.timers, timer, _mix_requests(_requests(suspended), _requests(loop))),
+             Kind("timer", mix.timers, timer,
+                  _plus_requests(_mix_requests(_requests(suspended), _requests(loop)), timer_delivery)),
              Kind("hop", mix.timers * hops_per_timer, hop,
-                  _mix_requests(_requests(hopping), _requests(suspended), 1 / hops))]
+                  _plus_requests(_mix_requests(_requests(hopping), _requests(suspended), 1 / hops), timer_delivery))]
     if mix.runs:
         run = priced["simple workflow (3 steps)"]
         found.append(Kind("workflow run", mix.runs, _usage(run), _requests(run)))
