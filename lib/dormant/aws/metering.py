@@ -163,7 +163,8 @@ def instrument(client: Any, *, always: Meter | None = None, capacity: bool = Fal
         reported = 0
         sqs: tuple[str, int] | None = None
         if service == "dynamodb":
-            consumed = _consumed_capacity(parsed.get("ConsumedCapacity"))
+            # Only what was asked for: moto adds a ConsumedCapacity of its own to some responses (BatchWriteItem).
+            consumed = _consumed_capacity(parsed.get("ConsumedCapacity")) if facts.asked else None
             if consumed is not None:
                 reported = 1
                 table, on_indexes = consumed
@@ -217,6 +218,7 @@ class _RequestFacts:
     reads: int = 1
     queue_kind: str = "standard"
     payload: int = 0
+    asked: bool = False  # the request asked DynamoDB for the capacity it consumed
 
 
 def _request_facts(service: str, operation: str, body: Any) -> _RequestFacts:
@@ -224,11 +226,12 @@ def _request_facts(service: str, operation: str, body: Any) -> _RequestFacts:
     size = len(raw.encode() if isinstance(raw, str) else raw)
     params = _parsed_body(raw)
     if service == "dynamodb":
+        asked = params.get("ReturnConsumedCapacity", "NONE") != "NONE"
         if operation == "BatchGetItem":  # consistency is asked per table there
             tables = list(params.get("RequestItems", {}).values())
-            return _RequestFacts(reads=max(1, len(tables)),
+            return _RequestFacts(reads=max(1, len(tables)), asked=asked,
                                  consistent=bool(tables) and all(t.get("ConsistentRead") for t in tables))
-        return _RequestFacts(write_units=_write_units(operation, params),
+        return _RequestFacts(write_units=_write_units(operation, params), asked=asked,
                              consistent=bool(params.get("ConsistentRead", operation == "TransactGetItems")))
     if service == "sqs":
         url = str(params.get("QueueUrl", ""))
