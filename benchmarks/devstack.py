@@ -17,12 +17,21 @@ on its embedded moto server, driven over HTTP by one client process:
 
 Besides wall time it reports the CPU seconds the stack's two processes (dormant dev and its moto child) spent
 per message, read from /proc: the steadier number on a shared machine.
+
+    .venv/bin/python benchmarks/devstack.py --count-requests --grow-to 0 --requests-json /tmp/devstack.json
+
+`--count-requests` counts every DynamoDB and SQS request the stack makes, by operation, per message and per round
+trip: `dormant dev --endpoint` is pointed at a counting proxy (benchmarks/countingproxy.py) in front of a moto
+server of the same kind as the embedded one. Nothing of the benchmark's own goes through the proxy: the
+throughput phase waits for the queues to empty (asked of moto directly) instead of reading state through the API,
+and checks the states after the count. benchmarks/scale.py checks its request model against these counts.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -60,8 +69,10 @@ def children(pid: int) -> list[int]:
 class Stack:
     """`python -m dormant.cli dev` from `source` (a checkout), on a free port."""
 
-    def __init__(self, source: Path, port: int, log: Path, data_dir: Path, app: str) -> None:
+    def __init__(self, source: Path, port: int, log: Path, data_dir: Path, app: str,
+                 endpoint: str | None = None) -> None:
         self.source, self.port, self.log, self.data_dir, self.app = source, port, log, data_dir, app
+        self.endpoint = endpoint  # an AWS endpoint instead of the embedded moto server (--count-requests)
         self.url = f"http://127.0.0.1:{port}"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -72,7 +83,9 @@ class Stack:
         args = [sys.executable, "-m", "dormant.cli", "dev", "--app", self.app, "--port", str(self.port)]
         helptext = subprocess.run([*args[:4], "--help"], env=env, cwd=self.source, capture_output=True,
                                   text=True).stdout
-        if "--data-dir" in helptext:  # this checkout persists: as a user runs it, in a fresh directory
+        if self.endpoint is not None:
+            args += ["--endpoint", self.endpoint, "--log-level", "warning"]
+        elif "--data-dir" in helptext:  # this checkout persists: as a user runs it, in a fresh directory
             args += ["--data-dir", str(self.data_dir), "--log-level", "warning"]
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(args, env=env, cwd=self.source, stdout=out, stderr=subprocess.STDOUT)
@@ -138,7 +151,26 @@ async def processed(client: httpx.AsyncClient, actor: str) -> int:
     return int(response.json()["processed"]) if response.status_code == 200 else 0
 
 
-async def throughput(stack: Stack, prefix: str, actors: int, messages: int, senders: int) -> Throughput:
+async def queues_empty(endpoint: str) -> None:
+    """Wait until every queue at `endpoint` is empty: nothing visible, in flight or delayed (asked directly)."""
+    import boto3
+
+    sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="bench",
+                       aws_secret_access_key="bench")
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+             "ApproximateNumberOfMessagesDelayed"]
+    quiet = 0
+    while quiet < 3:  # three looks in a row: a message between a receive and its delete is in flight, not gone
+        urls = sqs.list_queues().get("QueueUrls", [])
+        busy = any(int(v) for url in urls
+                   for v in sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"].values())
+        quiet = 0 if busy else quiet + 1
+        await asyncio.sleep(0.2)
+
+
+async def throughput(stack: Stack, prefix: str, actors: int, messages: int, senders: int,
+                     direct: str | None = None, already: int = 0, counted: list[Any] | None = None,
+                     counted_snapshot: Any = None) -> Throughput:
     async with httpx.AsyncClient(base_url=stack.url, timeout=120, limits=httpx.Limits(max_connections=senders + 8)
                                  ) as client:
         names = [f"{prefix}-{n}" for n in range(actors)]
@@ -152,6 +184,14 @@ async def throughput(stack: Stack, prefix: str, actors: int, messages: int, send
 
         await asyncio.gather(*(one(actor, delta) for actor, delta in plan))
         expected = {name: sum(1 for a, _ in plan if a == name) for name in names}
+        if direct is not None:  # counting requests: watch the queues, not the actors (no API reads)
+            await queues_empty(direct)
+            result = Throughput(messages, time.perf_counter() - started, stack.cpu() - cpu_before)
+            if counted is not None:
+                counted.append(counted_snapshot())  # before the reads that check the result
+            counts = await asyncio.gather(*(processed(client, name) for name in names))
+            assert counts == [expected[name] + already for name in names], "not every message was processed"
+            return result
         pending = set(names)
         reads = asyncio.Semaphore(8)
 
@@ -193,13 +233,39 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def per(counts: dict[str, int], n: int) -> dict[str, float]:
+    return {op: round(value / n, 3) for op, value in sorted(counts.items())}
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    port = args.port
+    port = args.port or free_port()  # a fixed port may be another stack's on a shared machine
     with tempfile.TemporaryDirectory(prefix="dormant-bench-") as scratch:
-        stack = Stack(args.source.resolve(), port, Path(scratch) / "console.log", Path(scratch) / "data", args.app)
+        proxy = moto = None
+        if args.count_requests:
+            sys.path.insert(0, str(ROOT / "lib"))
+            sys.path.insert(0, str(ROOT))
+            from benchmarks.countingproxy import CountingProxy
+            from dormant.dev.embedded import EmbeddedMoto
+
+            moto = EmbeddedMoto(log_path=Path(scratch) / "moto.log")
+            moto.start()
+            proxy = CountingProxy(moto.url)
+            proxy.start()
+        stack = Stack(args.source.resolve(), port, Path(scratch) / "console.log", Path(scratch) / "data", args.app,
+                      endpoint=proxy.url if proxy is not None else None)
         stack.start()
         rows: list[dict[str, Any]] = []
         try:
+            if proxy is not None and moto is not None:
+                return await count_requests(stack, proxy, moto.url, args)
             actors_in_table = 0
             for stage in ("small table", f"{args.grow_to:,} actors"):
                 if stage != "small table":
@@ -220,7 +286,38 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                       flush=True)
         finally:
             stack.stop()
+            if proxy is not None:
+                proxy.stop()
+            if moto is not None:
+                moto.stop()
         return rows
+
+
+async def count_requests(stack: Stack, proxy: Any, direct: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Requests per message (the throughput phase, every actor new) and per round trip, by operation."""
+    rows: list[dict[str, Any]] = []
+    before, after = proxy.snapshot(), []
+    result = await throughput(stack, "count", args.actors, args.messages, args.senders, direct=direct,
+                              counted=after, counted_snapshot=proxy.snapshot)
+    sent = after[0] - before
+    rows.append({"stage": f"{args.messages} messages over {args.actors} new actors", "unit": "message",
+                 "units": args.messages, "rate": result.rate, "actors": args.actors, "counts": dict(sent),
+                 "per_unit": per(dict(sent), args.messages)})
+    before, after = proxy.snapshot(), []
+    again = await throughput(stack, "count", args.actors, args.messages, args.senders, direct=direct,
+                             already=args.messages // args.actors, counted=after, counted_snapshot=proxy.snapshot)
+    sent = after[0] - before
+    rows.append({"stage": f"{args.messages} more messages to the same {args.actors} actors", "unit": "message",
+                 "units": args.messages, "rate": again.rate, "actors": 0, "counts": dict(sent),
+                 "per_unit": per(dict(sent), args.messages)})
+    await round_trips(stack, "count-rr", 1)  # creates the doubler: not counted
+    before = proxy.snapshot()
+    times, _ = await round_trips(stack, "count-rr", args.calls)
+    called = proxy.snapshot() - before
+    rows.append({"stage": f"{args.calls} round trips (send, wait=true)", "unit": "call", "units": args.calls,
+                 "median_ms": statistics.median(times), "counts": dict(called), "per_unit": per(dict(called),
+                                                                                                 args.calls)})
+    return rows
 
 
 def main() -> None:
@@ -230,13 +327,25 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=50)
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--grow-to", type=int, default=10_000)
-    parser.add_argument("--port", type=int, default=8799)
+    parser.add_argument("--port", type=int, default=0, help="the API's port (default: a free one)")
     parser.add_argument("--source", type=Path, default=ROOT, help="checkout whose lib/ runs (default: this one)")
+    parser.add_argument("--count-requests", action="store_true",
+                        help="count the stack's DynamoDB and SQS requests by operation (see the docstring)")
+    parser.add_argument("--requests-json", type=Path, help="with --count-requests: write the counts here")
     parser.add_argument("--app", default="examples.app:registry",
                         help="a registry with workflow-counter and request-response (older checkouts: "
                              "examples.tour:registry)")
     args = parser.parse_args()
     rows = asyncio.run(run(args))
+    if args.count_requests:
+        print(f"\n`dormant dev` requests by operation ({args.actors} actors, {args.messages} messages, {args.senders} "
+              f"senders, {args.calls} round trips; load average {os.getloadavg()[0]:.2f})\n")
+        for row in rows:
+            print(f"- {row['stage']}: per {row['unit']}: "
+                  + ", ".join(f"{op} {n:g}" for op, n in row["per_unit"].items()))
+        if args.requests_json:
+            args.requests_json.write_text(json.dumps(rows, indent=1))
+        return
     print(f"\n`dormant dev` end to end ({args.source}), {args.actors} actors, {args.messages} messages, "
           f"{args.senders} senders, {args.calls} round trips; Python {sys.version.split()[0]}, "
           f"load average {os.getloadavg()[0]:.2f}\n")

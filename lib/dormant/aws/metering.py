@@ -7,7 +7,11 @@
 
 Scopes nest and are carried by a ContextVar, so concurrent wake-ups in one process each get their own
 counts. Capacity units follow DynamoDB's on-demand rules from the item sizes seen on the wire: one write
-unit per started KB written, one read unit per started 4 KB read (strongly consistent).
+unit per started KB written, one read unit per started 4 KB read (half for an eventually consistent read),
+at least one (a half) per read request. `instrument(client, capacity=True)` asks DynamoDB for what it
+consumed instead (`ReturnConsumedCapacity=INDEXES`): the table's units and every index's, as AWS bills them;
+DynamoDB Local reports them by AWS's rules, moto does not. SQS requests are also counted as billed: one per
+started 64 KB of payload, by queue kind (FIFO or standard, priced differently). Prices: benchmarks/prices.py.
 """
 
 from __future__ import annotations
@@ -20,27 +24,36 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
+from urllib.parse import parse_qs
 
 DYNAMODB_READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
 DYNAMODB_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
-
-# Public on-demand prices (USD) used by cost estimates.
-PRICE_PER_WRITE_UNIT = 0.625 / 1_000_000
-PRICE_PER_READ_UNIT = 0.125 / 1_000_000
-PRICE_PER_SQS_REQUEST = 0.40 / 1_000_000
+SQS_CHUNK = 64 * 1024
+"""SQS bills every started 64 KB of a request's payload as one request."""
+SQS_SENDS = frozenset({"SendMessage", "SendMessageBatch"})
+_CONTEXT_KEY = "dormant_metering"  # botocore's request context: what before-call saw, for after-call
 
 
 @dataclass
 class Meter:
-    """Counts of AWS requests (by "service.Operation"), bytes on the wire and DynamoDB capacity units."""
+    """Counts of AWS requests (by "service.Operation"), bytes on the wire, DynamoDB capacity units and billed
+    SQS requests.
+
+    `write_units` are the table's, `index_write_units` those of its secondary indexes (what a write of an
+    indexed item costs on top); `read_units` are all read units, indexes included. `capacity_reported`
+    counts the DynamoDB responses whose units the server reported (the rest are estimated from sizes).
+    `sqs_billed` counts billed SQS requests (64 KB chunks) by queue kind, "fifo" or "standard"."""
 
     requests: Counter[str] = field(default_factory=Counter)
     bytes_sent: int = 0
     bytes_received: int = 0
     write_units: float = 0.0
     read_units: float = 0.0
+    index_write_units: float = 0.0
+    capacity_reported: int = 0
+    sqs_billed: Counter[str] = field(default_factory=Counter)
 
     def count(self, service: str, operations: frozenset[str] | None = None) -> int:
         prefix = service + "."
@@ -67,17 +80,13 @@ class Meter:
     def total_requests(self) -> int:
         return sum(self.requests.values())
 
-    def cost(self) -> float:
-        """USD at public on-demand prices for what was counted."""
-        return (self.write_units * PRICE_PER_WRITE_UNIT + self.read_units * PRICE_PER_READ_UNIT
-                + self.sqs_requests * PRICE_PER_SQS_REQUEST)
-
     def add(self, other: Meter) -> None:
-        self.requests.update(other.requests)
-        self.bytes_sent += other.bytes_sent
-        self.bytes_received += other.bytes_received
-        self.write_units += other.write_units
-        self.read_units += other.read_units
+        for spec in fields(self):
+            mine, theirs = getattr(self, spec.name), getattr(other, spec.name)
+            if isinstance(mine, Counter):
+                mine.update(theirs)
+            else:
+                setattr(self, spec.name, mine + theirs)
 
     def copy(self) -> Meter:
         clone = Meter()
@@ -86,16 +95,21 @@ class Meter:
 
     def __sub__(self, other: Meter) -> Meter:
         """What was counted since `other` (an earlier copy of this meter)."""
-        diff = Meter(requests=Counter(self.requests), bytes_sent=self.bytes_sent - other.bytes_sent,
-                     bytes_received=self.bytes_received - other.bytes_received,
-                     write_units=self.write_units - other.write_units, read_units=self.read_units - other.read_units)
-        diff.requests.subtract(other.requests)
-        diff.requests = +diff.requests  # drop zero counts
+        diff = Meter()
+        for spec in fields(self):
+            mine, theirs = getattr(self, spec.name), getattr(other, spec.name)
+            if isinstance(mine, Counter):
+                counts = Counter(mine)
+                counts.subtract(theirs)
+                setattr(diff, spec.name, +counts)  # drop zero counts
+            else:
+                setattr(diff, spec.name, mine - theirs)
         return diff
 
     def summary(self) -> str:
+        index = f" +{self.index_write_units:g} on indexes" if self.index_write_units else ""
         return (f"dynamodb {self.dynamodb_reads} read(s) {self.dynamodb_writes} write(s) "
-                f"({self.read_units:g} RCU, {self.write_units:g} WCU), sqs {self.sqs_requests} request(s), "
+                f"({self.read_units:g} RCU, {self.write_units:g} WCU{index}), sqs {self.sqs_requests} request(s), "
                 f"{self.bytes_sent} B sent, {self.bytes_received} B received")
 
 
@@ -115,38 +129,144 @@ def metering(meter: Meter | None = None) -> Iterator[Meter]:
         _active.reset(token)
 
 
-def instrument(client: Any, *, always: Meter | None = None) -> None:
-    """Hook an (aio)botocore client: each request counts into the active meters and into `always`."""
+def instrument(client: Any, *, always: Meter | None = None, capacity: bool = False) -> None:
+    """Hook an (aio)botocore client: each request counts into the active meters and into `always`.
+
+    `capacity=True` (DynamoDB): every request that can asks for `ReturnConsumedCapacity=INDEXES`, and the units
+    the server reports replace the estimate from item sizes (a benchmark's choice: it changes the requests)."""
     service = client.meta.service_model.service_name
     events = client.meta.events
     tag = f"dormant-metering-{id(client)}"
 
     def meters() -> tuple[Meter, ...]:
         active = _active.get()
-        return (*active, always) if always is not None and always not in active else active
+        # by identity: meters are dataclasses, and an empty scope equals an empty `always` by value
+        return (*active, always) if always is not None and all(m is not always for m in active) else active
+
+    def before_call(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        context[_CONTEXT_KEY] = _request_facts(service, model.name, params.get("body"))
 
     def before_send(request: Any, event_name: str = "", **_: Any) -> None:
         operation = event_name.rsplit(".", 1)[-1]
         body = request.body or b""
         size = len(body.encode() if isinstance(body, str) else body) if isinstance(body, (bytes, str)) else 0
-        writes = _write_units(operation, body) if service == "dynamodb" else 0.0
         with _counting:
             for meter in meters():
                 meter.requests[f"{service}.{operation}"] += 1
                 meter.bytes_sent += size
-                meter.write_units += writes
 
-    def after_call(http_response: Any, parsed: Mapping[str, Any], model: Any, event_name: str = "",
+    def after_call(http_response: Any, parsed: Mapping[str, Any], model: Any, context: Mapping[str, Any] | None = None,
                    **_: Any) -> None:
         received = _content_length(http_response)
-        reads = _read_units(model.name, parsed) if service == "dynamodb" else 0.0
+        facts: _RequestFacts = (context or {}).get(_CONTEXT_KEY) or _RequestFacts()
+        writes = reads = index_writes = 0.0
+        reported = 0
+        sqs: tuple[str, int] | None = None
+        if service == "dynamodb":
+            # Only what was asked for: moto adds a ConsumedCapacity of its own to some responses (BatchWriteItem).
+            consumed = _consumed_capacity(parsed.get("ConsumedCapacity")) if facts.asked else None
+            if consumed is not None:
+                reported = 1
+                table, on_indexes = consumed
+                if model.name in DYNAMODB_WRITES:
+                    writes, index_writes = table, on_indexes
+                elif model.name in DYNAMODB_READS:
+                    floor = 1.0 if facts.consistent else 0.5  # a read that finds nothing still costs the minimum
+                    reads = max(floor * facts.reads, table + on_indexes)
+            else:
+                writes = facts.write_units
+                reads = _read_units(model.name, parsed, facts.consistent)
+        elif service == "sqs":
+            payload = facts.payload if model.name in SQS_SENDS else received
+            sqs = (facts.queue_kind, max(1, math.ceil(payload / SQS_CHUNK)))
         with _counting:
             for meter in meters():
                 meter.bytes_received += received
+                meter.write_units += writes
                 meter.read_units += reads
+                meter.index_write_units += index_writes
+                meter.capacity_reported += reported
+                if sqs is not None:
+                    meter.sqs_billed[sqs[0]] += sqs[1]
 
+    if capacity and service == "dynamodb":
+        ask_consumed_capacity(events, unique_id=f"{tag}-capacity")
+    events.register("before-call", before_call, unique_id=f"{tag}-facts")
     events.register("before-send", before_send, unique_id=f"{tag}-send")
     events.register("after-call", after_call, unique_id=f"{tag}-call")
+
+
+def ask_consumed_capacity(events: Any, *, unique_id: str = "dormant-metering-capacity") -> None:
+    """Make every DynamoDB request through `events` ask for `ReturnConsumedCapacity=INDEXES`: a client's
+    `meta.events`, or a botocore session, whose clients made afterwards inherit the hook (for code that makes
+    its own clients, like the Lambda handlers). Instrumented clients then count what the server reports."""
+    events.register("provide-client-params.dynamodb", _ask_capacity, unique_id=unique_id)
+
+
+def _ask_capacity(params: dict[str, Any], model: Any, **_: Any) -> None:
+    if "ReturnConsumedCapacity" in model.input_shape.members:
+        params.setdefault("ReturnConsumedCapacity", "INDEXES")
+
+
+@dataclass(frozen=True)
+class _RequestFacts:
+    """What a request's body says that its response does not: its estimated write units, whether its reads are
+    strongly consistent (and how many read requests it holds), its SQS queue kind and payload size."""
+
+    write_units: float = 0.0
+    consistent: bool = True
+    reads: int = 1
+    queue_kind: str = "standard"
+    payload: int = 0
+    asked: bool = False  # the request asked DynamoDB for the capacity it consumed
+
+
+def _request_facts(service: str, operation: str, body: Any) -> _RequestFacts:
+    raw = body if isinstance(body, (bytes, str)) else b""
+    size = len(raw.encode() if isinstance(raw, str) else raw)
+    params = _parsed_body(raw)
+    if service == "dynamodb":
+        asked = params.get("ReturnConsumedCapacity", "NONE") != "NONE"
+        if operation == "BatchGetItem":  # consistency is asked per table there
+            tables = list(params.get("RequestItems", {}).values())
+            return _RequestFacts(reads=max(1, len(tables)), asked=asked,
+                                 consistent=bool(tables) and all(t.get("ConsistentRead") for t in tables))
+        return _RequestFacts(write_units=_write_units(operation, params), asked=asked,
+                             consistent=bool(params.get("ConsistentRead", operation == "TransactGetItems")))
+    if service == "sqs":
+        url = str(params.get("QueueUrl", ""))
+        return _RequestFacts(queue_kind="fifo" if url.endswith(".fifo") else "standard", payload=size)
+    return _RequestFacts()
+
+
+def _parsed_body(raw: bytes | str) -> dict[str, Any]:
+    """A request body as a dict: JSON (DynamoDB, SQS's JSON protocol) or a form (SQS's query protocol)."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    if not text:
+        return {}
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return {key: values[-1] for key, values in parse_qs(text).items()}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _consumed_capacity(reported: Any) -> tuple[float, float] | None:
+    """(the table's units, the indexes' units) of a ConsumedCapacity (one entry, or a list from batch requests);
+    None when the server reported nothing."""
+    entries = reported if isinstance(reported, list) else [reported] if isinstance(reported, Mapping) else []
+    if not entries:
+        return None
+    table = indexes = 0.0
+    for entry in entries:
+        whole = float(entry.get("CapacityUnits", 0.0))
+        own = entry.get("Table", {}).get("CapacityUnits") if isinstance(entry.get("Table"), Mapping) else None
+        on_indexes = sum(float(index.get("CapacityUnits", 0.0))
+                         for kind in ("LocalSecondaryIndexes", "GlobalSecondaryIndexes")
+                         for index in (entry.get(kind) or {}).values())
+        table += float(own) if own is not None else whole - on_indexes
+        indexes += on_indexes
+    return table, indexes
 
 
 # -- DynamoDB item sizes and capacity units ------------------------------------------------------
@@ -189,13 +309,10 @@ def _binary(value: Any) -> bytes:
         return str(value).encode()
 
 
-def _write_units(operation: str, body: Any) -> float:
+def _write_units(operation: str, params: Mapping[str, Any]) -> float:
+    """Estimated table write units of a write request (from the items it sends)."""
     if operation not in DYNAMODB_WRITES:
         return 0.0
-    try:
-        params = json.loads(body)
-    except (TypeError, ValueError):
-        return 1.0
     if operation == "PutItem":
         return _units(item_size(params.get("Item", {})), 1024)
     if operation == "BatchWriteItem":
@@ -211,16 +328,18 @@ def _write_units(operation: str, body: Any) -> float:
     return 1.0  # UpdateItem / DeleteItem: the stored item's size is not on the wire; count the minimum
 
 
-def _read_units(operation: str, parsed: Mapping[str, Any]) -> float:
-    """Strongly consistent reads (what the store uses): one unit per started 4 KB, at least one."""
+def _read_units(operation: str, parsed: Mapping[str, Any], consistent: bool = True) -> float:
+    """Estimated read units: one per started 4 KB (half when eventually consistent), at least that per request."""
     if operation not in DYNAMODB_READS:
         return 0.0
+    factor = 1.0 if consistent else 0.5
     if operation == "GetItem":
-        return _units(item_size(parsed.get("Item", {})), 4096)
+        return factor * _units(item_size(parsed.get("Item", {})), 4096)
     if operation in ("Query", "Scan"):
-        return _units(sum(item_size(i) for i in parsed.get("Items", [])), 4096)
+        return factor * _units(sum(item_size(i) for i in parsed.get("Items", [])), 4096)
     if operation == "BatchGetItem":
-        return sum(_units(item_size(i), 4096) for items in parsed.get("Responses", {}).values() for i in items)
+        return factor * sum(_units(item_size(i), 4096) for items in parsed.get("Responses", {}).values()
+                            for i in items)
     return sum(_units(item_size(r.get("Item", {})), 4096) * 2 for r in parsed.get("Responses", []))
 
 

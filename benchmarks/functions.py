@@ -1,0 +1,427 @@
+"""The deployment in one process, for pricing: what AWS bills, counted and timed on the real pieces.
+
+- **DynamoDB**: DynamoDB Local (AWS's own emulator), which reports the capacity each request consumed by AWS's
+  rules, indexes included: every request asks for it (`ReturnConsumedCapacity=INDEXES`).
+- **SQS**: the embedded moto server of `dormant dev` (a child process).
+- **The two Lambda functions**: functions/api/handler.py and functions/worker/handler.py themselves, imported
+  as Lambda imports them (environment, init phase, botocore's clients in threads, powertools logs and EMF
+  metrics), each in its own thread, the way a container runs one invocation at a time. Every invocation is
+  timed (billed duration: wall time rounded up to the millisecond) and its log output is counted.
+- **API Gateway**: an httpx transport that turns each request of `dormant.http.client.HttpClient` into an HTTP
+  API (payload 2.0) event for the API function, as the `$default` route with IAM authorization does; every
+  request counts as an API Gateway request, with its bytes and its access-log line (template.yaml's format).
+- **The SQS event sources**: `dormant.aws.poller.SqsPoller` receives and deletes (billed SQS requests), with the
+  batch size and batching window of template.yaml or the ones a lever measurement sets.
+
+The API and the worker run in one process here; on AWS they are separate containers, so the worker's commit
+cannot wake a waiting API request (`dormant.aws.side.changed`, a dev-stack shortcut): it is disabled, and a
+`send(wait=True)` polls for its response at the intervals a deployed API does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import importlib.util
+import io
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from aiobotocore.session import get_session  # type: ignore[import-untyped]
+
+from benchmarks.prices import HTTP_API_METERING_BYTES, ROOT, Deployment, deployment
+from dormant.aws import clients as aws_clients
+from dormant.aws import observability
+from dormant.aws.metering import Meter, ask_consumed_capacity, instrument, metering
+from dormant.aws.poller import LambdaContext, SqsPoller
+from dormant.aws.table import create_table
+from dormant.aws.transport import create_queues
+from dormant.dev.dynamodb_local import CREDENTIALS, EmbeddedDynamoDBLocal, find_jar
+from dormant.dev.embedded import EmbeddedMoto, free_port
+from dormant.settings import Settings
+
+REGION = "us-east-1"
+CALLER = "arn:aws:iam::123456789012:user/bench"
+PARTS = ("api", "worker", "event source")
+
+
+class CountingStream(io.TextIOBase):
+    """Stands in for the functions' stdout: counts the bytes they log (CloudWatch Logs ingests them), in total and
+    by kind of record: the logger that wrote it (`dormant.wake`, `dormant.http`, ...) or `EMF` for a metrics
+    document."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.by_kind: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        size = len(text.encode())
+        kind = "other"
+        if text.strip():
+            try:
+                record = json.loads(text)
+            except ValueError:
+                record = None
+            if isinstance(record, dict):
+                kind = "EMF" if "_aws" in record else str(record.get("name", "other"))
+        with self._lock:
+            self.bytes += size
+            self.by_kind[kind] += size
+        return len(text)
+
+    def writable(self) -> bool:
+        return True
+
+
+STDOUT = CountingStream()
+"""The functions' stdout, one for the whole process: powertools' loggers keep the stream of the first Logger made
+for a service, so every stack of a run must write to the same one (each counts its own share by difference)."""
+
+
+@dataclass
+class Invocation:
+    """One Lambda invocation: its billed duration and what it logged."""
+
+    function: str
+    wall_ms: float
+    log_bytes: int
+    records: int = 0  # SQS messages in the batch (worker)
+    cpu_ms: float = 0.0  # the process's CPU during it (only the function's own when nothing else runs)
+
+    @property
+    def billed_ms(self) -> int:
+        return max(1, math.ceil(self.wall_ms))
+
+
+class FunctionHost:
+    """One function's container: its handler module imported in its own thread and invoked there only."""
+
+    def __init__(self, name: str, path: Path, stdout: CountingStream, timeout_ms: int, memory_mb: int) -> None:
+        self.name = name
+        self.stdout = stdout
+        self.timeout_ms = timeout_ms
+        self.memory_mb = memory_mb
+        self.meter = Meter()
+        self.scoped = True  # count the requests of an invocation in `meter` (see open_stack for the worker)
+        self.invocations: list[Invocation] = []
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self.module: ModuleType = self._thread.submit(self._load, path).result()
+
+    def _load(self, path: Path) -> ModuleType:
+        asyncio.set_event_loop(asyncio.new_event_loop())  # the loop Mangum drives, as in a Lambda container
+        spec = importlib.util.spec_from_file_location(f"bench_{self.name}_handler", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        """Run `fn` in the function's thread (set-up work such as reaching its clients; not an invocation)."""
+        return self._thread.submit(fn).result()
+
+    async def invoke(self, event: dict[str, Any], records: int = 0) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._invoke, event, records)
+
+    def _invoke(self, event: dict[str, Any], records: int) -> Any:
+        context = LambdaContext(function_name=f"bench-{self.name}", memory_limit_in_mb=self.memory_mb,
+                                invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:bench-{self.name}",
+                                timeout_ms=self.timeout_ms)
+        logged = self.stdout.bytes
+        started, cpu = time.perf_counter(), time.process_time()
+        try:
+            with metering(self.meter) if self.scoped else contextlib.nullcontext():
+                return self.module.handler(event, context)
+        finally:
+            wall = (time.perf_counter() - started) * 1000
+            self.invocations.append(Invocation(self.name, wall, self.stdout.bytes - logged, records,
+                                              (time.process_time() - cpu) * 1000))
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=True)
+
+
+@dataclass
+class GatewayRequest:
+    """One API Gateway request: its metered units, response bytes and access-log line."""
+
+    units: int
+    response_bytes: int
+    log_bytes: int
+
+
+def access_log_format(root: Path = ROOT) -> str:
+    """The API stage's access-log format from template.yaml (one JSON line per request)."""
+    text = (root / "template.yaml").read_text()
+    found = re.search(r"Format: >-\n((?:\s{10}.*\n)+)", text)
+    if found is None:
+        raise ValueError("template.yaml: the API stage's AccessLogSettings Format was not found")
+    return "".join(line.strip() for line in found.group(1).splitlines())
+
+
+class ApiGateway(httpx.AsyncBaseTransport):
+    """HTTP API in front of the API function: each request becomes a payload 2.0 event (IAM-authorized caller)."""
+
+    def __init__(self, api: FunctionHost) -> None:
+        self.api = api
+        self.requests: list[GatewayRequest] = []
+        self._log_format = access_log_format()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        request_id = str(uuid.uuid4())
+        now = time.time()
+        headers = {k.decode().lower(): v.decode() for k, v in request.headers.raw}
+        event = {
+            "version": "2.0", "routeKey": "$default", "rawPath": request.url.path,
+            "rawQueryString": request.url.query.decode(), "headers": headers,
+            "requestContext": {
+                "accountId": "123456789012", "apiId": "bench", "domainName": request.url.host,
+                "http": {"method": request.method, "path": request.url.path, "protocol": "HTTP/1.1",
+                         "sourceIp": "203.0.113.7", "userAgent": headers.get("user-agent", "")},
+                "requestId": request_id, "routeKey": "$default", "stage": "$default",
+                "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)), "timeEpoch": int(now * 1000),
+                "authorizer": {"iam": {"userArn": CALLER, "accountId": "123456789012"}}},
+            "body": base64.b64encode(body).decode() if body else None, "isBase64Encoded": bool(body),
+        }
+        started = time.perf_counter()
+        answer = await self.api.invoke(event)
+        latency = int((time.perf_counter() - started) * 1000)
+        raw = answer.get("body") or ""
+        payload = base64.b64decode(raw) if answer.get("isBase64Encoded") else raw.encode()
+        status = int(answer["statusCode"])
+        response_headers = dict(answer.get("headers") or {})
+        line = self._access_line(request_id, request.method, request.url.path, status, len(payload), latency)
+        size = max(len(body), len(payload))
+        self.requests.append(GatewayRequest(units=max(1, math.ceil(size / HTTP_API_METERING_BYTES)),
+                                            response_bytes=len(payload) + sum(len(k) + len(v) + 4 for k, v in
+                                                                              response_headers.items()),
+                                            log_bytes=len(line.encode()) + 1))
+        return httpx.Response(status, headers=response_headers, content=payload, request=request)
+
+    def _access_line(self, request_id: str, method: str, path: str, status: int, size: int, latency: int) -> str:
+        values = {"requestId": request_id, "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+                  "identity.sourceIp": "203.0.113.7", "httpMethod": method, "path": path, "routeKey": "$default",
+                  "status": str(status), "responseLength": str(size), "integrationLatency": str(latency),
+                  "identity.userArn": CALLER, "authorizer.claims.sub": "-", "error.message": "-",
+                  "integrationErrorMessage": "-"}
+        return re.sub(r"\$context\.([A-Za-z.]+)", lambda m: values.get(m.group(1), "-"), self._log_format)
+
+
+@dataclass
+class Batching:
+    """An SQS event source's batching: at most `size` messages per invocation, gathered for up to `window`
+    seconds (Lambda receives up to 10 per request; FIFO queues take no window)."""
+
+    size: int = 10
+    window: float = 0.0
+
+
+@dataclass
+class Stack:
+    """The deployment, started by `open_stack`."""
+
+    settings: Settings
+    deploy: Deployment
+    api: FunctionHost
+    worker: FunctionHost
+    gateway: ApiGateway
+    event_source: Meter
+    pollers: dict[str, SqsPoller]
+    batching: dict[str, Batching]
+    stdout: CountingStream
+    reader: Any  # a DynamoDB client outside the deployment (not counted): the benchmark's own checks
+    queues: Any  # an SQS client likewise
+    idle: Meter = field(default_factory=Meter)
+
+    @property
+    def polling(self) -> Meter:
+        """The event source's receives and deletes, without its empty receives."""
+        return self.event_source - self.idle
+
+    def client(self) -> Any:
+        from dormant.http.client import HttpClient
+
+        return HttpClient(f"https://bench.execute-api.{REGION}.amazonaws.com", transport=self.gateway, timeout=60)
+
+    async def deliver(self, queue: str) -> int:
+        """One event-source batch from `queue` ("wake" or "timers") into the worker; the messages it delivered.
+        A receive that finds nothing is the event source's polling, a fixed cost: counted in `idle`."""
+        poller, batching = self.pollers[queue], self.batching[queue]
+        before = self.event_source.copy()
+        with metering(self.event_source):
+            messages = await poller.receive(wait_seconds=0)
+            if not messages:
+                self.idle.add(self.event_source - before)
+                return 0
+            # A batching window: Lambda keeps polling until the batch is full or the window is over. Here each
+            # further receive is a long poll for the rest of the window (it returns as soon as messages arrive),
+            # the fewest receives a window can take; they are billed, so they count.
+            deadline = time.monotonic() + batching.window
+            while len(messages) < batching.size and (remaining := deadline - time.monotonic()) > 0:
+                messages += await poller.receive(wait_seconds=max(1, math.ceil(remaining)))
+            await poller.handle(messages)
+        return len(messages)
+
+    async def read_state(self, ref: Any) -> Any:
+        """An actor's state read from the table directly: no API request, nothing counted, nothing settled."""
+        from dormant.aws.store import DynamoEventStore
+
+        snapshot = await DynamoEventStore(self.reader, self.settings, settle_on_load=False).load(ref)
+        return snapshot.state if snapshot is not None else {}
+
+    async def timers_fired(self) -> bool:
+        """Whether the timer queue is empty: nothing delayed, visible or in flight."""
+        names = ["ApproximateNumberOfMessagesDelayed", "ApproximateNumberOfMessages",
+                 "ApproximateNumberOfMessagesNotVisible"]
+        poller = self.pollers["timers"]
+        attributes = (await self.queues.get_queue_attributes(QueueUrl=poller.queue_url,
+                                                             AttributeNames=names))["Attributes"]
+        return all(int(attributes.get(name, 0)) == 0 for name in names)
+
+    async def drain(self, until: Callable[[], Any] | None = None, timeout: float = 60.0) -> None:
+        """Deliver batches until both queues are empty (and `until()` is true: timers on their way)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            delivered = 0
+            for queue in ("wake", "timers"):
+                delivered += await self.deliver(queue)
+            if not delivered:
+                if until is None or await until():
+                    return
+                await asyncio.sleep(0.05)
+        raise TimeoutError("the scenario did not finish")
+
+
+def _environment(settings: Settings, urls: Any, endpoints: tuple[str, str], app: str) -> dict[str, str]:
+    dynamodb, sqs = endpoints
+    return {**CREDENTIALS, "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "DORMANT_APP": app,
+            "DORMANT_TABLE": settings.table, "DORMANT_DYNAMODB_ENDPOINT_URL": dynamodb,
+            "DORMANT_SQS_ENDPOINT_URL": sqs, "DORMANT_REGION": REGION,
+            "DORMANT_QUEUE_NAME": settings.queue_name, "DORMANT_QUEUE_URL": urls.wake,
+            "DORMANT_TIMER_QUEUE_NAME": settings.timer_queue_name, "DORMANT_TIMER_QUEUE_URL": urls.timers,
+            "DORMANT_DLQ_NAME": settings.dlq_name, "DORMANT_DLQ_URL": urls.timers_dlq or "",
+            "DORMANT_FIFO_DLQ_NAME": settings.fifo_dlq_name, "DORMANT_FIFO_DLQ_URL": urls.wake_dlq or "",
+            "DORMANT_AUTH_MODE": "iam"}
+
+
+@contextlib.contextmanager
+def servers() -> Iterator[tuple[str, str]]:
+    """DynamoDB Local and the embedded moto server (SQS), as child processes on free ports."""
+    scratch = Path(tempfile.mkdtemp(prefix="dormant-price-"))
+    dynamodb = EmbeddedDynamoDBLocal(find_jar(search=(ROOT,)), free_port(), db_path=None,
+                                     log_path=scratch / "dynamodb-local.log")
+    moto = EmbeddedMoto(log_path=scratch / "moto.log")
+    dynamodb.start()
+    try:
+        moto.start()
+        try:
+            yield dynamodb.url, moto.url
+        finally:
+            moto.stop()
+    finally:
+        dynamodb.stop()
+
+
+@contextlib.asynccontextmanager
+async def open_stack(app: str, *, wake: Batching | None = None, timers: Batching | None = None,
+                     endpoints: tuple[str, str] | None = None, env: dict[str, str] | None = None) -> Any:
+    """Start the deployment (servers unless `endpoints` = (DynamoDB, SQS) are given) for the registry `app`;
+    `env`: more environment for the functions (DORMANT_* settings)."""
+    deploy = deployment()
+    with contextlib.ExitStack() as sync_stack:
+        dynamodb_url, sqs_url = endpoints or sync_stack.enter_context(servers())
+        suffix = uuid.uuid4().hex[:8]
+        settings = Settings(dynamodb_endpoint_url=dynamodb_url, sqs_endpoint_url=sqs_url, region=REGION,
+                            table=f"price-{suffix}", queue_name=f"price-{suffix}.fifo",
+                            timer_queue_name=f"price-timers-{suffix}", dlq_name=f"price-dlq-{suffix}",
+                            fifo_dlq_name=f"price-dlq-{suffix}.fifo")
+        saved_env, saved_stdout = dict(os.environ), sys.stdout
+        observability_changed = observability.changed
+        async with AsyncExitStack() as stack:
+            session = get_session()
+            kwargs = {"aws_access_key_id": CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                      "aws_secret_access_key": CREDENTIALS["AWS_SECRET_ACCESS_KEY"]}
+            dynamodb = await stack.enter_async_context(session.create_client(
+                "dynamodb", **settings.client_kwargs("dynamodb"), **kwargs))
+            sqs = await stack.enter_async_context(session.create_client("sqs", **settings.client_kwargs("sqs"),
+                                                                        **kwargs))
+            await create_table(dynamodb, settings)
+            urls = await create_queues(sqs, settings, visibility_timeout=30)
+            os.environ.update({**_environment(settings, urls, (dynamodb_url, sqs_url), app), **(env or {})})
+            stdout = STDOUT
+            sys.stdout = stdout  # the functions' loggers take stdout when they are made (at import)
+            # Every DynamoDB request of the functions' clients (made from this session) reports its capacity.
+            ask_consumed_capacity(aws_clients._botocore_session(), unique_id="dormant-price-capacity")
+            observability.changed = lambda key: None  # type: ignore[assignment]  # see the module docstring
+            hosts: list[FunctionHost] = []
+            try:
+                api = FunctionHost("api", ROOT / "functions" / "api" / "handler.py", stdout, 30_000,
+                                   deploy.memory_mb)
+                hosts.append(api)
+                worker = FunctionHost("worker", ROOT / "functions" / "worker" / "handler.py", stdout, 60_000,
+                                      deploy.memory_mb)
+                hosts.append(worker)
+
+                def instrument_api() -> None:  # the API opens its clients at init (prewarm); count them
+                    service = asyncio.get_event_loop().run_until_complete(api.module.app.state.services.get())
+                    instrument(service.store.client)
+                    instrument(service.transport.sqs)
+
+                api.call(instrument_api)
+
+                # The worker runs each invocation in an asyncio.Runner made at init, in the context it captured
+                # then: a metering scope entered around the call is not seen inside. Enter it in the batch handler.
+                batch_worker = worker.module.worker.worker  # LambdaWorker.prepare() built it at import
+                handle = batch_worker.handle
+
+                async def metered_handle(event: Any, context: Any = None) -> Any:
+                    with metering(worker.meter):
+                        return await handle(event, context)
+
+                batch_worker.handle = metered_handle
+                worker.scoped = False
+                event_sqs = await stack.enter_async_context(session.create_client(
+                    "sqs", **settings.client_kwargs("sqs"), **kwargs))
+                instrument(event_sqs)
+                batching = {"wake": wake or Batching(deploy.wake_batch_size),
+                            "timers": timers or Batching(deploy.timer_batch_size, deploy.timer_batching_window)}
+
+                async def to_worker(event: dict[str, Any], _context: Any) -> Any:
+                    return await worker.invoke(event, records=len(event.get("Records", [])))
+
+                pollers = {name: SqsPoller(event_sqs, url, to_worker, batch_size=min(10, batching[name].size),
+                                           wait_seconds=0, region=REGION)
+                           for name, url in (("wake", urls.wake), ("timers", urls.timers))}
+                yield Stack(settings=settings, deploy=deploy, api=api, worker=worker, gateway=ApiGateway(api),
+                            event_source=Meter(), pollers=pollers, batching=batching, stdout=stdout,
+                            reader=dynamodb, queues=sqs)
+            finally:
+                for host in hosts:
+                    host.close()
+                sys.stdout = saved_stdout
+                observability.changed = observability_changed  # type: ignore[assignment]
+                os.environ.clear()
+                os.environ.update(saved_env)
+
+
+def encode_path(*parts: str) -> str:
+    return "/".join(quote(part, safe="") for part in parts)
