@@ -127,8 +127,12 @@ class Settings(BaseSettings):
     at a time: there the API's reserved concurrency bounds them."""
     dev: bool = False
     """Dev mode (DORMANT_DEV): inspector routes need no token."""
-    max_body_bytes: int = Field(256 * 1024, ge=1)
+    max_body_bytes: int = Field(5 * 1024 * 1024, ge=1)
     """Largest request body the HTTP API accepts (DORMANT_MAX_BODY_BYTES); larger ones get 413."""
+    max_response_bytes: int | None = Field(None, ge=1024)
+    """Largest response body the API answers directly (DORMANT_MAX_RESPONSE_BYTES); a larger one is handed out
+    through S3 with a 303 to a presigned URL (dormant.http.large_responses). The API function sets Lambda's 6 MB;
+    None (uvicorn, `dormant dev`): no limit."""
     api_max_wait: float = Field(25.0, gt=0)
     """Longest the HTTP API holds a request for `send(wait=True)` or an events long-poll
     (DORMANT_API_MAX_WAIT); API Gateway cuts requests at 30 s."""

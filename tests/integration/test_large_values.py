@@ -217,3 +217,31 @@ async def test_an_in_process_queue_wait_receives_a_big_message(env: AwsTestEnv) 
         await handle.send("echo", {"text": "w" * 70_000})
         await env.run_until_idle()
     assert (await handle.state()).digests == [digest("w" * 70_000)]
+
+
+async def test_a_response_over_the_functions_limit_is_handed_out_through_s3(env: AwsTestEnv) -> None:
+    """The API on Lambda answers at most 6 MB: with max_response_bytes (set by functions/api/handler.py) a bigger
+    body is put in S3 and answered with 303 to a presigned URL, which HttpClient follows; smaller ones as usual."""
+    import httpx
+
+    from dormant.http.app import create_app
+    from dormant.http.client import HttpClient
+    from tests.api.support import serve
+
+    handle = env.client.get_or_create("large-notebook", ["big-read"])
+    for index in range(3):
+        await handle.send("append", {"kb": 100, "fill": "xyz"[index]})
+    await env.run_until_idle()
+    settings = env.settings.model_copy(update={"max_response_bytes": 200_000, "auth_mode": "none", "dev": True})
+    async with serve(create_app(registry, settings)) as url:
+        async with httpx.AsyncClient(base_url=url) as raw:
+            answer = await raw.get("/actors/large-notebook/big-read/state")
+            assert answer.status_code == 303 and "X-Amz-Signature" in answer.headers["location"]
+            assert "x" * 100 not in answer.text  # the body is not in the redirect
+            small = await raw.get("/actors/large-notebook/big-read/status")
+            assert small.status_code == 200 and small.json()["workflow"] == "sleeping"
+        async with HttpClient(url) as client:
+            state = await client.get_or_create("large-notebook", ["big-read"]).state()
+            assert [chunk[:1] * 3 for chunk in state["chunks"]] == ["xxx", "yyy", "zzz"]
+            assert [len(chunk) for chunk in state["chunks"]] == [100_000] * 3
+    assert any(key.startswith("ephemeral/responses/") for key in await objects(env, EPHEMERAL))

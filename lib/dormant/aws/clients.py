@@ -94,6 +94,8 @@ async def open_client(service: str, settings: Settings, *, kind: ClientKind | No
     for `threads`; default: a shared one)."""
     kind = kind or settings.aws_clients
     config = client_options(**options)
+    if service == "s3":  # presigned URLs (dormant.http.large_responses) signed as every region accepts them
+        config["signature_version"] = "s3v4"
     if kind == "threads":
         from botocore.config import Config  # type: ignore[import-untyped]
 

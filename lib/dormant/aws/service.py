@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from dormant.actor import Registry
+from dormant.aws.blobs import S3Blobs
 from dormant.aws.clients import open_clients
 from dormant.aws.store import DynamoEventStore
 from dormant.aws.transport import SqsTransport
@@ -24,11 +25,14 @@ async def open_aws_service(registry: Registry, settings: Settings) -> AsyncItera
     `settings.aws_clients` says, dormant.aws.clients)."""
     clock = SystemClock()
     # Short timeouts and few retries: an unreachable service becomes a 503 in seconds, not a hung request.
-    async with open_clients(settings, "dynamodb", "sqs", attempts=API_ATTEMPTS, connect_timeout=API_CONNECT_TIMEOUT,
-                            read_timeout=API_READ_TIMEOUT) as (dynamodb, sqs):
+    services = ["dynamodb", "sqs", *(["s3"] if settings.bucket else [])]  # S3: large values (docs/limits.md)
+    async with open_clients(settings, *services, attempts=API_ATTEMPTS, connect_timeout=API_CONNECT_TIMEOUT,
+                            read_timeout=API_READ_TIMEOUT) as clients:
+        dynamodb, sqs = clients[:2]
         transport = await SqsTransport.from_settings(sqs, settings, clock)
+        blobs = S3Blobs(clients[2], settings.bucket) if settings.bucket else None
         # Loads need not settle a crashed commit's side items: the actor's next commit (a wake-up, or an
         # action run here) does that.
-        store = DynamoEventStore(dynamodb, settings, settle_on_load=False, clock=clock.now)
+        store = DynamoEventStore(dynamodb, settings, settle_on_load=False, clock=clock.now, blobs=blobs)
         yield ActorService(registry, store, transport, clock)
 

@@ -281,15 +281,18 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
     record of every wake-up (default: a log line). The clients are made as `settings.aws_clients` says
     (dormant.aws.clients).
     """
+    from dormant.aws.blobs import S3Blobs
     from dormant.aws.clients import open_clients
     from dormant.aws.store import DynamoEventStore
 
     clock = clock or SystemClock()
-    async with open_clients(settings, "dynamodb", "sqs") as clients:
+    services = ["dynamodb", "sqs", *(["s3"] if settings.bucket else [])]  # S3: large values (docs/limits.md)
+    async with open_clients(settings, *services) as clients:
         for client in clients:
             instrument(client, always=meter)
-        dynamodb, sqs = clients
-        store: EventStore = DynamoEventStore(dynamodb, settings)
+        dynamodb, sqs = clients[:2]
+        blobs = S3Blobs(clients[2], settings.bucket) if settings.bucket else None
+        store: EventStore = DynamoEventStore(dynamodb, settings, blobs=blobs)
         if wrap_store is not None:
             store = wrap_store(store)
         observer = observer or Observer()

@@ -31,6 +31,7 @@ from dormant.http.errors import ApiError, install_error_handlers
 from dormant.http.identity import request_caller
 from dormant.http.inspector import workflow_history
 from dormant.http.keys import decode_key, percent_decode
+from dormant.http.large_responses import LargeResponses
 from dormant.http.limits import WaitLimiter
 from dormant.http.openapi import build_openapi
 from dormant.http.operator import merge_openapi, operator_router
@@ -183,6 +184,12 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
                               "events and history. See docs/http-api.md.")
     app.state.services = holder  # `await app.state.services.aclose()` closes clients opened on demand
     install_error_handlers(app)
+    if settings.max_response_bytes is not None:
+        async def blobs() -> Any:
+            values = getattr((await holder.get()).store, "values", None)
+            return getattr(values, "blobs", None)
+
+        app.add_middleware(LargeResponses, limit=settings.max_response_bytes, blobs=blobs)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -170,8 +170,10 @@ class HttpClient(OperatorCalls):
     # -- transport with retries -------------------------------------------------------------------------
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
+            # Redirects: a response too big for the API function comes as a 303 to a presigned S3 URL
+            # (dormant.http.large_responses); httpx drops this client's Authorization on the way there.
             self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self.timeout,
-                                           transport=self._transport, auth=self._auth)
+                                           transport=self._transport, auth=self._auth, follow_redirects=True)
         return self._http
 
     async def request(self, method: str, path: str, *, idempotent: bool, json: Any = _NO_BODY,
