@@ -78,7 +78,7 @@ def reset_failure(history: list[HistoryEntry], record: WorkflowRecord) -> tuple[
                 branch.status is BranchStatus.FAILED for branch in entry.branches.values()):
             branches = {name: BranchRecord() if branch.status is BranchStatus.FAILED else branch
                         for name, branch in entry.branches.items()}
-            changed.append(entry.model_copy(update={"branches": branches}))
+            changed.append(entry.model_copy(update={"branches": branches, "status": EntryStatus.PENDING}))
     runnable = record.model_copy(update={"state": WorkflowState.SLEEPING, "error": None, "divergence": None,
                                          "waiting_for": [], "deadline": None, "retry_at": None,
                                          "rollback_attempts": 0})
