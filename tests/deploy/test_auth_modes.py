@@ -238,8 +238,8 @@ def test_iam_mode_takes_the_signed_principal_and_refuses_requests_without_one(
     status, body = handler(http_event(sample, "GET", vault(ALICE_ARN, "/state"), authorizer=alice))
     assert (status, body["balance"], body["senders"]) == (200, 3, [f"iam:{ALICE_ARN}"])
     assert body["created_by"] == f"iam:{ALICE_ARN}"
-    status, history = handler(http_event(sample, "GET", vault(ALICE_ARN, "/history"), authorizer=None,
-                                         headers={"authorization": f"Bearer {TOKEN}"}))
+    status, history = handler(http_event(sample, "GET", vault(ALICE_ARN, "/history"), authorizer=iam(ADMIN_ARN),
+                                         headers={"x-dormant-operator-token": TOKEN}))
     senders = [m["sender"] for e in history if e["kind"] == "message" for m in e["messages"]]
     assert status == 200 and senders == [{"kind": "iam", "id": ALICE_ARN, "scopes": [], "claims": {
         "accountId": "123456789012", "userArn": ALICE_ARN, "userId": "AIDAEXAMPLE", "callerId": "AIDAEXAMPLE"}}]
@@ -278,11 +278,13 @@ def test_jwt_mode_takes_verified_claims_and_checks_issuer_and_audience(
     status, body = handler(http_event(sample, "GET", vault("alice", "/status"), authorizer=admin))
     assert status == 200, body
     assert handler(http_event(sample, "GET", vault("alice", "/status"), authorizer=alice))[0] == 403
-    # operator routes: the bearer token of the operator, checked by the app (API Gateway leaves them open)
+    # operator routes: the verified JWT first, then the operator's token beside it (the JWT holds Authorization)
     assert handler(http_event(sample, "GET", vault("alice", "/history"), authorizer=None,
-                              headers={"authorization": "Bearer wrong"}))[0] == 401
-    assert handler(http_event(sample, "GET", vault("alice", "/history"), authorizer=None,
-                              headers={"authorization": f"Bearer {TOKEN}"}))[0] == 200
+                              headers={"authorization": f"Bearer {TOKEN}"}))[0] == 401
+    assert handler(http_event(sample, "GET", vault("alice", "/history"), authorizer=admin,
+                              headers={"x-dormant-operator-token": "wrong"}))[0] == 401
+    assert handler(http_event(sample, "GET", vault("alice", "/history"), authorizer=admin,
+                              headers={"x-dormant-operator-token": TOKEN}))[0] == 200
     # a REST API with a Cognito authorizer passes the claims in `authorizer.claims`
     rest = samples["aws-proxy"]
     status, body = handler(rest_event(rest, "POST", vault("alice", "/actions/whoami"),
