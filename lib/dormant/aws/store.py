@@ -36,17 +36,20 @@ from dormant.aws.items import (
     ring_key,
     too_large,
 )
-from dormant.aws.listing import STATUS_SK, StatusItems
+from dormant.aws.listing import STATUS_SK, AttentionItems, StatusItems
 from dormant.aws.messages import InboxItems
 from dormant.aws.side import EVENTS_PREFIX, RESPONSE_PREFIX, SideItems
 from dormant.aws.table import PENDING_INDEX, TTL_ATTRIBUTE, client_config, create_table, table_definition
 from dormant.errors import ItemTooLargeError, StorageError, VersionConflict
 from dormant.ports import (
+    ActorCount,
     ActorMeta,
     ActorPage,
     ActorRef,
     ActorSnapshot,
     ActorSummary,
+    AttentionPage,
+    AttentionReason,
     EventRecord,
     InboxMessage,
     WakeError,
@@ -95,6 +98,7 @@ class DynamoEventStore:
         self._inbox = InboxItems(self._call, self._put_if, self._put_all, self.table, now=clock,
                                  dedupe_ttl_seconds=self.settings.dedupe_ttl_seconds)
         self.status_items = StatusItems(self._call, self._put_if, self.table)
+        self.attention_items = AttentionItems(self._call, self.table)
 
     @classmethod
     @asynccontextmanager
@@ -249,6 +253,18 @@ class DynamoEventStore:
     async def list_actors(self, actor_type: str, *, status: WorkflowState | None = None, limit: int = 100,
                           after: str | None = None) -> ActorPage:
         return await self.status_items.list(actor_type, status, limit, after)
+
+    async def count_actors(self, actor_type: str, status: WorkflowState, *, limit: int) -> ActorCount:
+        return await self.status_items.count(actor_type, status, limit)
+
+    async def mark_attention(self, ref: ActorRef, reason: AttentionReason, since: float) -> None:
+        await self.attention_items.mark(ref, reason, since)
+
+    async def clear_attention(self, ref: ActorRef, since: float | None = None) -> None:
+        await self.attention_items.clear(ref, since)
+
+    async def list_attention(self, actor_type: str, *, limit: int = 100, after: str | None = None) -> AttentionPage:
+        return await self.attention_items.list(actor_type, limit, after)
 
     async def delete(self, ref: ActorRef) -> bool:
         return await deletion.delete_actor(self, ref)
