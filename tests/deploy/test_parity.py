@@ -62,7 +62,9 @@ def test_each_deployment_fits_the_code(side: str, scenario: str, translated: dic
 
 OPERATOR_PATHS = {
     "DELETE /actors/{actor}/{key}", "GET /actors/{actor}", "GET /actors/{actor}/{key}/history",
-    "GET /actors/{actor}/{key}/inspector/export", "GET /actors/{actor}/{key}/inspector/workflow-history", "POST /actors/{actor}/resume", "POST /actors/{actor}/{key}/resume",
+    "GET /actors/{actor}/{key}/inbox", "GET /actors/{actor}/{key}/inspector/export",
+    "GET /actors/{actor}/{key}/inspector/workflow-history", "GET /actors/{actor}/attention",
+    "GET /actors/{actor}/counts", "POST /actors/{actor}/resume", "POST /actors/{actor}/{key}/resume",
     "POST /actors/{actor}/{key}/terminate"}
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter as Tally
 from typing import Any
 
@@ -417,14 +418,10 @@ async def test_a_join_or_race_entry_records_how_it_ended() -> None:
 
         await ctx.join("both", {"quick": quick, "napping": napping})
         await ctx.race("first", {"quick": quick, "napping": napping})
-        try:
+        with contextlib.suppress(JoinError):
             await ctx.join("doomed", {"quick": quick, "broken": broken})
-        except JoinError:
-            pass
-        try:
+        with contextlib.suppress(RaceError):
             await ctx.race("lost", {"broken": broken})
-        except RaceError:
-            pass
         await ctx.queue.next("wait")
 
     async with TestEnv(setup(a)) as env:

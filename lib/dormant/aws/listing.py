@@ -17,13 +17,14 @@ wake-up fails, never by an ordinary commit.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from urllib.parse import quote
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
-from dormant.aws.table import STATUS_INDEX
 from dormant.aws.batches import ConditionFailed
+from dormant.aws.table import STATUS_INDEX
 from dormant.ports import (
     ActorCount,
     ActorPage,
@@ -129,10 +130,8 @@ class AttentionItems:
         if since is not None:
             kwargs.update(ConditionExpression="attribute_not_exists(pk) OR #at = :at",
                           ExpressionAttributeNames={"#at": "at"}, ExpressionAttributeValues={":at": {"N": repr(since)}})
-        try:
+        with contextlib.suppress(ConditionFailed):  # marked again meanwhile: the newer mark stays
             await self._call("DeleteItem", **kwargs)
-        except ConditionFailed:
-            pass  # marked again meanwhile: the newer mark stays
 
     async def list(self, actor_type: str, limit: int, after: str | None) -> AttentionPage:
         kwargs: dict[str, Any] = {

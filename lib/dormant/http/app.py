@@ -350,7 +350,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
             raise ApiError(404, "actor_not_found", "the actor does not exist")
         return PlainTextResponse("\n".join(export_lines(snapshot)) + "\n", media_type="application/x-ndjson")
 
-    operator_routes = operator_router(registry, holder.get, authorize)  # list, resume, terminate, delete
+    operator_routes = operator_router(registry, holder.get, authorize, dev=settings.dev)  # list, resume, ...
     app.include_router(operator_routes)
     app.include_router(ui_router(dev=settings.dev, title=app.title))  # /ui and /docs, from packaged files
     return app
