@@ -131,7 +131,7 @@ async def fire_next_timer(service: ActorService, ref: ActorRef) -> OperationResu
         early = max(0.0, due[0].at - now)
         return OperationResult.model_validate({
             "actor": ref.name, "key": list(ref.key), "operation": "fire_timer", "outcome": "fired", "status": state,
-            "message": "fired " + ", ".join(t.what for t in due) + f" ({_span(early)} early); woken now"})
+            "message": ", ".join(t.what for t in due) + f": due now ({_span(early)} early); the actor is woken"})
     raise WakeFailedError(f"fire-timer of {ref} lost {MAX_RACES} version races in a row")
 
 
