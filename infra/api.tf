@@ -1,7 +1,7 @@
-# The HTTP API: every route to the API function, on the $default stage (paths carry no stage prefix). The actor
-# routes ($default) need the deploy-time authentication (auth_mode); the operator routes (history, inspector,
-# export) have their own credential, the operator token, which the app checks: API Gateway lets them through
-# (their Authorization header carries that token, not a signature or a JWT).
+# The HTTP API: every route to the API function, on the $default stage (paths carry no stage prefix). One route,
+# $default, with the deploy-time authentication (auth_mode), in front of every path: the operator routes (history,
+# inspector, listing, resume, terminate, delete) need a verified caller like every other route, then the operator
+# token (X-Dormant-Operator-Token), which the app checks (docs/http-api.md, "Auth").
 
 locals {
   authorization_type = var.auth_mode == "iam" ? "AWS_IAM" : var.auth_mode == "jwt" ? "JWT" : "NONE"
@@ -47,63 +47,6 @@ resource "aws_apigatewayv2_route" "default" {
   target             = "integrations/${aws_apigatewayv2_integration.api.id}"
   authorization_type = local.authorization_type
   authorizer_id      = var.auth_mode == "jwt" ? aws_apigatewayv2_authorizer.jwt[0].id : null
-}
-
-resource "aws_apigatewayv2_route" "history" {
-  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
-  api_id             = aws_apigatewayv2_api.http.id
-  route_key          = "GET /actors/{actor}/{key}/history"
-  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
-  authorization_type = "NONE"
-}
-
-resource "aws_apigatewayv2_route" "inspector" {
-  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
-  api_id             = aws_apigatewayv2_api.http.id
-  route_key          = "GET /actors/{actor}/{key}/inspector/{proxy+}"
-  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
-  authorization_type = "NONE"
-}
-
-# The operator routes of dormant.http.operator (list, resume, terminate, delete): the operator token too.
-resource "aws_apigatewayv2_route" "list_actors" {
-  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
-  api_id             = aws_apigatewayv2_api.http.id
-  route_key          = "GET /actors/{actor}"
-  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
-  authorization_type = "NONE"
-}
-
-resource "aws_apigatewayv2_route" "resume_page" {
-  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
-  api_id             = aws_apigatewayv2_api.http.id
-  route_key          = "POST /actors/{actor}/resume"
-  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
-  authorization_type = "NONE"
-}
-
-resource "aws_apigatewayv2_route" "resume" {
-  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
-  api_id             = aws_apigatewayv2_api.http.id
-  route_key          = "POST /actors/{actor}/{key}/resume"
-  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
-  authorization_type = "NONE"
-}
-
-resource "aws_apigatewayv2_route" "terminate" {
-  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
-  api_id             = aws_apigatewayv2_api.http.id
-  route_key          = "POST /actors/{actor}/{key}/terminate"
-  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
-  authorization_type = "NONE"
-}
-
-resource "aws_apigatewayv2_route" "delete" {
-  #checkov:skip=CKV_AWS_309:An operator route; the app checks the operator token (docs/deploy.md)
-  api_id             = aws_apigatewayv2_api.http.id
-  route_key          = "DELETE /actors/{actor}/{key}"
-  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
-  authorization_type = "NONE"
 }
 
 resource "aws_cloudwatch_log_group" "api_access" {

@@ -45,7 +45,7 @@ variable "layer_zip" {
 
 # -- who may call (../docs/deploy.md, "Authentication") --------------------------------------------------------
 variable "auth_mode" {
-  description = "How API Gateway authenticates callers of the actor routes (DORMANT_AUTH_MODE): iam (SigV4), jwt (jwt_issuer, jwt_audience) or none (anyone: demos only)."
+  description = "How API Gateway authenticates callers of every route, the operator routes too (DORMANT_AUTH_MODE): iam (SigV4), jwt (jwt_issuer, jwt_audience) or none (anyone: demos only)."
   type        = string
   default     = "iam"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from dormant.models import ActorStatus, OperationPage, OperationResult, SendResult
+from dormant.models import ActorCounts, ActorStatus, AttentionList, Inbox, OperationPage, OperationResult, SendResult
 from dormant.ports import ActorPage, ActorRef, ActorSummary, Clock, EventRecord, EventStore, Transport
 from dormant.runtime.ids import IdSource
 from dormant.runtime.operations import Operator
@@ -138,6 +138,10 @@ class ActorHandle(ActionShortcuts):
         """End the workflow as `terminated`; later sends raise ActorFinishedError."""
         return await Operator(self._service).terminate(self.ref, reason)
 
+    async def inbox(self, *, limit: int = 100) -> Inbox:
+        """The messages waiting in the actor's inbox (queue messages, scheduled actions), in send order."""
+        return await Operator(self._service).inbox(self.ref, limit=limit)
+
     async def delete(self) -> OperationResult:
         """Remove every item of the actor; the next request through a handle creates it afresh."""
         result = await Operator(self._service).delete(self.ref)
@@ -178,6 +182,14 @@ class Client:
         async for summary in Operator(self._service).actors(actor_type,
                                                             status=WorkflowState(status) if status else None):
             yield summary
+
+    async def counts(self, actor_type: str, *, limit: int = 1000) -> ActorCounts:
+        """How many actors of the type are listed in each status (each counted up to `limit`)."""
+        return await Operator(self._service).counts(actor_type, limit=limit)
+
+    async def attention(self, actor_type: str, *, limit: int = 20) -> AttentionList:
+        """The actors of the type that need an operator: failed first, then diverged, rolling back, retrying."""
+        return await Operator(self._service).attention(actor_type, limit=limit)
 
     async def resume_all(self, actor_type: str, *, status: WorkflowState | str | None = None,
                          page_size: int = 25) -> list[OperationResult]:

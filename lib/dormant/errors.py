@@ -115,5 +115,9 @@ class StillDivergedError(NotResumableError):
         super().__init__(message)
 
 
+class NoTimerError(DormantError):
+    """Firing an actor's next timer (`dormant fire-timer`, dev only) found none: the message says what it waits for."""
+
+
 class ForbiddenError(DormantError):
     """The actor's authorization hook refused the caller this operation (HTTP 403 `forbidden`)."""

@@ -20,15 +20,20 @@ from pydantic import TypeAdapter
 from dormant.errors import StorageError, VersionConflict
 from dormant.limits import check_values, draft_values
 from dormant.ports import (
+    ActorCount,
     ActorMeta,
     ActorPage,
     ActorRef,
     ActorSnapshot,
     ActorSummary,
+    AttentionMark,
+    AttentionPage,
+    AttentionReason,
     Creation,
     EventRecord,
     InboxMessage,
     WakeError,
+    check_attention_cursor,
     check_cursor,
     listed_status,
     listing_key,
@@ -60,6 +65,7 @@ class _Actor:
     events: list[dict[str, Any]] = field(default_factory=list)
     wake_error: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None  # the listing entry: rewritten only when the listed status changes
+    attention: dict[str, Any] | None = None  # its attention mark (AttentionMark's JSON), if any
 
 
 @dataclass
@@ -308,6 +314,41 @@ class MemoryEventStore:
         page = listed[:max(1, limit)]
         return ActorPage(actors=[summary for _, summary in page],
                          cursor=page[-1][0] if len(listed) > len(page) else None)
+
+    async def count_actors(self, actor_type: str, status: WorkflowState, *, limit: int) -> ActorCount:
+        when = self._enter("count_actors")
+        found = sum(1 for record in self._actors.values() if record.summary is not None
+                    and record.summary["name"] == actor_type and record.summary["status"] == status.value)
+        self._leave(when, "count_actors")
+        return ActorCount(count=min(found, max(0, limit)), exact=found <= limit)
+
+    async def mark_attention(self, ref: ActorRef, reason: AttentionReason, since: float) -> None:
+        when = self._enter("mark_attention")
+        record = self._actors.get(ref.id)
+        if record is not None:
+            record.attention = AttentionMark(name=ref.name, key=ref.key, reason=reason,
+                                             since=since).model_dump(mode="json")
+        self._leave(when, "mark_attention")
+
+    async def clear_attention(self, ref: ActorRef, since: float | None = None) -> None:
+        when = self._enter("clear_attention")
+        record = self._actors.get(ref.id)
+        if record is not None and record.attention is not None and (since is None
+                                                                   or record.attention["since"] == since):
+            record.attention = None
+        self._leave(when, "clear_attention")
+
+    async def list_attention(self, actor_type: str, *, limit: int = 100, after: str | None = None) -> AttentionPage:
+        if after is not None:
+            check_attention_cursor(actor_type, after)
+        when = self._enter("list_attention")
+        marked = sorted((actor_id, AttentionMark.model_validate(record.attention))
+                        for actor_id, record in self._actors.items()
+                        if record.attention is not None and record.attention["name"] == actor_type
+                        and (after is None or actor_id > after))
+        self._leave(when, "list_attention")
+        page = marked[:max(1, limit)]
+        return AttentionPage(marks=[mark for _, mark in page], cursor=page[-1][0] if len(marked) > len(page) else None)
 
     async def delete(self, ref: ActorRef) -> bool:
         when = self._enter("delete")

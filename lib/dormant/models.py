@@ -38,8 +38,9 @@ class OperationResult(BaseModel):
 
     actor: str
     key: list[str]
-    operation: Literal["resume", "terminate", "delete"]
-    outcome: Literal["resumed", "retrying", "woken", "terminated", "deleted", "unchanged", "not_found", "refused"]
+    operation: Literal["resume", "terminate", "delete", "fire_timer"]
+    outcome: Literal["resumed", "retrying", "woken", "terminated", "deleted", "unchanged", "not_found", "refused",
+                     "fired"]
     status: WorkflowState | None = Field(None, description="The workflow's status before the action")
     message: str
 
@@ -49,3 +50,56 @@ class OperationPage(BaseModel):
 
     results: list[OperationResult]
     cursor: str | None = None
+
+
+class StatusCount(BaseModel):
+    count: int = Field(description="Actors counted (at most the limit asked for)")
+    exact: bool = Field(description="False when there are more than `count` (counting stopped at the limit)")
+
+
+class ActorCounts(BaseModel):
+    """How many actors of one type are listed in each status."""
+
+    actor: str
+    counts: dict[str, StatusCount] = Field(description="Per listed status (`running` is listed as `sleeping`)")
+
+
+AttentionKind = Literal["failed", "diverged", "rolling_back", "retrying", "wake_error"]
+
+
+class AttentionActor(BaseModel):
+    """An actor that needs an operator, or may soon: failed, diverged, compensating, retrying a step, or whose last
+    wake-up failed."""
+
+    name: str
+    key: list[str]
+    reason: AttentionKind
+    status: WorkflowState
+    since: float = Field(description="When it entered this status, or was marked (epoch seconds)")
+    detail: str | None = Field(None, description="The error or the retry, where the list knows it (retrying and "
+                                                 "wake errors; a status read gives the rest)")
+
+
+class AttentionList(BaseModel):
+    actors: list[AttentionActor] = Field(description="Failed first, then diverged, rolling back, retrying and "
+                                                     "wake errors")
+    truncated: bool = Field(description="True when a group had more actors than `limit` (list them by status)")
+
+
+class PendingMessage(BaseModel):
+    """A message waiting in an actor's inbox: a queue message, or an action scheduled for later."""
+
+    id: str
+    kind: Literal["queue", "action"]
+    queue: str = Field(description="The queue, or the scheduled action's name")
+    created_at: float
+    not_before: float | None = Field(None, description="A scheduled action's due time")
+    sender: str | None = Field(None, description="Who sent it, as `kind:id`")
+    bytes: int = Field(description="Size of its body (or arguments) as JSON")
+    preview: str = Field(description="The body (or arguments) as JSON, cut to the preview length")
+    truncated: bool = Field(description="True when `preview` is cut")
+
+
+class Inbox(BaseModel):
+    messages: list[PendingMessage] = Field(description="In send order, at most `limit`")
+    total: int = Field(description="Messages waiting in all")

@@ -177,6 +177,42 @@ class ActorPage(BaseModel):
     cursor: str | None = Field(None, description="Pass back to get the next page; null: this was the last")
 
 
+class ActorCount(BaseModel):
+    """How many actors of a type are listed in one status, counted up to a limit."""
+
+    count: int = Field(description="Actors counted (at most the limit asked for)")
+    exact: bool = Field(description="False when there are more than `count` (counting stopped at the limit)")
+
+
+AttentionReason = Literal["retry", "wake_error"]
+
+
+class AttentionMark(BaseModel):
+    """An actor that may need an operator although its listed status is a live one (`sleeping`): a step of it waits
+    for a retry (`retry`), or its last wake-up failed (`wake_error`). Marks are advisory: written after the commit
+    or the failure they follow, they may be stale, so readers confirm them on the actor's status
+    (dormant.runtime.attention)."""
+
+    name: str
+    key: tuple[str, ...]
+    reason: AttentionReason
+    since: float = Field(description="When it was marked (epoch seconds)")
+
+
+class AttentionPage(BaseModel):
+    marks: list[AttentionMark]
+    cursor: str | None = Field(None, description="Pass back to get the next page; null: this was the last")
+
+
+def check_attention_cursor(actor_type: str, cursor: str) -> str:
+    """`cursor` if it is the storage id of an actor of `actor_type` (where an attention page stopped)."""
+    type_prefix = quote(actor_type, safe="") + "/"
+    if not cursor.startswith(type_prefix) or len(cursor) == len(type_prefix):
+        raise InvalidCursorError("the cursor was not handed out by this attention list (pass back the `cursor` of "
+                                 "the previous page unchanged, with the same actor type)")
+    return cursor
+
+
 async def every_summary(list_page: Callable[[str | None], Awaitable[ActorPage]]) -> AsyncIterator[ActorSummary]:
     """The summaries of a listing, page after page: `list_page(cursor)` gives the page after `cursor`."""
     cursor: str | None = None
@@ -268,6 +304,24 @@ class EventStore(Protocol):
                           after: str | None = None) -> ActorPage:
         """Actors of one type, optionally of one listed status, in listing order, `limit` at most per page;
         `after` is the previous page's cursor. Listings may lag a commit briefly (DynamoDB's index)."""
+        ...
+
+    async def count_actors(self, actor_type: str, status: WorkflowState, *, limit: int) -> ActorCount:
+        """How many actors of a type are listed in `status`, counting at most `limit` (then `exact` is False).
+        Cheap: DynamoDB counts with Select=COUNT Queries of the listing's index, one per 1 MB of status items."""
+        ...
+
+    async def mark_attention(self, ref: ActorRef, reason: AttentionReason, since: float) -> None:
+        """Mark the actor as one that may need an operator (replaces an earlier mark of it)."""
+        ...
+
+    async def clear_attention(self, ref: ActorRef, since: float | None = None) -> None:
+        """Remove the actor's mark; with `since`, only the mark made at that time (a newer one stays)."""
+        ...
+
+    async def list_attention(self, actor_type: str, *, limit: int = 100, after: str | None = None) -> AttentionPage:
+        """The marked actors of a type, by storage id, `limit` at most per page; `after` is the previous page's
+        cursor. Like the listing, it may lag a write briefly (DynamoDB's index)."""
         ...
 
     async def delete(self, ref: ActorRef) -> bool:

@@ -4,7 +4,7 @@
 headers, the body) with the caller's secret key, refuses a wrong or stale one with 403 as API Gateway does, and
 hands the app the principal in the request context (`scope["aws.event"]`, where Mangum puts the event).
 `JWT`: accepts the bearer tokens it was given (a real authorizer checks the signature) and passes their claims.
-Routes in `open_paths` (the operator routes) skip the authorizer, as template.yaml configures them.
+Every path goes through the authorizer, as template.yaml's one route ($default) does, the operator routes too.
 """
 
 from __future__ import annotations
@@ -31,13 +31,12 @@ MAX_SKEW = datetime.timedelta(minutes=5)
 
 class Gateway:
     def __init__(self, app: App, *, mode: str, users: dict[str, tuple[str, str]] | None = None,
-                 tokens: dict[str, dict[str, Any]] | None = None, open_paths: tuple[str, ...] = ()) -> None:
+                 tokens: dict[str, dict[str, Any]] | None = None) -> None:
         """`users`: access key id -> (secret key, principal ARN); `tokens`: bearer token -> claims."""
         self.app = app
         self.mode = mode
         self.users = users or {}
         self.tokens = tokens or {}
-        self.open_paths = open_paths
         self.seen: list[dict[str, Any]] = []  # the authorizer contexts handed to the app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -51,17 +50,13 @@ class Gateway:
             body += message.get("body", b"")
             more = message.get("more_body", False)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        authorizer: dict[str, Any] | None = None
-        if not any(re.search(pattern, scope["path"]) for pattern in self.open_paths):
-            verdict = self.iam(scope, headers, body) if self.mode == "iam" else self.jwt(headers)
-            if isinstance(verdict, str):
-                await _refuse(send, 403 if self.mode == "iam" else 401, verdict)
-                return
-            authorizer = verdict
-            self.seen.append(verdict)
-        context: dict[str, Any] = {"http": {"method": scope["method"], "path": scope["path"]}}
-        if authorizer is not None:
-            context["authorizer"] = authorizer
+        verdict = self.iam(scope, headers, body) if self.mode == "iam" else self.jwt(headers)
+        if isinstance(verdict, str):
+            await _refuse(send, 403 if self.mode == "iam" else 401, verdict)
+            return
+        self.seen.append(verdict)
+        context: dict[str, Any] = {"http": {"method": scope["method"], "path": scope["path"]},
+                                   "authorizer": verdict}
         scope = {**scope, "aws.event": {"version": "2.0", "requestContext": context}}
         replayed = False
 

@@ -107,7 +107,7 @@ def served() -> Iterator[str]:
 def _document() -> dict[str, Any]:
     """The same document /openapi.json serves (built here: schemathesis' fixture-based loader does not run on
     this pytest; the test below checks that the served one is identical)."""
-    return create_app(registry, Settings(dev=True), service=TestEnv(registry).service).openapi()
+    return create_app(registry, Settings(dev=False), service=TestEnv(registry).service).openapi()  # as served
 
 
 schema = schemathesis.openapi.from_dict(_document())

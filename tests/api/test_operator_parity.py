@@ -96,6 +96,24 @@ async def test_bulk_resume_reports_each_actor(connect: Connect) -> None:
                                                                       ("c", "woken")]
 
 
+async def test_counts_attention_and_an_inbox_read_the_same_through_both_clients(connect: Connect) -> None:
+    async with TestEnv(registry) as env:
+        client = await connect(env)
+        await _failed_sleeper(env, "s1")
+        retrying = client.get_or_create("sleeper", ["s2"])
+        await retrying.send("go", 1)
+        await env.advance(3600)  # its nap is over; the flaky step failed once and waits a minute for its retry
+        await client.get_or_create("sleeper", ["s1"]).send("go", 5, message_id="late")  # stored: it is failed
+        counts = await client.counts("sleeper")
+        assert (counts.counts["failed"].count, counts.counts["sleeping"].count) == (1, 1)
+        found = await client.attention("sleeper")
+        assert [(a.key, a.reason) for a in found.actors] == [(["s1"], "failed"), (["s2"], "retrying")]
+        assert "RuntimeError: try 1 failed" in str(found.actors[1].detail)
+        inbox = await client.get_or_create("sleeper", ["s1"]).inbox()
+        assert inbox.total == 1 and [(m.id, m.queue, m.preview) for m in inbox.messages] == [("late", "go", "5")]
+        assert (await retrying.inbox()).messages == []
+
+
 def _gate(step: str) -> Registry:
     gate = actor("gate", queues={"go": queue(int)})
 

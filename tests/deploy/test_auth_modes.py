@@ -98,7 +98,10 @@ class Api:
     def __call__(self, event: dict[str, Any]) -> tuple[int, Any]:
         asyncio.set_event_loop(self.loop)
         response = self.module.handler(event, None)
-        return response["statusCode"], lambda_body(response)
+        try:
+            return response["statusCode"], lambda_body(response)
+        except ValueError:  # not JSON: the export's JSON lines
+            return response["statusCode"], response["body"]
 
     def close(self) -> None:
         self.loop.run_until_complete(self.module.app.state.services.aclose())
@@ -238,8 +241,8 @@ def test_iam_mode_takes_the_signed_principal_and_refuses_requests_without_one(
     status, body = handler(http_event(sample, "GET", vault(ALICE_ARN, "/state"), authorizer=alice))
     assert (status, body["balance"], body["senders"]) == (200, 3, [f"iam:{ALICE_ARN}"])
     assert body["created_by"] == f"iam:{ALICE_ARN}"
-    status, history = handler(http_event(sample, "GET", vault(ALICE_ARN, "/history"), authorizer=None,
-                                         headers={"authorization": f"Bearer {TOKEN}"}))
+    status, history = handler(http_event(sample, "GET", vault(ALICE_ARN, "/history"), authorizer=iam(ADMIN_ARN),
+                                         headers={"x-dormant-operator-token": TOKEN}))
     senders = [m["sender"] for e in history if e["kind"] == "message" for m in e["messages"]]
     assert status == 200 and senders == [{"kind": "iam", "id": ALICE_ARN, "scopes": [], "claims": {
         "accountId": "123456789012", "userArn": ALICE_ARN, "userId": "AIDAEXAMPLE", "callerId": "AIDAEXAMPLE"}}]
@@ -278,11 +281,13 @@ def test_jwt_mode_takes_verified_claims_and_checks_issuer_and_audience(
     status, body = handler(http_event(sample, "GET", vault("alice", "/status"), authorizer=admin))
     assert status == 200, body
     assert handler(http_event(sample, "GET", vault("alice", "/status"), authorizer=alice))[0] == 403
-    # operator routes: the bearer token of the operator, checked by the app (API Gateway leaves them open)
+    # operator routes: the verified JWT first, then the operator's token beside it (the JWT holds Authorization)
     assert handler(http_event(sample, "GET", vault("alice", "/history"), authorizer=None,
-                              headers={"authorization": "Bearer wrong"}))[0] == 401
-    assert handler(http_event(sample, "GET", vault("alice", "/history"), authorizer=None,
-                              headers={"authorization": f"Bearer {TOKEN}"}))[0] == 200
+                              headers={"authorization": f"Bearer {TOKEN}"}))[0] == 401
+    assert handler(http_event(sample, "GET", vault("alice", "/history"), authorizer=admin,
+                              headers={"x-dormant-operator-token": "wrong"}))[0] == 401
+    assert handler(http_event(sample, "GET", vault("alice", "/history"), authorizer=admin,
+                              headers={"x-dormant-operator-token": TOKEN}))[0] == 200
     # a REST API with a Cognito authorizer passes the claims in `authorizer.claims`
     rest = samples["aws-proxy"]
     status, body = handler(rest_event(rest, "POST", vault("alice", "/actions/whoami"),
@@ -299,3 +304,45 @@ def test_none_mode_makes_everyone_anonymous(api: Callable[..., Api], samples: di
     assert status == 200 and body["result"] == {"kind": "anonymous", "id": "anonymous", "claims": {}, "scopes": []}
     assert handler(http_event(sample, "GET", vault("alice", "/state"), authorizer=jwt("alice")))[0] == 403
     assert handler(http_event(sample, "GET", vault("alice", "/history"), authorizer=None))[0] == 401
+
+
+OPERATOR_ROUTES = [  # every operator route of a deployed API (fire-timer exists only under `dormant dev`)
+    ("GET", "/history"), ("GET", "/inspector/workflow-history"), ("GET", "/inspector/export"),
+    ("GET", "/status?history=true"), ("GET", "/inbox"), ("GET", "@/actors/vault"), ("GET", "@/actors/vault/counts"),
+    ("GET", "@/actors/vault/attention"), ("POST", "/resume"), ("POST", "@/actors/vault/resume"),
+    ("POST", "/terminate"), ("DELETE", "")]
+
+
+@pytest.mark.parametrize("mode", ["iam", "jwt"])
+def test_operator_routes_need_the_verified_caller_first_then_the_operator_token(
+        mode: str, api: Callable[..., Api], samples: dict[str, dict[str, Any]]) -> None:
+    """The documented order of layers on every operator route: without API Gateway's verified identity, 401 like
+    every other route (the operator token alone opens nothing); with it, 401 until the operator token comes
+    beside it, in X-Dormant-Operator-Token (Authorization holds the signature or the JWT)."""
+    extra = {"DORMANT_JWT_ISSUER": ISSUER, "DORMANT_JWT_AUDIENCE": AUDIENCE} if mode == "jwt" else {}
+    handler = api(mode, **extra)
+    sample = samples["http-api-proxy"]
+    owner = ALICE_ARN if mode == "iam" else "alice"
+    operator = iam(ADMIN_ARN) if mode == "iam" else jwt("ops", scope="vault/admin")  # (status asks the hook)
+    assert handler(http_event(sample, "PUT", vault(owner), authorizer=iam(ALICE_ARN) if mode == "iam"
+                              else jwt("alice")))[0] in (200, 201)  # (an earlier test may have created it)
+    for method, suffix in OPERATOR_ROUTES:
+        target = suffix[1:] if suffix.startswith("@") else vault(owner, suffix)
+        for headers in ({}, {"authorization": f"Bearer {TOKEN}"}, {"x-dormant-operator-token": TOKEN}):
+            status, body = handler(http_event(sample, method, target, authorizer=None, headers=headers))
+            assert (status, body["error"]["code"]) == (401, "unauthorized"), (method, target, headers)
+            assert "request context" in body["error"]["message"], (method, target, body)
+        status, body = handler(http_event(sample, method, target, authorizer=operator))
+        assert status == 401 and "operator token" in body["error"]["message"], (method, target, body)
+        status, body = handler(http_event(sample, method, target, authorizer=operator,
+                                          headers={"x-dormant-operator-token": "wrong"}))
+        assert status == 401, (method, target, body)
+        status, body = handler(http_event(sample, method, target, authorizer=operator,
+                                          headers={"x-dormant-operator-token": TOKEN}))
+        assert status == 200, (method, target, status, body)
+    # a REST API (payload 1.0) passes the identity its own way: the same two layers
+    if mode == "iam":
+        rest = samples["aws-proxy"]
+        assert handler(rest_event(rest, "GET", "/actors/vault"))[0] == 401  # the sample's identity is unsigned
+        signed = {"userArn": ADMIN_ARN, "caller": "AIDAEXAMPLE", "accountId": "123456789012"}
+        assert handler(rest_event(rest, "GET", "/actors/vault", identity=signed))[0] == 401  # no token

@@ -10,7 +10,6 @@ copies of each file prove the comparison can fail.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import httpx
@@ -20,7 +19,7 @@ from dormant.http.app import create_app
 from dormant.settings import Settings
 from dormant.testing import TestEnv
 from tests.api.apps import registry
-from tests.deploy.code_rules import OPERATOR_ROUTES, code_mismatches
+from tests.deploy.code_rules import ROUTES, code_mismatches
 from tests.deploy.describe import SCENARIOS, Description, Unsupported, describe_sam, describe_terraform, differences
 from tests.deploy.support import INFRA, TEMPLATE, load_template, translate
 
@@ -35,7 +34,7 @@ def test_sam_and_terraform_describe_the_same_deployment(scenario: str, translate
     assert set(sam["functions"]) == {"worker", "api"}
     assert len(sam["event_sources"]) == 2 and len(sam["alarms"]) == 3
     assert {len(role["statements"]) for role in sam["iam"].values()} == {4}
-    assert set(sam["http"]["routes"]) == {"$default"} | OPERATOR_ROUTES
+    assert set(sam["http"]["routes"]) == ROUTES
     assert {"api_url", "table_name", "wake_queue_url", "timer_queue_url"} <= set(sam["outputs"])
 
 
@@ -61,38 +60,58 @@ def test_each_deployment_fits_the_code(side: str, scenario: str, translated: dic
     assert description["tables"]["table"]["keys"] == {"pk": "HASH", "sk": "RANGE"}
 
 
-async def test_the_routes_api_gateway_leaves_open_are_guarded_by_the_operator_token() -> None:
-    """Every app route an operator route of the deployment reaches answers 401 without the operator token,
-    even to a caller with no identity at all; every other route needs the caller's identity."""
-    patterns = [(key.split(" ", 1)[0], re.compile("^" + re.sub(r"\\\{proxy\\\+\\\}", ".+", re.sub(
-        r"\\\{\w+\\\}", "[^/]+", re.escape(key.split(" ", 1)[1]))) + "$")) for key in OPERATOR_ROUTES]
+OPERATOR_PATHS = {
+    "DELETE /actors/{actor}/{key}", "GET /actors/{actor}", "GET /actors/{actor}/{key}/history",
+    "GET /actors/{actor}/{key}/inbox", "GET /actors/{actor}/{key}/inspector/export",
+    "GET /actors/{actor}/{key}/inspector/workflow-history", "GET /actors/{actor}/attention",
+    "GET /actors/{actor}/counts", "POST /actors/{actor}/resume", "POST /actors/{actor}/{key}/resume",
+    "POST /actors/{actor}/{key}/terminate"}
+
+
+def _with_identity(app: Any, authorizer: dict[str, Any]) -> Any:
+    """The app behind API Gateway's AWS_IAM authorization: Mangum's scope carries the verified principal."""
+    async def gateway(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            scope = {**scope, "aws.event": {"version": "2.0", "requestContext": {"authorizer": authorizer}}}
+        await app(scope, receive, send)
+    return gateway
+
+
+async def test_every_route_needs_the_verified_caller_and_operator_routes_the_token_too() -> None:
+    """The deployment has one route, $default, with the auth mode's authorization in front of every path. In the
+    app, without a verified identity every /actors route is 401, the operator routes too, even with the operator
+    token; with one, the operator routes are still 401 until the operator token comes beside it."""
     settings = Settings(auth_mode="iam", inspector_token="the-token")  # type: ignore[arg-type]
+    principal = {"iam": {"userArn": "arn:aws:iam::123456789012:user/ops", "accountId": "123456789012"}}
     async with TestEnv(registry) as env:
         await env.client.get_or_create("account", ["a"]).send("deposit", {"amount": 1})
+        await env.run_until_idle()
         app = create_app(registry, settings, service=env.service)
         routes = [(r.path, method) for r in _routes(app.routes) if r.path.startswith("/actors")
                   for method in sorted(r.methods)]
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as http:
+        anonymous = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api")
+        signed = httpx.AsyncClient(transport=httpx.ASGITransport(app=_with_identity(app, principal)),
+                                   base_url="http://api")
+        async with anonymous, signed:
             guarded = []
             for path, method in routes:
-                if path.startswith(("/ui", "/docs")):
-                    continue  # the dashboard's and Swagger UI's files: no data, behind $default
                 concrete = path.replace("{actor}", "account").replace("{key}", "a").replace(
                     "{queue}", "deposit").replace("{action}", "get_state")
-                response = await http.request(method, concrete)
-                message = response.json()["error"]["message"]
-                assert response.status_code == 401, (path, response.text)
-                if any(verb == method and p.match(concrete) for verb, p in patterns):
-                    guarded.append(f"{method} {path}")
-                    assert "operator token" in message, path
-                    allowed = await http.request(method, concrete, headers={"Authorization": "Bearer the-token"})
-                    assert allowed.status_code == 200, (path, allowed.text)
-                else:
-                    assert "SigV4" in message or "request context" in message, path
-    assert sorted(guarded) == [
-        "DELETE /actors/{actor}/{key}", "GET /actors/{actor}", "GET /actors/{actor}/{key}/history",
-        "GET /actors/{actor}/{key}/inspector/export", "GET /actors/{actor}/{key}/inspector/workflow-history",
-        "POST /actors/{actor}/resume", "POST /actors/{actor}/{key}/resume", "POST /actors/{actor}/{key}/terminate"]
+                for headers in ({}, {"Authorization": "Bearer the-token"}, {"X-Dormant-Operator-Token": "the-token"}):
+                    response = await anonymous.request(method, concrete, headers=headers)
+                    assert response.status_code == 401, (path, headers, response.text)
+                    message = response.json()["error"]["message"]
+                    assert "SigV4" in message or "request context" in message, (path, message)
+                if f"{method} {path}" not in OPERATOR_PATHS:
+                    continue
+                guarded.append(f"{method} {path}")
+                response = await signed.request(method, concrete)
+                assert response.status_code == 401 and "operator token" in response.json()["error"]["message"], path
+                wrong = await signed.request(method, concrete, headers={"X-Dormant-Operator-Token": "nope"})
+                assert wrong.status_code == 401, path
+                allowed = await signed.request(method, concrete, headers={"X-Dormant-Operator-Token": "the-token"})
+                assert allowed.status_code == 200, (path, allowed.text)
+    assert set(guarded) == OPERATOR_PATHS
 
 
 def _routes(routes: list[Any]) -> list[Any]:
@@ -180,14 +199,13 @@ def _template_with(old: str, new: str) -> dict[str, Any]:
      "table deletion protection: a parameter, on by default"),
     ("AuthorizationType: !If [IamAuth, AWS_IAM, !If [JwtAuth, JWT, NONE]]",
      "AuthorizationType: !If [JwtAuth, JWT, NONE]", "auth mode iam"),
-    ("      RouteKey: GET /actors/{actor}/{key}/history", "      RouteKey: GET /actors/{actor}/{key}/state",
-     "routes ["),
+    ("      RouteKey: $default", "      RouteKey: GET /actors/{actor}/{key}/history", "routes ["),
     ("Dimensions: [{ Name: FunctionName, Value: !Ref WorkerFunction }]",
      "Dimensions: [{ Name: FunctionName, Value: !Ref ApiFunction }]", "alarm worker_errors_alarm watches"),
     ("DestinationArn: !GetAtt ApiAccessLogGroup.Arn", "DestinationArn: !GetAtt ApiLogGroup.Arn",
      "stage access log"),
 ], ids=["visibility", "env", "ttl", "iam-wildcard", "queue-attributes", "table-replaced", "protection-off",
-        "route-open", "state-route-open", "alarm-function", "access-log"])
+        "route-open", "route-not-default", "alarm-function", "access-log"])
 def test_a_template_that_does_not_fit_the_code_is_caught(old: str, new: str, problem: str,
                                                          terraform_description: Description) -> None:
     broken = describe_sam(_template_with(old, new))

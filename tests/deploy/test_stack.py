@@ -329,10 +329,13 @@ def test_the_lambda_handlers_serve_a_request_on_the_stack(stack: Stack, monkeypa
         assert (status, body["status"]) == (202, "queued")
         assert play_event_sources() >= 1
         assert call("GET", "/actors/workflow-counter/deploy/state") == (200, {"value": 5, "processed": 1})
-        # the operator route (no authorizer in front of it): the token the API read from the SSM parameter
-        assert call("GET", "/actors/workflow-counter/deploy/history", signed=False)[0] == 401
-        status, history = call("GET", "/actors/workflow-counter/deploy/history", signed=False,
-                               authorization=f"Bearer {TOKEN}")
+        # an operator route: the signed caller first (behind $default like every route), then the operator
+        # token the API read from the SSM parameter
+        assert call("GET", "/actors/workflow-counter/deploy/history")[0] == 401
+        assert call("GET", "/actors/workflow-counter/deploy/history", signed=False,
+                    authorization=f"Bearer {TOKEN}")[0] == 401
+        status, history = call("GET", "/actors/workflow-counter/deploy/history",
+                               **{"x-dormant-operator-token": TOKEN})
         assert status == 200 and "counter-loop" in {entry["location"].split("/")[0] for entry in history}
         status, body = call("GET", "/actors/workflow-counter/deploy/status")
         assert (status, body["workflow"], body["waiting_for"]["queues"]) == (200, "sleeping", ["counter"])

@@ -29,6 +29,7 @@ from dormant.aws.worker import LambdaWorker, Worker, open_worker
 from dormant.client import Client
 from dormant.errors import StorageError, VersionConflict, WakeFailedError
 from dormant.ports import ActorRef, EventStore
+from dormant.runtime.attention import attention_list
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
 from dormant.settings import Settings
@@ -387,6 +388,13 @@ async def test_a_failing_actor_fails_only_its_own_messages(aws_moto: Aws) -> Non
     assert response == {"batchItemFailures": [{"itemIdentifier": "bad"}]}
     assert (await good.state()).opened == 7
     assert "boom: the session cannot be opened" in str((await bad.status()).error)
+    # the failed wake-up marks the actor for the dashboard's attention list, which confirms it on its status
+    marks = (await aws_moto.store.list_attention("fragile")).marks
+    assert [(m.key, m.reason) for m in marks] == [(("x",), "wake_error")]
+    found = await attention_list(poison_registry, aws_moto.store, "fragile", limit=10)
+    assert [(a.key, a.reason) for a in found.actors] == [(["x"], "wake_error")]
+    assert "boom: the session cannot be opened" in str(found.actors[0].detail)
+    assert (await aws_moto.store.list_attention("sturdy")).marks == []
 
 
 async def test_a_poison_message_ends_in_the_dlq_and_its_error_shows_on_status(servers: dict[str, str]) -> None:

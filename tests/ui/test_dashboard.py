@@ -41,8 +41,8 @@ def _apps() -> tuple[Registry, Registry]:
     return shop.registry, shop_v2.registry
 
 
-@pytest.fixture
-def moto() -> Iterator[MotoServer]:
+@pytest.fixture(scope="module")
+def moto() -> Iterator[MotoServer]:  # (one server for the module: each stack has tables and queues of its own)
     server = MotoServer()
     server.start()
     yield server
@@ -109,7 +109,19 @@ async def test_the_dashboard_over_a_running_stack(browser: BrowserContext, moto:
         page = await browser.new_page()
         seen = watch(page, url)
         await page.goto(f"{url}/ui")
-        await page.locator("#types a", has_text="order").click()
+        # the home page: what needs an operator first (failed, then diverged), with why; counts per status
+        attention = page.locator("#attention tbody tr")
+        await expect(attention).to_have_count(2)
+        await expect(attention.nth(0)).to_have_attribute("data-key", "o-2")
+        await expect(attention.nth(0).locator(".status")).to_have_text("failed")
+        await expect(attention.nth(0).locator(".detail-cell")).to_contain_text("payment provider is unavailable")
+        await expect(attention.nth(1)).to_have_attribute("data-key", "o-7")
+        await expect(attention.nth(1).locator(".status")).to_have_text("diverged")
+        counts = page.locator('#types tr[data-type="order"]')
+        for status, count in (("completed", "1"), ("failed", "1"), ("diverged", "1"), ("sleeping", "2"),
+                              ("terminated", "0")):
+            await expect(counts.locator(f'td[data-status="{status}"]')).to_have_text(count)
+        await page.locator("#types a.type-link", has_text="order").click()
         rows = page.locator("#actors tbody tr")
         await expect(rows).to_have_count(5)
         await expect(page.locator('tr[data-key="o-1"] .status')).to_have_text("completed")
@@ -126,10 +138,21 @@ async def test_the_dashboard_over_a_running_stack(browser: BrowserContext, moto:
         await expect(page.locator("#actor-status")).to_contain_text("payment provider is unavailable")
         await expect(page.locator("#timeline li", has_text="step charge")).to_contain_text("ConnectionError")
         await expect(page.locator("#timeline li", has_text="step reserve-stock")).to_contain_text('"book"')
+        # each entry has its times, and its values expand
+        reserve = page.locator('#timeline li[data-location="reserve-stock"]')
+        await expect(reserve.locator(".times")).to_contain_text("ran ")
+        await expect(reserve.locator("details.value pre")).to_be_hidden()
+        await reserve.locator("details.value summary").click()
+        await expect(reserve.locator("details.value pre")).to_have_text('"book"')
+        # the ship message it got before failing waits in its inbox
+        await expect(page.locator("#inbox tbody tr")).to_have_count(1)
+        await expect(page.locator("#inbox tbody tr")).to_contain_text('{"carrier":"dhl"}')
         (tmp_path / "payments.down").unlink()
         await page.click("#resume")
         await expect(page.locator("#flash")).to_contain_text("resume: retrying")
         await expect(page.locator("#actor-status .status")).to_have_text("completed")
+        await expect(page.locator("#no-inbox")).to_have_text("no messages waiting")
+        await expect(page.locator('#timeline li[data-location="wait-ship"]')).to_contain_text("received ship")
         await expect(page.locator("#state")).to_contain_text('"charge": "ch_o-2"')
         await expect(page.locator("#events li")).to_contain_text("shipped")
 
@@ -145,13 +168,27 @@ async def test_the_dashboard_over_a_running_stack(browser: BrowserContext, moto:
         await page.goto(f"{url}/ui#/actor/order/o-3")
         await expect(page.locator("h1")).to_have_text("order o-3")  # the view of o-3 is up
         await expect(page.locator("#waits")).to_have_text("waits for a message on ship")
-        await http.get_or_create("order", "o-3").send("ship", {"carrier": "fedex"})
+        # sent from the page: the form starts from the queue's schema; the API's checks answer a bad body
+        ship = page.locator('form.send[data-queue="ship"]')
+        await expect(ship.locator("textarea")).to_have_value('{\n "carrier": ""\n}')
+        await ship.locator("textarea").fill("{oops")
+        await ship.locator("button").click()
+        await expect(page.locator("#flash")).to_contain_text("not valid JSON")
+        await ship.locator("textarea").fill('{"carrier": 5}')
+        await ship.locator("button").click()
+        await expect(page.locator("#flash")).to_contain_text("send ship refused")
+        await expect(page.locator("#flash")).to_contain_text("carrier")
+        await ship.locator("textarea").fill('{"carrier": "fedex"}')
+        await ship.locator("button").click()
+        await expect(page.locator("#flash")).to_contain_text("send ship: queued")
         await expect(page.locator("#events li")).to_contain_text('shipped {"carrier":"fedex"}')
         await expect(page.locator("#actor-status .status")).to_have_text("completed")
 
         # terminate, with a reason
         await page.goto(f"{url}/ui#/actor/order/o-4")
         await expect(page.locator("h1")).to_have_text("order o-4")  # the view of o-4 is up
+        await page.locator('form.call[data-action="get"] button').click()  # an action, called from the page
+        await expect(page.locator("#flash")).to_contain_text('call get → {"item":"book"')
         page.once("dialog", lambda dialog: dialog.accept("customer left"))
         await page.click("#terminate")
         await expect(page.locator("#flash")).to_contain_text("terminate: terminated")
@@ -166,6 +203,117 @@ async def test_the_dashboard_over_a_running_stack(browser: BrowserContext, moto:
         await expect(resume_route.first).to_be_visible()
         assert seen["outside"] == [], seen["outside"]  # no CDN, no validator: nothing left the stack
         assert seen["errors"] == [], seen["errors"]
+
+
+async def test_a_day_long_timeout_fired_from_the_page_and_the_page_loads_under_a_virtual_time_budget(
+        browser: BrowserContext, moto: MotoServer, tmp_path: Path) -> None:
+    from tests.ui.trip_app import DAY, registry
+
+    suffix = uuid.uuid4().hex[:8]
+    names = {"table": f"trip-{suffix}", "queue_name": f"trip-{suffix}.fifo", "timer_queue_name": f"trip-t-{suffix}",
+             "dlq_name": f"trip-dlq-{suffix}", "fifo_dlq_name": f"trip-dlq-{suffix}.fifo"}
+    async with stack(registry, moto.endpoint, names) as running, HttpClient(running.api_url) as http:
+        url = running.api_url
+        page = await browser.new_page()
+        seen = watch(page, url)
+        await page.goto(f"{url}/ui#/actor/trip/ann")
+        # the actor does not exist yet: the page says so; a booking sent from the form creates it
+        await expect(page.locator("#view-error")).to_contain_text("does not exist")
+        await http.get_or_create("trip", "ann").state()  # (created: its workflow waits for a booking)
+        await page.reload()
+        book = page.locator('form.send[data-queue="book"]')
+        await expect(book.locator("textarea")).to_have_value('{\n "traveller": "",\n "nights": 1\n}')
+        await book.locator("textarea").fill('{"traveller": "Ann", "nights": 0}')
+        await book.locator("button").click()
+        await expect(page.locator("#flash")).to_contain_text("send book refused")
+        await expect(page.locator("#flash")).to_contain_text("nights")  # the field and its rule, not the value
+        await book.locator("textarea").fill('{"traveller": "Ann", "nights": 3}')
+        await book.locator("button").click()
+        await expect(page.locator("#flash")).to_contain_text("send book: queued")
+        join = page.locator('#timeline li[data-location="reserve"]')
+        await expect(join).to_contain_text("join reserve completed: flight completed, hotel completed")
+        await join.locator("details.value summary").click()
+        await expect(join.locator("details.value pre")).to_contain_text('"output": "hotel-3n"')
+        await expect(page.locator("#waits")).to_contain_text("its deadline")
+        await expect(page.locator("#state")).to_contain_text('"outcome": ""')
+        # a day-long timeout, fired now: the workflow sees it reached and gives up, as it would tomorrow
+        await page.click("#fire-timer")
+        await expect(page.locator("#flash")).to_contain_text("fire timer: fired — the timeout of queue wait "
+                                                             "wait-confirmation: due now (24.0 h early)")
+        await expect(page.locator("#actor-status .status")).to_have_text("completed")
+        await expect(page.locator("#state")).to_contain_text("cancelled: no confirmation within a day")
+        await expect(page.locator('#timeline li[data-location="wait-confirmation"]')).to_contain_text("timed out")
+        summary = page.locator('form.call[data-action="summary"]')
+        await expect(summary.locator("textarea")).to_have_value('[\n ""\n]')  # its one (string) argument
+        await summary.locator("textarea").fill('["the trip"]')
+        await summary.locator("button").click()
+        await expect(page.locator("#flash")).to_contain_text("call summary → \"the trip of Ann: cancelled")
+        await page.click("#fire-timer")
+        await expect(page.locator("#flash")).to_contain_text("fire timer refused: the actor is completed")
+        status = await http.get_or_create("trip", "ann").status()
+        history = {e.location: e for e in await http.get_or_create("trip", "ann").history()}
+        assert status.output == "cancelled: no confirmation within a day"
+        assert (history["wait-confirmation"].deadline or 0) < history["reserve"].created_at + DAY  # fired early
+        assert seen["errors"] == [], seen["errors"]
+
+        # headless chromium with a virtual time budget finishes the actor page (no request held open)
+        for target in ("ui#/actor/trip/ann",):
+            started = time.monotonic()
+            process = await asyncio.create_subprocess_exec(
+                CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'budget'}", "--virtual-time-budget=3000",
+                "--dump-dom", f"{url}/{target}", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+            try:  # (about 5 s here; with the events long-poll the page never finished)
+                dom, _ = await asyncio.wait_for(process.communicate(), 30)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+                raise AssertionError(f"chromium did not finish {target} within 30 s") from None
+            assert process.returncode == 0, time.monotonic() - started
+            text = dom.decode()
+            assert 'id="timeline"' in text and "cancelled: no confirmation within a day" in text
+
+
+async def test_in_jwt_mode_behind_a_proxy_that_adds_the_jwt_the_page_sends_its_token_beside_it(
+        browser: BrowserContext) -> None:
+    """API Gateway's JWT authorizer in front of every route, the page's own too: a browser reaches the dashboard
+    through a proxy that signs the user in and adds their JWT as Authorization (as it would add a SigV4 signature in
+    iam mode). The page's operator token rides in X-Dormant-Operator-Token beside it, and what the page sends
+    is sent by that user."""
+    from tests.api.gateway import Gateway
+    from tests.ui.trip_app import registry
+
+    settings = Settings(dev=False, inspector_token="op-s3cret", auth_mode="jwt")  # type: ignore[arg-type]
+    claims = {"sub": "ann", "iss": "https://issuer.example", "client_id": "dashboard"}
+    async with TestEnv(registry) as env:
+        gateway = Gateway(create_app(registry, settings, service=env.service), mode="jwt", tokens={"jwt-ann": claims})
+
+        async def proxy(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] == "http":  # the user's session becomes their JWT; anything the browser sent is replaced
+                kept = [(k, v) for k, v in scope["headers"] if k.lower() != b"authorization"]
+                scope = {**scope, "headers": [*kept, (b"authorization", b"Bearer jwt-ann")]}
+            await gateway(scope, receive, send)
+
+        async with serve(proxy) as url:  # type: ignore[arg-type]
+            await env.client.get_or_create("trip", "ann").state()
+            await env.run_until_idle()
+            page = await browser.new_page()
+            await page.goto(f"{url}/ui")
+            await expect(page.locator("#counts-refused")).to_contain_text("operator token")
+            await expect(page.locator("#token-form")).to_be_visible()
+            await page.fill("#token", "op-s3cret")
+            await page.click("#token-form button")
+            await expect(page.locator('#types tr[data-type="trip"] td[data-status="sleeping"]')).to_have_text("1")
+            await page.goto(f"{url}/ui#/actor/trip/ann")
+            book = page.locator('form.send[data-queue="book"]')
+            await book.locator("textarea").fill('{"traveller": "Ann", "nights": 2}')
+            await book.locator("button").click()
+            await expect(page.locator("#flash")).to_contain_text("send book: queued")
+            await env.run_until_idle()
+            message = next(e for e in await env.client.get_or_create("trip", "ann").history()
+                           if e.location == "wait-booking").messages[0]
+            assert message.sender is not None and (message.sender.kind, message.sender.id) == ("jwt", "ann")
+            await expect(page.locator('#timeline li[data-location="reserve"]')).to_contain_text("join reserve")
+            assert gateway.seen and all(seen["jwt"]["claims"]["sub"] == "ann" for seen in gateway.seen)
 
 
 async def test_the_dashboard_asks_for_the_inspector_token(browser: BrowserContext) -> None:

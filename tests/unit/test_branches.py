@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter as Tally
 from typing import Any
 
@@ -394,3 +395,65 @@ async def test_a_losing_branch_cancels_its_own_nested_branches() -> None:
         # It used to go on running and commit a "running" record over the completed one.
         last = env.store.commit_log[-1].draft.workflow
         assert last is not None and last.state is WorkflowState.COMPLETED
+
+
+async def test_a_join_or_race_entry_records_how_it_ended() -> None:
+    """A finished join used to stay `pending` in history (and in `history show --json`) forever."""
+    a = actor("ended", state=Counter, queues={"go": queue(Item)})
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> Any:
+        async def quick(b: WorkflowContext) -> int:
+            return int(await b.step("one", lambda s: 1))
+
+        async def napping(b: WorkflowContext) -> int:
+            await b.sleep("nap", 60)
+            return 2
+
+        async def broken(b: WorkflowContext) -> int:
+            def fail(s: StepContext) -> int:
+                raise ValueError("no")
+
+            return int(await b.step("fail", fail, max_retries=0))
+
+        await ctx.join("both", {"quick": quick, "napping": napping})
+        await ctx.race("first", {"quick": quick, "napping": napping})
+        with contextlib.suppress(JoinError):
+            await ctx.join("doomed", {"quick": quick, "broken": broken})
+        with contextlib.suppress(RaceError):
+            await ctx.race("lost", {"broken": broken})
+        await ctx.queue.next("wait")
+
+    async with TestEnv(setup(a)) as env:
+        handle = await start(env, "ended")
+        statuses = {e.location: e.status.value for e in await handle.history() if e.kind.value in ("join", "race")}
+        assert statuses == {"both": "pending"}  # still waiting for its sleeping branch
+        await env.advance(60)
+        statuses = {e.location: e.status.value for e in await handle.history() if e.kind.value in ("join", "race")}
+        assert statuses == {"both": "completed", "first": "completed", "doomed": "failed", "lost": "failed"}
+        await handle.send("go", {"n": 1})  # a replay keeps them as they are, and the workflow ends
+        await env.run_until_idle()
+        assert (await handle.status()).workflow is WorkflowState.COMPLETED
+        again = {e.location: e.status.value for e in await handle.history() if e.kind.value in ("join", "race")}
+        assert again == statuses
+
+
+async def test_a_join_recorded_without_its_own_status_gets_one_on_its_next_run() -> None:
+    """Histories written before joins recorded their status (their entry stayed `pending`) replay unchanged."""
+    a = actor("old-join", state=Counter, queues={"go": queue(Item)})
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> Any:
+        result = await ctx.join("both", {"a": lambda b: b.step("x", lambda s: 1)})
+        await ctx.queue.next("wait")
+        return result
+
+    async with TestEnv(setup(a)) as env:
+        handle = await start(env, "old-join")
+        raw = env.store._actors[handle.ref.id].history["both"]
+        raw.pop("status")  # as an older release stored it
+        await handle.send("go", {"n": 1})
+        await env.run_until_idle()
+        status = await handle.status()
+        assert status.workflow is WorkflowState.COMPLETED and status.output == {"a": 1}
+        assert next(e for e in await handle.history() if e.location == "both").status.value == "completed"

@@ -36,7 +36,8 @@ def samples() -> list[HistoryEntry]:
     error = ErrorInfo(type="ValueError", message="bad")
     entries += [
         HistoryEntry(location="s", kind=EntryKind.STEP, name="s", seq=1, status=EntryStatus.FAILED, error=error,
-                     attempts=4, retry_at=12.5, rollback_error=error, created_at=1.0, updated_at=2.0),
+                     attempts=4, retry_at=12.5, started_at=1.5, ended_at=1.75, rollback_error=error, created_at=1.0,
+                     updated_at=2.0),
         HistoryEntry(location="c", kind=EntryKind.STEP, name="c", seq=2, status=EntryStatus.CANCELLED, output=0,
                      rollback_done=True),
         HistoryEntry(location="q", kind=EntryKind.MESSAGE, name="q", seq=3, timed_out=True, deadline=99.0,

@@ -122,11 +122,14 @@ async def test_a_failed_join_branch_runs_again() -> None:
         await handle.status()
         await env.run_until_idle()
         assert (await handle.status()).workflow is WorkflowState.FAILED
+        assert next(e for e in await handle.history() if e.name == "both").status is EntryStatus.FAILED
         service.down = False
         assert (await handle.resume()).outcome == "retrying"
+        assert next(e for e in await handle.history() if e.name == "both").status is EntryStatus.PENDING
         await env.run_until_idle()
         status = await handle.status()
         assert (status.workflow, status.output) == (WorkflowState.COMPLETED, {"left": "left", "right": "right: ok"})
+        assert next(e for e in await handle.history() if e.name == "both").status is EntryStatus.COMPLETED
 
 
 async def test_a_compensated_failure_is_not_retried() -> None:

@@ -368,3 +368,34 @@ async def test_invalid_step_options_fail_the_workflow(max_retries: int) -> None:
         status = await handle.status()
         assert status.workflow is WorkflowState.FAILED
         assert status.error is not None and "max_retries" in status.error
+
+
+async def test_a_step_records_when_its_last_attempt_ran_so_its_duration_leaves_out_failures() -> None:
+    """An instant body that failed, waited 30 s and then succeeded took 0 s, not 30 (created..updated)."""
+    a = actor("timed", state=Counter)
+    env_box: list[TestEnv] = []
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> Any:
+        def flaky(s: StepContext) -> int:
+            if s.attempt == 1:
+                env_box[0].clock.advance(0.5)  # the failed attempt ran for half a second
+                raise RuntimeError("not yet")
+            env_box[0].clock.advance(2.0)  # the successful one for two seconds
+            return s.attempt
+
+        return await ctx.step("flaky", flaky, retry_backoff_base=15.0)  # the retry waits 30 s
+
+    async with TestEnv(setup(a)) as env:
+        env_box.append(env)
+        handle = await start(env, "timed")
+        failed = next(e for e in await handle.history() if e.name == "flaky")
+        assert failed.started_at is not None and failed.ended_at is not None
+        assert failed.ended_at - failed.started_at == 0.5 and failed.retry_at is not None
+        await env.advance(40)  # (past the retry and the attempt's own two seconds)
+        done = next(e for e in await handle.history() if e.name == "flaky")
+        assert done.status.value == "completed" and done.attempts == 2
+        assert done.started_at is not None and done.ended_at is not None
+        assert done.ended_at - done.started_at == 2.0
+        assert done.started_at >= failed.ended_at + 30
+        assert done.updated_at - done.created_at >= 32.5  # what the dashboard used to show

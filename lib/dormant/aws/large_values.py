@@ -42,7 +42,7 @@ from dormant.aws.offload import (
 )
 from dormant.errors import ItemTooLargeError
 from dormant.limits import VALUE
-from dormant.ports import ActorRef, InboxMessage
+from dormant.ports import ActorRef, EventRecord, InboxMessage
 from dormant.settings import Settings
 from dormant.workflow.execution import CommitDraft
 
@@ -226,6 +226,11 @@ class LargeValues:
     async def resolve(self, value: Any) -> Any:
         keys = refs_in(value)
         return resolve(value, await self.fetch(keys)) if keys else value
+
+    async def resolve_events(self, records: list[EventRecord]) -> list[EventRecord]:
+        if not self.enabled:
+            return records
+        return [record.model_copy(update={"payload": await self.resolve(record.payload)}) for record in records]
 
     async def resolve_inbox(self, ref: ActorRef, inbox: list[InboxMessage]) -> list[InboxMessage]:
         """The live inbox with its bodies and arguments read back; remembers their objects (a consumed message's

@@ -5,19 +5,44 @@ since when and from which version. Its index keys are `lt` = the actor type and 
 `<status>#<actor id>`, so one Query lists a type, or a type in one status (`begins_with`), in pages. It is
 written only by a commit that changes the listed status (docs/storage.md: what that costs), as a conditional
 PutItem that an older version or an older incarnation of the actor never wins.
+
+Counting per status (`count`) reads the same index with `Select=COUNT` Queries: one per 1 MB of status items
+(about 5,000), each costing the read units of the items it counts, and none once the limit is reached.
+
+Attention marks (`AttentionItems`, dormant.ports.AttentionMark) are one more item per marked actor (`sk = "a#"`) in
+the same index under `lt = "/attention"` (no actor type contains `/`) with `ls` = the actor id: one Query lists a
+type's marks (`begins_with` its encoded name). They are written and removed only when a retry starts or ends or a
+wake-up fails, never by an ordinary commit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
+from dormant.aws.batches import ConditionFailed
 from dormant.aws.table import STATUS_INDEX
-from dormant.ports import ActorPage, ActorRef, ActorSummary, check_cursor, listing_key
+from dormant.ports import (
+    ActorCount,
+    ActorPage,
+    ActorRef,
+    ActorSummary,
+    AttentionMark,
+    AttentionPage,
+    AttentionReason,
+    check_attention_cursor,
+    check_cursor,
+    listing_key,
+)
 from dormant.workflow.history import WorkflowState
 
 STATUS_SK = "s#"
+ATTENTION_SK = "a#"
+ATTENTION_TYPE = "/attention"  # the marks' index partition: never an actor type (names cannot contain "/")
+MAX_COUNT_PAGES = 20  # Select=COUNT pages per count (1 MB each): the limit is reached long before
 PutIf = Callable[[dict[str, Any], str, dict[str, Any]], Awaitable[bool]]
 Call = Callable[..., Awaitable[Any]]
 
@@ -64,6 +89,66 @@ class StatusItems:
         last = response.get("LastEvaluatedKey")
         return ActorPage(actors=[_summary(item) for item in response.get("Items", [])],
                          cursor=last["ls"]["S"] if last else None)
+
+
+    async def count(self, actor_type: str, status: WorkflowState, limit: int) -> ActorCount:
+        """Count up to `limit` (one item more, to tell an exact count from a cut one)."""
+        counted, start = 0, None
+        for _ in range(MAX_COUNT_PAGES):
+            kwargs: dict[str, Any] = {
+                "TableName": self._table, "IndexName": STATUS_INDEX, "Select": "COUNT",
+                "KeyConditionExpression": "lt = :t AND begins_with(ls, :s)",
+                "ExpressionAttributeValues": {":t": {"S": actor_type}, ":s": {"S": f"{status.value}#"}},
+                "Limit": limit + 1 - counted}
+            if start is not None:
+                kwargs["ExclusiveStartKey"] = start
+            response = await self._call("Query", **kwargs)
+            counted += int(response.get("Count", 0))
+            start = response.get("LastEvaluatedKey")
+            if counted > limit:
+                return ActorCount(count=limit, exact=False)
+            if start is None:
+                return ActorCount(count=counted, exact=True)
+        return ActorCount(count=counted, exact=False)
+
+
+class AttentionItems:
+    """Reads and writes the attention marks of one table (see the module docstring)."""
+
+    def __init__(self, call: Call, table: str) -> None:
+        self._call = call
+        self._table = table
+
+    async def mark(self, ref: ActorRef, reason: AttentionReason, since: float) -> None:
+        await self._call("PutItem", TableName=self._table, Item={
+            "pk": {"S": ref.id}, "sk": {"S": ATTENTION_SK}, "lt": {"S": ATTENTION_TYPE}, "ls": {"S": ref.id},
+            "n": {"S": ref.name}, "k": {"S": json.dumps(list(ref.key), ensure_ascii=False)}, "why": {"S": reason},
+            "at": {"N": repr(since)}})
+
+    async def clear(self, ref: ActorRef, since: float | None) -> None:
+        kwargs: dict[str, Any] = {"TableName": self._table, "Key": {"pk": {"S": ref.id}, "sk": {"S": ATTENTION_SK}}}
+        if since is not None:
+            kwargs.update(ConditionExpression="attribute_not_exists(pk) OR #at = :at",
+                          ExpressionAttributeNames={"#at": "at"}, ExpressionAttributeValues={":at": {"N": repr(since)}})
+        with contextlib.suppress(ConditionFailed):  # marked again meanwhile: the newer mark stays
+            await self._call("DeleteItem", **kwargs)
+
+    async def list(self, actor_type: str, limit: int, after: str | None) -> AttentionPage:
+        kwargs: dict[str, Any] = {
+            "TableName": self._table, "IndexName": STATUS_INDEX,
+            "KeyConditionExpression": "lt = :t AND begins_with(ls, :p)",
+            "ExpressionAttributeValues": {":t": {"S": ATTENTION_TYPE}, ":p": {"S": quote(actor_type, safe="") + "/"}},
+            "Limit": max(1, limit)}
+        if after is not None:
+            actor_id = check_attention_cursor(actor_type, after)
+            kwargs["ExclusiveStartKey"] = {"lt": {"S": ATTENTION_TYPE}, "ls": {"S": actor_id}, "pk": {"S": actor_id},
+                                           "sk": {"S": ATTENTION_SK}}
+        response = await self._call("Query", **kwargs)
+        last = response.get("LastEvaluatedKey")
+        marks = [AttentionMark(name=item["n"]["S"], key=tuple(json.loads(item["k"]["S"])),
+                               reason=item["why"]["S"], since=float(item["at"]["N"]))
+                 for item in response.get("Items", [])]
+        return AttentionPage(marks=marks, cursor=last["ls"]["S"] if last else None)
 
 
 def _summary(item: dict[str, Any]) -> ActorSummary:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dormant.aws.items import Head, Side, TornRead, commit_payload, ring_key
-from dormant.ports import listed_status
+from dormant.aws.items import Head, Side, TornRead, commit_payload, compress, ring_key
+from dormant.ports import ActorRef, listed_status
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowState
 
@@ -68,3 +68,15 @@ def delta_of(base: Head, draft: CommitDraft, now: float) -> tuple[Side, dict[str
         if listed is not listed_status(WorkflowState(base.workflow["state"])):
             side.listed = (listed.value, draft.committed_at)  # the status item follows (in _settle)
     return side, delta
+
+
+def commit_item(ref: ActorRef, head: Head, payload: dict[str, Any], *, snapshot: bool,
+                at: float) -> dict[str, dict[str, Any]]:
+    """The commit item of `head` in its slot of the ring: its payload compressed (a full snapshot or a delta)."""
+    item: dict[str, dict[str, Any]] = {
+        "pk": {"S": ref.id}, "sk": {"S": ring_key(head.version, head.ring)}, "v": {"N": str(head.version)},
+        "n": {"N": str(head.ring)}, "at": {"N": repr(at)}, "c": {"S": head.incarnation},
+        "z": {"B": compress(payload)}}
+    if snapshot:
+        item["snap"] = {"BOOL": True}
+    return item

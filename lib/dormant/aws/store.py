@@ -29,26 +29,28 @@ from dormant.aws.items import (
     Head,
     Side,
     TornRead,
-    compress,
     dumps,
     json_size,
     ring_key,
     sized,
 )
 from dormant.aws.large_values import LargeValues
-from dormant.aws.listing import STATUS_SK, StatusItems
+from dormant.aws.listing import STATUS_SK, AttentionItems, StatusItems
 from dormant.aws.messages import InboxItems
-from dormant.aws.ring import RELEASES, delta_of, materialize
+from dormant.aws.ring import RELEASES, commit_item, delta_of, materialize
 from dormant.aws.side import EVENTS_PREFIX, RESPONSE_PREFIX, SideItems
 from dormant.aws.sizes import SizeChecks, side_parts_of
 from dormant.aws.table import PENDING_INDEX, TTL_ATTRIBUTE, client_config, create_table, table_definition
 from dormant.errors import StorageError, StorageRefusedError, VersionConflict
 from dormant.ports import (
+    ActorCount,
     ActorMeta,
     ActorPage,
     ActorRef,
     ActorSnapshot,
     ActorSummary,
+    AttentionPage,
+    AttentionReason,
     EventRecord,
     InboxMessage,
     WakeError,
@@ -99,6 +101,7 @@ class DynamoEventStore:
         self._inbox = InboxItems(self._call, self._put_if, self._put_all, self.table, now=clock,
                                  dedupe_ttl_seconds=self.settings.dedupe_ttl_seconds)
         self.status_items = StatusItems(self._call, self._put_if, self.table)
+        self.attention_items = AttentionItems(self._call, self.table)
 
     @classmethod
     @asynccontextmanager
@@ -205,7 +208,7 @@ class DynamoEventStore:
             parts = [(f"history entry {e['location']!r}", size) for e, (size, _) in zip(draft.upserts, upsert_sizes,
                                                                                         strict=True)]
             parts += [("state", json_size(draft.state)), ("workflow record", json_size(delta.get("w"))), *side_parts]
-        item = self._commit_item(ref, head, payload, snapshot=snapshot, at=now)
+        item = commit_item(ref, head, payload, snapshot=snapshot, at=now)
         if released:  # deleted a lap later, when this slot is overwritten (dormant.aws.large_values)
             item[RELEASES] = {"SS": list(released)}
         self.sizes.item(ref, f"commit {version}", item, parts)
@@ -273,16 +276,11 @@ class DynamoEventStore:
         return found, await self.values.resolve(response)
 
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
-        return await self._resolve_events(await self._side.read_events(ref, after, limit))
+        return await self.values.resolve_events(await self._side.read_events(ref, after, limit))
 
     async def wait_events(self, ref: ActorRef, after: int, timeout: float) -> list[EventRecord]:
-        return await self._resolve_events(await self._side.wait_events(ref, after, timeout))
+        return await self.values.resolve_events(await self._side.wait_events(ref, after, timeout))
 
-    async def _resolve_events(self, records: list[EventRecord]) -> list[EventRecord]:
-        if not self.values.enabled:
-            return records
-        return [record.model_copy(update={"payload": await self.values.resolve(record.payload)})
-                for record in records]
 
     async def read_summary(self, ref: ActorRef) -> ActorSummary | None:
         return await self.status_items.read(ref)
@@ -290,6 +288,18 @@ class DynamoEventStore:
     async def list_actors(self, actor_type: str, *, status: WorkflowState | None = None, limit: int = 100,
                           after: str | None = None) -> ActorPage:
         return await self.status_items.list(actor_type, status, limit, after)
+
+    async def count_actors(self, actor_type: str, status: WorkflowState, *, limit: int) -> ActorCount:
+        return await self.status_items.count(actor_type, status, limit)
+
+    async def mark_attention(self, ref: ActorRef, reason: AttentionReason, since: float) -> None:
+        await self.attention_items.mark(ref, reason, since)
+
+    async def clear_attention(self, ref: ActorRef, since: float | None = None) -> None:
+        await self.attention_items.clear(ref, since)
+
+    async def list_attention(self, actor_type: str, *, limit: int = 100, after: str | None = None) -> AttentionPage:
+        return await self.attention_items.list(actor_type, limit, after)
 
     async def delete(self, ref: ActorRef) -> bool:
         return await deletion.delete_actor(self, ref)
@@ -324,16 +334,6 @@ class DynamoEventStore:
         return self._inbox.live(ref, pending, chain)[0]
 
     # -- writing -------------------------------------------------------------------------------------
-    def _commit_item(self, ref: ActorRef, head: Head, payload: dict[str, Any], *, snapshot: bool,
-                     at: float) -> dict[str, dict[str, Any]]:
-        item: dict[str, dict[str, Any]] = {
-            "pk": {"S": ref.id}, "sk": {"S": ring_key(head.version, head.ring)}, "v": {"N": str(head.version)},
-            "n": {"N": str(head.ring)}, "at": {"N": repr(at)}, "c": {"S": head.incarnation},
-            "z": {"B": compress(payload)}}
-        if snapshot:
-            item["snap"] = {"BOOL": True}
-        return item
-
     def _first_commit(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
                       events: list[tuple[str, Any]], incarnation: str) -> tuple[Head, dict[str, dict[str, Any]]]:
         """Version 1 as a head and its item, checked against the item limit."""
@@ -342,7 +342,7 @@ class DynamoEventStore:
         full = {"meta": meta.model_dump(mode="json"), "state": dict(state),
                 "workflow": workflow.model_dump(mode="json"), "history": {}, "seq": len(events)}
         head = Head.from_snapshot(1, self.settings.snapshot_every, full, side, incarnation)
-        item = self._commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
+        item = commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
         self.sizes.item(ref, "the first commit", item, head.full_parts() + side_parts_of(side))
         self.sizes.live(ref, head, side)
         return head, item

@@ -39,6 +39,7 @@ from dormant.aws.redelivery import Redelivery, backoff_seconds, delivered_before
 from dormant.aws.transport import SqsTransport, WakeMessage
 from dormant.errors import InvalidKeyError
 from dormant.ports import ActorRef, Clock, EventStore, WakeError
+from dormant.runtime.attention import mark_wake_error
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
 from dormant.runtime.wake import WakeReport, wake_actor
@@ -253,9 +254,11 @@ class Worker:
             failures = previous.failures if previous is not None and (
                 previous.version is None or previous.version >= snapshot.version) else 0
             text = f"{type(error).__name__}: {error}"[:MAX_ERROR_TEXT]
-            await store.record_wake_error(ref, WakeError(message=text, at=self.service.clock.now(),
-                                                         receive_count=receives, version=snapshot.version,
+            at = self.service.clock.now()
+            await store.record_wake_error(ref, WakeError(message=text, at=at, receive_count=receives,
+                                                         version=snapshot.version,
                                                          failures=failures + (0 if transient else 1)))
+            await mark_wake_error(store, ref, at)  # the dashboard's attention list (dormant.runtime.attention)
         except Exception as failure:
             log.warning("could not record the wake-up error of %s: %r", ref, failure)
 

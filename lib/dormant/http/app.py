@@ -9,7 +9,7 @@ Every route checks everything it can (the caller's identity, actor, key, queue o
 authorization hook, token, body size, JSON, body schema, action arity) before the service writes anything, so
 a refused request changes nothing. Reads never create an actor: they answer 404 `actor_not_found` for one
 that does not exist. Who the caller is comes from the request context API Gateway verified
-(dormant.http.identity); operator routes need the operator token instead (dormant.http.operator).
+(dormant.http.identity); operator routes need that identity and the operator token (dormant.http.credentials).
 """
 
 from __future__ import annotations
@@ -219,6 +219,9 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         return definition, ref, caller
 
     async def authorize(request: Request) -> None:
+        """An operator route: who is calling first (401 in iam/jwt mode without a verified identity, as on every
+        route), then the operator token (docs/http-api.md, "Auth")."""
+        request_caller(request, settings)
         await require_operator(request, settings, operator_source)
 
     async def existing(ref: ActorRef) -> ActorService:
@@ -355,7 +358,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
             raise ApiError(404, "actor_not_found", "the actor does not exist")
         return PlainTextResponse("\n".join(export_lines(snapshot)) + "\n", media_type="application/x-ndjson")
 
-    operator_routes = operator_router(registry, holder.get, authorize)  # list, resume, terminate, delete
+    operator_routes = operator_router(registry, holder.get, authorize, dev=settings.dev)  # list, resume, ...
     app.include_router(operator_routes)
     app.include_router(ui_router(dev=settings.dev, title=app.title))  # /ui and /docs, from packaged files
     return app

@@ -1,9 +1,10 @@
 """The operator credential of the HTTP API: the operator (inspector) token.
 
 It guards the history, inspector and export routes, `status?history=true` and the operator routes
-(dormant.http.operator), whatever the auth mode: `Authorization: Bearer <token>` on the operator routes (API
-Gateway leaves those routes to the app), or `X-Dormant-Operator-Token: <token>` where the Authorization header
-carries a SigV4 signature or a JWT. It comes from a token source: a fixed value (`DORMANT_INSPECTOR_TOKEN`,
+(dormant.http.operator), after the caller's identity (dormant.http.identity: in iam/jwt mode those routes, like
+every other, need API Gateway's verified caller first): `X-Dormant-Operator-Token: <token>` beside the SigV4
+signature or the JWT in Authorization, or `Authorization: Bearer <token>` where that header is free (auth mode
+`none`). It comes from a token source: a fixed value (`DORMANT_INSPECTOR_TOKEN`,
 dev and tests) or SSM / Secrets Manager read at run time (dormant.aws.secrets). Compared in constant time.
 """
 

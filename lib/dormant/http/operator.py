@@ -1,9 +1,13 @@
-"""The operator routes (behind the inspector token): list actors, resume, terminate, delete.
+"""The operator routes (the caller's identity, then the operator token): list, count, resume, terminate, delete.
 
     GET    /actors/{actor}?status=&limit=&cursor=       a page of the actors of a type (by status, then id)
+    GET    /actors/{actor}/counts?limit=                 how many are listed in each status
+    GET    /actors/{actor}/attention?limit=              those that need an operator, failed first
     POST   /actors/{actor}/resume?status=&limit=&cursor= resume one page of them; results per actor
+    GET    /actors/{actor}/{key}/inbox?limit=            the messages waiting in its inbox
     POST   /actors/{actor}/{key}/resume                  resume one actor
     POST   /actors/{actor}/{key}/terminate               {"reason": "..."} (optional)
+    POST   /actors/{actor}/{key}/fire-timer              fire its next timer now (only under `dormant dev`)
     DELETE /actors/{actor}/{key}                         every item of the actor
 
 Cursors are opaque (base64url of the listing key); a cursor that this listing did not hand out is 400
@@ -26,10 +30,11 @@ from dormant.actor import Registry
 from dormant.errors import InvalidCursorError, StillDivergedError
 from dormant.http.errors import ApiError, ErrorBody
 from dormant.http.keys import decode_key, encode_key
-from dormant.models import OperationPage, OperationResult
+from dormant.models import ActorCounts, AttentionActor, AttentionList, Inbox, OperationPage, OperationResult
 from dormant.ports import ActorRef, ActorSummary
 from dormant.runtime.operations import Operator
 from dormant.runtime.service import ActorService
+from dormant.runtime.timers import fire_next_timer
 from dormant.workflow.history import WorkflowState
 
 ListedStatus = Literal["pending", "sleeping", "completed", "failed", "diverged", "rolling_back", "terminated"]
@@ -46,6 +51,14 @@ class ListedActor(ActorSummary):
 class ActorList(BaseModel):
     actors: list[ListedActor]
     cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null: this was the last")
+
+
+class ListedAttention(AttentionActor):
+    segment: str = Field(description="The key as a path segment: /actors/{name}/{segment}/...")
+
+
+class AttentionPageBody(AttentionList):
+    actors: list[ListedAttention]  # type: ignore[assignment]  # (each with its segment)
 
 
 class TerminateBody(BaseModel):
@@ -95,8 +108,10 @@ def _errors(body: bytes) -> Any:
     return None
 
 
-def operator_router(registry: Registry, get_service: GetService, authorize: Authorize) -> APIRouter:
-    """The operator routes over the app's service; `authorize` raises unless the request may operate."""
+def operator_router(registry: Registry, get_service: GetService, authorize: Authorize, *,
+                    dev: bool = False) -> APIRouter:
+    """The operator routes over the app's service; `authorize` raises unless the request may operate. `dev` adds
+    the route that fires an actor's next timer (`dormant dev` only: elsewhere it does not exist, 404)."""
     router = APIRouter(tags=["operator"], responses={
         400: {"model": ErrorBody, "description": "Bad key or cursor"},
         401: {"model": ErrorBody, "description": "Missing or wrong bearer token (DORMANT_INSPECTOR_TOKEN)"},
@@ -121,6 +136,33 @@ def operator_router(registry: Registry, get_service: GetService, authorize: Auth
         return ActorList(actors=[ListedActor(**s.model_dump(), segment=encode_key(s.key)) for s in page.actors],
                          cursor=encode_cursor(page.cursor))
 
+    @router.get("/actors/{actor}/counts", response_model=ActorCounts, summary="Count the actors of a type per status",
+                operation_id="operator-count-actors")
+    async def counts(request: Request, actor: str, limit: int = Query(1000, ge=1, le=10000)) -> ActorCounts:
+        """Per listed status, counted up to `limit` (`exact` false beyond it). DynamoDB: one Select=COUNT Query of
+        the status index per status and 1 MB of status items."""
+        ops = await operator(request)
+        return await ops.counts(actor, limit=limit)
+
+    @router.get("/actors/{actor}/attention", response_model=AttentionPageBody,
+                summary="The actors of a type that need an operator", operation_id="operator-attention")
+    async def attention(request: Request, actor: str, limit: int = Query(20, ge=1, le=100)) -> AttentionPageBody:
+        """Failed, diverged and rolling-back actors (by listing), then those retrying a step or whose last wake-up
+        failed (confirmed on the actor), at most `limit` per group; `truncated` when a group had more."""
+        ops = await operator(request)
+        found = await ops.attention(actor, limit=limit)
+        return AttentionPageBody(truncated=found.truncated, actors=[
+            ListedAttention(**a.model_dump(), segment=encode_key(tuple(a.key))) for a in found.actors])
+
+    @router.get("/actors/{actor}/{key}/inbox", response_model=Inbox, summary="The messages waiting in an inbox",
+                operation_id="operator-inbox")
+    async def inbox(request: Request, actor: str, key: str, limit: int = Query(100, ge=1, le=1000)) -> Inbox:
+        """In send order: queue messages not consumed yet and actions scheduled for later, each with its id, size
+        and the start of its body."""
+        ops = await operator(request)  # who is calling and the token first: a stranger learns nothing
+        target = ref(actor, key)
+        return await ops.inbox(target, limit=limit)
+
     @router.post("/actors/{actor}/resume", response_model=OperationPage, summary="Resume a page of actors",
                  operation_id="operator-resume-page")
     async def resume_page(request: Request, actor: str, status: ListedStatus | None = None,
@@ -136,8 +178,8 @@ def operator_router(registry: Registry, get_service: GetService, authorize: Auth
     async def resume(request: Request, actor: str, key: str) -> OperationResult:
         """Diverged: replays its history against this code, then wakes it (409 still_diverged with the diff if
         the code still diverges). Failed: its failed steps run again with a fresh attempt count. Else: woken."""
+        ops = await operator(request)  # who is calling and the token first: a stranger learns nothing
         target = ref(actor, key)
-        ops = await operator(request)
         try:
             return await ops.resume(target)
         except StillDivergedError as error:
@@ -147,16 +189,27 @@ def operator_router(registry: Registry, get_service: GetService, authorize: Auth
                  operation_id="operator-terminate")
     async def terminate(request: Request, actor: str, key: str) -> OperationResult:
         """The workflow ends as `terminated` (body: optional `{"reason": "..."}`); later sends answer 409."""
+        ops = await operator(request)  # who is calling and the token first: a stranger learns nothing
         target = ref(actor, key)
-        ops = await operator(request)
         return await ops.terminate(target, await _reason(request))
+
+    if dev:
+        @router.post("/actors/{actor}/{key}/fire-timer", response_model=OperationResult,
+                     summary="Fire the actor's next timer now (dormant dev only)", operation_id="operator-fire-timer",
+                     responses={409: {"model": ErrorBody, "description": "no_timer, or actor_finished"}})
+        async def fire_timer(request: Request, actor: str, key: str) -> OperationResult:
+            """Its earliest deadline (a sleep, a queue wait's timeout, a retry, a scheduled action) moves to now and
+            the actor is woken: the workflow sees it reached, and replays agree (docs/dev-stack.md)."""
+            await authorize(request)
+            target = ref(actor, key)
+            return await fire_next_timer(await get_service(), target)
 
     @router.delete("/actors/{actor}/{key}", response_model=OperationResult, summary="Delete one actor",
                    operation_id="operator-delete")
     async def delete(request: Request, actor: str, key: str) -> OperationResult:
         """Every item of the actor is removed (safe to repeat: `not_found` then); a later request starts afresh."""
+        ops = await operator(request)  # who is calling and the token first: a stranger learns nothing
         target = ref(actor, key)
-        ops = await operator(request)
         return await ops.delete(target)
 
     return router

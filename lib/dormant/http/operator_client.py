@@ -1,4 +1,5 @@
-"""The operator routes in the HTTP client (dormant.http.operator): listing, resume, terminate, delete.
+"""The operator routes in the HTTP client (dormant.http.operator): listing, counts, attention, resume, terminate,
+delete, an actor's inbox, and firing its next timer (`dormant dev` only).
 
 Mixed into HttpClient and HttpActorHandle; every call needs the inspector token (or a dev-mode server).
 """
@@ -11,7 +12,7 @@ from urllib.parse import quote
 
 import httpx
 
-from dormant.models import OperationPage, OperationResult
+from dormant.models import ActorCounts, AttentionList, Inbox, OperationPage, OperationResult
 from dormant.ports import ActorPage, ActorSummary, every_summary
 from dormant.workflow.history import WorkflowState
 
@@ -42,6 +43,18 @@ class OperatorCalls:
         async for summary in every_summary(
                 lambda cursor: self.list_actors(actor_type, status=status, limit=page_size, cursor=cursor)):
             yield summary
+
+    async def counts(self, actor_type: str, *, limit: int = 1000) -> ActorCounts:
+        """How many actors of the type are listed in each status (each counted up to `limit`)."""
+        response = await self.request("GET", f"/actors/{quote(actor_type, safe='')}/counts", params={"limit": limit},
+                                      idempotent=True)
+        return ActorCounts.model_validate(response.json())
+
+    async def attention(self, actor_type: str, *, limit: int = 20) -> AttentionList:
+        """The actors of the type that need an operator: failed first, then diverged, rolling back, retrying."""
+        response = await self.request("GET", f"/actors/{quote(actor_type, safe='')}/attention",
+                                      params={"limit": limit}, idempotent=True)
+        return AttentionList.model_validate(response.json())
 
     async def resume_page(self, actor_type: str, *, status: WorkflowState | str | None = None,
                           limit: int = 25, cursor: str | None = None) -> OperationPage:
@@ -78,6 +91,16 @@ class HandleOperatorCalls:
         """End the workflow as `terminated`; later sends raise ActorFinishedError."""
         body = {"reason": reason} if reason else {}
         response = await self._client.request("POST", f"{self.path}/terminate", json=body, idempotent=True)
+        return OperationResult.model_validate(response.json())
+
+    async def inbox(self, *, limit: int = 100) -> Inbox:
+        """The messages waiting in the actor's inbox (queue messages, scheduled actions), in send order."""
+        response = await self._client.request("GET", f"{self.path}/inbox", params={"limit": limit}, idempotent=True)
+        return Inbox.model_validate(response.json())
+
+    async def fire_timer(self) -> OperationResult:
+        """Fire the actor's next timer now (a server under `dormant dev` only: elsewhere the route is 404)."""
+        response = await self._client.request("POST", f"{self.path}/fire-timer", idempotent=False)
         return OperationResult.model_validate(response.json())
 
     async def delete(self) -> OperationResult:

@@ -1,10 +1,13 @@
 """The dashboard at `/ui` and the API docs at `/docs`, both served from files shipped in the package (no CDN:
 they work offline and behind a firewall).
 
-- `/ui`: a single page (static/ui: HTML, JS, CSS) over the API's own routes: actor types, actors by status and
-  what they wait for, per actor its state, a timeline of its history, its live events and the divergence diff,
-  and buttons to resume, terminate and delete. The page holds no data; the data routes need the inspector
-  token (the page asks for it) except under `dormant dev`.
+- `/ui`: a single page (static/ui: HTML, JS, CSS) over the API's own routes: the actors that need an operator
+  (failed first) and every type's counts per status, actors by status and what they wait for, per actor its
+  state, its history (timestamps, expandable values), its waiting messages, forms to send a message or call an
+  action (from the OpenAPI document's schemas), its live events and the divergence diff, and buttons to resume,
+  terminate, delete and, under `dormant dev`, fire its next timer. The page holds no data; outside `dormant dev`
+  it asks for the operator token and sends it in X-Dormant-Operator-Token (Authorization stays free for the
+  caller's SigV4 signature or JWT, which a proxy in front adds in iam or jwt mode).
 - `/docs`: Swagger UI (static/swagger: npm's swagger-ui-dist, committed; `make swagger-ui` refreshes it).
 """
 

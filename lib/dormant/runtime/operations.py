@@ -9,6 +9,8 @@
 - **terminate**: one commit ends the workflow as `terminated` (its queue messages still waiting are discarded
   in that commit); sends to it are refused from then on.
 - **delete**: every item of the actor is removed (EventStore.delete); a later request starts a new actor.
+- **inspect**: counts per listed status, the actors that need attention (dormant.runtime.attention), an actor's
+  pending inbox; and, under `dormant dev`, firing its next timer (dormant.runtime.timers).
 
 Single-actor refusals raise (NotResumableError, StillDivergedError, ActorFinishedError, ActorNotFoundError);
 bulk resumes report them per actor.
@@ -16,8 +18,9 @@ bulk resumes report them per actor.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dormant.errors import (
     ActorFinishedError,
@@ -27,18 +30,29 @@ from dormant.errors import (
     VersionConflict,
     WakeFailedError,
 )
-from dormant.models import OperationPage, OperationResult
+from dormant.models import (
+    ActorCounts,
+    AttentionList,
+    Inbox,
+    OperationPage,
+    OperationResult,
+    PendingMessage,
+    StatusCount,
+)
 from dormant.ports import (
     FINISHED,
+    LISTED_STATUSES,
     ActorPage,
     ActorRef,
     ActorSnapshot,
     ActorSummary,
     Clock,
     EventStore,
+    InboxMessage,
     Transport,
     every_summary,
 )
+from dormant.runtime.attention import attention_list
 from dormant.runtime.offline import replay_snapshot
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import (
@@ -56,6 +70,7 @@ if TYPE_CHECKING:
     from dormant.actor import Registry
 
 MAX_RACES = 20  # lost version races before an action gives up (as the service's)
+PREVIEW_CHARS = 200  # of a pending message's body in the inbox view
 
 
 class OperatorHost(Protocol):
@@ -78,7 +93,7 @@ def reset_failure(history: list[HistoryEntry], record: WorkflowRecord) -> tuple[
                 branch.status is BranchStatus.FAILED for branch in entry.branches.values()):
             branches = {name: BranchRecord() if branch.status is BranchStatus.FAILED else branch
                         for name, branch in entry.branches.items()}
-            changed.append(entry.model_copy(update={"branches": branches}))
+            changed.append(entry.model_copy(update={"branches": branches, "status": EntryStatus.PENDING}))
     runnable = record.model_copy(update={"state": WorkflowState.SLEEPING, "error": None, "divergence": None,
                                          "waiting_for": [], "deadline": None, "retry_at": None,
                                          "rollback_attempts": 0})
@@ -176,6 +191,26 @@ class Operator:
         except (NotResumableError, ActorFinishedError) as error:
             return _result(ref, "resume", "refused", listed, str(error))
 
+    # -- inspect -------------------------------------------------------------------------------------------
+    async def counts(self, actor_type: str, *, limit: int = 1000) -> ActorCounts:
+        """How many actors of the type are listed in each status, each counted up to `limit`."""
+        self.host.registry.get(actor_type)
+        counts = {}
+        for status in LISTED_STATUSES:
+            found = await self.host.store.count_actors(actor_type, status, limit=limit)
+            counts[status.value] = StatusCount(count=found.count, exact=found.exact)
+        return ActorCounts(actor=actor_type, counts=counts)
+
+    async def attention(self, actor_type: str, *, limit: int = 20) -> AttentionList:
+        """The actors of the type that need an operator (failed first), at most `limit` per group."""
+        return await attention_list(self.host.registry, self.host.store, actor_type, limit=limit)
+
+    async def inbox(self, ref: ActorRef, *, limit: int = 100, preview: int = PREVIEW_CHARS) -> Inbox:
+        """The messages waiting in the actor's inbox, in send order (queue messages and scheduled actions)."""
+        self.host.registry.get(ref.name)
+        snapshot = await self._load(ref)
+        return Inbox(messages=[_pending(m, preview) for m in snapshot.inbox[:limit]], total=len(snapshot.inbox))
+
     # -- terminate and delete ------------------------------------------------------------------------
     async def terminate(self, ref: ActorRef, reason: str | None = None) -> OperationResult:
         """End the workflow as `terminated` (its waiting queue messages are discarded in the same commit)."""
@@ -221,3 +256,12 @@ def _result(ref: ActorRef, operation: str, outcome: str, status: WorkflowState |
             message: str) -> OperationResult:
     return OperationResult.model_validate({"actor": ref.name, "key": list(ref.key), "operation": operation,
                                            "outcome": outcome, "status": status, "message": message})
+
+
+def _pending(message: InboxMessage, preview: int) -> PendingMessage:
+    payload: Any = message.args if message.kind == "action" else message.body
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    sender = f"{message.sender.kind}:{message.sender.id}" if message.sender is not None else None
+    return PendingMessage(id=message.id, kind=message.kind, queue=message.queue, created_at=message.created_at,
+                          not_before=message.not_before, sender=sender, bytes=len(text.encode()),
+                          preview=text[:preview], truncated=len(text) > preview)

@@ -11,6 +11,7 @@ from typing import Any
 from dormant.actor import ActorDefinition
 from dormant.errors import InvalidMessageIdError, StorageRefusedError, VersionConflict, WakeFailedError
 from dormant.ports import ActorRef, ActorSnapshot, Creation, InboxMessage
+from dormant.runtime.attention import current_wake_error, track_retry
 from dormant.runtime.collector import relaxed_collector
 from dormant.runtime.contexts import HookContext, StepContext, call_hook
 from dormant.runtime.ids import deterministic_ids
@@ -99,6 +100,7 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
     definition = service.registry.get(ref.name)
     carried = bool(messages) or creation is not None
     before: WorkflowRecord | None = None  # the workflow as committed before this wake-up began
+    had_wake_error = False  # the last wake-up before this one failed (and nothing was committed since)
     serial = False
     race_winners: dict[str, str] = {}  # kept across attempts: see Execution.race_winners
     attempt = lost_races = scheduled_runs = 0
@@ -115,6 +117,7 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
             return WakeReport(ref=ref, outcome="missing", attempts=attempt)
         if before is None:
             before = snapshot.workflow
+            had_wake_error = current_wake_error(snapshot) is not None
         now = service.clock.now()
         due = [m for m in snapshot.inbox if m.kind == "action" and (m.not_before or 0.0) <= now]
         try:
@@ -143,6 +146,8 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
         for message_id in snapshot.held_ids - {m.id for m in snapshot.inbox}:
             report.consumed.setdefault(message_id, loaded_at)
         await _schedule_next(service, snapshot, report, None if redelivered else before)
+        await track_retry(service.store, ref, before, had_wake_error, report.record,
+                          committed=report.commits > 0 or scheduled_runs > 0, now=service.clock.now())
         return report
     raise WakeFailedError(f"wake-up of {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from dormant.workflow.entries import Entry
 from dormant.workflow.errors import HistoryDivergedError, JoinError, RaceError, RecordedError
-from dormant.workflow.execution import error_info, to_json
-from dormant.workflow.history import BranchRecord, BranchStatus, EntryKind, validate_name
+from dormant.workflow.execution import Execution, error_info, to_json
+from dormant.workflow.history import BranchRecord, BranchStatus, EntryKind, EntryStatus, validate_name
 from dormant.workflow.replay import Scope, user_code_site
 from dormant.workflow.signals import CONTROL_PRIORITY, BranchCancelled, RollbackStop, Suspend
 
@@ -71,6 +71,14 @@ def _open(ctx: WorkflowContext, kind: EntryKind, name: str, branches: Mapping[st
             requested=f"{kind.value} branches {sorted(branches)}", code_site=user_code_site(),
             hint="Branches of a recorded join/race cannot change under a running actor.")
     return entry
+
+
+def _settled(ex: Execution, entry: Entry, status: EntryStatus) -> None:
+    """Record how a join or race ended (its entry's own status: pending while any branch may still run).
+    Histories recorded before joins and races had one get it on their next run (a rollback only replays)."""
+    if entry.status is not status and not ex.rolling_back:
+        entry.status = status
+        ex.touch(entry)
 
 
 def _branch_ctx(ctx: WorkflowContext, entry: Entry, branch: str, token: CancelToken | None,
@@ -164,9 +172,11 @@ async def run_join(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
     failed = {b: RecordedError(r.error.type, r.error.message) if r.error else RecordedError("Error", "")
               for b, r in entry.branches.items() if r.status is BranchStatus.FAILED}
     if failed:
+        _settled(ex, entry, EntryStatus.FAILED)
         # Always the recorded form (type name + message), on the first run as on replay: workflow code
         # that inspects the errors must decide the same way both times.
         raise JoinError(name, dict(failed))
+    _settled(ex, entry, EntryStatus.COMPLETED)
     return {b: ex.copy_output_value(entry.branches[b].output) for b in branches}
 
 
@@ -176,6 +186,7 @@ async def run_race(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
     if entry.winner is not None:
         # Re-run the winner sealed (registers its rollback handlers, validates its scope).
         await _run_branch(ctx, entry, entry.winner, branches[entry.winner], None, True)
+        _settled(ex, entry, EntryStatus.COMPLETED)
         return RaceResult(entry.winner, ex.copy_output_value(entry.branches[entry.winner].output))
     if ex.rolling_back:
         raise RollbackStop()
@@ -218,12 +229,14 @@ async def run_race(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
             entry.branches[branch] = BranchRecord(status=BranchStatus.FAILED, error=error_info(outcome))
     ex.touch(entry)
     if entry.winner is not None:
+        _settled(ex, entry, EntryStatus.COMPLETED)
         return RaceResult(entry.winner, ex.copy_output_value(entry.branches[entry.winner].output))
     suspensions = [o for o in outcomes.values() if isinstance(o, Suspend)]
     if suspensions:
         raise Suspend.merge(suspensions)
     errors: dict[str, Exception] = {
         b: RecordedError(r.error.type, r.error.message) for b, r in entry.branches.items() if r.error is not None}
+    _settled(ex, entry, EntryStatus.FAILED)
     raise RaceError(name, errors)
 
 

@@ -36,9 +36,9 @@ class Entry:
     Entries without messages or branches share immutable empty ones (one object fewer each for the
     collector): a queue wait assigns its `messages`, a join or race is created with its own `branches`."""
 
-    __slots__ = ("attempts", "branches", "created_at", "deadline", "error", "iteration", "kind", "location",
-                 "loop_state", "messages", "name", "output", "removed_kind", "retry_at", "rollback_done",
-                 "rollback_error", "seq", "status", "timed_out", "updated_at", "winner")
+    __slots__ = ("attempts", "branches", "created_at", "deadline", "ended_at", "error", "iteration", "kind",
+                 "location", "loop_state", "messages", "name", "output", "removed_kind", "retry_at", "rollback_done",
+                 "rollback_error", "seq", "started_at", "status", "timed_out", "updated_at", "winner")
 
     def __init__(self, location: str, kind: EntryKind, name: str, seq: int,
                  status: EntryStatus = EntryStatus.PENDING, output: Any = None, error: ErrorInfo | None = None,
@@ -46,7 +46,8 @@ class Entry:
                  rollback_error: ErrorInfo | None = None, deadline: float | None = None, iteration: int = 0,
                  loop_state: Any = None, messages: list[RecordedMessage] = _NO_MESSAGES, timed_out: bool = False,
                  branches: dict[str, BranchRecord] = _NO_BRANCHES, winner: str | None = None,
-                 removed_kind: str | None = None, created_at: float = 0.0, updated_at: float = 0.0) -> None:
+                 removed_kind: str | None = None, created_at: float = 0.0, updated_at: float = 0.0,
+                 started_at: float | None = None, ended_at: float | None = None) -> None:
         self.location = location
         self.kind = kind
         self.name = name
@@ -56,6 +57,8 @@ class Entry:
         self.error = error
         self.attempts = attempts  # step
         self.retry_at = retry_at
+        self.started_at = started_at  # the last attempt's run: its duration is ended_at - started_at
+        self.ended_at = ended_at
         self.rollback_done = rollback_done
         self.rollback_error = rollback_error
         self.deadline = deadline  # sleep / queue timeout
@@ -81,7 +84,7 @@ class Entry:
             model.iteration, model.loop_state,
             [m.model_copy() for m in model.messages] if model.messages else _NO_MESSAGES, model.timed_out,
             {b: r.model_copy() for b, r in model.branches.items()} if model.branches else _NO_BRANCHES,
-            model.winner, model.removed_kind, model.created_at, model.updated_at)
+            model.winner, model.removed_kind, model.created_at, model.updated_at, model.started_at, model.ended_at)
 
     def to_model(self) -> HistoryEntry:
         return HistoryEntry.model_validate(self.to_json())
@@ -100,6 +103,10 @@ class Entry:
             data["attempts"] = self.attempts
         if self.retry_at is not None:
             data["retry_at"] = self.retry_at
+        if self.started_at is not None:
+            data["started_at"] = self.started_at
+        if self.ended_at is not None:
+            data["ended_at"] = self.ended_at
         if self.rollback_done:
             data["rollback_done"] = True
         if self.rollback_error is not None:

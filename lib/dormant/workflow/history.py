@@ -78,6 +78,8 @@ class HistoryEntry(BaseModel):
     # step
     attempts: int = 0
     retry_at: float | None = None
+    started_at: float | None = None  # when the last attempt began and ended (None: recorded before these were)
+    ended_at: float | None = None
     rollback_done: bool = False
     rollback_error: ErrorInfo | None = None
     # sleep / queue timeout

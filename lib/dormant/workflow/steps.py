@@ -79,6 +79,7 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
     limit = seconds(timeout)
     scope.enter(name)
     ex.step_started()
+    entry.started_at, entry.ended_at = ex.now(), None  # this attempt's run (a duration without earlier failures)
     try:
         result = fn(ex.host.step_context(run))
         if not isinstance(result, _PLAIN) and inspect.isawaitable(result):
@@ -116,6 +117,7 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
     scope.leave()
     entry.status = EntryStatus.COMPLETED
     entry.output = output
+    entry.ended_at = ex.now()
     entry.attempts = attempt
     entry.error = None
     entry.retry_at = None
@@ -133,6 +135,7 @@ def _record_cancelled(ex: Any, entry: Any, attempt: int) -> None:
     (the race records its winner, so replay never runs this branch again)."""
     entry.status = EntryStatus.CANCELLED
     entry.attempts = attempt
+    entry.ended_at = ex.now()
     entry.retry_at = None
     entry.error = ErrorInfo(type="StepCancelled", message=f'step "{entry.name}" was cancelled: another branch '
                                                           "won its race")
@@ -156,6 +159,7 @@ def _record_failure(ctx: WorkflowContext, entry: Any, run: StepRun, error: BaseE
     ex = ctx._execution
     _discard_attempt(ex, run)
     entry.attempts = attempt
+    entry.ended_at = ex.now()
     entry.error = error_info(error)
     if isinstance(error, NonRetryableError) or attempt > max_retries:
         entry.status = EntryStatus.FAILED

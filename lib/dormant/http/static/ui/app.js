@@ -2,13 +2,25 @@
 // server is inserted as text, never as HTML.
 
 const STATUSES = ["pending", "sleeping", "completed", "failed", "diverged", "rolling_back", "terminated"];
-const session = { token: sessionStorage.getItem("dormant-token") || "", dev: false, generation: 0 };
+const ATTENTION = {
+  failed: "failed", diverged: "diverged", rolling_back: "rolling back", retrying: "retrying",
+  wake_error: "wake-up failed",
+};
+const REFRESH_MS = 1500; // status poll of an open actor; the rest is read again only when its version moves
+const EVENTS_MS = 2000; // events poll: short requests, never a held long-poll (see followEvents)
+const session = {
+  token: sessionStorage.getItem("dormant-token") || "",
+  dev: false,
+  generation: 0,
+  openapi: null,
+};
 
 class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, detail) {
     super(message);
     this.status = status;
     this.code = code;
+    this.detail = detail;
   }
 }
 
@@ -26,22 +38,33 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// The page authenticates as the API does: under `dormant dev` not at all; deployed, the operator token in its own
+// header, so that Authorization stays free for the caller's credentials: in iam or jwt mode a proxy in front of the
+// page adds them (a SigV4 signature, a JWT), as API Gateway needs on every route, the page's own too.
+function headers() {
+  return session.token ? { "X-Dormant-Operator-Token": session.token } : {};
+}
+
 async function api(method, path, body) {
-  const headers = {};
-  if (session.token) headers.Authorization = `Bearer ${session.token}`;
-  const init = { method, headers };
+  const init = { method, headers: headers() };
   if (body !== undefined) {
-    headers["Content-Type"] = "application/json";
+    init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
   const response = await fetch(path, init);
   const data = await response.json().catch(() => null);
   if (!response.ok) {
     const error = data && data.error ? data.error : { code: "http_error", message: response.statusText };
-    if (response.status === 401) document.getElementById("token-form").hidden = false;
-    throw new ApiError(response.status, error.code, error.message);
+    if (response.status === 401 && !session.dev) document.getElementById("token-form").hidden = false;
+    throw new ApiError(response.status, error.code, error.message, error.detail);
   }
   return data;
+}
+
+function explain(error) {
+  const details = Array.isArray(error.detail)
+    ? error.detail.map((d) => `${(d.loc || []).join(".")}: ${d.msg}`).filter(Boolean) : [];
+  return [error.message, ...details].join("\n");
 }
 
 function flash(text, kind = "ok") {
@@ -51,11 +74,14 @@ function flash(text, kind = "ok") {
   box.hidden = false;
 }
 
+function stamp(seconds) {
+  return new Date(seconds * 1000).toISOString().replace("T", " ").slice(0, 23) + " UTC";
+}
+
 function when(seconds) {
   if (seconds === null || seconds === undefined) return "-";
-  const stamp = new Date(seconds * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC";
   const delta = seconds - Date.now() / 1000;
-  return `${stamp} (${delta >= 0 ? "in " + span(delta) : span(-delta) + " ago"})`;
+  return `${stamp(seconds).slice(0, 19)} UTC (${delta >= 0 ? "in " + span(delta) : span(-delta) + " ago"})`;
 }
 
 function span(seconds) {
@@ -103,20 +129,67 @@ function actorPath(name, segment) {
   return `actors/${encodeURIComponent(name)}/${segment}`;
 }
 
-// -- views -------------------------------------------------------------------------------------------------
+function actorLink(name, segment, text) {
+  return el("a", { href: `#/actor/${encodeURIComponent(name)}/${segment}`, text });
+}
+
+function fill(node, ...children) {  // replaceChildren, leaving out what is not there (it would print "null")
+  node.replaceChildren(...children.flat().filter((child) => child !== null && child !== undefined && child !== false));
+}
+
+function table(id, columns, rows) {
+  return el("table", { id }, el("thead", {}, el("tr", {}, columns.map((h) => el("th", { text: h })))),
+    el("tbody", {}, rows));
+}
+
+// -- the home page: what needs an operator, then every type with its counts per status ------------------------
 async function typesView(view) {
   const types = await api("GET", "actors");
-  const rows = types.map((t) => el("tr", { "data-type": t.name },
-    el("td", {}, el("a", { href: `#/type/${encodeURIComponent(t.name)}`, text: t.name })),
-    el("td", { text: t.workflow ? "yes" : "no" }),
-    el("td", { text: t.queues.join(", ") || "-" }),
-    el("td", { text: t.actions.join(", ") || "-" })));
+  const perType = await Promise.all(types.map(async (t) => {
+    const [counts, attention] = await Promise.all([
+      api("GET", `actors/${encodeURIComponent(t.name)}/counts`).catch((error) => error),
+      t.workflow ? api("GET", `actors/${encodeURIComponent(t.name)}/attention`).catch((error) => error) : null]);
+    return { type: t, counts, attention };
+  }));
+  const refused = perType.map((p) => [p.counts, p.attention]).flat().find((r) => r instanceof ApiError);
+  const order = Object.keys(ATTENTION);
+  const needing = perType.filter((p) => p.attention && !(p.attention instanceof ApiError))
+    .flatMap((p) => p.attention.actors)
+    .sort((a, b) => order.indexOf(a.reason) - order.indexOf(b.reason));
+  const truncated = perType.some((p) => p.attention && p.attention.truncated);
+  const rows = needing.map((actor) => {
+    const detail = el("td", { class: "detail-cell", text: actor.detail || "…" });
+    if (!actor.detail) {  // failed and diverged come from the listing: their error is on their status
+      api("GET", `${actorPath(actor.name, actor.segment)}/status`)
+        .then((found) => { detail.textContent = (found.error || waitsFor(found)).split("\n")[0]; })
+        .catch((error) => { detail.textContent = error.message; });
+    }
+    return el("tr", { "data-type": actor.name, "data-key": actor.key.join(","), "data-reason": actor.reason },
+      el("td", { text: actor.name }), el("td", {}, actorLink(actor.name, actor.segment, actor.key.join(", "))),
+      el("td", {}, el("span", { class: `status ${actor.reason}`, text: ATTENTION[actor.reason] })),
+      el("td", { text: when(actor.since) }), detail);
+  });
+  const typeRows = perType.map(({ type, counts }) => el("tr", { "data-type": type.name },
+    el("td", {}, el("a", { class: "type-link", href: `#/type/${encodeURIComponent(type.name)}`, text: type.name })),
+    STATUSES.map((status) => {
+      if (!counts || counts instanceof ApiError) return el("td", { class: "muted", text: "-" });
+      const found = counts.counts[status] || { count: 0, exact: true };
+      const text = `${found.count}${found.exact ? "" : "+"}`;
+      return el("td", { "data-status": status, class: found.count ? `count ${status}` : "count muted" },
+        found.count ? el("a", { href: `#/type/${encodeURIComponent(type.name)}?status=${status}`, text }) : text);
+    }),
+    el("td", { text: type.queues.join(", ") || "-" }),
+    el("td", { text: type.actions.join(", ") || "-" })));
   const select = el("select", { id: "open-type" }, types.map((t) => el("option", { value: t.name, text: t.name })));
   const key = el("input", { id: "open-key", placeholder: "key as in URLs (main, tenant,42)", required: true });
-  view.replaceChildren(
-    el("h1", { text: "Actor types" }),
-    el("table", { id: "types" }, el("thead", {}, el("tr", {}, ["type", "workflow", "queues", "actions"].map(
-      (h) => el("th", { text: h })))), el("tbody", {}, rows)),
+  fill(view,
+    el("h1", { text: "Needs an operator" }),
+    refused ? el("p", { id: "counts-refused", class: "muted", text: `counts and attention: ${refused.message}` }) : null,
+    rows.length ? table("attention", ["type", "key", "why", "since", "detail"], rows)
+      : el("p", { id: "no-attention", class: "muted", text: refused ? "-" : "nothing needs an operator" }),
+    truncated ? el("p", { class: "muted", text: "more are listed per type and status below" }) : null,
+    el("h2", { text: "Actor types" }),
+    table("types", ["type", ...STATUSES, "queues", "actions"], typeRows),
     el("h2", { text: "Open an actor" }),
     el("form", { class: "toolbar", onsubmit: (event) => {
       event.preventDefault();
@@ -140,30 +213,38 @@ async function listView(view, name, params) {
     api("GET", `${actorPath(name, actor.segment)}/status`).then((found) => { waits.textContent = waitsFor(found); })
       .catch((error) => { waits.textContent = error.message; });
     return el("tr", { "data-key": actor.key.join(",") },
-      el("td", {}, el("a", { href: `#/actor/${encodeURIComponent(name)}/${actor.segment}`, text: actor.key.join(", ") })),
+      el("td", {}, actorLink(name, actor.segment, actor.key.join(", "))),
       el("td", {}, statusBadge(actor.status)), el("td", { text: when(actor.since) }),
       el("td", { text: String(actor.version) }), waits);
   });
   const next = page.cursor ? el("a", { id: "next-page", href: `#/type/${encodeURIComponent(name)}?` +
     new URLSearchParams({ ...(status ? { status } : {}), cursor: page.cursor }), text: "next page →" }) : null;
-  view.replaceChildren(
+  fill(view,
     el("h1", {}, `${name}: actors`),
     el("div", { class: "toolbar" }, el("label", {}, "status ", filter), next),
-    rows.length ? el("table", { id: "actors" }, el("thead", {}, el("tr", {}, ["key", "status", "since", "version",
-      "what it waits for"].map((h) => el("th", { text: h })))), el("tbody", {}, rows))
+    rows.length ? table("actors", ["key", "status", "since", "version", "what it waits for"], rows)
       : el("p", { id: "no-actors", class: "muted", text: "no actors" + (status ? ` in status ${status}` : "") }));
 }
 
+// -- one actor's history ------------------------------------------------------------------------------------
+function stepDuration(entry) {
+  if (entry.started_at !== undefined && entry.started_at !== null && entry.ended_at !== undefined
+      && entry.ended_at !== null) return entry.ended_at - entry.started_at;
+  // recorded before steps kept their attempts' times: created..updated is the run only for a first attempt
+  return entry.attempts <= 1 ? entry.updated_at - entry.created_at : null;
+}
+
 function entryLabel(entry) {
-  const took = entry.updated_at - entry.created_at;
   const parts = [];
   switch (entry.kind) {
-    case "step":
+    case "step": {
       parts.push(`step ${entry.name}`);
-      if (entry.status === "completed") parts.push(`→ ${short(entry.output)} in ${span(took)}`);
+      const took = stepDuration(entry);
+      if (entry.status === "completed") parts.push(`→ ${short(entry.output)}` + (took !== null ? ` in ${span(took)}` : ""));
       if (entry.attempts > 1) parts.push(`(${entry.attempts} attempts)`);
       if (entry.retry_at) parts.push(`retry at ${when(entry.retry_at)}`);
       break;
+    }
     case "loop": parts.push(`loop ${entry.name}: iteration ${entry.iteration}`); break;
     case "sleep": parts.push(`sleep ${entry.name} until ${when(entry.deadline)}`); break;
     case "message":
@@ -171,7 +252,7 @@ function entryLabel(entry) {
         ? "received " + entry.messages.map((m) => `${m.name} ${short(m.body, 60)}`).join("; ") : "waiting"));
       break;
     case "join": case "race":
-      parts.push(`${entry.kind} ${entry.name}: ` + Object.entries(entry.branches || {}).map(
+      parts.push(`${entry.kind} ${entry.name} ${entry.status}: ` + Object.entries(entry.branches || {}).map(
         ([b, r]) => `${b} ${r.status}`).join(", ") + (entry.winner ? `, winner ${entry.winner}` : ""));
       break;
     default: parts.push(`${entry.kind} ${entry.name}`);
@@ -179,29 +260,180 @@ function entryLabel(entry) {
   return parts.join(" ");
 }
 
-function timeline(entries) {
+function clock(seconds) {  // the time of day, to the millisecond (the full stamp is in the element's title)
+  return stamp(seconds).slice(11, 23);
+}
+
+function entryTimes(entry) {
+  const parts = [`recorded ${clock(entry.created_at)}`];
+  const full = [`recorded ${stamp(entry.created_at)}`];
+  if (entry.kind === "step" && entry.started_at) {
+    const took = stepDuration(entry);
+    parts.push(`last attempt ${clock(entry.started_at)}` + (took !== null ? `, ran ${span(took)}` : ""));
+    full.push(`last attempt started ${stamp(entry.started_at)}`);
+  }
+  if (entry.updated_at && entry.updated_at !== entry.created_at) {
+    parts.push(`updated ${clock(entry.updated_at)}`);
+    full.push(`updated ${stamp(entry.updated_at)}`);
+  }
+  return el("span", { class: "times", title: full.join("\n"), text: parts.join(" · ") });
+}
+
+function entryValues(entry) {
+  const values = [];
+  switch (entry.kind) {
+    case "step": if (entry.status === "completed") values.push(["result", entry.output]); break;
+    case "loop":
+      if (entry.loop_state !== undefined && entry.loop_state !== null) values.push(["state", entry.loop_state]);
+      if (entry.status === "completed") values.push(["result", entry.output]);
+      break;
+    case "message":
+      if (entry.messages.length) values.push(["received", entry.messages.map((m) => ({
+        id: m.id, queue: m.name, body: m.body, sent: stamp(m.created_at),
+        from: m.sender ? `${m.sender.kind}:${m.sender.id}` : null }))]);
+      break;
+    case "join": case "race": values.push(["branches", entry.branches]); break;
+    default: break;
+  }
+  return values;
+}
+
+function timeline(entries, open) {
   return el("ol", { id: "timeline", class: "timeline" }, entries.slice().sort((a, b) => a.seq - b.seq).map((entry) => {
     const depth = entry.location.split("/").length - 1;
     const item = el("li", { class: entry.status, "data-location": entry.location },
-      el("span", { text: entryLabel(entry) }),
-      el("span", { class: "detail", text: entry.location }));
+      el("span", { class: "label", text: entryLabel(entry) }),
+      el("span", { class: "detail", text: entry.location }),
+      entryTimes(entry));
     item.style.marginLeft = `${depth * 1.2}rem`;  // through CSSOM: the page's CSP forbids inline style attributes
     if (entry.error) item.append(el("span", { class: "error", text: `${entry.error.type}: ${entry.error.message}` }));
+    for (const [label, value] of entryValues(entry)) {
+      const id = `${entry.location}#${label}`;
+      item.append(el("details", { class: "value", "data-value": id, open: open.has(id) },
+        el("summary", { text: label }), el("pre", { text: JSON.stringify(value, null, 2) })));
+    }
     return item;
   }));
 }
 
+function inboxTable(inbox) {
+  if (!inbox.messages.length) return el("p", { id: "no-inbox", class: "muted", text: "no messages waiting" });
+  const rows = inbox.messages.map((m) => el("tr", { "data-id": m.id },
+    el("td", { text: m.id }), el("td", { text: m.kind === "queue" ? m.queue : `${m.queue} (scheduled action)` }),
+    el("td", { text: when(m.created_at) }), el("td", { text: m.not_before ? when(m.not_before) : "-" }),
+    el("td", { text: m.sender || "-" }), el("td", { text: String(m.bytes) }),
+    el("td", {}, el("code", { text: m.preview + (m.truncated ? "…" : "") }))));
+  return el("div", {}, table("inbox", ["id", "queue", "sent", "due", "from", "bytes", "body"], rows),
+    inbox.total > inbox.messages.length ? el("p", { class: "muted", text: `${inbox.total} waiting in all` }) : null);
+}
+
+// -- forms to send a message or call an action, from the OpenAPI document's schemas -------------------------
+async function openapi() {
+  if (session.openapi === null) session.openapi = await api("GET", "openapi.json").catch(() => ({ paths: {} }));
+  return session.openapi;
+}
+
+function resolve(document, schema) {
+  let found = schema || {};
+  for (let hops = 0; found.$ref && hops < 20; hops += 1) {
+    found = found.$ref.replace(/^#\//, "").split("/").reduce((node, part) => (node || {})[part], document) || {};
+  }
+  return found;
+}
+
+function example(document, schema, depth = 0) {
+  const found = resolve(document, schema);
+  if (depth > 6) return null;
+  if (found.default !== undefined) return found.default;
+  if (found.examples && found.examples.length) return found.examples[0];
+  if (found.enum && found.enum.length) return found.enum[0];
+  const choices = found.anyOf || found.oneOf;
+  if (choices) return example(document, choices.find((c) => resolve(document, c).type !== "null") || choices[0], depth + 1);
+  switch (found.type) {
+    case "object": {
+      const value = {};
+      for (const [name, property] of Object.entries(found.properties || {})) value[name] = example(document, property, depth + 1);
+      return value;
+    }
+    case "array":
+      return (found.prefixItems || []).map((item) => example(document, item, depth + 1));
+    case "string": return "";
+    case "integer": case "number": return found.minimum ?? found.exclusiveMinimum ?? 0;
+    case "boolean": return false;
+    default: return null;
+  }
+}
+
+function bodySchema(document, path) {
+  const operation = ((document.paths || {})[path] || {}).post;
+  const content = operation && operation.requestBody && operation.requestBody.content;
+  return content && content["application/json"] ? content["application/json"].schema : null;
+}
+
+function jsonForm(kind, target, schema, document, submit) {
+  const text = el("textarea", { name: "body", rows: "3", spellcheck: "false", "aria-label": `${kind} ${target}` });
+  text.value = JSON.stringify(schema ? example(document, schema) : kind === "call" ? [] : {}, null, 1);
+  const wait = kind === "send" ? el("input", { type: "checkbox", name: "wait" }) : null;
+  const form = el("form", { class: `json-form ${kind}`, [`data-${kind === "send" ? "queue" : "action"}`]: target,
+    onsubmit: async (event) => {
+      event.preventDefault();
+      let value;
+      try {
+        value = JSON.parse(text.value);
+      } catch (error) {
+        flash(`${kind} ${target}: the body is not valid JSON (${error.message})`, "error");
+        return;
+      }
+      await submit(value, wait ? wait.checked : false);
+    } },
+  el("div", { class: "form-head" }, el("strong", { text: target }),
+    schema ? el("details", { class: "schema" }, el("summary", { text: "schema" }),
+      el("pre", { text: JSON.stringify(resolve(document, schema), null, 1) })) : null),
+  text,
+  el("div", { class: "form-foot" }, wait ? el("label", {}, wait, " wait for its response") : null,
+    el("button", { type: "submit", text: kind === "send" ? "send" : "call" })));
+  return form;
+}
+
+async function forms(name, base, definition, done) {
+  const document = await openapi();
+  const prefix = `/actors/${name}/{key}`;
+  const sends = definition.queues.map((queue) => jsonForm("send", queue, bodySchema(document, `${prefix}/queues/${queue}`),
+    document, async (body, wait) => {
+      try {
+        const result = await api("POST", `${base}/queues/${encodeURIComponent(queue)}${wait ? "?wait=true" : ""}`, body);
+        flash(`send ${queue}: ${result.status} (message ${result.id})` + (result.response !== undefined
+          ? ` → ${short(result.response, 200)}` : "") + (result.workflow ? `; the actor is ${result.workflow}` : ""));
+      } catch (error) {
+        flash(`send ${queue} refused: ${explain(error)}`, "error");
+      }
+      await done();
+    }));
+  const calls = definition.actions.map((action) => jsonForm("call", action, bodySchema(document, `${prefix}/actions/${action}`),
+    document, async (args) => {
+      try {
+        const result = await api("POST", `${base}/actions/${encodeURIComponent(action)}`, args);
+        flash(`call ${action} → ${short(result.result, 300)}`);
+      } catch (error) {
+        flash(`call ${action} refused: ${explain(error)}`, "error");
+      }
+      await done();
+    }));
+  return [
+    el("h2", { text: "send a message" }),
+    sends.length ? el("div", { id: "send-forms" }, sends) : el("p", { class: "muted", text: "no queues" }),
+    el("h2", { text: "call an action" }),
+    calls.length ? el("div", { id: "call-forms" }, calls) : el("p", { class: "muted", text: "no actions" })];
+}
+
+// -- one actor --------------------------------------------------------------------------------------------------
 async function actorView(view, name, segment, generation) {
   const base = actorPath(name, segment);
+  const types = await api("GET", "actors");
+  const definition = types.find((t) => t.name === name) || { name, queues: [], actions: [], workflow: false };
   const [status, value] = await Promise.all([api("GET", `${base}/status`), api("GET", `${base}/state`)]);
-  let history = [];
-  let historyNote = null;
-  try {
-    history = await api("GET", `${base}/history`);
-  } catch (error) {
-    historyNote = el("p", { class: "muted", text: `history: ${error.message}` });
-  }
   const statusCard = el("div", { class: "card", id: "actor-status" });
+  let version = status.version;
   const fillStatus = (found) => {
     const parts = [
       el("div", {}, statusBadge(found.workflow), ` version ${found.version}`),
@@ -214,69 +446,106 @@ async function actorView(view, name, segment, generation) {
     statusCard.replaceChildren(...parts);
   };
   fillStatus(status);
+  const events = el("ul", { id: "events", class: "events" });
+  const stateBox = el("pre", { id: "state", text: JSON.stringify(value, null, 2) });
+  const timelineBox = el("div", { id: "history" });
+  const inboxBox = el("div", { id: "inbox-box" });
+  const readHistory = async () => {
+    try {
+      const open = new Set([...timelineBox.querySelectorAll("details[open]")].map((d) => d.dataset.value));
+      timelineBox.replaceChildren(timeline(await api("GET", `${base}/history`), open));
+    } catch (error) {
+      timelineBox.replaceChildren(el("p", { class: "muted", text: `history: ${error.message}` }));
+    }
+  };
+  const readInbox = async () => {
+    try {
+      inboxBox.replaceChildren(inboxTable(await api("GET", `${base}/inbox`)));
+    } catch (error) {
+      inboxBox.replaceChildren(el("p", { class: "muted", text: `inbox: ${error.message}` }));
+    }
+  };
+  const refresh = async (force = false) => {
+    if (generation !== session.generation) return;
+    try {
+      const found = await api("GET", `${base}/status`);
+      fillStatus(found);
+      if (!force && found.version === version) return;  // nothing committed since: nothing else changed
+      version = found.version;
+      stateBox.textContent = JSON.stringify(await api("GET", `${base}/state`), null, 2);
+      await Promise.all([readHistory(), readInbox()]);
+    } catch (error) {
+      if (error.status === 404) flash(`${name} ${segment}: ${error.message}`, "error");
+    }
+  };
   const operate = async (label, method, suffix, body) => {
     try {
       const result = await api(method, suffix === null ? base : `${base}/${suffix}`, body);
       flash(`${label}: ${result.outcome} — ${result.message}`);
     } catch (error) {
-      flash(`${label} refused: ${error.message}`, "error");
+      flash(`${label} refused: ${explain(error)}`, "error");
     }
-    await refresh();
+    await refresh(true);
   };
-  const events = el("ul", { id: "events", class: "events" });
-  const stateBox = el("pre", { id: "state", text: JSON.stringify(value, null, 2) });
-  const timelineBox = el("div", {}, historyNote || timeline(history));
-  const refresh = async () => {
-    if (generation !== session.generation) return;
-    try {
-      fillStatus(await api("GET", `${base}/status`));
-      stateBox.textContent = JSON.stringify(await api("GET", `${base}/state`), null, 2);
-      if (!historyNote) timelineBox.replaceChildren(timeline(await api("GET", `${base}/history`)));
-    } catch (error) {
-      if (error.status === 404) flash(`${name} ${segment}: ${error.message}`, "error");
-    }
-  };
-  view.replaceChildren(
+  await Promise.all([readHistory(), readInbox()]);
+  const actions = el("div", { class: "actions" },
+    el("button", { id: "resume", class: "primary", text: "Resume", onclick: () => operate("resume", "POST", "resume") }),
+    session.dev && definition.workflow ? el("button", { id: "fire-timer", text: "Fire next timer",
+      title: "dormant dev: its earliest deadline, retry or scheduled action is due now",
+      onclick: () => operate("fire timer", "POST", "fire-timer") }) : null,
+    el("button", { id: "terminate", text: "Terminate", onclick: () => {
+      const reason = prompt("Terminate: the workflow ends and later sends are refused. Reason?", "terminated from the dashboard");
+      if (reason !== null) operate("terminate", "POST", "terminate", reason ? { reason } : {});
+    } }),
+    el("button", { id: "delete", class: "danger", text: "Delete", onclick: () => {
+      if (confirm(`Delete ${name} ${segment} and everything it stores?`)) operate("delete", "DELETE", null);
+    } }));
+  fill(view,
     el("h1", {}, el("a", { href: `#/type/${encodeURIComponent(name)}`, text: name }), ` ${segment}`),
-    statusCard,
-    el("div", { class: "actions" },
-      el("button", { id: "resume", class: "primary", text: "Resume", onclick: () => operate("resume", "POST", "resume") }),
-      el("button", { id: "terminate", text: "Terminate", onclick: () => {
-        const reason = prompt("Terminate: the workflow ends and later sends are refused. Reason?", "terminated from the dashboard");
-        if (reason !== null) operate("terminate", "POST", "terminate", reason ? { reason } : {});
-      } }),
-      el("button", { id: "delete", class: "danger", text: "Delete", onclick: () => {
-        if (confirm(`Delete ${name} ${segment} and everything it stores?`)) operate("delete", "DELETE", null);
-      } })),
+    statusCard, actions,
     el("div", { class: "grid" },
-      el("section", {}, el("h2", { text: "state" }), stateBox, el("h2", { text: "live events" }), events),
+      el("section", {}, el("h2", { text: "state" }), stateBox,
+        el("h2", { text: "waiting messages" }), inboxBox,
+        ...(await forms(name, base, definition, () => refresh(true))),
+        el("h2", { text: "live events" }), events),
       el("section", {}, el("h2", { text: "history" }), timelineBox)));
   pollStatus(refresh, generation);
   followEvents(base, events, generation);
 }
 
+function pause(ms) {
+  return new Promise((done) => setTimeout(done, ms));
+}
+
 async function pollStatus(refresh, generation) {
   while (generation === session.generation) {
-    await new Promise((done) => setTimeout(done, 1500));
+    await pause(REFRESH_MS);
     await refresh();
   }
 }
 
+// Events are read with short requests (wait=0) every EVENTS_MS, after the page's load event, never with a held
+// long-poll: a request left open holds the browser's network idle (a headless Chromium with --virtual-time-budget
+// never finished the page while one was pending), and each request is a Lambda invocation that returns at once.
 async function followEvents(base, list, generation) {
+  if (document.readyState !== "complete") {
+    await new Promise((done) => window.addEventListener("load", done, { once: true }));
+  }
   let cursor = 0;
   while (generation === session.generation) {
     try {
-      const page = await api("GET", `${base}/events?after=${cursor}&wait=10&limit=100`);
+      const page = await api("GET", `${base}/events?after=${cursor}&limit=100`);
       if (generation !== session.generation) return;
       for (const event of page.events) {
         list.append(el("li", { "data-seq": String(event.seq) }, `#${event.seq} ${event.name} `,
           el("code", { text: short(event.payload, 200) }), el("span", { class: "muted", text: ` ${when(event.at)}` })));
       }
       cursor = page.cursor;
+      if (page.events.length === 100) continue;  // more are there: read on at once
     } catch (error) {
       if (error.status === 404) return;
-      await new Promise((done) => setTimeout(done, 2000));
     }
+    await pause(EVENTS_MS);
   }
 }
 
