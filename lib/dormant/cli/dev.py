@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import signal
 from pathlib import Path
 from typing import Annotated, Literal
@@ -10,6 +11,7 @@ from typing import Annotated, Literal
 import typer
 
 from dormant.cli.common import CliError, err, load_app
+from dormant.safetext import printable
 
 LogLevel = Literal["debug", "info", "warning", "error"]
 
@@ -50,9 +52,14 @@ def dev(app: Annotated[str | None, typer.Option(
     try:
         registry = load_app(app)
     except CliError as error:
-        err.print(f"dormant dev: {error}", markup=False)
+        err.print(f"dormant dev: {printable(str(error))}", markup=False)
         raise typer.Exit(2) from None
     settings = Settings().model_copy(update={"app": app})
+    if (endpoint or settings.endpoint_url) is None and importlib.util.find_spec("moto") is None:
+        err.print("dormant dev: the embedded AWS server needs moto, which a plain `pip install dormant` leaves "
+                  "out: install `dormant[dev]` (README, \"Use it in your own project\"), or point --endpoint at "
+                  "LocalStack or an AWS account", markup=False)
+        raise typer.Exit(2)
     options = DevOptions(host=host, port=port, endpoint_url=endpoint, data_dir=None if in_memory else data_dir,
                          fresh=fresh, log_level=log_level, poll_wait_seconds=poll_wait)
 
@@ -62,7 +69,7 @@ def dev(app: Annotated[str | None, typer.Option(
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         async with run_dev_stack(registry, options, settings=settings) as stack:
-            print(f"dormant dev: serving {app}", flush=True)
+            print(f"dormant dev: serving {printable(app)}", flush=True)
             print(f"  API        {stack.api_url}   (OpenAPI docs at {stack.api_url}/docs)", flush=True)
             print(f"  dashboard  {stack.api_url}/ui", flush=True)
             print(f"  AWS        {stack.endpoint_url}   table {stack.settings.table}", flush=True)
