@@ -130,3 +130,17 @@ def test_dev_without_moto_says_what_to_install(monkeypatch: pytest.MonkeyPatch) 
                                 env={"DORMANT_ENDPOINT_URL": None, "AWS_ENDPOINT_URL": None})
     assert result.exit_code == 2
     assert "install `dormant[dev]`" in result.output and "--endpoint" in result.output
+
+
+@pytest.mark.parametrize("error", [RuntimeError("peer said \x1b[2J\x9b31m\u202eevil\r\nERROR forged"),
+                                   OSError("peer said \x1b[2J\x9b31m\u202eevil\r\nERROR forged")])
+def test_any_error_is_one_escaped_line(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
+    """Whatever an error's text holds (a server's answer, a transport's message), it is printed on one line."""
+    def failing(url: str, token: str | None) -> None:
+        raise error
+
+    monkeypatch.setattr("dormant.cli.actor.client", failing)
+    result = CliRunner().invoke(app, ["status", "ledger", "main"])
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: {type(error).__name__}: peer said \\x1b[2J\\x9b31m\\u202eevil\\r\\nERROR "
+                             "forged\n")

@@ -1,11 +1,12 @@
 """An actor for the terminal-safety tests: it keeps every note it is sent in its state (so a test can tell
-which actor a key reached) and fails, with the note as its error message, on a note that starts "fail:"."""
+which actor a key reached), fails, with the note as its error message, on a note that starts "fail:", and has
+an action that raises with the text it is given."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
-from dormant import StepContext, WorkflowContext, actor, queue, setup
+from dormant import ActionContext, StepContext, WorkflowContext, actor, queue, setup
 
 
 class Notes(BaseModel):
@@ -33,6 +34,11 @@ async def run(ctx: WorkflowContext) -> None:
         await loop.step("record", record, max_retries=0)
 
     await ctx.loop("notes", iteration)
+
+
+@ledger.action
+def refuse(c: ActionContext, text: str) -> None:
+    raise ValueError(text)
 
 
 registry = setup(ledger)

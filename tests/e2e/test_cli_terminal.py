@@ -45,7 +45,8 @@ def raw_controls(text: str) -> list[str]:
 
 
 def note(key: tuple[str, ...]) -> str:
-    return f"{'fail:' if key in FAILING else ''}note of {list(key)!r} \x1b[2J\r\nERROR forged " + "b" * 200 + " END"
+    return (f"{'fail:' if key in FAILING else ''}note of {list(key)!r} \x1b[2J\r\nERROR forged \u202eRTL\u202c \x9b31m "
+            + "b" * 200 + " END")
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +90,14 @@ def dormant(dev: DevProcess, *args: str, code: int = 0, styled: bool = False,
     return result
 
 
+def cli(dev: DevProcess, *args: str, code: int = 0) -> Any:
+    """A command run in this process (where the terminal's width does not matter: faster than the script)."""
+    result = RUNNER.invoke(app, [*args, "--url", dev.url])
+    assert result.exit_code == code, f"dormant {args} -> {result.exit_code}:\n{result.output}"
+    assert raw_controls(result.stdout) == [] and raw_controls(result.stderr) == [], result.output
+    return result
+
+
 def key_cells(table: str) -> list[str]:
     """The key column of a table printed by the CLI (the second cell of each body row; a row's wrapped lines
     have an empty one)."""
@@ -118,12 +127,10 @@ def test_a_colour_terminal_gets_only_the_cli_s_own_styles(dev: DevProcess) -> No
 def test_each_shown_key_reaches_its_actor(dev: DevProcess) -> None:
     for key, cell in zip(sorted(KEYS, key=key_text), sorted(key_cells(dormant(dev, "actors", "list").stdout)),
                          strict=True):
-        result = RUNNER.invoke(app, ["state", "ledger", cell, "--json", "--url", dev.url])
-        assert result.exit_code == 0, (cell, result.output)
-        assert json.loads(result.stdout)["texts"] == ([] if key in FAILING else [note(key)]), cell
-        words = RUNNER.invoke(app, ["status", "ledger", cell, "--url", dev.url])
-        assert words.exit_code == 0 and f"ledger {cell}:" in words.stdout, words.output
-        assert ("failed" if key in FAILING else "sleeping") in words.stdout
+        state = cli(dev, "state", "ledger", cell, "--json")
+        assert json.loads(state.stdout)["texts"] == ([] if key in FAILING else [note(key)]), cell
+        words = cli(dev, "status", "ledger", cell).stdout
+        assert words.startswith(f"ledger {cell}: {'failed' if key in FAILING else 'sleeping'} (version "), words
 
 
 def test_the_json_listing_has_the_segment(dev: DevProcess) -> None:
@@ -137,33 +144,37 @@ def test_the_json_listing_has_the_segment(dev: DevProcess) -> None:
 
 
 def test_history_shows_whole_bodies_escaped(dev: DevProcess) -> None:
-    for key in (("\x1b[2J\x1b[31mRED",), ("line\nERROR 2026-12-01 09:00:00.000 ERROR wake forged",)):
-        timeline = dormant(dev, "history", "show", "ledger", key_text(key)).stdout
-        assert timeline.startswith(f"ledger {key_text(key)}: ")
-        assert "b" * 200 + " END" in timeline  # the body is not cut
-        assert "\\u001b[2J\\r\\nERROR forged" in timeline  # the body's controls, escaped as JSON does
-        assert not any(line.startswith("ERROR") for line in timeline.splitlines())
-    failed = dormant(dev, "history", "show", "ledger", key_text(("\x1b[2J\x1b[31mRED",))).stdout
-    assert "ValueError: fail:note of" in failed and "\\x1b[2J\\r\\nERROR forged" in failed  # the error, escaped
+    key = ("\x1b[2J\x1b[31mRED",)  # a failed one: its message and its error
+    timeline = dormant(dev, "history", "show", "ledger", key_text(key)).stdout
+    assert timeline.startswith(f"ledger {key_text(key)}: 3 entries\n")
+    assert "b" * 200 + " END" in timeline  # the body is not cut
+    assert "\\u001b[2J\\r\\nERROR forged \\u202eRTL\\u202c \\u009b31m" in timeline  # escaped as JSON does
+    assert "ValueError: fail:note of" in timeline and "\\x1b[2J\\r\\nERROR forged \\u202eRTL" in timeline
+    assert not any(line.startswith("ERROR") for line in timeline.splitlines())
+    state = cli(dev, "state", "ledger", key_text(("sales", "emea"))).stdout  # Rich's pretty JSON
+    assert "\\u001b[2J\\r\\nERROR forged \\u202eRTL\\u202c \\u009b31m" in state and "b" * 200 in state
 
 
 def test_resume_results_keep_their_keys(dev: DevProcess) -> None:
     resumed = dormant(dev, "resume", "--all", "--status", "failed", "ledger").stdout
     assert sorted(key_cells(resumed)) == sorted(key_text(k) for k in FAILING)
-    one = dormant(dev, "resume", "ledger", key_text((LONG,))).stdout
+    one = cli(dev, "resume", "ledger", key_text((LONG,))).stdout
     assert one.startswith(f"ledger {LONG}: ")
 
 
 def test_errors_and_exports_are_printed_safely(dev: DevProcess, tmp_path: Path) -> None:
-    missing = dormant(dev, "status", "ledger", "nobody~1B[2J~0D~0AERROR", code=2).stderr
+    missing = cli(dev, "status", "ledger", "nobody~1B[2J~0D~0AERROR", code=2).stderr
     assert missing.startswith("error: no actor ledger nobody~1B[2J~0D~0AERROR ") and missing.count("\n") == 1
-    bad = dormant(dev, "status", "ledger", "bad~ZZ", code=2).stderr
-    assert "bad actor key" in bad
-    exported = dormant(dev, "history", "export", "ledger", key_text(("\u202eevil\u202c",)))
+    refused = dormant(dev, "call", "ledger", "sales,emea", "refuse", '"\\u001b[2J\\u009b\\r\\nERROR forged"',
+                      code=2).stderr  # the action's error, as the API returns it
+    assert refused.startswith("error: ") and refused.count("\n") == 1, refused
+    assert "ValueError: \\x1b[2J\\x9b\\r\\nERROR forged" in refused
+    assert "bad actor key" in cli(dev, "status", "ledger", "bad~ZZ", code=2).stderr
+    exported = cli(dev, "history", "export", "ledger", key_text(("\u202eevil\u202c",)))
     types = [json.loads(line)["type"] for line in exported.stdout.splitlines()]
     assert types[0] == "actor" and types.count("entry") == 3  # the loop, its wait, its step
     target = tmp_path / "evil.jsonl"
-    written = dormant(dev, "history", "export", "ledger", key_text(("\u202eevil\u202c",)), "--out", str(target))
+    written = cli(dev, "history", "export", "ledger", key_text(("\u202eevil\u202c",)), "--out", str(target))
     assert written.stdout == "" and "wrote the history of ledger ~E2~80~AEevil~E2~80~AC (3 entries)" in written.stderr
     assert target.read_text(encoding="utf-8") == exported.stdout  # the same export, here with ASCII escapes
 

@@ -62,10 +62,15 @@ def user_environment(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tmp_path_factory.mktemp("source")  # a clean copy: no build/ left over from earlier builds
-    shutil.copytree(ROOT / "lib", source / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
+    # a copy of the checkout (its files, not what git ignores): no build/ left over from earlier builds, and
+    # examples/, tests/, functions/ beside lib/ as in the repository, for the wheel to leave out
+    source = tmp_path_factory.mktemp("source")
+    listed = run("git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", cwd=ROOT).stdout
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    assert (source / "examples" / "counter.py").is_file() and (source / "lib" / "dormant" / "cli").is_dir()
     dist = tmp_path_factory.mktemp("dist")
     built = run(sys.executable, "-m", "pip", "wheel", source, "--no-deps", "-w", dist)
     assert "Warning" not in built.stderr and "deprecated" not in built.stderr, built.stderr  # the license table
