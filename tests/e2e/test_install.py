@@ -114,6 +114,7 @@ def test_the_readme_pins_the_project_s_pytest() -> None:
     assert readme and all(pin in project for pin in readme)
 
 
+@pytest.mark.timeout(600)  # a new environment is a pip install of every dependency (30-90 s on 2 busy cores)
 def test_a_project_of_its_own(venv: Path, tmp_path: Path) -> None:
     site = next((venv / "lib").glob("python3*/site-packages"))
     assert not (site / "examples").exists() and (site / "dormant").is_dir()
