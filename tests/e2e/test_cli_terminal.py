@@ -164,7 +164,7 @@ def test_resume_results_keep_their_keys(dev: DevProcess) -> None:
 
 def test_errors_and_exports_are_printed_safely(dev: DevProcess, tmp_path: Path) -> None:
     missing = cli(dev, "status", "ledger", "nobody~1B[2J~0D~0AERROR", code=2).stderr
-    assert missing.startswith("error: no actor ledger nobody~1B[2J~0D~0AERROR ") and missing.count("\n") == 1
+    assert missing.startswith("error: ledger nobody~1B[2J~0D~0AERROR does not exist ") and missing.count("\n") == 1
     refused = dormant(dev, "call", "ledger", "sales,emea", "refuse", '"\\u001b[2J\\u009b\\r\\nERROR forged"',
                       code=2).stderr  # the action's error, as the API returns it
     assert refused.startswith("error: ") and refused.count("\n") == 1, refused

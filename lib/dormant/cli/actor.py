@@ -39,8 +39,8 @@ async def read(http: HttpClient, actor: str, key: str, suffix: str) -> Any:
     try:
         return (await http.request("GET", path, idempotent=True)).json()
     except ActorNotFoundError:
-        raise CliError(f"no actor {printable(actor)} {key_text(parts)} (`dormant actors list` shows the keys; a send "
-                       "or call creates it)") from None
+        raise CliError(f"{printable(actor)} {key_text(parts)} does not exist (`dormant actors list` shows the keys; a "
+                       "send or call creates it)") from None
 
 
 def register(app: typer.Typer) -> None:
