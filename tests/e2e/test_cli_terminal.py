@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import time
@@ -186,11 +188,16 @@ def test_the_dev_console_escapes_what_callers_sent(dev: DevProcess) -> None:
             urllib.request.urlopen(dev.url + path, timeout=10).close()
         except urllib.error.HTTPError as error:
             assert error.code in (400, 404)
+    with socket.create_connection(("127.0.0.1", dev.port), timeout=10) as raw:  # not even HTTP: uvicorn's warning
+        raw.sendall(b"GET /\x1b[2J\r\nERROR forged HTTP/1.1\r\nHost: x\r\n\r\n")
+        raw.recv(1000)
     deadline = time.monotonic() + 10
-    while "\\x1b[2J\\x1b[31mRED" not in dev.output():
+    while "\\x1b[2J\\x1b[31mRED" not in dev.output() or "Invalid HTTP request" not in dev.output():
         assert time.monotonic() < deadline, dev.output()[-2000:]
         time.sleep(0.1)
     console = dev.output()
     assert raw_controls(console) == [], raw_controls(console)
     assert "x\\r\\nERROR forged" in console and "\\u202eevil" in console
     assert not any(line.startswith("ERROR") for line in console.splitlines())
+    (invalid,) = [line for line in console.splitlines() if "Invalid HTTP request" in line]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} WARNING api   Invalid HTTP request received\.", invalid)

@@ -69,6 +69,9 @@ def dev(app: Annotated[str | None, typer.Option(
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         async with run_dev_stack(registry, options, settings=settings) as stack:
+            # uvicorn.Config configured logging its own way (uvicorn.error left with no handler: its records went
+            # to logging's last resort, raw and unformatted): give uvicorn's records back to the console
+            configure_console(log_level)
             print(f"dormant dev: serving {printable(app)}", flush=True)
             print(f"  API        {stack.api_url}   (OpenAPI docs at {stack.api_url}/docs)", flush=True)
             print(f"  dashboard  {stack.api_url}/ui", flush=True)

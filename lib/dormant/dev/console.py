@@ -56,4 +56,7 @@ def configure_console(level: str = "info", stream: TextIO | None = None) -> logg
                                                      if numeric > logging.DEBUG else logging.DEBUG)
     logging.getLogger("dormant.aws.store").setLevel(max(numeric, logging.WARNING)
                                                     if numeric > logging.DEBUG else logging.DEBUG)
+    # uvicorn's own INFO lines (started, shutting down) repeat what `dormant dev` prints
+    logging.getLogger("uvicorn.error").setLevel(max(numeric, logging.WARNING)
+                                                if numeric > logging.DEBUG else logging.DEBUG)
     return handler
