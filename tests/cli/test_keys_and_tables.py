@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import unicodedata
 from io import StringIO
 from typing import Any
@@ -144,3 +145,15 @@ def test_any_error_is_one_escaped_line(monkeypatch: pytest.MonkeyPatch, error: E
     assert result.exit_code == 2
     assert result.stderr == (f"error: {type(error).__name__}: peer said \\x1b[2J\\x9b31m\\u202eevil\\r\\nERROR "
                              "forged\n")
+
+
+def test_dev_on_a_taken_port_says_so_in_a_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(app, ["dev", "--app", "examples.counter:registry", "--port", str(port),
+                                          "--in-memory"], env={"DORMANT_ENDPOINT_URL": None, "AWS_ENDPOINT_URL": None})
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"dormant dev: the API cannot listen on 127.0.0.1:{port}: ")
+    assert "--port" in result.stderr and "Traceback" not in result.output and result.stderr.count("\n") == 1

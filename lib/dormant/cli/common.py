@@ -32,7 +32,6 @@ T = TypeVar("T")
 DEFAULT_URL = "http://127.0.0.1:8787"
 
 
-
 class SafeConsole(Console):
     """A Rich console whose `print_json` writes no character a terminal acts on (C1 controls, bidi overrides:
     Rich's own leaves them raw) and that never turns `:name:` in printed text into an emoji."""
