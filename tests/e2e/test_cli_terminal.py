@@ -82,8 +82,8 @@ async def _populate(url: str) -> None:
 def dormant(dev: DevProcess, *args: str, code: int = 0, styled: bool = False,
             **env: str) -> subprocess.CompletedProcess[str]:
     """The console script in a pipe, 80 columns wide, no terminal (`styled`: Rich's colours are expected)."""
-    variables = {**os.environ, "DORMANT_URL": dev.url, "COLUMNS": "80", **env}
-    variables.pop("NO_COLOR", None) if "NO_COLOR" not in env else None
+    variables = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}  # set only where a test says so
+    variables.update(DORMANT_URL=dev.url, COLUMNS="80", **env)
     result = subprocess.run([DORMANT, *args], capture_output=True, text=True, env=variables, timeout=60,
                             stdin=subprocess.DEVNULL)
     assert result.returncode == code, f"dormant {args} -> {result.returncode}:\n{result.stdout}\n{result.stderr}"
