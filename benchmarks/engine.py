@@ -26,12 +26,16 @@ import os
 import platform
 import pstats
 import statistics
+import sys
 import time
 import tracemalloc
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `examples` is the checkout's, not installed
 
 import pydantic
 from pydantic import BaseModel

@@ -117,7 +117,7 @@ async def test_dev_runs_the_whole_stack_and_stops_on_ctrl_c(tmp_path: Path) -> N
         exported = tmp_path / "counter.jsonl"
         _cli("history", "export", "workflow-counter", "e2e", "--url", url, "--out", str(exported))
         replayed = _cli("replay", str(exported), "--app", "examples.counter:registry")
-        assert "workflow-counter['e2e']: ok" in replayed
+        assert "workflow-counter e2e: ok" in replayed
     finally:
         output = _interrupt(process)
     assert "API        " + url in output and "dormant dev: stopping" in output

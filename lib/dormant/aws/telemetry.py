@@ -9,6 +9,9 @@
   `dormant` loggers, so the wake-up records of dormant.aws.observability (`actor`, `key`, `wake_id`,
   `version`, `outcome`, `duration_ms`, `requests` ...) and the request records of dormant.http.access come
   out as JSON fields. Level: `POWERTOOLS_LOG_LEVEL` (or Lambda's `AWS_LAMBDA_LOG_LEVEL`), default INFO.
+  JSON escapes C0 controls; powertools leaves the rest of non-ASCII raw (readable accents), so C1 controls,
+  DEL, bidi overrides and U+2028/U+2029 from keys or paths are written as \\uXXXX too (dormant.safetext:
+  the same JSON, nothing `aws logs tail` or a console shows reordered or acts on).
 - **Metrics**: powertools' `Metrics` writes CloudWatch embedded-metric-format documents to stdout at the
   end of each invocation; CloudWatch Logs turns them into metrics (namespace `DORMANT_METRICS_NAMESPACE`,
   default "Dormant"; dimension `service`), no API call and no extra latency.
@@ -17,6 +20,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 from collections.abc import Callable
@@ -28,6 +32,7 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.metrics import MetricUnit
 
 from dormant.aws.observability import Observer, WakeRecord
+from dormant.safetext import json_text
 
 H = TypeVar("H", bound=Callable[..., Any])
 DEFAULT_NAMESPACE = "Dormant"
@@ -85,9 +90,14 @@ class LambdaTelemetry:
         return wrapped  # type: ignore[return-value]
 
 
+def log_json(record: dict[str, Any]) -> str:
+    """powertools' serializer (compact, `str()` for the rest, non-ASCII kept), terminal controls escaped."""
+    return json_text(json.dumps(record, default=str, separators=(",", ":"), ensure_ascii=False))
+
+
 def lambda_telemetry(service: str, *, namespace: str | None = None) -> LambdaTelemetry:
     """JSON logs for `dormant.*` and an EMF metrics sink, for one Lambda function."""
-    logger = Logger(service=service)
+    logger = Logger(service=service, json_serializer=log_json)
     logging.getLogger("dormant")  # exists before the copy (it only reaches registered loggers)
     copy_config_to_registered_loggers(source_logger=logger, include={"dormant"})
     metrics = Metrics(namespace=namespace or os.environ.get("DORMANT_METRICS_NAMESPACE", DEFAULT_NAMESPACE),

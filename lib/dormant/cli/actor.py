@@ -12,6 +12,7 @@ from rich.markup import escape
 from dormant.cli.common import (
     DEFAULT_URL,
     ActorArgument,
+    CliError,
     JsonOption,
     KeyArgument,
     TokenOption,
@@ -19,19 +20,27 @@ from dormant.cli.common import (
     client,
     command,
     key_parts,
+    key_text,
     out,
     parse_json,
     print_json,
 )
-from dormant.cli.render import status_words
+from dormant.cli.render import shown, shown_key, status_words
+from dormant.errors import ActorNotFoundError
 from dormant.http.client import HttpClient
 from dormant.models import ActorStatus
+from dormant.safetext import printable
 
 
 async def read(http: HttpClient, actor: str, key: str, suffix: str) -> Any:
     """GET a read route of an actor; unlike a handle's first request, it never creates the actor."""
-    path = http.get_or_create(actor, key_parts(key)).path + suffix
-    return (await http.request("GET", path, idempotent=True)).json()
+    parts = key_parts(key)
+    path = http.get_or_create(actor, parts).path + suffix
+    try:
+        return (await http.request("GET", path, idempotent=True)).json()
+    except ActorNotFoundError:
+        raise CliError(f"{printable(actor)} {key_text(parts)} does not exist (`dormant actors list` shows the keys; a "
+                       "send or call creates it)") from None
 
 
 def register(app: typer.Typer) -> None:
@@ -50,7 +59,7 @@ async def status(actor: ActorArgument, key: KeyArgument, url: UrlOption = DEFAUL
     if json:
         print_json(found)
     else:
-        out.print(f"[bold]{escape(actor)}[/bold] {escape(key)}: " + status_words(found, time.time()))
+        out.print(f"[bold]{shown(actor)}[/bold] {shown_key(key_parts(key))}: " + status_words(found, time.time()))
     return 0
 
 

@@ -9,8 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from dormant.cli.common import DEFAULT_URL, JsonOption, TokenOption, UrlOption, client, command, out, print_json
-from dormant.cli.render import summaries_table
+from dormant.cli.render import print_table, summaries_tables
 from dormant.http.client import HttpClient
+from dormant.http.keys import encode_key
 from dormant.ports import LISTED_STATUSES, ActorSummary
 
 app = typer.Typer(help="List actors by type and status.", no_args_is_help=True)
@@ -36,7 +37,8 @@ async def list_actors(types: TypeOption = None, status: StatusOption = None,
                       limit: Annotated[int, typer.Option(help="Show at most this many (0: all)", min=0)] = 0,
                       url: UrlOption = DEFAULT_URL, token: TokenOption = None,
                       json: JsonOption = False) -> int:
-    """List actors with their status, since when, and their version (pages are followed)."""
+    """List actors with their status and since when (pages are followed). Each key is shown in full, in a form
+    the other commands take; --json gives the listing's fields, the key's URL form (`segment`) among them."""
     rows: list[ActorSummary] = []
     async with client(url, token) as http:
         for actor_type in types or await served_types(http):
@@ -47,9 +49,9 @@ async def list_actors(types: TypeOption = None, status: StatusOption = None,
             if limit and len(rows) >= limit:
                 break
     if json:
-        print_json(rows)
+        print_json([{**row.model_dump(mode="json"), "segment": encode_key(row.key)} for row in rows])
     elif rows:
-        out.print(summaries_table(rows, time.time()))
+        print_table(out, summaries_tables(rows, time.time()))
     else:
         out.print("no actors" + (f" in status {status.value}" if status else ""))
     return 0

@@ -1,33 +1,57 @@
 """What every `dormant` command shares: the API options (--url, --token, --json), the client, the consoles,
-actor keys on the command line, and turning errors into one red line and an exit code."""
+actor keys on the command line (read and shown), and turning errors into one red line and an exit code.
+
+Everything printed passes through dormant.safetext: keys, values and errors come from whoever called the API."""
 
 from __future__ import annotations
 
 import asyncio
-import json
+import json as jsonlib
 import os
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from functools import wraps
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
+from rich.highlighter import JSONHighlighter
 from rich.markup import escape
+from rich.text import Text
 
 from dormant.actor import Registry, load_registry
 from dormant.errors import InvalidKeyError
 from dormant.http.client import HttpClient
-from dormant.http.keys import decode_key
+from dormant.http.keys import ESCAPE, SEPARATOR, decode_key
+from dormant.safetext import json_text, printable
 from dormant.workflow.errors import DormantError
 
 P = ParamSpec("P")
 T = TypeVar("T")
 DEFAULT_URL = "http://127.0.0.1:8787"
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+
+class SafeConsole(Console):
+    """A Rich console whose `print_json` writes no character a terminal acts on (C1 controls, bidi overrides:
+    Rich's own leaves them raw) and that never turns `:name:` in printed text into an emoji."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(soft_wrap=True, emoji=False, **options)
+
+    def print_json(self, json: str | None = None, *, data: Any = None, indent: int | str | None = 2,
+                   highlight: bool = True, skip_keys: bool = False, ensure_ascii: bool = False,
+                   check_circular: bool = True, allow_nan: bool = True, default: Callable[[Any], Any] | None = None,
+                   sort_keys: bool = False) -> None:
+        value = jsonlib.loads(json) if json is not None else data
+        text = Text(json_text(jsonlib.dumps(value, indent=indent, skipkeys=skip_keys, ensure_ascii=ensure_ascii,
+                                            check_circular=check_circular, allow_nan=allow_nan, default=default,
+                                            sort_keys=sort_keys)))
+        self.print(JSONHighlighter()(text) if highlight else text, soft_wrap=True)
+
+
+out = SafeConsole()
+err = SafeConsole(stderr=True)
 
 UrlOption = Annotated[str, typer.Option("--url", envvar="DORMANT_URL", show_envvar=True,
                                         help="The API's base URL (`dormant dev`, API Gateway)")]
@@ -46,10 +70,32 @@ class CliError(Exception):
 
 
 def key_parts(text: str) -> tuple[str, ...]:
+    """The parts of a key typed on the command line (the URL form of docs/http-api.md)."""
     try:
         return decode_key(text)
     except InvalidKeyError as error:
         raise CliError(f"bad actor key {text!r}: {error}") from None
+
+
+def key_text(key: Sequence[str]) -> str:
+    """The key as every command takes it back (`key_parts(key_text(k)) == k`), readable where it can be: the
+    parts joined by ',', and inside a part each ',', '~', whitespace and invisible character (controls, bidi
+    and other format characters) written ~XX as in URLs, a leading '-' too (it would read as an option), and a
+    part '.' or '..' as ~2E. So ["sales,emea"] is `sales~2Cemea`, ["sales", "emea"] is `sales,emea`, and
+    ["José"] stays `José`."""
+    return SEPARATOR.join(_shown_part(part, first=index == 0) for index, part in enumerate(key))
+
+
+def _shown_part(part: str, *, first: bool) -> str:
+    if part in (".", ".."):
+        return "~2E" * len(part)
+    text = "".join(_key_escape(ch) if ch in (SEPARATOR, ESCAPE) or ch.isspace() or not ch.isprintable() else ch
+                   for ch in part)
+    return _key_escape("-") + text[1:] if first and text.startswith("-") else text
+
+
+def _key_escape(char: str) -> str:
+    return "".join(f"{ESCAPE}{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
 
 
 def client(url: str, token: str | None) -> HttpClient:
@@ -72,12 +118,12 @@ def print_json(value: Any) -> None:
         value = value.model_dump(mode="json")
     elif isinstance(value, list):
         value = [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_text(jsonlib.dumps(value, indent=2, ensure_ascii=False)) + "\n")
 
 
 def parse_json(text: str, what: str) -> Any:
     try:
-        return json.loads(text)
+        return jsonlib.loads(text)
     except ValueError as error:
         raise CliError(f"{what} is not valid JSON: {error}") from None
 
@@ -98,8 +144,9 @@ def guarded(call: Callable[[], T | Awaitable[T]]) -> Any:
         return call()
     except (CliError, DormantError, OSError) as error:
         name = "" if isinstance(error, CliError) else f"{type(error).__name__}: "
-        err.print(f"[red]error:[/red] {escape(name + str(error))}", markup=True, highlight=False)
+        err.print(f"[red]error:[/red] {escape(printable(name + str(error)))}", markup=True, highlight=False)
         raise typer.Exit(2) from None
     except Exception as error:  # httpx transport errors and the like: one line, no traceback
-        err.print(f"[red]error:[/red] {escape(f'{type(error).__name__}: {error}')}", markup=True, highlight=False)
+        err.print(f"[red]error:[/red] {escape(printable(f'{type(error).__name__}: {error}'))}", markup=True,
+                  highlight=False)
         raise typer.Exit(2) from None

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import signal
+import socket
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
 from dormant.cli.common import CliError, err, load_app
+from dormant.safetext import printable, printable_lines
 
 LogLevel = Literal["debug", "info", "warning", "error"]
 DynamoDBChoice = Literal["moto", "local"]
@@ -17,6 +20,19 @@ DynamoDBChoice = Literal["moto", "local"]
 
 def register(app: typer.Typer) -> None:
     app.command("dev")(dev)
+
+
+def cannot_listen(host: str, port: int) -> str | None:
+    """Why the API could not listen on host:port, found before anything starts (uvicorn, which binds later,
+    reports a taken port with SystemExit out of its task and a traceback), or None when it can."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+            probe.bind(address)
+    except OSError as error:
+        return f"{error.strerror or error}"
+    return None
 
 
 def dev(app: Annotated[str | None, typer.Option(
@@ -50,19 +66,30 @@ def dev(app: Annotated[str | None, typer.Option(
     (the dashboard at /ui, docs at /docs) and a worker polling the queues. Its data survives restarts
     (docs/dev-stack.md)."""
     from dormant.dev.console import configure_console
+    from dormant.dev.embedded import DevStackError
     from dormant.dev.stack import DevOptions, run_dev_stack
     from dormant.settings import Settings
 
     if not app:
         err.print("dormant dev: name your registry with --app module:attribute or DORMANT_APP")
         raise typer.Exit(2)
-    configure_console(log_level)
+    settings = Settings().model_copy(update={"app": app})
+    if (endpoint or settings.endpoint_url) is None and importlib.util.find_spec("moto") is None:
+        err.print("dormant dev: the embedded AWS server needs moto, which a plain `pip install dormant` leaves "
+                  "out: install `dormant[dev]` (README, \"Use it in your own project\"), or point --endpoint at "
+                  "LocalStack or an AWS account", markup=False)
+        raise typer.Exit(2)
+    problem = cannot_listen(host, port)
+    if problem is not None:
+        err.print(f"dormant dev: the API cannot listen on {printable(host)}:{port}: {printable(problem)} (another "
+                  "dormant dev? choose a port with --port)", markup=False)
+        raise typer.Exit(2)
+    configure_console(log_level)  # after the checks above: a refused start leaves the process's logging alone
     try:
         registry = load_app(app)
     except CliError as error:
-        err.print(f"dormant dev: {error}", markup=False)
+        err.print(f"dormant dev: {printable(str(error))}", markup=False)
         raise typer.Exit(2) from None
-    settings = Settings().model_copy(update={"app": app})
     options = DevOptions(host=host, port=port, endpoint_url=endpoint, data_dir=None if in_memory else data_dir,
                          fresh=fresh, log_level=log_level, poll_wait_seconds=poll_wait, dynamodb=dynamodb,
                          dynamodb_local_jar=dynamodb_local_jar, dynamodb_endpoint_url=dynamodb_endpoint)
@@ -73,7 +100,10 @@ def dev(app: Annotated[str | None, typer.Option(
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         async with run_dev_stack(registry, options, settings=settings) as stack:
-            print(f"dormant dev: serving {app}", flush=True)
+            # uvicorn.Config configured logging its own way (uvicorn.error left with no handler: its records went
+            # to logging's last resort, raw and unformatted): give uvicorn's records back to the console
+            configure_console(log_level)
+            print(f"dormant dev: serving {printable(app)}", flush=True)
             print(f"  API        {stack.api_url}   (OpenAPI docs at {stack.api_url}/docs)", flush=True)
             print(f"  dashboard  {stack.api_url}/ui", flush=True)
             print(f"  AWS        {stack.endpoint_url}   table {stack.settings.table}", flush=True)
@@ -88,4 +118,8 @@ def dev(app: Annotated[str | None, typer.Option(
             await stop.wait()
             print("dormant dev: stopping", flush=True)
 
-    asyncio.run(serve())
+    try:
+        asyncio.run(serve())
+    except DevStackError as error:  # the embedded server, the endpoint or the data directory: said in a line or two
+        err.print(f"dormant dev: {printable_lines(str(error))}", markup=False)
+        raise typer.Exit(2) from None

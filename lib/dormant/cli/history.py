@@ -7,23 +7,27 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from dormant.cli.actor import read
 from dormant.cli.common import (
     DEFAULT_URL,
     ActorArgument,
+    CliError,
     JsonOption,
     TokenOption,
     UrlOption,
     client,
     command,
+    err,
     key_parts,
     out,
     print_json,
 )
-from dormant.cli.render import timeline
+from dormant.cli.render import print_whole, shown, shown_key, timeline
 from dormant.http.keys import encode_key
+from dormant.runtime.offline import parse_export
+from dormant.safetext import json_text
+from dormant.workflow.errors import DormantError
 from dormant.workflow.history import HistoryEntry
 
 app = typer.Typer(help="Actor histories: a timeline, or an export for `dormant replay`.", no_args_is_help=True)
@@ -48,8 +52,7 @@ async def show(actor: ActorArgument, key: KeyPartsArgument, url: UrlOption = DEF
     if json:
         print_json(entries)
     else:
-        out.print(timeline(entries, f"[bold]{escape(actor)}[/bold] {escape(','.join(parts))}: "
-                                    f"{len(entries)} entries"))
+        print_whole(out, timeline(entries, f"[bold]{shown(actor)}[/bold] {shown_key(parts)}: {len(entries)} entries"))
     return 0
 
 
@@ -59,13 +62,21 @@ async def export(actor: ActorArgument, key: KeyPartsArgument, url: UrlOption = D
                  token: TokenOption = None,
                  out_file: Annotated[Path | None, typer.Option("--out", help="File to write (default: stdout)",
                                                                show_default=False)] = None) -> int:
-    """Write the actor's history as JSON lines (replay it offline with `dormant replay FILE --app ...`)."""
+    """Write the actor's history as JSON lines (replay it offline with `dormant replay FILE --app ...`). With
+    --out, says what it wrote; on stdout, only the export."""
     parts = _key(key)
     async with client(url, token) as http:
         path = http.get_or_create(actor, parts).path + "/inspector/export"
         text = (await http.request("GET", path, idempotent=True)).text
     if out_file is None:
-        sys.stdout.write(text)
-    else:
-        out_file.write_text(text, encoding="utf-8")
+        sys.stdout.write(json_text(text))  # the same JSON lines, nothing a terminal acts on
+        return 0
+    out_file.write_text(text, encoding="utf-8")
+    try:
+        entries = len(parse_export(text.split("\n")).history)
+    except (DormantError, ValueError, KeyError) as error:  # kept as received: the file may still help whoever reads it
+        raise CliError(f"wrote {out_file}, but it is not a history export `dormant replay` reads: {error}") from None
+    err.print(f"wrote the history of [bold]{shown(actor)}[/bold] {shown_key(parts)} ({entries} entries) to "
+              f"{shown(str(out_file))}; check it against new code with `dormant replay {shown(str(out_file))} "
+              "--app module:registry`", highlight=False)
     return 0

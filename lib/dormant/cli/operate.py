@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dormant.cli.actors import StatusOption, served_types
@@ -19,11 +18,13 @@ from dormant.cli.common import (
     command,
     err,
     key_parts,
+    key_text,
     out,
     print_json,
 )
-from dormant.cli.render import results_table
+from dormant.cli.render import print_table, results_table, shown, shown_key
 from dormant.models import OperationResult
+from dormant.safetext import printable
 
 OptionalActor = Annotated[str | None, typer.Argument(help="The actor type (with --all: optional)",
                                                      show_default=False)]
@@ -41,8 +42,8 @@ def _show(result: OperationResult, json: bool) -> int:
     if json:
         print_json(result)
     else:
-        out.print(f"[bold]{escape(result.actor)}[/bold] {escape(','.join(result.key))}: {result.outcome} — "
-                  f"{escape(result.message)}")
+        out.print(f"[bold]{shown(result.actor)}[/bold] {shown_key(result.key)}: {result.outcome} — "
+                  f"{shown(result.message)}")
     return 0
 
 
@@ -83,7 +84,7 @@ async def resume(actor: OptionalActor = None, key: OptionalKey = None,
     if json:
         print_json(results)
     elif results:
-        out.print(results_table(results))
+        print_table(out, [results_table(results)])
     else:
         out.print("no actors to resume")
     return 1 if any(r.outcome in ("refused", "not_found") for r in results) else 0
@@ -109,7 +110,8 @@ async def delete(actor: Annotated[str, typer.Argument(help="The actor type", sho
     starts the actor afresh."""
     if not yes:
         try:
-            confirmed = typer.confirm(f"delete {actor} {key} and everything it stores?", err=True)
+            confirmed = typer.confirm(f"delete {printable(actor)} {key_text(key_parts(key))} and everything it "
+                                      "stores?", err=True)
         except typer.Abort:  # no terminal to answer on
             confirmed = False
         if not confirmed:

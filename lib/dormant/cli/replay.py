@@ -33,10 +33,12 @@ from dormant.cli.common import (
     out,
     print_json,
 )
+from dormant.cli.render import shown, shown_key
 from dormant.errors import UnknownActorError
 from dormant.http.client import HttpClient
 from dormant.ports import FINISHED, ActorSummary
 from dormant.runtime.offline import ReplayReport, parse_export, replay_snapshot
+from dormant.safetext import printable_lines
 
 CONCURRENCY = 8
 
@@ -77,9 +79,9 @@ async def replay(file: Annotated[Path | None, typer.Argument(help="A history exp
             print_json({"actor": report.ref.name, "key": list(report.ref.key), "outcome": report.outcome,
                         "replayed": report.replayed, "detail": report.detail})
         else:
-            out.print(f"{escape(str(report.ref))}: {report.outcome} ({report.replayed} entries replayed)",
-                      highlight=False)
-            out.print(escape(report.detail), highlight=False)
+            out.print(f"{shown(report.ref.name)} {shown_key(report.ref.key)}: {report.outcome} "
+                      f"({report.replayed} entries replayed)", highlight=False)
+            out.print(escape(printable_lines(report.detail)), highlight=False)
         return 0 if report.outcome == "ok" else 1
     if file is not None:
         raise CliError("--all replays what the API at --url holds: give no FILE")
@@ -142,14 +144,14 @@ def _summarise(tallies: dict[str, TypeTally], json: bool) -> int:
         table.add_column(column, justify="left" if column == "actor type" else "right")
     for name, t in tallies.items():
         count = t.ok + len(t.diverged)
-        table.add_row(escape(name), str(count), f"[green]{t.ok}[/green]",
+        table.add_row(shown(name), str(count), f"[green]{t.ok}[/green]",
                       f"[red]{len(t.diverged)}[/red]" if t.diverged else "0")
     out.print(table)
     for name, t in tallies.items():
         for summary, detail in t.diverged:
-            out.print(f"\n[red]diverged[/red] [bold]{escape(name)}[/bold] {escape(','.join(summary.key))} "
+            out.print(f"\n[red]diverged[/red] [bold]{shown(name)}[/bold] {shown_key(summary.key)} "
                       f"({summary.status.value}):", highlight=False)
-            out.print(escape(detail), highlight=False)
+            out.print(escape(printable_lines(detail)), highlight=False)
     if diverged:
         out.print(f"\n[red]{diverged} actor(s) diverge from the new code: do not deploy it as it is[/red]")
         return 1

@@ -5,7 +5,9 @@
     2026-12-01 09:46:09.141 ERROR wake  checkout['o-1'] failed (receive 2): StorageError: ...
 
 The lines come from the `dormant.http` (dormant.http.access) and `dormant.wake` (dormant.aws.observability)
-loggers; this module only chooses a readable format and the level (`--log-level`).
+loggers; this module only chooses a readable format and the level (`--log-level`). Messages carry request
+paths, keys and error texts that callers chose: each is kept on its line with its controls escaped
+(dormant.safetext), and the lines of a traceback are indented, so nothing can forge a line or act on the terminal.
 """
 
 from __future__ import annotations
@@ -15,20 +17,22 @@ import sys
 import time
 from typing import TextIO
 
+from dormant.safetext import PrintableFormatter, printable
+
 TAGS = {"dormant.http": "http", "dormant.wake": "wake", "dormant.aws.poller": "sqs", "dormant.aws.worker": "worker",
         "dormant.dev.moto": "moto", "uvicorn.error": "api"}
 _HANDLER_NAME = "dormant-dev-console"
 
 
-class ConsoleFormatter(logging.Formatter):
-    """`date time.ms LEVEL tag message`, tracebacks indented below."""
+class ConsoleFormatter(PrintableFormatter):
+    """`date time.ms LEVEL tag message`, tracebacks indented below (both escaped: dormant.safetext)."""
 
     def format(self, record: logging.LogRecord) -> str:
         moment = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.created))
         tag = TAGS.get(record.name) or record.name.rpartition(".")[2]
-        line = f"{moment}.{int(record.msecs):03d} {record.levelname:<5} {tag:<5} {record.getMessage()}"
+        line = f"{moment}.{int(record.msecs):03d} {record.levelname:<5} {tag:<5} {printable(record.getMessage())}"
         if record.exc_info:
-            line += "\n" + "\n".join("    " + text for text in self.formatException(record.exc_info).splitlines())
+            line += "\n" + self.formatException(record.exc_info)
         return line
 
 
@@ -52,4 +56,7 @@ def configure_console(level: str = "info", stream: TextIO | None = None) -> logg
                                                      if numeric > logging.DEBUG else logging.DEBUG)
     logging.getLogger("dormant.aws.store").setLevel(max(numeric, logging.WARNING)
                                                     if numeric > logging.DEBUG else logging.DEBUG)
+    # uvicorn's own INFO lines (started, shutting down) repeat what `dormant dev` prints
+    logging.getLogger("uvicorn.error").setLevel(max(numeric, logging.WARNING)
+                                                if numeric > logging.DEBUG else logging.DEBUG)
     return handler

@@ -25,6 +25,7 @@ from dormant.dev import attributes, partitions, responses
 from dormant.dev.gate import RequestGate
 from dormant.dev.keepalive import keep_alive_handler
 from dormant.dev.persistence import COMPACT_BYTES, Persistence, PersistenceError
+from dormant.safetext import PrintableFormatter, printable
 
 log = logging.getLogger("dormant.dev.moto")
 
@@ -99,14 +100,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lifeline-stdin", action="store_true", help="also stop at end of file on stdin")
     parser.add_argument("--keep-alive", action="store_true", help="keep drained connections open (HTTP/1.1)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)  # moto.log: request paths in warnings stay on their line
+    handler.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
         run_moto(args.port, args.host, data_dir=args.data_dir, parent_pid=args.parent,
                  lifeline_fd=sys.stdin.fileno() if args.lifeline_stdin else None, compact_bytes=args.compact_bytes,
                  keep_alive=args.keep_alive)
     except PersistenceError as error:
-        print(f"dormant dev: {error}", file=sys.stderr)
+        print(f"dormant dev: {printable(str(error))}", file=sys.stderr)
         raise SystemExit(3) from None
 
 
