@@ -50,7 +50,12 @@ async def test_send_and_wait_returns_the_response_or_times_out(connect: Connect)
 
         GATE.hang = True  # the work step never finishes: nobody completes the request
         hung = client.get_or_create("hanger", ["h"])
-        result = await hung.send("jobs", {"value": 1}, wait=True, timeout=0.2)
+        waiter = asyncio.create_task(hung.send("jobs", {"value": 1}, wait=True, timeout=0.2))
+        await GATE.entered.wait()  # the workflow took the request (completable) and works on it
+        await asyncio.sleep(0.2)  # the HTTP client's own deadline is real time: let it pass too
+        assert not waiter.done()  # the wait follows the env's clock, which stands still
+        env.clock.advance(0.2)  # move it without waiting for the hung step (env.advance would wait for it)
+        result = await waiter
         assert result.status == "timedOut" and result.response is None and result.id
 
 

@@ -1,0 +1,127 @@
+"""What a sender's `send(wait=True)` waits for: the message's response, or the news that none is coming.
+
+The response is read as before (`EventStore.wait_response`). Beside it the waiter loads the actor now and
+then (the read every wake-up makes: the workflow record, the live history and the inbox; loads at growing
+intervals, no write) and ends as soon as that says no answer will come:
+
+- the workflow has stopped (failed, diverged, rolling back) or ended (completed, terminated): the result
+  carries the workflow's state, with status "queued" while the message is still in the inbox (it runs after
+  a resume) or "received" if the workflow took it before stopping;
+- the workflow took the message with a receive that does not answer (not `completable=True`), or took it
+  in a loop iteration that has finished without completing it: status "received".
+
+The wait's deadline is on the service's clock: under a clock that stands still (TestEnv) it ends when the
+test moves the clock past it, however many seconds that is in real time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from dormant.models import SendResult
+from dormant.ports import FINISHED, ActorRef, ActorSnapshot, Clock, EventStore
+from dormant.workflow.history import (
+    ITERATION_MARK,
+    SEPARATOR,
+    EntryKind,
+    EntryStatus,
+    HistoryEntry,
+    RecordedMessage,
+    WorkflowState,
+)
+
+CHECK_FIRST = 0.02
+"""Real seconds before the first load; the intervals double from there."""
+CHECK_MAX = 5.0
+"""Longest interval between loads under the system clock (a load is a read request, priced)."""
+CHECK_MAX_STILL = 0.2
+"""Longest interval under a clock that stands still: a test's in-memory or local store, where a load is cheap
+and a test should not sit seconds on news that is already there."""
+
+STOPPED: frozenset[WorkflowState] = frozenset({*FINISHED, WorkflowState.FAILED, WorkflowState.DIVERGED,
+                                               WorkflowState.ROLLING_BACK})
+"""Workflow states in which no answer comes (until an operator resumes a stopped one)."""
+
+T = TypeVar("T")
+
+
+async def await_reply(store: EventStore, clock: Clock, ref: ActorRef, message_id: str, timeout: float) -> SendResult:
+    """Wait until message `message_id` is answered, no answer can come, or `timeout` seconds pass on `clock`."""
+    deadline = clock.now() + timeout
+    interval = CHECK_FIRST
+    longest = CHECK_MAX if clock.realtime else CHECK_MAX_STILL
+    while True:
+        answered = await _before(store.wait_response(ref, message_id, interval), clock.sleep_until(deadline))
+        if answered is not None and answered[0]:
+            return SendResult(status="completed", id=message_id, response=answered[1])
+        if clock.now() >= deadline:
+            return SendResult(status="timedOut", id=message_id)
+        snapshot = await store.load(ref)
+        outcome = None if snapshot is None else unanswered(snapshot, message_id)
+        if outcome is not None:
+            found, response = await store.wait_response(ref, message_id, 0)  # answered just before it stopped?
+            if found:
+                return SendResult(status="completed", id=message_id, response=response)
+            return outcome
+        interval = min(interval * 2, longest)
+
+
+def unanswered(snapshot: ActorSnapshot, message_id: str) -> SendResult | None:
+    """The result of a wait that no answer will end (see the module docstring); None while one may come."""
+    state = snapshot.workflow.state
+    stopped = state if state in STOPPED else None
+    if any(m.id == message_id for m in snapshot.inbox):
+        return None if stopped is None else SendResult(status="queued", id=message_id, workflow=stopped)
+    if stopped is not None:
+        return SendResult(status="received", id=message_id, workflow=stopped)
+    receipt = _receipt(snapshot.history, message_id)
+    if receipt is None:  # taken by an iteration that has finished and been compacted away
+        return SendResult(status="received", id=message_id)
+    entry, recorded = receipt
+    if recorded.completed or recorded.completable is None:
+        return None  # answered (its response is being read), or recorded before receives said whether they answer
+    if not recorded.completable or _iteration_finished(snapshot.history, entry.location):
+        return SendResult(status="received", id=message_id)
+    return None
+
+
+def _receipt(history: list[HistoryEntry], message_id: str) -> tuple[HistoryEntry, RecordedMessage] | None:
+    for entry in history:
+        if entry.kind is EntryKind.MESSAGE:
+            for recorded in entry.messages:
+                if recorded.id == message_id:
+                    return entry, recorded
+    return None
+
+
+def _iteration_finished(history: list[HistoryEntry], location: str) -> bool:
+    """True when `location` lies in a loop iteration that is over: nothing there can complete a message any
+    more (a completion runs in the scope that holds the received message)."""
+    loops = {e.location: e for e in history if e.kind is EntryKind.LOOP}
+    parts = location.split(SEPARATOR)
+    for index, part in enumerate(parts):
+        if not part.startswith(ITERATION_MARK):
+            continue
+        loop = loops.get(SEPARATOR.join(parts[:index]))
+        iteration = int(part[len(ITERATION_MARK):])
+        if loop is None or loop.status is EntryStatus.COMPLETED or loop.iteration > iteration:
+            return True
+    return False
+
+
+async def _before(operation: Awaitable[T], limit: Awaitable[Any]) -> T | None:
+    """`operation`'s result, or None if `limit` finishes first (the other is cancelled)."""
+    work = asyncio.ensure_future(operation)
+    stop = asyncio.ensure_future(limit)
+    try:
+        await asyncio.wait([work, stop], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (work, stop):
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(work, stop, return_exceptions=True)
+    if work.done() and not work.cancelled():
+        return work.result()  # raises its error, if any
+    return None
