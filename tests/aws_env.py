@@ -58,7 +58,7 @@ from dormant.ports import ActorRef, Creation, EventRecord, EventStore, InboxMess
 from dormant.runtime.clocks import OffsetClock, sleeping_party
 from dormant.runtime.wake import WakeReport
 from dormant.settings import Settings
-from dormant.testing import DEFAULT_START, EnvService
+from dormant.testing import DEFAULT_START, PATIENCE, EnvService
 from dormant.workflow.history import WorkflowState
 
 IDLE_TIMEOUT = 60.0
@@ -160,6 +160,7 @@ class AwsTestEnv:
         transport = SqsTransport(sqs, self.urls, self.clock, max_delay=self.settings.timer_hop_max_delay)
         tracking = _TrackingTransport(transport, self.known, send_timers=self.clock.frozen_at is None)
         self.service = EnvService(self.registry, self.store, tracking, self.clock)
+        self.service.patience, self.service.activity = PATIENCE, self._work_under_way
         self.client = Client(self.service)
         self.worker = Worker(self.service, transport, self.settings)
         self.pollers = [SqsPoller(sqs, url, self._handle, wait_seconds=0, idle_delay=0.05)
@@ -200,6 +201,12 @@ class AwsTestEnv:
             return await self.worker.handle(event, context)
         finally:
             del self._handling[party]
+
+    async def _work_under_way(self) -> tuple[bool, object]:
+        """For a waiting send's patience (see EnvService): invocations or wake-up messages under way (a failed
+        wake-up's messages come back after a real-time backoff), and what they have done."""
+        busy = bool(self._handling) or bool(self.service.requests.open) or not await self._queues_empty()
+        return busy, (len(self.worker.reports), len(self.worker.failures), self.clock.now())
 
     # -- TestEnv interface -----------------------------------------------------------------------------
     @property

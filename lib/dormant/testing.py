@@ -17,7 +17,7 @@ import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -35,9 +35,10 @@ from dormant.runtime.wake import WakeReport, wake_actor
 log = logging.getLogger("dormant.testing")
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 MAX_WAKE_FAILURES = 5
-PATIENCE = 30.0
-"""Real seconds `run_until_idle`/`advance` wait on wake-ups that neither finish nor touch the store before they
-raise TimeoutError saying what holds them (a step that waits for something the test would only do later)."""
+PATIENCE = 10.0
+"""Real seconds a test env waits on something that makes no progress before it raises TimeoutError saying what
+holds it: `run_until_idle`/`advance` on wake-ups that neither finish nor touch the store (a step that waits for
+something the test would only do later), a waiting send on an env where nothing runs and the clock stands."""
 POLL = 0.005  # real seconds between looks at wake-ups that may start waiting on the clock
 
 
@@ -109,14 +110,24 @@ _request: contextvars.ContextVar[_OpenRequest] = contextvars.ContextVar("dormant
                                                                         default=_NO_REQUEST)
 
 
+Activity = Callable[[], Awaitable[tuple[bool, object]]]
+"""A test env's activity: (whether a wake-up or request is under way, a reading that changes with progress)."""
+
+
 class EnvService(ActorService):
     """The ActorService of a test env: it counts the requests under way (sends, calls, creations) until they
     have stored what they send, so that `run_until_idle()` waits for a send started in a task just before it.
-    A waiting send counts only until its message is stored: its wait is not work the env could finish."""
+    A waiting send counts only until its message is stored: its wait is not work the env could finish.
+
+    With `patience` and `activity` set (the env sets them), a waiting send that nothing in the env can answer
+    any more (no wake-up or request under way, the clock unmoved, for `patience` real seconds) raises
+    TimeoutError saying what the actor waits for, instead of waiting on a clock that only the test moves."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.requests = Requests()
+        self.patience: float | None = None
+        self.activity: Activity | None = None
 
     async def send(self, *args: Any, **kwargs: Any) -> SendResult:
         with self.requests.opened():
@@ -124,7 +135,35 @@ class EnvService(ActorService):
 
     async def await_reply(self, ref: ActorRef, message_id: str, timeout: float) -> SendResult:
         _request.get().close()  # stored: from here on the request only waits
-        return await super().await_reply(ref, message_id, timeout)
+        waiting = asyncio.ensure_future(super().await_reply(ref, message_id, timeout))
+        if self.patience is None or self.activity is None:
+            return await waiting
+        activity, patience = self.activity, self.patience
+        mark, since = (await activity())[1], time.monotonic()
+        try:
+            while True:
+                done, _ = await asyncio.wait([waiting], timeout=max(POLL, min(1.0, patience / 10)))
+                if done:
+                    return waiting.result()
+                busy, reading = await activity()
+                if busy or reading != mark:
+                    mark, since = reading, time.monotonic()
+                elif time.monotonic() - since >= patience:
+                    break
+        finally:
+            if not waiting.done():
+                waiting.cancel()
+                await asyncio.gather(waiting, return_exceptions=True)
+        status = await self.status(ref)
+        wants = ", ".join(status.waiting_for.queues) or "nothing from a queue"
+        until = "" if status.waiting_for.deadline is None else \
+            f", until {status.waiting_for.deadline - self.clock.now():g} s from now on the virtual clock"
+        raise TimeoutError(
+            f"send(wait=True) of message {message_id} to {ref}: for {patience:g} s of real time nothing in the env "
+            f"ran and the clock did not move, so no answer can come. The actor is {status.workflow.value}, "
+            f"waiting for {wants}{until}. The clock moves only when the test moves it: if the answer needs time to "
+            "pass, start the send in a task (asyncio.create_task(handle.send(..., wait=True))) and call "
+            "env.advance(seconds); if it needs another message, send that first. See docs/testing.md.")
 
     async def call(self, *args: Any, **kwargs: Any) -> Any:
         with self.requests.opened():
@@ -283,8 +322,9 @@ class _Progress:
 class TestEnv:
     """In-memory store and transport, a virtual clock, and a client; wake-ups run by themselves.
 
-    `patience`: real seconds `run_until_idle()` and `advance()` wait for wake-ups that make no progress before
-    raising TimeoutError with what holds them (None: no limit)."""
+    `patience`: real seconds `run_until_idle()` and `advance()` wait for wake-ups that make no progress, and a
+    waiting send waits while nothing in the env runs and the clock stands, before raising TimeoutError with what
+    holds them (None: no limit)."""
 
     __test__ = False  # not a pytest test class
 
@@ -299,6 +339,14 @@ class TestEnv:
         self.service = EnvService(registry, self.store, self.transport, self.clock)
         self.client = Client(self.service)
         self._runner = _Runner(self.service, self.transport, self.clock, self.store, patience)
+        self.service.patience, self.service.activity = patience, self._work_under_way
+
+    async def _work_under_way(self) -> tuple[bool, object]:
+        runner = self._runner
+        upcoming = self.transport.next_time()
+        due = upcoming is not None and upcoming <= self.clock.now()
+        return bool(runner.running) or bool(self.service.requests.open) or due, \
+            (len(runner.reports), len(runner.failures), self.clock.now())
 
     async def __aenter__(self) -> TestEnv:
         loop = asyncio.get_running_loop()

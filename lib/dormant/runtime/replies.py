@@ -17,8 +17,7 @@ test moves the clock past it, however many seconds that is in real time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 from dormant.models import SendResult
 from dormant.ports import FINISHED, ActorRef, ActorSnapshot, Clock, EventStore
@@ -32,38 +31,59 @@ from dormant.workflow.history import (
     WorkflowState,
 )
 
-CHECK_FIRST = 0.02
-"""Real seconds before the first load; the intervals double from there."""
-CHECK_MAX = 5.0
-"""Longest interval between loads under the system clock (a load is a read request, priced)."""
-CHECK_MAX_STILL = 0.2
-"""Longest interval under a clock that stands still: a test's in-memory or local store, where a load is cheap
-and a test should not sit seconds on news that is already there."""
+CHECK_FIRST, CHECK_MAX = 0.25, 5.0
+"""Real seconds before the first load, doubling up to the longest interval: a load is two read requests (the
+actor's ring and its pending inbox), priced, so a 25 s wait makes 8 loads beside its response polls."""
+STILL_FIRST, STILL_MAX = 0.02, 0.2
+"""The same under a clock that stands still: a test's store, where a load is cheap and a test should not sit
+on news that is already there."""
 
 STOPPED: frozenset[WorkflowState] = frozenset({*FINISHED, WorkflowState.FAILED, WorkflowState.DIVERGED,
                                                WorkflowState.ROLLING_BACK})
 """Workflow states in which no answer comes (until an operator resumes a stopped one)."""
 
-T = TypeVar("T")
-
 
 async def await_reply(store: EventStore, clock: Clock, ref: ActorRef, message_id: str, timeout: float) -> SendResult:
     """Wait until message `message_id` is answered, no answer can come, or `timeout` seconds pass on `clock`."""
     deadline = clock.now() + timeout
-    interval = CHECK_FIRST
-    longest = CHECK_MAX if clock.realtime else CHECK_MAX_STILL
+    watch = asyncio.ensure_future(_watch(store, clock, ref, message_id))
+    limit = asyncio.ensure_future(clock.sleep_until(deadline))
+    answer: asyncio.Future[tuple[bool, Any]] | None = None
+    try:
+        while True:
+            if answer is None:  # the response poll, as before (started again if it ends first in real time)
+                answer = asyncio.ensure_future(store.wait_response(ref, message_id,
+                                                                   max(deadline - clock.now(), 0.001)))
+            racing: list[asyncio.Future[Any]] = [answer, watch, limit]
+            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+            if answer.done():
+                found, response = answer.result()
+                if found:
+                    return SendResult(status="completed", id=message_id, response=response)
+                answer = None
+            if watch.done():
+                outcome = watch.result()
+                found, response = await store.wait_response(ref, message_id, 0)  # answered just before it stopped?
+                if found:
+                    return SendResult(status="completed", id=message_id, response=response)
+                return outcome
+            if limit.done() or clock.now() >= deadline:
+                return SendResult(status="timedOut", id=message_id)
+    finally:
+        pending = [task for task in (answer, watch, limit) if task is not None and not task.done()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def _watch(store: EventStore, clock: Clock, ref: ActorRef, message_id: str) -> SendResult:
+    """Load the actor at growing intervals until a load shows that no answer will come."""
+    interval, longest = (CHECK_FIRST, CHECK_MAX) if clock.realtime else (STILL_FIRST, STILL_MAX)
     while True:
-        answered = await _before(store.wait_response(ref, message_id, interval), clock.sleep_until(deadline))
-        if answered is not None and answered[0]:
-            return SendResult(status="completed", id=message_id, response=answered[1])
-        if clock.now() >= deadline:
-            return SendResult(status="timedOut", id=message_id)
+        await asyncio.sleep(interval)
         snapshot = await store.load(ref)
         outcome = None if snapshot is None else unanswered(snapshot, message_id)
         if outcome is not None:
-            found, response = await store.wait_response(ref, message_id, 0)  # answered just before it stopped?
-            if found:
-                return SendResult(status="completed", id=message_id, response=response)
             return outcome
         interval = min(interval * 2, longest)
 
@@ -109,19 +129,3 @@ def _iteration_finished(history: list[HistoryEntry], location: str) -> bool:
         if loop is None or loop.status is EntryStatus.COMPLETED or loop.iteration > iteration:
             return True
     return False
-
-
-async def _before(operation: Awaitable[T], limit: Awaitable[Any]) -> T | None:
-    """`operation`'s result, or None if `limit` finishes first (the other is cancelled)."""
-    work = asyncio.ensure_future(operation)
-    stop = asyncio.ensure_future(limit)
-    try:
-        await asyncio.wait([work, stop], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (work, stop):
-            if not task.done():
-                task.cancel()
-        await asyncio.gather(work, stop, return_exceptions=True)
-    if work.done() and not work.cancelled():
-        return work.result()  # raises its error, if any
-    return None
