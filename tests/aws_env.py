@@ -107,7 +107,8 @@ class AwsTestEnv:
 
     def __init__(self, registry: Registry, *, store: EventStore | None = None, settings: Settings | None = None,
                  visibility_timeout: int = 1, max_receives: int = 5, hop_max_delay: int | None = None,
-                 autorun: bool = False, real_time: bool = False, start: float | None = None) -> None:
+                 autorun: bool = False, real_time: bool = False, start: float | None = None,
+                 patience: float | None = PATIENCE) -> None:
         self.registry = registry
         previous = _deployments.get(store) if store is not None else None
         if previous is not None:
@@ -131,6 +132,7 @@ class AwsTestEnv:
         self._redeploy = previous is not None
         self.meter = Meter()
         self.autorun = autorun
+        self.patience = patience  # for a waiting send nothing can answer (see EnvService); run_until_idle: its timeout
         self._activity = 0
         self._stack = AsyncExitStack()
         self._tasks: list[asyncio.Task[None]] = []
@@ -160,7 +162,7 @@ class AwsTestEnv:
         transport = SqsTransport(sqs, self.urls, self.clock, max_delay=self.settings.timer_hop_max_delay)
         tracking = _TrackingTransport(transport, self.known, send_timers=self.clock.frozen_at is None)
         self.service = EnvService(self.registry, self.store, tracking, self.clock)
-        self.service.patience, self.service.activity = PATIENCE, self._work_under_way
+        self.service.patience, self.service.activity = self.patience, self._work_under_way
         self.client = Client(self.service)
         self.worker = Worker(self.service, transport, self.settings)
         self.pollers = [SqsPoller(sqs, url, self._handle, wait_seconds=0, idle_delay=0.05)

@@ -216,3 +216,52 @@ async def test_advance_moves_the_clock_while_a_step_runs_beside_a_timer(make_env
         status = await handle.status()
         assert (status.workflow, status.output) == (WorkflowState.COMPLETED, "timer:timer")
         assert log == ["step started", "step cancelled"]
+
+
+def asks_a_person() -> Registry:
+    a = actor("asker", state=Log, queues={"ask": queue(Answer, response=Answer), "reply": queue(Answer)})
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        request = await ctx.queue.next("request", names=["ask"], completable=True)
+        reply = await ctx.queue.next("reply", names=["reply"], timeout=3600)
+        assert request.complete is not None
+        await request.complete({"doubled": reply.body.doubled})
+
+    return setup(a)
+
+
+async def test_a_waiting_send_nothing_can_answer_raises_instead_of_hanging(make_env: Env) -> None:
+    async with make_env(asks_a_person(), patience=0.5) as env:
+        handle = env.client.get_or_create("asker", ["k"])
+        with pytest.raises(TimeoutError) as stuck:  # awaited directly: the test cannot send the reply meanwhile
+            await asyncio.wait_for(handle.send("ask", {"doubled": 1}, wait=True, timeout=7200), GUARD)
+        text = str(stuck.value)
+        assert "waiting for reply, until 3600 s from now on the virtual clock" in text
+        assert "asyncio.create_task" in text and "env.advance(seconds)" in text
+        # The message stays stored and open: the same wait, done as the error says, is answered.
+        request_id = next(e.messages[0].id for e in await handle.history() if e.name == "request")
+        waiting = asyncio.create_task(handle.send("ask", {"doubled": 1}, wait=True, timeout=7200,
+                                                  message_id=request_id))
+        await handle.send("reply", {"doubled": 9})
+        assert (await asyncio.wait_for(waiting, GUARD)).response == {"doubled": 9}
+
+
+async def test_a_wait_ends_when_a_deploy_makes_the_actor_diverge(make_env: Env) -> None:
+    async with make_env(answerer()) as env:
+        handle = env.client.get_or_create("answerer", ["k"])
+        assert (await handle.send("requests", {"n": 1}, wait=True, timeout=60)).status == "completed"
+
+    renamed = actor("answerer", state=Log, queues={"requests": queue(Ask, response=Answer)})
+
+    @renamed.workflow
+    async def serve_v2(ctx: WorkflowContext) -> None:
+        async def iteration(loop: WorkflowContext) -> None:
+            await loop.queue.next("take-request", completable=True)
+
+        await ctx.loop("serve-v2", iteration)  # history has loop "serve": the deploy diverges
+
+    async with make_env(setup(renamed), store=env.store) as deployed:
+        handle = deployed.client.get_or_create("answerer", ["k"])
+        result = await asyncio.wait_for(handle.send("requests", {"n": 2}, wait=True, timeout=DAY), GUARD)
+        assert (result.status, result.workflow) == ("queued", WorkflowState.DIVERGED)

@@ -1,5 +1,6 @@
 """TestEnv's own promises, beyond what both envs share (tests/integration/test_testenv.py): a wait that cannot end
-without the test says so instead of hanging, and a call started in a task is waited for like a send."""
+without the test says so instead of hanging (a waiting send too: there), and a call started in a task is waited
+for like a send."""
 
 from __future__ import annotations
 
@@ -82,31 +83,3 @@ async def test_run_until_idle_waits_for_a_call_started_just_before() -> None:
         await env.run_until_idle()
         assert call.done()
         assert (await handle.state()).value == 5
-
-
-def asks_a_person() -> Registry:
-    a = actor("asker", state=Counter, queues={"ask": queue(Item, response=Item), "reply": queue(Item)})
-
-    @a.workflow
-    async def run(ctx: WorkflowContext) -> None:
-        request = await ctx.queue.next("request", names=["ask"], completable=True)
-        reply = await ctx.queue.next("reply", names=["reply"], timeout=3600)
-        assert request.complete is not None
-        await request.complete({"n": reply.body.n})
-
-    return setup(a)
-
-
-async def test_a_waiting_send_nothing_can_answer_raises_instead_of_hanging() -> None:
-    async with TestEnv(asks_a_person(), patience=0.3) as env:
-        handle = env.client.get_or_create("asker", ["k"])
-        with pytest.raises(TimeoutError) as stuck:  # awaited directly: the test cannot send the reply meanwhile
-            await asyncio.wait_for(handle.send("ask", {"n": 1}, wait=True, timeout=7200), GUARD)
-        text = str(stuck.value)
-        assert "waiting for reply, until 3600 s from now on the virtual clock" in text
-        assert "asyncio.create_task" in text and "env.advance(seconds)" in text
-        # The message stays stored and open: the same wait, done as the error says, is answered.
-        request_id = next(e.messages[0].id for e in await handle.history() if e.name == "request")
-        waiting = asyncio.create_task(handle.send("ask", {"n": 1}, wait=True, timeout=7200, message_id=request_id))
-        await handle.send("reply", {"n": 9})
-        assert (await asyncio.wait_for(waiting, GUARD)).response == {"n": 9}
