@@ -12,8 +12,8 @@ from dormant.workflow.history import DivergenceInfo, WorkflowState
 class SendResult(BaseModel):
     """What a send did. Without `wait`: "queued". With `wait`: "completed" (the workflow's `complete()`
     answer is `response`), "received" (the workflow took the message with a receive that does not answer, or
-    finished the loop iteration that took it without answering: no response will come), "queued" with
-    `workflow` set (the workflow has stopped or ended and the message still waits in the inbox) or
+    finished the loop iteration that took it without answering: no response will come), "received" or
+    "queued" with `workflow` set (the workflow has stopped or ended after taking the message, or before) or
     "timedOut" (none of these within the timeout; the message is stored and may still be answered)."""
 
     status: Literal["queued", "received", "completed", "timedOut"]

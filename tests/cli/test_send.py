@@ -77,5 +77,7 @@ def test_the_words_for_a_timeout_and_an_ended_workflow() -> None:
     timed_out = send_outcome(SendResult(status="timedOut", id="m-1"), 2.5)
     assert "no answer within 2.5 s" in timed_out and "--id m-1 --wait" in timed_out
     ended = send_outcome(SendResult(status="queued", id="m-2", workflow=WorkflowState.COMPLETED), 30)
-    assert "has ended (completed)" in ended and "will never be processed" in ended
+    assert "has ended (completed)" in ended and "not processed and never will be" in ended
+    unanswered = send_outcome(SendResult(status="received", id="m-4", workflow=WorkflowState.COMPLETED), 30)
+    assert "then ended (completed) without answering it" in unanswered
     assert send_outcome(SendResult(status="queued", id="m-3"), 30) == "queued (message m-3)"

@@ -265,3 +265,23 @@ async def test_a_wait_ends_when_a_deploy_makes_the_actor_diverge(make_env: Env) 
         handle = deployed.client.get_or_create("answerer", ["k"])
         result = await asyncio.wait_for(handle.send("requests", {"n": 2}, wait=True, timeout=DAY), GUARD)
         assert (result.status, result.workflow) == ("queued", WorkflowState.DIVERGED)
+
+
+def one_note() -> Registry:
+    a = actor("one-note", state=Log, queues={"notes": queue(Note)})
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> str:
+        note = await ctx.queue.next("take-note")  # as examples/approval_gate.py takes its decision
+        await ctx.step("keep", lambda s: s.state.seen.append(note.body.text))
+        return "done"
+
+    return setup(a)
+
+
+async def test_a_message_taken_by_a_workflow_that_then_completes_is_received(make_env: Env) -> None:
+    async with make_env(one_note()) as env:
+        handle = env.client.get_or_create("one-note", ["k"])
+        result = await asyncio.wait_for(handle.send("notes", {"text": "last"}, wait=True, timeout=DAY), GUARD)
+        assert (result.status, result.workflow) == ("received", None)  # processed: nothing went wrong with it
+        assert (await handle.status()).workflow is WorkflowState.COMPLETED

@@ -55,6 +55,19 @@ def test_a_stopped_or_ended_workflow_ends_the_wait_with_where_the_message_is(sta
     assert outcome(unanswered(taken, "m")) == ("received", state)
 
 
+@pytest.mark.parametrize("state", [WorkflowState.COMPLETED, WorkflowState.TERMINATED])
+def test_a_message_taken_without_an_answer_before_the_workflow_ended_is_received(state: WorkflowState) -> None:
+    """The workflow processed it and went on to its end: nothing went wrong with this message."""
+    taken = snapshot([receipt("take", completable=False)], state=state)
+    assert outcome(unanswered(taken, "m")) == ("received", None)
+
+
+def test_a_message_gone_without_a_trace_from_a_terminated_workflow_was_discarded() -> None:
+    assert outcome(unanswered(snapshot([], state=WorkflowState.TERMINATED), "m")) == \
+        ("queued", WorkflowState.TERMINATED)
+    assert outcome(unanswered(snapshot([], state=WorkflowState.COMPLETED), "m")) == ("received", None)
+
+
 def test_an_open_completable_receive_may_still_be_answered() -> None:
     assert unanswered(snapshot([receipt("take", completable=True)]), "m") is None
     inside = snapshot([loop("serve", 4), receipt("serve/~4/take", completable=True)])

@@ -105,8 +105,10 @@ def send_outcome(result: SendResult, timeout: float) -> str:
     line = f"{result.status} (message {escape(result.id)})"
     stopped = result.workflow.value if result.workflow is not None else None
     if stopped in ("completed", "terminated"):
-        where = "is stored but will never be processed" if result.status == "queued" else "got no answer"
-        return f"{line}: the actor's workflow has ended ({stopped}); the message {where}"
+        if result.status == "queued":
+            return (f"{line}: the actor's workflow has ended ({stopped}); the message was not processed and never "
+                    "will be")
+        return f"{line}: the workflow took the message, then ended ({stopped}) without answering it"
     if stopped is not None:
         if result.status == "queued":
             return (f"{line}: the actor's workflow is {stopped}; the message waits in its inbox and runs after an "

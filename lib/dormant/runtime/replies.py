@@ -4,11 +4,13 @@ The response is read as before (`EventStore.wait_response`). Beside it the waite
 then (the read every wake-up makes: the workflow record, the live history and the inbox; loads at growing
 intervals, no write) and ends as soon as that says no answer will come:
 
-- the workflow has stopped (failed, diverged, rolling back) or ended (completed, terminated): the result
-  carries the workflow's state, with status "queued" while the message is still in the inbox (it runs after
-  a resume) or "received" if the workflow took it before stopping;
 - the workflow took the message with a receive that does not answer (not `completable=True`), or took it
-  in a loop iteration that has finished without completing it: status "received".
+  in a loop iteration that has finished without completing it: status "received";
+- the workflow has stopped (failed, diverged, rolling back): the result carries its state, with status
+  "queued" while the message is still in the inbox (it runs after a resume) or "received" if the workflow
+  took it before stopping;
+- the workflow has ended (completed, terminated) with the message still in the inbox, or discarded by a
+  terminate ("queued"), or taken by a completable receive it never answered ("received"): with its state.
 
 The wait's deadline is on the service's clock: under a clock that stands still (TestEnv) it ends when the
 test moves the clock past it, however many seconds that is in real time.
@@ -38,9 +40,11 @@ STILL_FIRST, STILL_MAX = 0.02, 0.2
 """The same under a clock that stands still: a test's store, where a load is cheap and a test should not sit
 on news that is already there."""
 
-STOPPED: frozenset[WorkflowState] = frozenset({*FINISHED, WorkflowState.FAILED, WorkflowState.DIVERGED,
-                                               WorkflowState.ROLLING_BACK})
-"""Workflow states in which no answer comes (until an operator resumes a stopped one)."""
+HALTED: frozenset[WorkflowState] = frozenset({WorkflowState.FAILED, WorkflowState.DIVERGED,
+                                              WorkflowState.ROLLING_BACK})
+"""Stopped by an error: nothing runs until an operator resumes the actor."""
+STOPPED: frozenset[WorkflowState] = HALTED | frozenset(FINISHED)
+"""Workflow states in which no answer comes (until an operator resumes a halted one)."""
 
 
 async def await_reply(store: EventStore, clock: Clock, ref: ActorRef, message_id: str, timeout: float) -> SendResult:
@@ -91,20 +95,24 @@ async def _watch(store: EventStore, clock: Clock, ref: ActorRef, message_id: str
 def unanswered(snapshot: ActorSnapshot, message_id: str) -> SendResult | None:
     """The result of a wait that no answer will end (see the module docstring); None while one may come."""
     state = snapshot.workflow.state
-    stopped = state if state in STOPPED else None
     if any(m.id == message_id for m in snapshot.inbox):
-        return None if stopped is None else SendResult(status="queued", id=message_id, workflow=stopped)
-    if stopped is not None:
-        return SendResult(status="received", id=message_id, workflow=stopped)
+        return SendResult(status="queued", id=message_id, workflow=state) if state in STOPPED else None
+    if state in HALTED:  # it took the message, then stopped: maybe on it
+        return SendResult(status="received", id=message_id, workflow=state)
+    ended = state in FINISHED
     receipt = _receipt(snapshot.history, message_id)
-    if receipt is None:  # taken by an iteration that has finished and been compacted away
-        return SendResult(status="received", id=message_id)
+    if receipt is None:
+        if state is WorkflowState.TERMINATED:  # discarded unprocessed by the terminate (or taken just before)
+            return SendResult(status="queued", id=message_id, workflow=state)
+        return SendResult(status="received", id=message_id)  # by an iteration since finished and compacted away
     entry, recorded = receipt
-    if recorded.completed or recorded.completable is None:
-        return None  # answered (its response is being read), or recorded before receives said whether they answer
-    if not recorded.completable or _iteration_finished(snapshot.history, entry.location):
-        return SendResult(status="received", id=message_id)
-    return None
+    if recorded.completed:
+        return None  # answered: its response is being read
+    if recorded.completable is False or _iteration_finished(snapshot.history, entry.location):
+        return SendResult(status="received", id=message_id)  # nothing was to answer it, or can any more
+    # Open and completable (or recorded before receives said whether they were): only an ended workflow
+    # will certainly not answer it.
+    return SendResult(status="received", id=message_id, workflow=state) if ended else None
 
 
 def _receipt(history: list[HistoryEntry], message_id: str) -> tuple[HistoryEntry, RecordedMessage] | None:
