@@ -57,6 +57,7 @@ async def test_claims_wait_their_turn_and_stray_decisions_decide_nothing() -> No
         stray = {"claim_id": "c-0", "approved": True, "manager": "lee"}
         await desk.send("decisions", stray)  # a decision with no claim under review: it waits, then is ignored
         first = asyncio.create_task(desk.send("claims", claim(40), wait=True, timeout=4 * DAY, message_id="c-1"))
+        await env.run_until_idle()  # (two sends started together may be stored in either order)
         second = asyncio.create_task(desk.send("claims", claim(900), wait=True, timeout=4 * DAY,
                                                message_id="c-2"))
         await env.run_until_idle()
