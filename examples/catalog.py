@@ -1,4 +1,5 @@
-"""Every pattern of the RivetKit workflow docs, mapped to its Dormant example module.
+"""Every pattern of the RivetKit workflow docs, mapped to its Dormant example module, and the patterns Dormant
+adds (MORE_PATTERNS).
 
 tests/examples/test_catalog.py checks that each module exists, exposes `registry`, and has a test.
 """
@@ -32,4 +33,8 @@ PATTERNS: dict[str, str] = {
     "Bounded drain + concurrency cap": "bounded_drain",
     "Versioned workflow evolution": "versioned_evolution",
     "Checkpoint-friendly loop design": "checkpoint_loop",
+}
+
+MORE_PATTERNS: dict[str, str] = {
+    "Request -> human -> reply (a completable request answered after a decision)": "request_human_reply",
 }

@@ -22,6 +22,11 @@ As in TestEnv, wake-ups run while the test waits: inside `run_until_idle()` / `a
 client waits for a response or for events (`send(wait=True)`, `events(follow=True)`); between those the
 pollers are paused, so messages sent in a row are there together when the actor next wakes. Pass
 `autorun=True` to poll all the time instead (wake-ups then race the test, as in production).
+
+Also as in TestEnv (docs/testing.md): a waiting send's timeout is on the env's clock; `run_until_idle()` waits
+for sends and calls started in a task just before; `advance()` stops at each in-process wait on the clock
+(a race timer beside a running step) as at each timer, and does not wait for a wake-up that waits for the
+clock.
 """
 
 from __future__ import annotations
@@ -51,11 +56,10 @@ from dormant.aws.worker import WakeFailure, Worker
 from dormant.client import Client
 from dormant.errors import WakeFailedError
 from dormant.ports import ActorRef, Creation, EventRecord, EventStore, InboxMessage
-from dormant.runtime.clocks import OffsetClock
-from dormant.runtime.service import ActorService
+from dormant.runtime.clocks import OffsetClock, sleeping_party
 from dormant.runtime.wake import WakeReport
 from dormant.settings import Settings
-from dormant.testing import DEFAULT_START
+from dormant.testing import DEFAULT_START, PATIENCE, EnvService
 from dormant.workflow.history import WorkflowState
 
 IDLE_TIMEOUT = 60.0
@@ -105,7 +109,7 @@ class AwsTestEnv:
     def __init__(self, registry: Registry, *, store: EventStore | None = None, settings: Settings | None = None,
                  visibility_timeout: int = 1, max_receives: int = 5, hop_max_delay: int | None = None,
                  autorun: bool = False, real_time: bool = False, start: float | None = None,
-                 offload: bool = True) -> None:
+                 offload: bool = True, patience: float | None = PATIENCE) -> None:
         """`offload`: a bucket of its own for values too big for the log (DORMANT_BUCKET; False: none)."""
         self.registry = registry
         previous = _deployments.get(store) if store is not None else None
@@ -131,14 +135,16 @@ class AwsTestEnv:
         self._redeploy = previous is not None
         self.meter = Meter()
         self.autorun = autorun
+        self.patience = patience  # for a waiting send nothing can answer (see EnvService); run_until_idle: its timeout
         self._activity = 0
         self._stack = AsyncExitStack()
         self._tasks: list[asyncio.Task[None]] = []
         self._reported_poison = 0
+        self._handling: dict[object, int] = {}  # worker invocations under way -> how many records each has
         # Set in __aenter__:
         self.store: EventStore
         self.urls: QueueUrls
-        self.service: ActorService
+        self.service: EnvService
         self.client: Client
         self.worker: Worker
         self.pollers: list[SqsPoller] = []
@@ -165,10 +171,11 @@ class AwsTestEnv:
         self.urls = await create_queues(sqs, self.settings, visibility_timeout=self.visibility_timeout)
         transport = SqsTransport(sqs, self.urls, self.clock, max_delay=self.settings.timer_hop_max_delay)
         tracking = _TrackingTransport(transport, self.known, send_timers=self.clock.frozen_at is None)
-        self.service = ActorService(self.registry, self.store, tracking, self.clock)
+        self.service = EnvService(self.registry, self.store, tracking, self.clock)
+        self.service.patience, self.service.activity = self.patience, self._work_under_way
         self.client = Client(self.service)
         self.worker = Worker(self.service, transport, self.settings)
-        self.pollers = [SqsPoller(sqs, url, self.worker.handle, wait_seconds=0, idle_delay=0.05)
+        self.pollers = [SqsPoller(sqs, url, self._handle, wait_seconds=0, idle_delay=0.05)
                         for url in (self.urls.wake, self.urls.timers)]
         if not self.autorun:
             for poller in self.pollers:
@@ -196,6 +203,22 @@ class AwsTestEnv:
         for poller in self.pollers:
             await poller.drain(timeout=5.0)
         await self._stack.aclose()
+
+    async def _handle(self, event: dict[str, Any], context: Any) -> Any:
+        """The worker's handler, its waits on the clock marked as this invocation's (see `_settled`)."""
+        party = object()
+        self._handling[party] = len(event.get("Records") or [])
+        sleeping_party.set(party)  # (this poller task's context only)
+        try:
+            return await self.worker.handle(event, context)
+        finally:
+            del self._handling[party]
+
+    async def _work_under_way(self) -> tuple[bool, object]:
+        """For a waiting send's patience (see EnvService): invocations or wake-up messages under way (a failed
+        wake-up's messages come back after a real-time backoff), and what they have done."""
+        busy = bool(self._handling) or bool(self.service.requests.open) or not await self._queues_empty()
+        return busy, (len(self.worker.reports), len(self.worker.failures), self.clock.now())
 
     # -- TestEnv interface -----------------------------------------------------------------------------
     @property
@@ -229,17 +252,51 @@ class AwsTestEnv:
         async with self.running():
             await self._until_idle(timeout)
 
-    async def _until_idle(self, timeout: float) -> None:
+    async def _until_idle(self, timeout: float, *, clock_waits: bool = False) -> None:
+        """Until no wake-up message is visible or in flight, or, with `clock_waits`, until what is still in
+        flight belongs to worker invocations that wait for the clock (as TestEnv's settle)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
+            await asyncio.sleep(0)  # a send or call the test just started in a task gets to begin
             self._raise_poisoned()
-            if not any(p.busy for p in self.pollers) and await self._queues_empty():
-                self._raise_poisoned()
-                return
+            if not self.service.requests.open:
+                if clock_waits and await self._settled():
+                    return
+                if not any(p.busy for p in self.pollers) and await self._queues_empty():
+                    self._raise_poisoned()
+                    return
             if loop.time() > deadline:
-                raise TimeoutError(f"wake-ups still running after {timeout} s")
+                raise TimeoutError(self._stuck(timeout))
             await asyncio.sleep(0.02)
+
+    async def _settled(self) -> bool:
+        """Nothing visible, and every message in flight is held by an invocation waiting for the clock."""
+        now = self.clock.now()
+        sleeping = self.clock.sleeping()
+        if any(s.moment <= now for s in sleeping):
+            return False  # a wait the clock just reached has yet to see it
+        waiting = {s.party for s in sleeping}
+        parties = list(self._handling)
+        if not parties or any(party not in waiting for party in parties):
+            return False
+        held = sum(self._handling.values())
+        for url in (self.urls.wake, self.urls.timers):
+            counts = await self.queue_counts(url)
+            if counts["visible"]:
+                return False
+            held -= counts["in_flight"]
+        return held >= 0
+
+    def _stuck(self, timeout: float) -> str:
+        lines = [f"wake-ups still running after {timeout:g} s of real time."]
+        if self._handling:
+            lines.append("A step is still running: if it waits for something the test does later, do that "
+                         "before waiting; a wake-up waiting for the virtual clock beside a running step is moved on "
+                         "by advance(), which does not wait for the step (run_until_idle waits for every wake-up).")
+        if self.service.requests.open:
+            lines.append(f"{self.service.requests.open} client request(s) have not stored their message yet.")
+        return " ".join(lines)
 
     async def advance(self, seconds: float) -> None:
         """Move the clock forward, waking each actor at each of its due times (deadlines, retries, scheduled
@@ -248,21 +305,26 @@ class AwsTestEnv:
             await self._advance(seconds)
 
     async def _advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("the clock cannot go back")
         target = self.clock.now() + seconds
-        await self.run_until_idle()
+        await self._until_idle(IDLE_TIMEOUT, clock_waits=True)
         fired: set[tuple[str, float]] = set()
         for _ in range(MAX_TIMER_STEPS):
             due = await self._next_due(fired)
-            if due is None or due[0] > target:
+            now = self.clock.now()
+            waits = [s.moment for s in self.clock.sleeping() if s.moment > now]
+            moment = min(waits + ([due[0]] if due is not None else []), default=None)
+            if moment is None or moment > target:
                 break
-            moment, refs = due
-            self.clock.advance(max(0.0, moment - self.clock.now()))
-            for ref in refs:
-                fired.add((ref.id, moment))
-                await self.service.transport.wake(ref)
-            await self.run_until_idle()
+            self.clock.advance(max(0.0, moment - now))
+            if due is not None and due[0] == moment:
+                for ref in due[1]:
+                    fired.add((ref.id, moment))
+                    await self.service.transport.wake(ref)
+            await self._until_idle(IDLE_TIMEOUT, clock_waits=True)
         self.clock.advance(max(0.0, target - self.clock.now()))
-        await self.run_until_idle()
+        await self._until_idle(IDLE_TIMEOUT, clock_waits=True)
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _raise_poisoned(self) -> None:

@@ -10,12 +10,19 @@ from dormant.workflow.history import DivergenceInfo, WorkflowState
 
 
 class SendResult(BaseModel):
-    status: Literal["queued", "completed", "timedOut"]
+    """What a send did. Without `wait`: "queued". With `wait`: "completed" (the workflow's `complete()`
+    answer is `response`), "received" (the workflow took the message with a receive that does not answer, or
+    finished the loop iteration that took it without answering: no response will come), "received" or
+    "queued" with `workflow` set (the workflow has stopped or ended after taking the message, or before) or
+    "timedOut" (none of these within the timeout; the message is stored and may still be answered)."""
+
+    status: Literal["queued", "received", "completed", "timedOut"]
     id: str
     response: Any = None
     workflow: WorkflowState | None = None
-    """Set when the actor's workflow has failed or diverged: the message is stored and runs only after an
-    operator resumes the actor (a `wait` returns at once)."""
+    """Set when no answer comes because of the workflow's state: failed, diverged or rolling_back (the
+    message, stored, runs only after an operator resumes the actor) or completed, terminated (it never runs).
+    A send to a failed or diverged actor says so at once, with or without `wait`."""
 
 
 class WaitingFor(BaseModel):

@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from dormant import ActionContext, StepContext, WorkflowContext, actor, event, queue, setup
+from dormant import ActionContext, NonRetryableError, StepContext, WorkflowContext, actor, event, queue, setup
+from dormant.actor import Registry
 from examples.progress_broadcast import progress_actor
 from examples.request_response import doubler
 from tests.api.boundary_apps import breaker, counter, deep, finisher, notes
@@ -178,3 +179,30 @@ async def run_hanger(ctx: WorkflowContext) -> None:
 
 
 registry = setup(account, sleeper, plain, hanger, doubler, progress_actor, notes, finisher, breaker, deep, counter)
+
+
+# -- desk: a send --wait that gets no answer (received without one, or the workflow fails) ---------------
+def desk_registry() -> Registry:
+    """"notes" are received without an answer; "orders" answer, unless their step fails the workflow."""
+    a = actor("desk", state=AccountState,
+              queues={"notes": queue(Deposit), "orders": queue(Withdraw, response=Receipt)})
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        async def iteration(loop: WorkflowContext) -> None:
+            note = await loop.queue.next("note", names=["notes"])
+            await loop.step("keep", lambda s: s.state.entries.append(note.body.amount))
+            order = await loop.queue.next("order", names=["orders"], completable=True)
+
+            def charge(s: StepContext) -> dict[str, object]:
+                if order.body.amount > 100:
+                    raise NonRetryableError("too much")
+                return {"ok": True, "balance": order.body.amount}
+
+            receipt = await loop.step("charge", charge, max_retries=0)
+            assert order.complete is not None
+            await order.complete(receipt)
+
+        await ctx.loop("desk", iteration)
+
+    return setup(a)

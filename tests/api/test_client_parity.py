@@ -20,7 +20,7 @@ from dormant import (
 from dormant.actor import Registry
 from dormant.testing import TestEnv
 from dormant.workflow.history import EntryKind, EntryStatus, WorkflowState
-from tests.api.apps import GATE, AccountState, Deposit, account, registry
+from tests.api.apps import GATE, AccountState, Deposit, account, desk_registry, registry
 from tests.api.conftest import Connect
 
 
@@ -50,8 +50,26 @@ async def test_send_and_wait_returns_the_response_or_times_out(connect: Connect)
 
         GATE.hang = True  # the work step never finishes: nobody completes the request
         hung = client.get_or_create("hanger", ["h"])
-        result = await hung.send("jobs", {"value": 1}, wait=True, timeout=0.2)
+        waiter = asyncio.create_task(hung.send("jobs", {"value": 1}, wait=True, timeout=0.2))
+        await GATE.entered.wait()  # the workflow took the request (completable) and works on it
+        await asyncio.sleep(0.2)  # the HTTP client's own deadline is real time: let it pass too
+        assert not waiter.done()  # the wait follows the env's clock, which stands still
+        env.clock.advance(0.2)  # move it without waiting for the hung step (env.advance would wait for it)
+        result = await waiter
         assert result.status == "timedOut" and result.response is None and result.id
+
+
+async def test_a_wait_ends_at_once_when_no_answer_will_come(connect: Connect) -> None:
+    async with TestEnv(desk_registry()) as env:
+        client = await connect(env)
+        desk = client.get_or_create("desk", ["d"])
+        noted = await asyncio.wait_for(desk.send("notes", {"amount": 1}, wait=True, timeout=20), 10)
+        assert (noted.status, noted.response, noted.workflow) == ("received", None, None)
+        failed = await asyncio.wait_for(desk.send("orders", {"amount": 500}, wait=True, timeout=20), 10)
+        assert (failed.status, failed.workflow) == ("received", WorkflowState.FAILED)
+        held = await asyncio.wait_for(desk.send("notes", {"amount": 2}, wait=True, timeout=20), 10)
+        assert (held.status, held.workflow) == ("queued", WorkflowState.FAILED)
+        assert (await desk.state()).entries == [1]
 
 
 async def test_a_repeated_message_id_is_processed_once_and_answered_again(connect: Connect) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dormant.actor import Registry
-from examples.catalog import PATTERNS
+from examples.catalog import MORE_PATTERNS, PATTERNS
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT.parent / "shared" / "reference" / "rivetkit-workflows.md"
@@ -30,7 +30,7 @@ def test_every_pattern_heading_of_the_reference_is_in_the_catalog() -> None:
     assert missing == []
 
 
-@pytest.mark.parametrize("module_name", sorted(set(PATTERNS.values())))
+@pytest.mark.parametrize("module_name", sorted(set(PATTERNS.values()) | set(MORE_PATTERNS.values())))
 def test_each_example_has_a_registry_and_a_test(module_name: str) -> None:
     module = importlib.import_module(f"examples.{module_name}")
     assert isinstance(module.registry, Registry) and module.registry.actors

@@ -95,6 +95,47 @@ async def test_a_changed_kind_diverges() -> None:
         await env.__aexit__(None, None, None)
 
 
+async def test_a_moved_step_is_told_apart_from_a_removed_one() -> None:
+    ran: list[str] = []
+
+    async def reordered(ctx: WorkflowContext) -> str:
+        await ctx.step("b", lambda s: ran.append("b"))  # b and a swapped
+        await ctx.step("a", lambda s: ran.append("a"))
+        await ctx.sleep("pause", 60)
+        return "unreachable"
+
+    store = await run_v1_until_paused()
+    env, handle = await redeploy(store, reordered)
+    try:
+        status = await handle.status()
+        info = status.divergence
+        assert info is not None and (info.recorded, info.requested) == ('step "a"', 'step "b"')
+        assert status.error is not None
+        assert 'step "b" is recorded further on in this scope, after step "a"' in status.error
+        assert "restore the recorded order" in status.error
+        assert "ctx.removed would run it again" in status.error  # retiring "a" is not the fix for a move
+        assert ran == []
+    finally:
+        await env.__aexit__(None, None, None)
+
+
+async def test_a_name_reused_for_another_kind_is_told_to_take_another_name() -> None:
+    async def changed_kind(ctx: WorkflowContext) -> str:
+        await ctx.step("a", lambda s: "a")
+        await ctx.sleep("b", 1)
+        return "unreachable"
+
+    store = await run_v1_until_paused()
+    env, handle = await redeploy(store, changed_kind)
+    try:
+        error = (await handle.status()).error
+        assert error is not None
+        assert 'History recorded "b" as a step here; the code now asks for a sleep' in error
+        assert 'ctx.removed("b", "step") and give the new sleep another name' in error
+    finally:
+        await env.__aexit__(None, None, None)
+
+
 async def test_a_removed_entry_without_removed_diverges() -> None:
     async def dropped_b(ctx: WorkflowContext) -> str:
         await ctx.step("a", lambda s: "a")

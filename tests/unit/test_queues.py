@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -219,21 +220,77 @@ async def test_completing_twice_in_one_run_is_an_error() -> None:
         assert status.error is not None and "already completed" in status.error
 
 
-async def test_receiving_again_before_completing_is_an_error() -> None:
-    async def run(ctx: WorkflowContext) -> None:
-        await ctx.queue.next("first", completable=True)
-        await ctx.queue.next("second")
+class Verdict(BaseModel):
+    factor: int
 
-    a = rpc_actor("forgot", run)
-    async with TestEnv(setup(a)) as env:
-        handle = env.client.get_or_create("forgot", ["k"])
-        await handle.send("ask", {"n": 1})
-        await handle.send("ask", {"n": 2})
+
+def two_step_desk(name: str) -> Any:
+    """A request (completable) waits for a verdict on another queue before it is answered: two receives while
+    the first message is open, across a suspension."""
+    a = actor(name, state=Counter, queues={"ask": queue(Item, response=Answer), "verdict": queue(Verdict)})
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        async def body(loop: WorkflowContext) -> None:
+            request = await loop.queue.next("request", names=["ask"], completable=True)
+            verdict = await loop.queue.next("verdict", names=["verdict"])
+            product = await loop.step("apply", lambda s: request.body.n * verdict.body.factor)
+            assert request.complete is not None
+            await request.complete({"doubled": product})
+
+        await ctx.loop("desk", body)
+
+    return a
+
+
+async def test_a_completable_message_stays_open_while_the_workflow_receives_another() -> None:
+    async with TestEnv(setup(two_step_desk("desk"))) as env:
+        handle = env.client.get_or_create("desk", ["k"])
+        waiter = asyncio.create_task(handle.send("ask", {"n": 4}, wait=True, timeout=60))
         await env.run_until_idle()
         status = await handle.status()
-        assert status.workflow is WorkflowState.FAILED
-        assert status.error is not None and "not completed yet" in status.error
-        assert len(env.store.inbox_ids(handle.ref)) == 1  # the second message was not consumed
+        assert (status.workflow, status.waiting_for.queues) == (WorkflowState.SLEEPING, ["verdict"])
+        assert not waiter.done()
+        await handle.send("verdict", {"factor": 3})
+        result = await asyncio.wait_for(waiter, 5)
+        assert (result.status, result.response) == ("completed", {"doubled": 12})
+        assert env.failures == []
+
+
+async def test_an_open_completable_message_survives_a_redeploy_and_is_answered_once() -> None:
+    async with TestEnv(setup(two_step_desk("desk"))) as env:
+        handle = env.client.get_or_create("desk", ["k"])
+        queued = await handle.send("ask", {"n": 5}, message_id="req-1")
+        await env.run_until_idle()  # received, recorded open; the actor waits for the verdict
+
+    async with TestEnv(setup(two_step_desk("desk")), store=env.store) as again:
+        handle = again.client.get_or_create("desk", ["k"])
+        await handle.send("verdict", {"factor": 2})
+        await again.run_until_idle()
+        result = await handle.send("ask", {"n": 5}, wait=True, timeout=5, message_id=queued.id)
+        assert (result.status, result.response) == ("completed", {"doubled": 10})
+        assert again.store.responses(handle.ref) == {"req-1": {"doubled": 10}}
+        entry = next(e for e in await handle.history() if e.kind.value == "message" and e.name == "request")
+        assert [(m.id, m.completed, m.completable) for m in entry.messages] == [("req-1", True, True)]
+
+
+async def test_two_open_completable_messages_are_answered_in_any_order() -> None:
+    async def run(ctx: WorkflowContext) -> None:
+        first = await ctx.queue.next("first", completable=True)
+        second = await ctx.queue.next("second", completable=True)
+        await ctx.sleep("pause", 10)  # a suspension with both open: replay must restore both
+        assert first.complete is not None and second.complete is not None
+        await second.complete({"doubled": second.body.n * 2})
+        await first.complete({"doubled": first.body.n * 2})
+
+    async with TestEnv(setup(rpc_actor("pair", run))) as env:
+        handle = env.client.get_or_create("pair", ["k"])
+        waiters = [asyncio.create_task(handle.send("ask", {"n": n}, wait=True, timeout=60)) for n in (1, 2)]
+        await env.run_until_idle()
+        await env.advance(10)
+        results = await asyncio.wait_for(asyncio.gather(*waiters), 5)
+        assert [r.response for r in results] == [{"doubled": 2}, {"doubled": 4}]
+        assert (await handle.status()).workflow is WorkflowState.COMPLETED
 
 
 async def test_response_is_validated_against_the_queue_response_model() -> None:

@@ -28,7 +28,7 @@ from dormant.cli.common import (
 from dormant.cli.render import shown, shown_key, status_words
 from dormant.errors import ActorNotFoundError
 from dormant.http.client import HttpClient
-from dormant.models import ActorStatus
+from dormant.models import ActorStatus, SendResult
 from dormant.safetext import printable
 
 
@@ -80,14 +80,19 @@ async def state(actor: ActorArgument, key: KeyArgument, url: UrlOption = DEFAULT
 async def send(actor: ActorArgument, key: KeyArgument,
                queue: Annotated[str, typer.Argument(help="The queue's name", show_default=False)],
                body: Annotated[str, typer.Argument(help="The message body (JSON)", show_default=False)],
-               wait: Annotated[bool, typer.Option("--wait", help="Wait until the workflow completes the message")]
+               wait: Annotated[bool, typer.Option(
+                   "--wait", help="Wait until the workflow answers the message, or until it is clear that no answer "
+                                  "will come")]
                = False,
                timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds", min=0.001)]
                = 30.0,
                message_id: Annotated[str | None, typer.Option(
                    "--id", help="Message id (a re-send with the same id is ignored)", show_default=False)] = None,
                url: UrlOption = DEFAULT_URL, token: TokenOption = None, json: JsonOption = False) -> int:
-    """Send a message to one of the actor's queues (creating the actor if needed)."""
+    """Send a message to one of the actor's queues (creating the actor if needed).
+
+    Exit code 0 when the message is queued (or, with --wait, answered or received without an answer), 1 when
+    --wait timed out, 3 when the actor's workflow has stopped or ended, so the message is not processed."""
     payload = parse_json(body, "the body")
     async with client(url, token) as http:
         result = await http.get_or_create(actor, key_parts(key)).send(queue, payload, wait=wait, timeout=timeout,
@@ -98,8 +103,33 @@ async def send(actor: ActorArgument, key: KeyArgument,
         out.print(f"completed (message {escape(result.id)}); response:")
         out.print_json(jsonlib.dumps(result.response))
     else:
-        out.print(f"{result.status} (message {escape(result.id)})")
-    return 0 if result.status != "timedOut" else 1
+        out.print(send_outcome(result, timeout))
+    if result.workflow is not None:
+        return 3
+    return 1 if result.status == "timedOut" else 0
+
+
+def send_outcome(result: SendResult, timeout: float) -> str:
+    """One line saying what became of a message that got no response."""
+    line = f"{result.status} (message {escape(result.id)})"
+    stopped = result.workflow.value if result.workflow is not None else None
+    if stopped in ("completed", "terminated"):
+        if result.status == "queued":
+            return (f"{line}: the actor's workflow has ended ({stopped}); the message was not processed and never "
+                    "will be")
+        return f"{line}: the workflow took the message, then ended ({stopped}) without answering it"
+    if stopped is not None:
+        if result.status == "queued":
+            return (f"{line}: the actor's workflow is {stopped}; the message waits in its inbox and runs after an "
+                    "operator resumes the actor (dormant resume)")
+        return f"{line}: the workflow took the message, then stopped ({stopped}) before answering it"
+    if result.status == "received":
+        return (f"{line}: the workflow took it without answering (a receive without completable=True, or its loop "
+                "iteration ended before complete()): no response will come")
+    if result.status == "timedOut":
+        return (f"{line}: no answer within {timeout:g} s; the message is stored and may still be answered "
+                f"(send again with --id {escape(result.id)} --wait to keep waiting)")
+    return line
 
 
 @command

@@ -148,13 +148,18 @@ def _actor_paths(definition: ActorDefinition, schemas: _Schemas) -> dict[str, An
             responses={
                 "202": _json({"type": "object", "required": ["status", "id"], "properties": {
                     "status": {"const": "queued"}, "id": {"type": "string"},
-                    "workflow": {"enum": ["failed", "diverged", "rolling_back"],
-                                 "description": "Set when the workflow has stopped on an error: the message is "
-                                                "stored and runs after an operator resumes the actor"}}},
+                    "workflow": {"enum": ["failed", "diverged", "rolling_back", "completed", "terminated"],
+                                 "description": "Set when the workflow has stopped on an error (the message is "
+                                                "stored and runs after an operator resumes the actor) or, "
+                                                "during a wait, ended (it never runs)"}}},
                     "Queued"),
                 "200": _json({"type": "object", "required": ["status", "id"], "properties": {
-                    "status": {"enum": ["completed", "timedOut"]}, "id": {"type": "string"},
-                    "response": response}}, "Completed (with the response) or timed out"),
+                    "status": {"enum": ["completed", "received", "timedOut"]}, "id": {"type": "string"},
+                    "response": response,
+                    "workflow": {"enum": ["failed", "diverged", "rolling_back", "completed", "terminated"],
+                                 "description": "With received: the workflow took the message, then stopped "
+                                                "or ended without answering"}}},
+                    "Completed (with the response), received without an answer, or timed out"),
                 **_error_responses(schemas, 400, 404, 409, 413, 415, 422, 503)})}
     for action_name, fn in definition.actions.items():
         types, required, variadic, _ = _action_signature(definition, action_name)

@@ -8,9 +8,11 @@ past the moment: the wake-up then never waits for time that will not pass by its
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 
 class SystemClock:
@@ -27,23 +29,38 @@ class SystemClock:
             await asyncio.sleep(delay)
 
 
+sleeping_party: contextvars.ContextVar[object | None] = contextvars.ContextVar("sleeping_party", default=None)
+"""Who a sleep on a clock that jumps belongs to, as its test harness sees it (e.g. the wake-up whose task set
+it: tasks started inside inherit it). `Sleepers.pending` reports it beside each sleeper's moment, so the harness
+can tell a wake-up that waits for the clock from one that is busy, and which moment to move the clock to."""
+
+
+@dataclass(frozen=True)
+class Sleeper:
+    """A sleep in progress: until `moment`, on behalf of `party` (see `sleeping_party`)."""
+
+    moment: float
+    party: object | None
+
+
 class Sleepers:
     """Sleeps on a clock that jumps: each sleeper re-reads the clock when it is moved (thread-safe)."""
 
     def __init__(self) -> None:
-        self._waiting: set[asyncio.Future[None]] = set()
+        self._waiting: dict[asyncio.Future[None], Sleeper] = {}
         self._lock = threading.Lock()
 
     async def sleep_until(self, now: Callable[[], float], moment: float, *, realtime: bool) -> None:
         """Return once `now()` >= moment; with `realtime`, time also passes by itself meanwhile."""
         loop = asyncio.get_running_loop()
+        sleeper = Sleeper(moment, sleeping_party.get())
         while True:
             remaining = moment - now()
             if remaining <= 0:
                 return
             future: asyncio.Future[None] = loop.create_future()
             with self._lock:
-                self._waiting.add(future)
+                self._waiting[future] = sleeper
             try:
                 if realtime:
                     await asyncio.wait([future], timeout=remaining)
@@ -51,7 +68,12 @@ class Sleepers:
                     await future
             finally:
                 with self._lock:
-                    self._waiting.discard(future)
+                    self._waiting.pop(future, None)
+
+    def pending(self) -> list[Sleeper]:
+        """The sleeps in progress (each one's moment is still ahead of the clock, unless it just moved)."""
+        with self._lock:
+            return list(self._waiting.values())
 
     def moved(self) -> None:
         """The clock moved: every sleeper looks at it again."""
@@ -100,3 +122,7 @@ class OffsetClock:
 
     async def sleep_until(self, moment: float) -> None:
         await self._sleepers.sleep_until(self.now, moment, realtime=self.realtime)
+
+    def sleeping(self) -> list[Sleeper]:
+        """The sleeps on this clock in progress (a test harness reads them: see `sleeping_party`)."""
+        return self._sleepers.pending()

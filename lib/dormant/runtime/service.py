@@ -47,6 +47,7 @@ from dormant.ports import (
 from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
+from dormant.runtime.replies import await_reply
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft, StateCell, to_json
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
@@ -156,8 +157,9 @@ class ActorService:
                    timeout: float | None = None, message_id: str | None = None,
                    actor_input: Any = None, derived_id: bool = False, sender: Caller | None = None
                    ) -> SendResult:
-        """Persist a message in the actor's inbox and wake it; optionally wait for `complete()`. The workflow
-        sees `sender` as the received message's `sender`.
+        """Persist a message in the actor's inbox and wake it; optionally wait for `complete()` (`timeout` in
+        seconds of the service's clock), or until it is clear that no answer will come. The workflow sees
+        `sender` as the received message's `sender`.
 
         A `message_id` given by the caller is an idempotency key: the same id with the same queue and body
         is the same message, with another queue or body IdempotencyConflictError. Ids a step derives
@@ -188,10 +190,12 @@ class ActorService:
             return SendResult(status="queued", id=message.id, workflow=state)
         if not wait:
             return SendResult(status="queued", id=message.id)
-        found, response = await self.store.wait_response(ref, message.id, timeout or DEFAULT_WAIT_TIMEOUT)
-        if not found:
-            return SendResult(status="timedOut", id=message.id)
-        return SendResult(status="completed", id=message.id, response=response)
+        return await self.await_reply(ref, message.id, timeout or DEFAULT_WAIT_TIMEOUT)
+
+    async def await_reply(self, ref: ActorRef, message_id: str, timeout: float) -> SendResult:
+        """Wait for the answer to a stored message, or until it is clear that none will come, at most `timeout`
+        seconds of the service's clock (dormant.runtime.replies)."""
+        return await await_reply(self.store, self.clock, ref, message_id, timeout)
 
     async def _deliver(self, ref: ActorRef, message: InboxMessage, *, creation: Creation | None = None,
                        at: float | None = None, compare: bool = False) -> None:

@@ -63,6 +63,9 @@ class RecordedMessage(BaseModel):
     created_at: float
     completed: bool = False
     sender: Caller | None = None  # who sent it (None: recorded before senders were, or sent in-process)
+    # Whether the receive was completable: a sender waiting on a message received without it learns at once
+    # that no answer will come (None: recorded before receives recorded it).
+    completable: bool | None = None
 
 
 class HistoryEntry(BaseModel):

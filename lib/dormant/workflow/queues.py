@@ -1,4 +1,10 @@
-"""`ctx.queue.next` / `next_batch`: durable receives from the actor's typed inbox."""
+"""`ctx.queue.next` / `next_batch`: durable receives from the actor's typed inbox.
+
+Completable messages may stay uncompleted while the workflow receives others (a request, then a person's
+decision on another queue, then the answer): a message leaves the inbox in the commit that records its
+receipt, so a later receive cannot see it again, and its completion is recorded on its own entry by message
+id, so each one replays on its own (RivetKit forbids this because its completable messages stay in the
+queue, visible to the next receive, until completed)."""
 
 from __future__ import annotations
 
@@ -36,7 +42,6 @@ class QueueApi:
 
     def __init__(self, ctx: WorkflowContext) -> None:
         self._ctx = ctx
-        self._uncompleted: dict[str, str] = {}  # message id -> wait name, for this scope
 
     async def next(self, name: str, *, names: Sequence[str] | None = None, completable: bool = False,
                    timeout: float | timedelta | None = None) -> QueueMessage:
@@ -61,11 +66,6 @@ class QueueApi:
         ctx._check_cancelled()
         if count < 1:
             raise ValueError(f'queue wait "{name}": count must be >= 1, got {count}')
-        if self._uncompleted:
-            pending = ", ".join(f"{mid} (from {w})" for mid, w in self._uncompleted.items())
-            raise WorkflowDefinitionError(
-                f'queue wait "{name}": the completable message {pending} is not completed yet; call '
-                "`await message.complete(...)` before receiving the next message")
         declared = ex.host.queue_names()
         wanted = frozenset(names) if names else frozenset(declared)
         unknown = sorted(wanted - set(declared))
@@ -92,7 +92,7 @@ class QueueApi:
                 taken = ex.take_messages(wanted, count)
                 if taken:
                     entry.messages = [RecordedMessage(id=m.id, name=m.name, body=m.body, created_at=m.created_at,
-                                                      sender=m.sender) for m in taken]
+                                                      sender=m.sender, completable=completable) for m in taken]
                     entry.status = EntryStatus.COMPLETED
                     ex.touch(entry)
                     break
@@ -112,8 +112,6 @@ class QueueApi:
         message = QueueMessage(id=recorded.id, name=recorded.name, body=body, created_at=recorded.created_at,
                                sender=recorded.sender)
         if completable:
-            if not recorded.completed:
-                self._uncompleted[recorded.id] = entry.name
             message.complete = self._completer(entry, recorded)
         return message
 
@@ -127,12 +125,10 @@ class QueueApi:
                 raise WorkflowDefinitionError(f"queue message {recorded.id} is already completed")
             if recorded.completed or ex.rolling_back:
                 done_in_this_run = True
-                self._uncompleted.pop(recorded.id, None)
                 return  # replay: the response is already stored
             encoded = ex.host.encode_response(recorded.name, response)  # may raise: then nothing changed
             ex.check_response(recorded.id, encoded)  # too big to store: raises here, catchable, nothing changed
             done_in_this_run = True
-            self._uncompleted.pop(recorded.id, None)
             ex.add_response(recorded.id, encoded)
             recorded.completed = True
             ex.touch(entry)

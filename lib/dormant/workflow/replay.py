@@ -111,15 +111,29 @@ class Scope:
                 return entry
             raise HistoryDivergedError(
                 location=self.child(name), recorded=describe(entry), requested=f'{kind.value} "{name}"',
-                code_site=user_code_site(),
-                hint="The code changed under a running actor. Restore the old entry, or retire it with "
-                     f'ctx.removed("{entry.name}", "{entry.kind.value}") if it is gone for good.')
+                code_site=user_code_site(), hint=self._mismatch_hint(entry, kind, name))
         if self.sealed:
             raise HistoryDivergedError(
                 location=self.child(name), recorded="nothing more (this branch completed in history)",
                 requested=f'{kind.value} "{name}"', code_site=user_code_site(),
                 hint="A completed join/race branch cannot grow new entries; restore the old branch code.")
         return None
+
+    def _mismatch_hint(self, entry: Entry, kind: EntryKind, name: str) -> str:
+        """What to do when the code asks for `kind name` where history has `entry` next."""
+        retire = f'ctx.removed("{entry.name}", "{entry.kind.value}")'
+        if entry.name == name:
+            return (f'History recorded "{name}" as a {entry.kind.value} here; the code now asks for a {kind.value}. '
+                    f"Restore the {entry.kind.value}, or retire it with {retire} and give the new {kind.value} "
+                    "another name (names are unique per scope).")
+        later = next((e for e in self._recorded[self._position + 1:] if e.kind is kind and e.name == name), None)
+        if later is not None:  # recorded further on: the code moved it up, or what comes first is gone
+            return (f"{describe(later)} is recorded further on in this scope, after {describe(entry)}. If the code "
+                    "only moved entries, restore the recorded order: replay matches entries in recorded order, and "
+                    f"retiring {describe(entry)} with ctx.removed would run it again wherever the code now asks "
+                    f"for it. If {describe(entry)} is gone for good, retire it with {retire} where it was.")
+        return ("The code changed under a running actor. Restore the old entry, or retire it with "
+                f"{retire} if it is gone for good; new entries go after the recorded ones.")
 
     def skip_removed(self, name: str, kinds: tuple[EntryKind, ...]) -> bool:
         """`removed(name, kind)`: consume the next recorded entry if it is the retired one."""
