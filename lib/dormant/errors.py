@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from dormant.workflow.errors import DormantError
 
 if TYPE_CHECKING:
-    from dormant.limits import Limit
+    from dormant.limits import ServiceLimit
 
 
 class UnknownActorError(DormantError):
@@ -74,7 +74,7 @@ class StorageRefusedError(StorageError):
 class ItemTooLargeError(StorageRefusedError):
     """A record is over the store's item size limit (dormant.limits); retrying cannot help."""
 
-    limit: Limit | None = None  # the limit it is over (dormant.limits), when Dormant's own check refused it
+    limit: ServiceLimit | None = None  # the limit it is over (dormant.limits), when Dormant's own check refused it
 
 
 class TransportError(DormantError):

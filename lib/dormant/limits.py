@@ -9,7 +9,7 @@ Three kinds:
   key (`<20 digits>#<id>`), and DynamoDB limits every sort key, of a table or an index, to 1,024 bytes.
 
 Every request path (the in-process client, the HTTP API, the worker) checks these before its first write, so a
-value that cannot be stored is refused with an error naming its `Limit`, and nothing is stored or sent. Sizes are
+value that cannot be stored is refused with an error naming its `ServiceLimit`, and nothing is stored or sent. Sizes are
 UTF-8 bytes, counted the way DynamoDB counts an item (attribute names plus values).
 """
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Limit:
+class ServiceLimit:
     """One limit: what it bounds, its maximum (and minimum), its unit, and why it is what it is."""
 
     name: str
@@ -47,70 +47,70 @@ class Limit:
 
 
 # -- the services' limits ----------------------------------------------------------------------------------------
-DYNAMODB_ITEM = Limit("DynamoDB item", 409_600, "bytes", "DynamoDB's item size limit, 400 KB: attribute names and "
+DYNAMODB_ITEM = ServiceLimit("DynamoDB item", 409_600, "bytes", "DynamoDB's item size limit, 400 KB: attribute names and "
                       "values", source="dynamodb")
-ITEM = Limit("stored item", 400_000, "bytes", "DynamoDB allows 409,600 bytes (400 KB) and moto, which `dormant dev` "
+ITEM = ServiceLimit("stored item", 400_000, "bytes", "DynamoDB allows 409,600 bytes (400 KB) and moto, which `dormant dev` "
              "runs on, refuses items over 405,000: every item Dormant writes stays within 400,000", source="dormant")
-INDEXED_ITEM = Limit("item in the pending index", 200_000, "bytes", "an item with a local secondary index key is "
+INDEXED_ITEM = ServiceLimit("item in the pending index", 200_000, "bytes", "an item with a local secondary index key is "
                      "stored twice (table and index), and DynamoDB counts both copies against 400 KB: an inbox item "
                      "is refused over 204,800 bytes by DynamoDB", source="dynamodb")
-PARTITION_KEY = Limit("partition key", 2_048, "bytes", "DynamoDB's limit on a partition key value, of a table or a "
+PARTITION_KEY = ServiceLimit("partition key", 2_048, "bytes", "DynamoDB's limit on a partition key value, of a table or a "
                       "global index", source="dynamodb")
-SORT_KEY = Limit("sort key", 1_024, "bytes", "DynamoDB's limit on a sort key value, of a table or an index",
+SORT_KEY = ServiceLimit("sort key", 1_024, "bytes", "DynamoDB's limit on a sort key value, of a table or an index",
                  source="dynamodb")
-TABLE_NAME = Limit("table name", 255, "characters", "DynamoDB: 3 to 255 of a-z A-Z 0-9 _ - .", minimum=3,
+TABLE_NAME = ServiceLimit("table name", 255, "characters", "DynamoDB: 3 to 255 of a-z A-Z 0-9 _ - .", minimum=3,
                    source="dynamodb")
-INDEX_NAME = Limit("index name", 255, "characters", "DynamoDB: 3 to 255 of a-z A-Z 0-9 _ - .", minimum=3,
+INDEX_NAME = ServiceLimit("index name", 255, "characters", "DynamoDB: 3 to 255 of a-z A-Z 0-9 _ - .", minimum=3,
                    source="dynamodb")
-BATCH_WRITE = Limit("BatchWriteItem", 25, "items", "DynamoDB: 25 puts or deletes per request (Dormant writes "
+BATCH_WRITE = ServiceLimit("BatchWriteItem", 25, "items", "DynamoDB: 25 puts or deletes per request (Dormant writes "
                     "tombstones, responses, events and deletions in pages of 25)", source="dynamodb")
-BATCH_GET = Limit("BatchGetItem", 100, "keys", "DynamoDB: 100 keys per request", source="dynamodb")
-QUERY_PAGE = Limit("Query page", 1_048_576, "bytes", "DynamoDB returns at most 1 MB per Query page (Dormant "
+BATCH_GET = ServiceLimit("BatchGetItem", 100, "keys", "DynamoDB: 100 keys per request", source="dynamodb")
+QUERY_PAGE = ServiceLimit("Query page", 1_048_576, "bytes", "DynamoDB returns at most 1 MB per Query page (Dormant "
                    "follows LastEvaluatedKey)", source="dynamodb")
-EXPRESSION = Limit("expression", 4_096, "bytes", "DynamoDB: a condition or key expression is at most 4 KB (Dormant's "
+EXPRESSION = ServiceLimit("expression", 4_096, "bytes", "DynamoDB: a condition or key expression is at most 4 KB (Dormant's "
                    "are fixed and short: no user value is ever part of an expression)", source="dynamodb")
-SQS_MESSAGE = Limit("SQS message", 262_144, "bytes", "SQS: 256 KiB per message (AWS now accepts 1 MiB; moto and "
+SQS_MESSAGE = ServiceLimit("SQS message", 262_144, "bytes", "SQS: 256 KiB per message (AWS now accepts 1 MiB; moto and "
                     "LocalStack enforce 256 KiB)", source="sqs")
-SQS_DELAY = Limit("SQS delay", 900, "seconds", "SQS: DelaySeconds of at most 15 minutes (longer timers hop)",
+SQS_DELAY = ServiceLimit("SQS delay", 900, "seconds", "SQS: DelaySeconds of at most 15 minutes (longer timers hop)",
                   source="sqs")
-SQS_GROUP_ID = Limit("FIFO message group id", 128, "characters", "SQS: longer actor ids are hashed into a group id",
+SQS_GROUP_ID = ServiceLimit("FIFO message group id", 128, "characters", "SQS: longer actor ids are hashed into a group id",
                      source="sqs")
-QUEUE_NAME = Limit("queue name", 80, "characters", "SQS: 1 to 80 of a-z A-Z 0-9 _ -, with `.fifo` at the end of a "
+QUEUE_NAME = ServiceLimit("queue name", 80, "characters", "SQS: 1 to 80 of a-z A-Z 0-9 _ -, with `.fifo` at the end of a "
                    "FIFO queue's name", minimum=1, source="sqs")
-LAMBDA_PAYLOAD = Limit("Lambda request or response", 6_291_456, "bytes", "Lambda: 6 MB per synchronous invocation's "
+LAMBDA_PAYLOAD = ServiceLimit("Lambda request or response", 6_291_456, "bytes", "Lambda: 6 MB per synchronous invocation's "
                        "request and response (what API Gateway sends the API function and gets back)",
                        source="lambda")
-API_GATEWAY_PAYLOAD = Limit("API Gateway payload", 10_485_760, "bytes", "API Gateway (HTTP API): 10 MB per request",
+API_GATEWAY_PAYLOAD = ServiceLimit("API Gateway payload", 10_485_760, "bytes", "API Gateway (HTTP API): 10 MB per request",
                             source="api-gateway")
 
-S3_OBJECT_KEY = Limit("S3 object key", 1_024, "bytes", "S3: object keys are at most 1,024 bytes (Dormant's are about "
+S3_OBJECT_KEY = ServiceLimit("S3 object key", 1_024, "bytes", "S3: object keys are at most 1,024 bytes (Dormant's are about "
                       "150: a prefix, the actor id's hash, a content hash)", source="s3")
-BUCKET_NAME = Limit("S3 bucket name", 63, "characters", "S3: 3 to 63 of a-z 0-9 . -, starting and ending with a letter "
+BUCKET_NAME = ServiceLimit("S3 bucket name", 63, "characters", "S3: 3 to 63 of a-z 0-9 . -, starting and ending with a letter "
                     "or a digit", minimum=3, source="s3")
-VALUE = Limit("stored value", 32 * 1024 * 1024, "bytes", "one value Dormant stores — a state, a step result, a "
+VALUE = ServiceLimit("stored value", 32 * 1024 * 1024, "bytes", "one value Dormant stores — a state, a step result, a "
               "message body, an action's arguments, an actor's input, a response, an event payload — as JSON. Values "
               "over the offload threshold are kept in S3 and the log holds a reference; this ceiling keeps a wake-up "
               "within a 512 MB Lambda function's memory (raise MemorySize for state of many small objects)")
 
 # -- derived from the storage layout -----------------------------------------------------------------------------
 _LONGEST_STATUS = "rolling_back"  # dormant.workflow.history.WorkflowState's longest value
-ACTOR_ID = Limit("actor id", SORT_KEY.maximum - len(_LONGEST_STATUS) - 1, "bytes",
+ACTOR_ID = ServiceLimit("actor id", SORT_KEY.maximum - len(_LONGEST_STATUS) - 1, "bytes",
                  "an actor's storage id — its type and key parts, percent-encoded, joined by '/' — is part of the "
                  "`status` index's sort key `<status>#<actor id>`, which DynamoDB limits to 1,024 bytes; a non-ASCII "
                  "character takes 6 to 12 bytes once encoded")
-KEY_PART = Limit("actor key part", 512, "characters", "each part of an actor key: 1 to 512 characters of valid UTF-8",
+KEY_PART = ServiceLimit("actor key part", 512, "characters", "each part of an actor key: 1 to 512 characters of valid UTF-8",
                  minimum=1)
 _ORDER_PREFIX = 21  # `<20-digit nanoseconds>#` before the id in the `pending` index's sort key (dormant.aws.messages)
-MESSAGE_ID = Limit("message id", SORT_KEY.maximum - _ORDER_PREFIX, "bytes",
+MESSAGE_ID = ServiceLimit("message id", SORT_KEY.maximum - _ORDER_PREFIX, "bytes",
                    "a message id (an Idempotency-Key) is part of the `pending` index's sort key `<20 digits>#<id>`, "
                    "which DynamoDB limits to 1,024 bytes", minimum=1)
-HTTP_MESSAGE_ID = Limit("Idempotency-Key header", 128, "characters", "over HTTP an Idempotency-Key is 1 to 128 "
+HTTP_MESSAGE_ID = ServiceLimit("Idempotency-Key header", 128, "characters", "over HTTP an Idempotency-Key is 1 to 128 "
                         "printable ASCII characters without spaces", minimum=1)
-CARRIED_MESSAGE = Limit("message as its wake-up carries it", 240 * 1024, "bytes",
+CARRIED_MESSAGE = ServiceLimit("message as its wake-up carries it", 240 * 1024, "bytes",
                         "a send's wake-up carries the message (and the actor's input when the send creates the actor) "
                         "in one SQS message of 256 KiB; the rest is the envelope")
 
-LIMITS: tuple[Limit, ...] = (
+LIMITS: tuple[ServiceLimit, ...] = (
     ITEM, INDEXED_ITEM, DYNAMODB_ITEM, PARTITION_KEY, SORT_KEY, ACTOR_ID, KEY_PART, MESSAGE_ID, HTTP_MESSAGE_ID,
     CARRIED_MESSAGE, TABLE_NAME, INDEX_NAME, QUEUE_NAME, BATCH_WRITE, BATCH_GET, QUERY_PAGE, EXPRESSION, SQS_MESSAGE,
     SQS_DELAY, SQS_GROUP_ID, LAMBDA_PAYLOAD, API_GATEWAY_PAYLOAD, VALUE, S3_OBJECT_KEY, BUCKET_NAME)

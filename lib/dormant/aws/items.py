@@ -12,7 +12,7 @@ from typing import Any
 
 from dormant.aws.offload import refs_in_text, resolve, sha_of
 from dormant.errors import ItemTooLargeError
-from dormant.limits import ITEM, Limit
+from dormant.limits import ITEM, ServiceLimit
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
 from dormant.workflow.history import HistoryEntry, WorkflowRecord
 
@@ -213,7 +213,7 @@ class TornRead(Exception):
 
 
 def too_large(ref: ActorRef, what: str, size: int, parts: Iterable[tuple[str, int]],
-              limit: Limit = ITEM) -> ItemTooLargeError:
+              limit: ServiceLimit = ITEM) -> ItemTooLargeError:
     parts = list(parts)
     biggest = max(parts, key=lambda part: part[1], default=("(nothing)", 0))
     error = ItemTooLargeError(

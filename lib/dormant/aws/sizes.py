@@ -9,7 +9,7 @@ from typing import Any
 
 from dormant.aws.items import ITEM_LIMIT, Head, Side, item_size, json_size, too_large
 from dormant.errors import InvalidMessageIdError
-from dormant.limits import INDEXED_ITEM, ITEM, MESSAGE_ID, SORT_KEY, Limit
+from dormant.limits import INDEXED_ITEM, ITEM, MESSAGE_ID, SORT_KEY, ServiceLimit
 from dormant.ports import ActorRef
 
 SNAPSHOT_OVERHEAD = 256  # a snapshot item's keys, attributes and JSON framing around its parts
@@ -22,7 +22,7 @@ class SizeChecks:
         self.item_limit = item_limit
 
     def item(self, ref: ActorRef, what: str, item: dict[str, dict[str, Any]], parts: Iterable[tuple[str, int]],
-             *, limit: Limit = ITEM) -> None:
+             *, limit: ServiceLimit = ITEM) -> None:
         """`item` as a whole within `limit` (scaled when `item_limit` was raised)."""
         size = item_size(item)
         if size > limit.maximum * self.item_limit // ITEM_LIMIT:
