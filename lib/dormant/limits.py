@@ -47,73 +47,192 @@ class ServiceLimit:
 
 
 # -- the services' limits ----------------------------------------------------------------------------------------
-DYNAMODB_ITEM = ServiceLimit("DynamoDB item", 409_600, "bytes", "DynamoDB's item size limit, 400 KB: attribute names and "
-                      "values", source="dynamodb")
-ITEM = ServiceLimit("stored item", 400_000, "bytes", "DynamoDB allows 409,600 bytes (400 KB) and moto, which `dormant dev` "
-             "runs on, refuses items over 405,000: every item Dormant writes stays within 400,000", source="dormant")
-INDEXED_ITEM = ServiceLimit("item in the pending index", 200_000, "bytes", "an item with a local secondary index key is "
-                     "stored twice (table and index), and DynamoDB counts both copies against 400 KB: an inbox item "
-                     "is refused over 204,800 bytes by DynamoDB", source="dynamodb")
-PARTITION_KEY = ServiceLimit("partition key", 2_048, "bytes", "DynamoDB's limit on a partition key value, of a table or a "
-                      "global index", source="dynamodb")
-SORT_KEY = ServiceLimit("sort key", 1_024, "bytes", "DynamoDB's limit on a sort key value, of a table or an index",
-                 source="dynamodb")
-TABLE_NAME = ServiceLimit("table name", 255, "characters", "DynamoDB: 3 to 255 of a-z A-Z 0-9 _ - .", minimum=3,
-                   source="dynamodb")
-INDEX_NAME = ServiceLimit("index name", 255, "characters", "DynamoDB: 3 to 255 of a-z A-Z 0-9 _ - .", minimum=3,
-                   source="dynamodb")
-BATCH_WRITE = ServiceLimit("BatchWriteItem", 25, "items", "DynamoDB: 25 puts or deletes per request (Dormant writes "
-                    "tombstones, responses, events and deletions in pages of 25)", source="dynamodb")
+DYNAMODB_ITEM = ServiceLimit(
+    "DynamoDB item",
+    409_600,
+    "bytes",
+    "DynamoDB's item size limit, 400 KB: attribute names and values",
+    source="dynamodb",
+)
+ITEM = ServiceLimit(
+    "stored item",
+    400_000,
+    "bytes",
+    "DynamoDB allows 409,600 bytes (400 KB) and moto, which `dormant dev` "
+    "runs on, refuses items over 405,000: every item Dormant writes stays within 400,000",
+    source="dormant",
+)
+INDEXED_ITEM = ServiceLimit(
+    "item in the pending index",
+    200_000,
+    "bytes",
+    "an item with a local secondary index key is "
+    "stored twice (table and index), and DynamoDB counts both copies against 400 KB: an inbox item "
+    "is refused over 204,800 bytes by DynamoDB",
+    source="dynamodb",
+)
+PARTITION_KEY = ServiceLimit(
+    "partition key",
+    2_048,
+    "bytes",
+    "DynamoDB's limit on a partition key value, of a table or a global index",
+    source="dynamodb",
+)
+SORT_KEY = ServiceLimit(
+    "sort key", 1_024, "bytes", "DynamoDB's limit on a sort key value, of a table or an index", source="dynamodb"
+)
+TABLE_NAME = ServiceLimit(
+    "table name", 255, "characters", "DynamoDB: 3 to 255 of a-z A-Z 0-9 _ - .", minimum=3, source="dynamodb"
+)
+INDEX_NAME = ServiceLimit(
+    "index name", 255, "characters", "DynamoDB: 3 to 255 of a-z A-Z 0-9 _ - .", minimum=3, source="dynamodb"
+)
+BATCH_WRITE = ServiceLimit(
+    "BatchWriteItem",
+    25,
+    "items",
+    "DynamoDB: 25 puts or deletes per request (Dormant writes "
+    "tombstones, responses, events and deletions in pages of 25)",
+    source="dynamodb",
+)
 BATCH_GET = ServiceLimit("BatchGetItem", 100, "keys", "DynamoDB: 100 keys per request", source="dynamodb")
-QUERY_PAGE = ServiceLimit("Query page", 1_048_576, "bytes", "DynamoDB returns at most 1 MB per Query page (Dormant "
-                   "follows LastEvaluatedKey)", source="dynamodb")
-EXPRESSION = ServiceLimit("expression", 4_096, "bytes", "DynamoDB: a condition or key expression is at most 4 KB (Dormant's "
-                   "are fixed and short: no user value is ever part of an expression)", source="dynamodb")
-SQS_MESSAGE = ServiceLimit("SQS message", 262_144, "bytes", "SQS: 256 KiB per message (AWS now accepts 1 MiB; moto and "
-                    "LocalStack enforce 256 KiB)", source="sqs")
-SQS_DELAY = ServiceLimit("SQS delay", 900, "seconds", "SQS: DelaySeconds of at most 15 minutes (longer timers hop)",
-                  source="sqs")
-SQS_GROUP_ID = ServiceLimit("FIFO message group id", 128, "characters", "SQS: longer actor ids are hashed into a group id",
-                     source="sqs")
-QUEUE_NAME = ServiceLimit("queue name", 80, "characters", "SQS: 1 to 80 of a-z A-Z 0-9 _ -, with `.fifo` at the end of a "
-                   "FIFO queue's name", minimum=1, source="sqs")
-LAMBDA_PAYLOAD = ServiceLimit("Lambda request or response", 6_291_456, "bytes", "Lambda: 6 MB per synchronous invocation's "
-                       "request and response (what API Gateway sends the API function and gets back)",
-                       source="lambda")
-API_GATEWAY_PAYLOAD = ServiceLimit("API Gateway payload", 10_485_760, "bytes", "API Gateway (HTTP API): 10 MB per request",
-                            source="api-gateway")
+QUERY_PAGE = ServiceLimit(
+    "Query page",
+    1_048_576,
+    "bytes",
+    "DynamoDB returns at most 1 MB per Query page (Dormant follows LastEvaluatedKey)",
+    source="dynamodb",
+)
+EXPRESSION = ServiceLimit(
+    "expression",
+    4_096,
+    "bytes",
+    "DynamoDB: a condition or key expression is at most 4 KB (Dormant's "
+    "are fixed and short: no user value is ever part of an expression)",
+    source="dynamodb",
+)
+SQS_MESSAGE = ServiceLimit(
+    "SQS message",
+    262_144,
+    "bytes",
+    "SQS: 256 KiB per message (AWS now accepts 1 MiB; moto and LocalStack enforce 256 KiB)",
+    source="sqs",
+)
+SQS_DELAY = ServiceLimit(
+    "SQS delay", 900, "seconds", "SQS: DelaySeconds of at most 15 minutes (longer timers hop)", source="sqs"
+)
+SQS_GROUP_ID = ServiceLimit(
+    "FIFO message group id", 128, "characters", "SQS: longer actor ids are hashed into a group id", source="sqs"
+)
+QUEUE_NAME = ServiceLimit(
+    "queue name",
+    80,
+    "characters",
+    "SQS: 1 to 80 of a-z A-Z 0-9 _ -, with `.fifo` at the end of a FIFO queue's name",
+    minimum=1,
+    source="sqs",
+)
+LAMBDA_PAYLOAD = ServiceLimit(
+    "Lambda request or response",
+    6_291_456,
+    "bytes",
+    "Lambda: 6 MB per synchronous invocation's "
+    "request and response (what API Gateway sends the API function and gets back)",
+    source="lambda",
+)
+API_GATEWAY_PAYLOAD = ServiceLimit(
+    "API Gateway payload", 10_485_760, "bytes", "API Gateway (HTTP API): 10 MB per request", source="api-gateway"
+)
 
-S3_OBJECT_KEY = ServiceLimit("S3 object key", 1_024, "bytes", "S3: object keys are at most 1,024 bytes (Dormant's are about "
-                      "150: a prefix, the actor id's hash, a content hash)", source="s3")
-BUCKET_NAME = ServiceLimit("S3 bucket name", 63, "characters", "S3: 3 to 63 of a-z 0-9 . -, starting and ending with a letter "
-                    "or a digit", minimum=3, source="s3")
-VALUE = ServiceLimit("stored value", 32 * 1024 * 1024, "bytes", "one value Dormant stores — a state, a step result, a "
-              "message body, an action's arguments, an actor's input, a response, an event payload — as JSON. Values "
-              "over the offload threshold are kept in S3 and the log holds a reference; this ceiling keeps a wake-up "
-              "within a 512 MB Lambda function's memory (raise MemorySize for state of many small objects)")
+S3_OBJECT_KEY = ServiceLimit(
+    "S3 object key",
+    1_024,
+    "bytes",
+    "S3: object keys are at most 1,024 bytes (Dormant's are about 150: a prefix, the actor id's hash, a content hash)",
+    source="s3",
+)
+BUCKET_NAME = ServiceLimit(
+    "S3 bucket name",
+    63,
+    "characters",
+    "S3: 3 to 63 of a-z 0-9 . -, starting and ending with a letter or a digit",
+    minimum=3,
+    source="s3",
+)
+VALUE = ServiceLimit(
+    "stored value",
+    32 * 1024 * 1024,
+    "bytes",
+    "one value Dormant stores — a state, a step result, a "
+    "message body, an action's arguments, an actor's input, a response, an event payload — as JSON. Values "
+    "over the offload threshold are kept in S3 and the log holds a reference; this ceiling keeps a wake-up "
+    "within a 512 MB Lambda function's memory (raise MemorySize for state of many small objects)",
+)
 
 # -- derived from the storage layout -----------------------------------------------------------------------------
 _LONGEST_STATUS = "rolling_back"  # dormant.workflow.history.WorkflowState's longest value
-ACTOR_ID = ServiceLimit("actor id", SORT_KEY.maximum - len(_LONGEST_STATUS) - 1, "bytes",
-                 "an actor's storage id — its type and key parts, percent-encoded, joined by '/' — is part of the "
-                 "`status` index's sort key `<status>#<actor id>`, which DynamoDB limits to 1,024 bytes; a non-ASCII "
-                 "character takes 6 to 12 bytes once encoded")
-KEY_PART = ServiceLimit("actor key part", 512, "characters", "each part of an actor key: 1 to 512 characters of valid UTF-8",
-                 minimum=1)
+ACTOR_ID = ServiceLimit(
+    "actor id",
+    SORT_KEY.maximum - len(_LONGEST_STATUS) - 1,
+    "bytes",
+    "an actor's storage id — its type and key parts, percent-encoded, joined by '/' — is part of the "
+    "`status` index's sort key `<status>#<actor id>`, which DynamoDB limits to 1,024 bytes; a non-ASCII "
+    "character takes 6 to 12 bytes once encoded",
+)
+KEY_PART = ServiceLimit(
+    "actor key part", 512, "characters", "each part of an actor key: 1 to 512 characters of valid UTF-8", minimum=1
+)
 _ORDER_PREFIX = 21  # `<20-digit nanoseconds>#` before the id in the `pending` index's sort key (dormant.aws.messages)
-MESSAGE_ID = ServiceLimit("message id", SORT_KEY.maximum - _ORDER_PREFIX, "bytes",
-                   "a message id (an Idempotency-Key) is part of the `pending` index's sort key `<20 digits>#<id>`, "
-                   "which DynamoDB limits to 1,024 bytes", minimum=1)
-HTTP_MESSAGE_ID = ServiceLimit("Idempotency-Key header", 128, "characters", "over HTTP an Idempotency-Key is 1 to 128 "
-                        "printable ASCII characters without spaces", minimum=1)
-CARRIED_MESSAGE = ServiceLimit("message as its wake-up carries it", 240 * 1024, "bytes",
-                        "a send's wake-up carries the message (and the actor's input when the send creates the actor) "
-                        "in one SQS message of 256 KiB; the rest is the envelope")
+MESSAGE_ID = ServiceLimit(
+    "message id",
+    SORT_KEY.maximum - _ORDER_PREFIX,
+    "bytes",
+    "a message id (an Idempotency-Key) is part of the `pending` index's sort key `<20 digits>#<id>`, "
+    "which DynamoDB limits to 1,024 bytes",
+    minimum=1,
+)
+HTTP_MESSAGE_ID = ServiceLimit(
+    "Idempotency-Key header",
+    128,
+    "characters",
+    "over HTTP an Idempotency-Key is 1 to 128 printable ASCII characters without spaces",
+    minimum=1,
+)
+CARRIED_MESSAGE = ServiceLimit(
+    "message as its wake-up carries it",
+    240 * 1024,
+    "bytes",
+    "a send's wake-up carries the message (and the actor's input when the send creates the actor) "
+    "in one SQS message of 256 KiB; the rest is the envelope",
+)
 
 LIMITS: tuple[ServiceLimit, ...] = (
-    ITEM, INDEXED_ITEM, DYNAMODB_ITEM, PARTITION_KEY, SORT_KEY, ACTOR_ID, KEY_PART, MESSAGE_ID, HTTP_MESSAGE_ID,
-    CARRIED_MESSAGE, TABLE_NAME, INDEX_NAME, QUEUE_NAME, BATCH_WRITE, BATCH_GET, QUERY_PAGE, EXPRESSION, SQS_MESSAGE,
-    SQS_DELAY, SQS_GROUP_ID, LAMBDA_PAYLOAD, API_GATEWAY_PAYLOAD, VALUE, S3_OBJECT_KEY, BUCKET_NAME)
+    ITEM,
+    INDEXED_ITEM,
+    DYNAMODB_ITEM,
+    PARTITION_KEY,
+    SORT_KEY,
+    ACTOR_ID,
+    KEY_PART,
+    MESSAGE_ID,
+    HTTP_MESSAGE_ID,
+    CARRIED_MESSAGE,
+    TABLE_NAME,
+    INDEX_NAME,
+    QUEUE_NAME,
+    BATCH_WRITE,
+    BATCH_GET,
+    QUERY_PAGE,
+    EXPRESSION,
+    SQS_MESSAGE,
+    SQS_DELAY,
+    SQS_GROUP_ID,
+    LAMBDA_PAYLOAD,
+    API_GATEWAY_PAYLOAD,
+    VALUE,
+    S3_OBJECT_KEY,
+    BUCKET_NAME,
+)
 """Every limit, in the order docs/limits.md lists them."""
 
 
@@ -126,8 +245,10 @@ def check_actor_id(actor_id: str) -> None:
     """InvalidKeyError if an actor's storage id is over ACTOR_ID."""
     size = utf8_size(actor_id)
     if size > ACTOR_ID.maximum:
-        raise InvalidKeyError(f"the actor's storage id (its type name and key parts, percent-encoded) is {size:,} "
-                              f"bytes; an actor id is {ACTOR_ID.describe()}. Use a shorter key")
+        raise InvalidKeyError(
+            f"the actor's storage id (its type name and key parts, percent-encoded) is {size:,} "
+            f"bytes; an actor id is {ACTOR_ID.describe()}. Use a shorter key"
+        )
 
 
 def check_message_id(message_id: object) -> str:
@@ -159,8 +280,11 @@ def check_table_name(name: str, setting: str = "table") -> str:
 
 def check_bucket_name(name: str, setting: str = "bucket") -> str:
     """The name if S3 accepts it for a bucket, else InvalidSettingError naming the setting."""
-    if (not (BUCKET_NAME.minimum <= len(name) <= BUCKET_NAME.maximum) or not _BUCKET_NAME.fullmatch(name)
-            or ".." in name):
+    if (
+        not (BUCKET_NAME.minimum <= len(name) <= BUCKET_NAME.maximum)
+        or not _BUCKET_NAME.fullmatch(name)
+        or ".." in name
+    ):
         raise InvalidSettingError(f"setting {setting}: an S3 bucket name is {BUCKET_NAME.describe()}")
     return name
 
@@ -173,8 +297,9 @@ def check_queue_name(name: str, setting: str, *, fifo: bool | None = None) -> st
     if fifo is True and not name.endswith(".fifo"):
         raise InvalidSettingError(f"setting {setting}: this queue is a FIFO queue, so its name must end in `.fifo`")
     if fifo is False and name.endswith(".fifo"):
-        raise InvalidSettingError(f"setting {setting}: this queue is a standard queue, so its name cannot end in "
-                                  "`.fifo`")
+        raise InvalidSettingError(
+            f"setting {setting}: this queue is a standard queue, so its name cannot end in `.fifo`"
+        )
     return name
 
 
@@ -186,8 +311,9 @@ def check_values(ref: object, values: Iterable[tuple[str, Any]]) -> None:
             continue
         size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
         if size > VALUE.maximum:
-            error = ItemTooLargeError(f"{what} of {ref} is {size:,} bytes as JSON, over the limit ({VALUE.name}): "
-                                      f"{VALUE.describe()}")
+            error = ItemTooLargeError(
+                f"{what} of {ref} is {size:,} bytes as JSON, over the limit ({VALUE.name}): {VALUE.describe()}"
+            )
             error.limit = VALUE
             raise error
 
