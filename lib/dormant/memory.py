@@ -83,6 +83,7 @@ class MemoryEventStore:
         self._keep_commit_log = keep_commit_log
         self._actors: dict[str, _Actor] = {}
         self._early: dict[str, _Actor] = {}  # inboxes of actors that do not exist yet
+        self._deleted_at: dict[str, float] = {}  # when each actor was last deleted (it outlives the actor)
         self._changed = asyncio.Condition()
         self._waiting = 0  # callers inside _wait_until
         self.calls = 0
@@ -350,13 +351,18 @@ class MemoryEventStore:
         page = marked[:max(1, limit)]
         return AttentionPage(marks=[mark for _, mark in page], cursor=page[-1][0] if len(marked) > len(page) else None)
 
-    async def delete(self, ref: ActorRef) -> bool:
+    async def delete(self, ref: ActorRef, *, at: float | None = None) -> bool:
         when = self._enter("delete")
         existed = self._actors.pop(ref.id, None) is not None
         self._early.pop(ref.id, None)
+        if at is not None:
+            self._deleted_at[ref.id] = max(at, self._deleted_at.get(ref.id, at))
         await self._notify()
         self._leave(when, "delete")
         return existed
+
+    async def deleted_at(self, ref: ActorRef) -> float | None:
+        return self._deleted_at.get(ref.id)
 
     # -- helpers for tests and tools -------------------------------------------------------------
     def actor_ids(self) -> list[str]:

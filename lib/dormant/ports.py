@@ -92,6 +92,9 @@ class Creation(BaseModel):
     input: Any = None
     caller: Caller | None = None
     """Who asked for the creation (on_create's `c.caller`)."""
+    requested_at: float | None = None
+    """When it was asked for, on the runtime's clock: a deletion after that wins over it (None: wake-ups sent
+    before this field was: judged by their message's time, or not at all)."""
 
 
 class EventRecord(BaseModel):
@@ -324,9 +327,17 @@ class EventStore(Protocol):
         cursor. Like the listing, it may lag a write briefly (DynamoDB's index)."""
         ...
 
-    async def delete(self, ref: ActorRef) -> bool:
+    async def delete(self, ref: ActorRef, *, at: float | None = None) -> bool:
         """Remove every item of the actor; True if it existed. Safe to re-run after an interruption; while
-        it runs the actor loads as missing; afterwards a create starts it afresh."""
+        it runs the actor loads as missing; afterwards a create starts it afresh.
+
+        `at`: when, on the runtime's clock. The store keeps it (`deleted_at`, one small item that outlives the
+        actor): a wake-up carrying a request made before it — a creation, a message — is dropped, never
+        re-creates the actor or delivers the message to a later life (the delete wins, whatever the queues keep)."""
+        ...
+
+    async def deleted_at(self, ref: ActorRef) -> float | None:
+        """When the actor was last deleted (`delete(ref, at=...)`), None if never."""
         ...
 
 

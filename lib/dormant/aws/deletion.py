@@ -1,11 +1,13 @@
 """Deleting an actor from the DynamoDB table: every item of its partition, in an order that keeps it loadable.
 
+0. With a time (`at`), a *deletion mark* (`x#`) first: it outlives the actor (never deleted, one small item), so a
+   wake-up of a request made before the deletion, arriving later, is dropped (dormant.runtime.wake).
 1. A *marker* commit: the next version of the ring, conditional like any commit, carrying no data. From then
    on loads find no actor and every writer that read an older version loses its condition.
 2. The marker is copied into slot 0 (`c#000`, conditional on what was there): `exists` and `create` look only
    at slot 0, so the actor counts as gone and cannot be re-created until the deletion has finished.
-3. Every other item of the partition is deleted, page by page (BatchWriteItem), until only slot 0 is left, then
-   every S3 object under the actor's prefixes (its large values, dormant.aws.large_values).
+3. Every other item of the partition but the mark is deleted, page by page (BatchWriteItem), until only slot 0 is
+   left, then every S3 object under the actor's prefixes (its large values, dormant.aws.large_values).
 4. Slot 0 goes last (conditional on still holding the marker): a create then starts a new incarnation.
 
 Interrupted at any point, running it again finishes the job (it finds the marker in slot 0 and goes on from
@@ -16,6 +18,7 @@ commit behind: a later incarnation never reads it (commit items carry their inca
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +33,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 5
 SLOT_ZERO = ring_key(1, 1)
+DELETION_MARK = "x#"  # when the actor was last deleted: kept, so a late wake-up of an earlier request is dropped
 
 
-async def delete_actor(store: DynamoEventStore, ref: ActorRef) -> bool:
-    """Delete every item of `ref`'s partition; True if a live (or half-deleted) actor was there."""
+async def delete_actor(store: DynamoEventStore, ref: ActorRef, at: float | None = None) -> bool:
+    """Delete every item of `ref`'s partition but its deletion mark; True if a live (or half-deleted) actor was
+    there. `at` (the runtime's clock) goes into the mark first: from then on no wake-up carrying an older request
+    re-creates the actor or stores its message (dormant.runtime.wake)."""
+    if at is not None:
+        await _mark_deleted(store, ref, at)
     for _ in range(MAX_ATTEMPTS):
         ring = await store._query_ring(ref)
         anchor = next((item for item in ring if item["sk"]["S"] == SLOT_ZERO), None)
@@ -88,7 +96,7 @@ async def _delete_all_but_slot_zero(store: DynamoEventStore, ref: ActorRef) -> N
         while True:
             response = await store._call("Query", **kwargs)
             keys += [{"pk": {"S": ref.id}, "sk": item["sk"]} for item in response.get("Items", [])
-                     if item["sk"]["S"] != SLOT_ZERO]
+                     if item["sk"]["S"] not in (SLOT_ZERO, DELETION_MARK)]
             if "LastEvaluatedKey" not in response:
                 break
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -106,3 +114,20 @@ async def _delete_if(store: DynamoEventStore, ref: ActorRef, sort_key: str, cond
     except ConditionFailed:
         return False  # another deletion got there first
     return True
+
+
+async def _mark_deleted(store: DynamoEventStore, ref: ActorRef, at: float) -> None:
+    """The deletion mark, moved forward only (a slow deleter never moves it back)."""
+    with contextlib.suppress(ConditionFailed):  # a later deletion's mark is there already
+        await store._call("PutItem", TableName=store.table, Item={
+            "pk": {"S": ref.id}, "sk": {"S": DELETION_MARK}, "at": {"N": repr(at)}},
+            ConditionExpression="attribute_not_exists(pk) OR #at < :at", ExpressionAttributeNames={"#at": "at"},
+            ExpressionAttributeValues={":at": {"N": repr(at)}})
+
+
+async def deleted_at(store: DynamoEventStore, ref: ActorRef) -> float | None:
+    """When `ref` was last deleted (its mark), None if never: one consistent GetItem."""
+    response = await store._call("GetItem", TableName=store.table, ConsistentRead=True,
+                                 Key={"pk": {"S": ref.id}, "sk": {"S": DELETION_MARK}})
+    item = response.get("Item")
+    return float(item["at"]["N"]) if item is not None else None

@@ -301,8 +301,11 @@ class DynamoEventStore:
     async def list_attention(self, actor_type: str, *, limit: int = 100, after: str | None = None) -> AttentionPage:
         return await self.attention_items.list(actor_type, limit, after)
 
-    async def delete(self, ref: ActorRef) -> bool:
-        return await deletion.delete_actor(self, ref)
+    async def delete(self, ref: ActorRef, *, at: float | None = None) -> bool:
+        return await deletion.delete_actor(self, ref, at)
+
+    async def deleted_at(self, ref: ActorRef) -> float | None:
+        return await deletion.deleted_at(self, ref)
 
     # -- reading the ring ----------------------------------------------------------------------------
     async def _query_ring(self, ref: ActorRef) -> list[dict[str, Any]]:

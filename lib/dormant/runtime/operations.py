@@ -239,7 +239,7 @@ class Operator:
         """Remove every item of the actor (safe to re-run); a later request creates it afresh."""
         self.host.registry.get(ref.name)
         summary = await self.host.store.read_summary(ref)
-        existed = await self.host.store.delete(ref)
+        existed = await self.host.store.delete(ref, at=self.host.clock.now())  # wins over earlier requests
         status = summary.status if summary else None
         if not existed:
             return _result(ref, "delete", "not_found", status, f"actor {ref} does not exist (nothing is left of it)")

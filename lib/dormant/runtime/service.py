@@ -121,7 +121,8 @@ class ActorService:
         definition = self.registry.get(ref.name)
         input_json = to_json(actor_input, "the actor's input")
         prepared = await self._prepare_creation(definition, ref, input_json, caller)
-        creation = await self._stored_creation(ref, prepared, Creation(input=input_json, caller=caller))
+        creation = await self._stored_creation(ref, prepared, Creation(input=input_json, caller=caller,
+                                                                        requested_at=self.clock.now()))
         if wake and definition.workflow_fn is not None:
             _check_carried_size(None, creation)
             await self.transport.wake(ref, reason="create", creation=creation)
@@ -176,7 +177,8 @@ class ActorService:
         creation = None
         state = WorkflowState.PENDING
         if summary is None:  # created only once the message is known to be valid
-            creation = Creation(input=to_json(actor_input, "the actor's input"), caller=sender)
+            creation = Creation(input=to_json(actor_input, "the actor's input"), caller=sender,
+                                requested_at=message.created_at)
         else:
             state = summary.status
         rule = send_rule(state)

@@ -179,8 +179,22 @@ async def _complete_requests(service: ActorService, ref: ActorRef, snapshot: Act
     """Store what the wake-ups carried and the store lacks: the actor (if a request meant to create it) and
     messages whose ids the load did not see. On the normal path both were written by the request itself,
     the load shows them, and this writes nothing."""
+    deleted: list[float | None] = []  # when the actor was last deleted, read at most once (a rare path)
+
+    async def deleted_after(moment: float | None) -> bool:
+        """Whether a deletion came after a request made at `moment`: the delete wins over it."""
+        if not deleted:
+            deleted.append(await service.store.deleted_at(ref))
+        return deleted[0] is not None and moment is not None and moment <= deleted[0]
+
     if snapshot is None:
         if creation is None:
+            return None
+        requested = creation.requested_at
+        if requested is None:  # a wake-up sent before creations carried their time: its message's
+            requested = min((message.created_at for message in messages), default=None)
+        if await deleted_after(requested):
+            log.info("not creating %s from its wake-up: the actor was deleted after that request", ref)
             return None
         log.info("creating %s from its wake-up (the request that sent it did not get to)", ref)
         try:
@@ -196,6 +210,12 @@ async def _complete_requests(service: ActorService, ref: ActorRef, snapshot: Act
     missing = [message for message in messages if message.id not in snapshot.held_ids]
     if not missing:
         return snapshot
+    late = [message for message in missing if await deleted_after(message.created_at)]
+    if late:  # sent to an earlier life of the actor: never delivered to this one
+        log.info("dropped %d message(s) of %s sent before it was deleted", len(late), ref)
+        missing = [message for message in missing if message not in late]
+        if not missing:
+            return snapshot
     stored = 0
     for message in missing:
         try:
