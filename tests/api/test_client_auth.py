@@ -111,3 +111,27 @@ async def test_curl_aws_sigv4_signs_what_the_gateway_accepts() -> None:
         assert (await asyncio.to_thread(curl, SECRET, f"{base}/state"))[1]["senders"] == [f"iam:{ALICE}"]
         forged = await asyncio.to_thread(curl, "wrong", f"{base}/state")
         assert forged[0] == 403
+
+
+async def test_the_cli_reaches_operator_routes_of_an_iam_or_jwt_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dormant --auth sigv4|jwt`: a deployed API authenticates every route, operator routes too, so the CLI signs
+    with the caller's AWS credentials (or carries DORMANT_JWT) and sends the operator token beside it."""
+    from dormant.cli.main import main
+
+    users = {KEY_ID: (SECRET, ALICE)}
+    async with gateway("iam", users=users) as (env, _, url):
+        await env.client.get_or_create("vault", [ALICE]).call("balance")
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+        monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+        args = ["actors", "list", "--type", "vault", "--url", url, "--token", OPERATOR, "--json"]
+        unsigned = await asyncio.to_thread(main, args)
+        signed = await asyncio.to_thread(main, ["--auth", "sigv4", *args])
+        assert (unsigned, signed) == (2, 0)  # the gateway refuses an unsigned CLI; a signed one is served
+    async with gateway("jwt", tokens={"jwt-ops": {"sub": "ops", "iss": "https://issuer"}}) as (env, _, url):
+        await env.client.get_or_create("vault", ["ops"]).call("balance")
+        monkeypatch.setenv("DORMANT_JWT", "jwt-ops")
+        args = ["history", "show", "vault", "ops", "--url", url, "--token", OPERATOR]
+        assert await asyncio.to_thread(main, ["--auth", "jwt", *args]) == 0
+        monkeypatch.delenv("DORMANT_JWT")
+        assert await asyncio.to_thread(main, ["--auth", "jwt", *args]) == 2  # says DORMANT_JWT is needed

@@ -10,6 +10,7 @@ import json as jsonlib
 import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from enum import StrEnum
 from functools import wraps
 from typing import Annotated, Any, ParamSpec, TypeVar
 
@@ -98,7 +99,36 @@ def _key_escape(char: str) -> str:
     return "".join(f"{ESCAPE}{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
 
 
+class ApiAuth(StrEnum):
+    """How the CLI authenticates to the API (`dormant --auth`, DORMANT_AUTH): as the deployment's auth mode asks."""
+
+    none = "none"
+    sigv4 = "sigv4"
+    jwt = "jwt"
+
+
+_auth: list[ApiAuth] = [ApiAuth.none]  # set once per invocation by the root command (`use_auth`)
+
+
+def use_auth(auth: ApiAuth) -> None:
+    _auth[0] = auth
+
+
 def client(url: str, token: str | None) -> HttpClient:
+    """The API client for a command: with `--auth sigv4` every request is signed with the caller's AWS credentials
+    (the deployment's IAM mode), with `--auth jwt` it carries DORMANT_JWT as its bearer token (JWT mode); the
+    operator token then travels in its own header (operator routes need both: docs/http-api.md, "Auth")."""
+    if _auth[0] is ApiAuth.sigv4:
+        from dormant.http.signing import SigV4
+
+        return HttpClient(url, token=token or None, auth=SigV4())
+    if _auth[0] is ApiAuth.jwt:
+        from dormant.http.signing import BearerToken
+
+        jwt = os.environ.get("DORMANT_JWT", "")
+        if not jwt:
+            raise CliError("--auth jwt needs the token in DORMANT_JWT")
+        return HttpClient(url, token=token or None, auth=BearerToken(jwt))
     return HttpClient(url, token=token or None)
 
 

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from dormant.cli import actor, actors, dev, history, operate, replay, waiting
+from dormant.cli.common import ApiAuth, use_auth
 
 app = typer.Typer(name="dormant", help="Durable actor workflows on AWS: run them locally, inspect and operate them.",
                   no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
@@ -34,8 +35,14 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def root(show_version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                                    help="Print the version and exit")] = False) -> None:
+                                                    help="Print the version and exit")] = False,
+         auth: Annotated[ApiAuth, typer.Option(
+             "--auth", envvar="DORMANT_AUTH", show_envvar=True,
+             help="How to authenticate to a deployed API: `sigv4` (IAM mode: your AWS credentials sign each "
+                  "request), `jwt` (JWT mode: the token in DORMANT_JWT), `none` (`dormant dev`, auth mode none)")
+         ] = ApiAuth.none) -> None:
     """Durable actor workflows on AWS."""
+    use_auth(auth)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -186,7 +186,10 @@ def print_at_least(console: Console, renderable: Table | Tree, needed: int) -> N
 
 
 def _label(entry: HistoryEntry) -> str:
-    took = entry.updated_at - entry.created_at
+    # A step's last attempt (recorded since steps keep started_at/ended_at), not the time since its first attempt:
+    # a step that failed, waited and was resumed took as long as its last run.
+    took = (entry.ended_at - entry.started_at if entry.started_at is not None and entry.ended_at is not None
+            else entry.updated_at - entry.created_at)
     mark = MARK.get(entry.status, "")
     name = f"[bold]{shown(entry.name)}[/bold]"
     match entry.kind:
