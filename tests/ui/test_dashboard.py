@@ -97,9 +97,10 @@ async def test_the_dashboard_over_a_running_stack(browser: BrowserContext, moto:
         await http.get_or_create("order", "o-1").send("ship", {"carrier": "ups"})
         for key in ("o-3", "o-4"):
             await http.get_or_create("order", key).call("get")
+        await http.get_or_create("order", ["sales,emea"]).call("get")  # a one-part key with a comma
         await http.get_or_create("order", "o-7").send("ship", {"carrier": "ups"})  # the new release diverges
         await _until(http, "o-1", "completed")
-        for key in ("o-3", "o-4"):
+        for key in ("o-3", "o-4", ["sales,emea"]):
             await _until(http, key, "sleeping")
         await _until(http, "o-7", "diverged")
         (tmp_path / "payments.down").write_text("down")
@@ -118,12 +119,14 @@ async def test_the_dashboard_over_a_running_stack(browser: BrowserContext, moto:
         await expect(attention.nth(1)).to_have_attribute("data-key", "o-7")
         await expect(attention.nth(1).locator(".status")).to_have_text("diverged")
         counts = page.locator('#types tr[data-type="order"]')
-        for status, count in (("completed", "1"), ("failed", "1"), ("diverged", "1"), ("sleeping", "2"),
+        for status, count in (("completed", "1"), ("failed", "1"), ("diverged", "1"), ("sleeping", "3"),
                               ("terminated", "0")):
             await expect(counts.locator(f'td[data-status="{status}"]')).to_have_text(count)
         await page.locator("#types a.type-link", has_text="order").click()
         rows = page.locator("#actors tbody tr")
-        await expect(rows).to_have_count(5)
+        await expect(rows).to_have_count(6)
+        # shown as the CLI shows it, a form every command takes back (not "sales, emea", a two-part look)
+        await expect(page.locator('tr[data-key="sales,emea"] a')).to_have_text("sales~2Cemea")
         await expect(page.locator('tr[data-key="o-1"] .status')).to_have_text("completed")
         await expect(page.locator('tr[data-key="o-2"] .status')).to_have_text("failed")
         await expect(page.locator('tr[data-key="o-7"] .status')).to_have_text("diverged")
@@ -335,7 +338,7 @@ async def test_the_dashboard_asks_for_the_inspector_token(browser: BrowserContex
             await expect(page.locator('tr[data-key="o-1"] .status')).to_have_text("sleeping")
 
 
-async def _until(http: HttpClient, key: str, status: str, timeout: float = 20.0) -> Any:
+async def _until(http: HttpClient, key: str | list[str], status: str, timeout: float = 20.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         found = await http.get_or_create("order", key).status()

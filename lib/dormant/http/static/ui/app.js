@@ -24,6 +24,21 @@ class ApiError extends Error {
   }
 }
 
+// An actor key as the CLI shows it and every command takes it back (dormant.cli.common.key_text): parts joined by
+// ',', and inside a part each ',', '~', whitespace and invisible character written ~XX (its UTF-8 bytes), a
+// leading '-' too, and a part '.' or '..' as ~2E: ["sales,emea"] is sales~2Cemea, ["sales", "emea"] sales,emea.
+function keyText(parts) {
+  const escape = (ch) => Array.from(new TextEncoder().encode(ch), (b) => "~" + b.toString(16).toUpperCase()
+    .padStart(2, "0")).join("");
+  return parts.map((part, index) => {
+    if (part === "." || part === "..") return "~2E".repeat(part.length);
+    let text = Array.from(part, (ch) => (ch === "," || ch === "~" || /[\p{C}\p{Z}]/u.test(ch) ? escape(ch) : ch))
+      .join("");
+    if (index === 0 && text.startsWith("-")) text = "~2D" + text.slice(1);
+    return text;
+  }).join(",");
+}
+
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
@@ -165,7 +180,7 @@ async function typesView(view) {
         .catch((error) => { detail.textContent = error.message; });
     }
     return el("tr", { "data-type": actor.name, "data-key": actor.key.join(","), "data-reason": actor.reason },
-      el("td", { text: actor.name }), el("td", {}, actorLink(actor.name, actor.segment, actor.key.join(", "))),
+      el("td", { text: actor.name }), el("td", {}, actorLink(actor.name, actor.segment, keyText(actor.key))),
       el("td", {}, el("span", { class: `status ${actor.reason}`, text: ATTENTION[actor.reason] })),
       el("td", { text: when(actor.since) }), detail);
   });
@@ -213,7 +228,7 @@ async function listView(view, name, params) {
     api("GET", `${actorPath(name, actor.segment)}/status`).then((found) => { waits.textContent = waitsFor(found); })
       .catch((error) => { waits.textContent = error.message; });
     return el("tr", { "data-key": actor.key.join(",") },
-      el("td", {}, actorLink(name, actor.segment, actor.key.join(", "))),
+      el("td", {}, actorLink(name, actor.segment, keyText(actor.key))),
       el("td", {}, statusBadge(actor.status)), el("td", { text: when(actor.since) }),
       el("td", { text: String(actor.version) }), waits);
   });
