@@ -101,6 +101,15 @@ class _TrackingTransport:
             self.on_wake()
 
 
+    async def wake_many(self, ref: ActorRef, messages: Any, *, creation: Creation | None = None) -> list[str]:
+        """The SQS transport's batched wake-ups (dormant.runtime.batches.BatchTransport)."""
+        self.known.setdefault(ref.id, ref)
+        sent = await self.inner.wake_many(ref, messages, creation=creation)
+        if self.on_wake is not None:
+            self.on_wake()
+        return sent
+
+
 class AwsTestEnv:
     """TestEnv on DynamoDB + SQS + the poller; see the module docstring."""
 

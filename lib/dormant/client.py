@@ -42,6 +42,10 @@ class ActorOperations(Protocol):
                    actor_input: Any = None, sender: Caller | None = None, derived_id: bool = False
                    ) -> SendResult: ...
 
+    async def send_many(self, ref: ActorRef, queue_name: str, bodies: Sequence[Any], *,
+                        message_ids: Sequence[str] | None = None, actor_input: Any = None,
+                        sender: Caller | None = None) -> list[SendResult]: ...
+
     async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None,
                    caller: Caller | None = None) -> Any: ...
 
@@ -105,6 +109,16 @@ class ActorHandle(ActionShortcuts):
                                           actor_input=self._input, sender=self._caller, derived_id=derived)
         self._created = True
         return result
+
+    async def send_many(self, queue: str, bodies: Sequence[Any], *,
+                        message_ids: Sequence[str] | None = None) -> list[SendResult]:
+        """Many messages to one queue at once, in order (up to 100): one request, the wake-ups sent together. All
+        are checked first; `message_ids` (one per body) make a retried batch idempotent."""
+        await self._authorize("send", queue)
+        results = await self._service.send_many(self.ref, queue, bodies, message_ids=message_ids,
+                                                actor_input=self._input, sender=self._caller)
+        self._created = True
+        return results
 
     async def call(self, action: str, *args: Any) -> Any:
         await self._authorize("call", action)

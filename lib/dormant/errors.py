@@ -91,6 +91,16 @@ class SendFailedError(StorageError):
         self.stored = stored
 
 
+class BatchSendFailedError(SendFailedError):
+    """A `send_many` could not finish: `stored_ids` will be processed (their wake-ups carry them), `unstored_ids`
+    are nowhere (send them again: the same ids are harmless)."""
+
+    def __init__(self, message: str, *, stored_ids: list[str], unstored_ids: list[str]) -> None:
+        super().__init__(message, message_id=(unstored_ids or stored_ids or [""])[0], stored=not unstored_ids)
+        self.stored_ids = stored_ids
+        self.unstored_ids = unstored_ids
+
+
 class WakeFailedError(DormantError):
     """A wake-up kept failing (e.g. lost every version race); it is retried by the transport."""
 

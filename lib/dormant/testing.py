@@ -133,6 +133,10 @@ class EnvService(ActorService):
         with self.requests.opened():
             return await super().send(*args, **kwargs)
 
+    async def send_many(self, *args: Any, **kwargs: Any) -> list[SendResult]:
+        with self.requests.opened():
+            return await super().send_many(*args, **kwargs)
+
     async def await_reply(self, ref: ActorRef, message_id: str, timeout: float) -> SendResult:
         _request.get().close()  # stored: from here on the request only waits
         waiting = asyncio.ensure_future(super().await_reply(ref, message_id, timeout))

@@ -23,6 +23,7 @@ import hashlib
 import json
 import math
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +113,34 @@ class SqsTransport:
             params.update(MessageGroupId=group_id(ref), MessageDeduplicationId=dedup_id(ref, reason))
         await self._send(params)
 
+    async def wake_many(self, ref: ActorRef, messages: Sequence[InboxMessage], *,
+                        creation: Creation | None = None) -> list[str]:
+        """One wake-up per message on the FIFO queue (the first carrying `creation`), with SendMessageBatch: ten
+        to a request, within SQS's 256 KiB. The ids of those that went out; TransportError if none did."""
+        entries = []
+        for index, message in enumerate(messages):
+            body = WakeMessage.for_ref(ref, message=message, creation=creation if index == 0 else None
+                                       ).model_dump_json(exclude_defaults=True)
+            entry: dict[str, Any] = {"Id": str(index), "MessageBody": body}
+            if self._fifo:
+                entry.update(MessageGroupId=group_id(ref),
+                             MessageDeduplicationId=dedup_id(ref, f"message:{message.id}"))
+            entries.append(entry)
+        sent: list[str] = []
+        for chunk in _batches(entries):
+            try:
+                response = await self.sqs.send_message_batch(QueueUrl=self.urls.wake, Entries=chunk)
+            except (ClientError, BotoCoreError) as error:
+                if not sent:
+                    raise TransportError(f"SQS SendMessageBatch failed: {type(error).__name__}") from error
+                return sent  # the rest were not sent: the caller says which
+            ok = {item["Id"] for item in response.get("Successful", [])}
+            for entry in chunk:
+                if entry["Id"] not in ok:
+                    return sent  # FIFO order: nothing after a failed entry counts as sent
+                sent.append(messages[int(entry["Id"])].id)
+        return sent
+
     async def send_timer(self, message: WakeMessage) -> int:
         """Send (or re-send, for a hop) a timer message; returns the delay used."""
         assert message.due is not None
@@ -128,6 +157,23 @@ class SqsTransport:
             raise TransportError(f"SQS SendMessage failed: {code}") from error
         except BotoCoreError as error:
             raise TransportError(f"SQS SendMessage failed: {type(error).__name__}") from error
+
+
+_BATCH_ENTRIES, _BATCH_BYTES = 10, 240 * 1024  # SendMessageBatch: 10 entries, 256 KiB per request
+
+
+def _batches(entries: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """`entries` in order, cut into requests of at most ten and 240 KiB of bodies."""
+    chunks: list[list[dict[str, Any]]] = [[]]
+    size = 0
+    for entry in entries:
+        body = len(entry["MessageBody"].encode())
+        if chunks[-1] and (len(chunks[-1]) == _BATCH_ENTRIES or size + body > _BATCH_BYTES):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(entry)
+        size += body
+    return [chunk for chunk in chunks if chunk]
 
 
 async def resolve_queue_urls(sqs: Any, settings: Settings) -> QueueUrls:

@@ -22,7 +22,7 @@ from typing import Any
 
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dormant.actor import ActorDefinition, Registry
 from dormant.errors import StorageError, TransportError, VersionConflict, WakeFailedError
@@ -39,13 +39,15 @@ from dormant.http.ui import ui_router
 from dormant.limits import HTTP_MESSAGE_ID
 from dormant.ports import ActorRef
 from dormant.runtime.access import AccessRequest, Operation, check_access
+from dormant.runtime.batches import MAX_BATCH
+from dormant.runtime.batches import describe as describe_batch
 from dormant.runtime.offline import export_lines
 from dormant.runtime.service import ActorService
 from dormant.settings import Settings
 from dormant.workflow.caller import Caller
 from dormant.workflow.errors import InvalidJsonError, InvalidStateError
 from dormant.workflow.execution import to_json
-from dormant.workflow.values import check_json
+from dormant.workflow.values import check_json, describe_errors
 
 ServiceFactory = Callable[[], AbstractAsyncContextManager[ActorService]]
 MAX_MESSAGE_ID = HTTP_MESSAGE_ID.maximum  # dormant.limits
@@ -82,6 +84,17 @@ class _ServiceHolder:
 
 
 # -- request helpers ------------------------------------------------------------------------------------
+class _BatchMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    body: Any
+    id: str | None = None
+
+
+class _Batch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    messages: list[_BatchMessage] = Field(min_length=1, max_length=MAX_BATCH)
+
+
 class _CreateBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: Any = None
@@ -275,6 +288,24 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         if result.workflow is not None:  # failed or diverged: stored, runs once an operator resumes the actor
             payload["workflow"] = result.workflow.value
         return JSONResponse(payload, status_code=202 if result.status == "queued" else 200)
+
+    @app.post("/actors/{actor}/{key}/queues/{queue}/batch", include_in_schema=False)
+    async def send_many(request: Request, actor: str, key: str, queue: str) -> JSONResponse:
+        _, ref, caller = await allowed(request, actor, key, "send", queue)  # before reading the body
+        _, body = await _read_json(request, limit, required=True)
+        try:
+            batch = _Batch.model_validate(body)
+        except ValidationError as error:
+            raise ApiError(422, "invalid_body", f"the batch: {describe_errors(error)}") from None
+        ids = [m.id for m in batch.messages if m.id is not None]
+        if ids and len(ids) != len(batch.messages):
+            raise ApiError(422, "invalid_body", "give an id to every message of the batch or to none")
+        for message_id in ids:
+            _message_id(message_id)
+        svc = await holder.get()
+        results = await svc.send_many(ref, queue, [m.body for m in batch.messages], message_ids=ids or None,
+                                      sender=caller)
+        return JSONResponse(describe_batch(results), status_code=202)
 
     @app.post("/actors/{actor}/{key}/actions/{action}", include_in_schema=False)
     async def call(request: Request, actor: str, key: str, action: str) -> dict[str, Any]:

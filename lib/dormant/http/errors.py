@@ -17,6 +17,7 @@ from pydantic_core import to_jsonable_python
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dormant.errors import (
+    BatchSendFailedError,
     InvalidMessageError,
     ItemTooLargeError,
     SendFailedError,
@@ -81,6 +82,8 @@ def from_exception(error: Exception) -> ApiError | None:
                 detail = {"path": error.path, "rule": error.rule}
             elif isinstance(error, ItemTooLargeError) and error.limit is not None:
                 detail = {"limit": error.limit.name, "maximum": error.limit.maximum, "unit": error.limit.unit}
+            elif isinstance(error, BatchSendFailedError):
+                detail = {"stored": error.stored_ids, "unstored": error.unstored_ids}
             elif isinstance(error, SendFailedError):
                 detail = {"id": error.message_id, "stored": error.stored}
             elif isinstance(error, (StorageError, TransportError)) and code in _UNAVAILABLE:

@@ -20,6 +20,7 @@ from dormant.http.errors import ErrorBody
 from dormant.http.inspector import WorkflowHistoryResponse
 from dormant.models import ActorStatus
 from dormant.ports import EventRecord
+from dormant.runtime.batches import MAX_BATCH
 from dormant.workflow.history import HistoryEntry
 
 REF_TEMPLATE = "#/components/schemas/{model}"
@@ -160,6 +161,24 @@ def _actor_paths(definition: ActorDefinition, schemas: _Schemas) -> dict[str, An
                                  "description": "With received: the workflow took the message, then stopped "
                                                 "or ended without answering"}}},
                     "Completed (with the response), received without an answer, or timed out"),
+                **_error_responses(schemas, 400, 404, 409, 413, 415, 422, 503)})}
+        paths[f"{base}/queues/{queue_name}/batch"] = {"post": op(
+            f"Send many messages to queue {queue_name}", f"send_many:{queue_name}",
+            description=f"Up to {MAX_BATCH} messages in one request, stored in order; all are checked first (one "
+                        "invalid body refuses the batch, naming its index). Ids are idempotency keys, for every "
+                        "message or for none.",
+            requestBody={"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["messages"], "additionalProperties": False, "properties": {
+                    "messages": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH, "items": {
+                        "type": "object", "required": ["body"], "additionalProperties": False, "properties": {
+                            "body": schemas[(name, "queue", queue_name)],
+                            "id": {"type": "string", "minLength": 1, "maxLength": 128}}}}}}}}},
+            responses={
+                "202": _json({"type": "object", "required": ["status", "ids"], "properties": {
+                    "status": {"const": "queued"}, "ids": {"type": "array", "items": {"type": "string"}},
+                    "workflow": {"enum": ["failed", "diverged", "rolling_back"],
+                                 "description": "Set when the workflow has stopped on an error: the messages are "
+                                                "stored and run after an operator resumes the actor"}}}, "Queued"),
                 **_error_responses(schemas, 400, 404, 409, 413, 415, 422, 503)})}
     for action_name, fn in definition.actions.items():
         types, required, variadic, _ = _action_signature(definition, action_name)

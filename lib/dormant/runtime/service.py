@@ -194,6 +194,15 @@ class ActorService:
             return SendResult(status="queued", id=message.id)
         return await self.await_reply(ref, message.id, timeout or DEFAULT_WAIT_TIMEOUT)
 
+    async def send_many(self, ref: ActorRef, queue_name: str, bodies: Sequence[Any], *,
+                        message_ids: Sequence[str] | None = None, actor_input: Any = None,
+                        sender: Caller | None = None) -> list[SendResult]:
+        """Many messages to one queue in one request (dormant.runtime.batches): all checked first, in order."""
+        from dormant.runtime.batches import send_many
+
+        return await send_many(self, ref, queue_name, bodies, message_ids=message_ids, actor_input=actor_input,
+                               sender=sender)
+
     async def await_reply(self, ref: ActorRef, message_id: str, timeout: float) -> SendResult:
         """Wait for the answer to a stored message, or until it is clear that none will come, at most `timeout`
         seconds of the service's clock (dormant.runtime.replies)."""
