@@ -114,7 +114,7 @@ class S3Blobs:
                 self._cached_bytes -= len(data)
 
     def _remember(self, key: str, data: bytes) -> None:
-        if len(data) > self._cache_limit // 4:  # a huge value would push out everything else
+        if len(data) > self._cache_limit // 2:  # a huge value would push out everything else
             return
         if key not in self._cache:
             self._cache[key] = data

@@ -32,7 +32,7 @@ from dormant.aws.items import Head
 from dormant.aws.offload import (
     Offloaded,
     Offloader,
-    dumps,
+    json_bytes,
     nested_refs,
     refs_in,
     refs_in_text,
@@ -119,7 +119,7 @@ class LargeValues:
             results.append(stored)
             return stored.value
 
-        upserts = [self._entry(entry, keep) if len(dumps(entry).encode()) > self.threshold else entry
+        upserts = [self._entry(entry, keep) if json_bytes(entry) > self.threshold else entry
                    for entry in draft.upserts]
         state = keep(draft.state, "the state") if draft.state is not None else None
         workflow = draft.workflow
@@ -178,7 +178,7 @@ class LargeValues:
             return self._estimate(ref, value, what)
 
         return CommitDraft(
-            upserts=[self._entry(entry, estimate) if len(dumps(entry).encode()) > self.threshold else entry
+            upserts=[self._entry(entry, estimate) if json_bytes(entry) > self.threshold else entry
                      for entry in draft.upserts], deleted_prefixes=draft.deleted_prefixes,
             state=estimate(draft.state, "the state") if draft.state is not None else None,
             consumed_ids=draft.consumed_ids,

@@ -149,7 +149,11 @@ def instrument(client: Any, *, always: Meter | None = None, capacity: bool = Fal
     def before_send(request: Any, event_name: str = "", **_: Any) -> None:
         operation = event_name.rsplit(".", 1)[-1]
         body = request.body or b""
-        size = len(body.encode() if isinstance(body, str) else body) if isinstance(body, (bytes, str)) else 0
+        if isinstance(body, (bytes, str)):
+            size = len(body.encode() if isinstance(body, str) else body)
+        else:  # a stream (an S3 object's body): what the request declares it sends
+            declared = request.headers.get("Content-Length")
+            size = int(declared) if declared and str(declared).isdigit() else 0
         with _counting:
             for meter in meters():
                 meter.requests[f"{service}.{operation}"] += 1
