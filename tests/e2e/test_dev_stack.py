@@ -106,8 +106,10 @@ def _answers_on_one_connection_after_idling(url: str, idle: float) -> bool:
     return True
 
 
-async def test_dev_runs_the_whole_stack_and_stops_on_ctrl_c(tmp_path: Path) -> None:
-    process, url = _start("--app", "examples.counter:registry", env=_environment())
+@pytest.mark.parametrize("dynamodb", ["moto", "local"])
+async def test_dev_runs_the_whole_stack_and_stops_on_ctrl_c(tmp_path: Path, dynamodb: str) -> None:
+    """The embedded default, and DynamoDB on AWS's DynamoDB Local (`--dynamodb local`)."""
+    process, url = _start("--app", "examples.counter:registry", "--dynamodb", dynamodb, env=_environment())
     try:
         await _count_to(url, 42)
         # An idle kept-alive connection outlives a client pool's 5 s (uvicorn's default would close it then, and
@@ -122,6 +124,7 @@ async def test_dev_runs_the_whole_stack_and_stops_on_ctrl_c(tmp_path: Path) -> N
         output = _interrupt(process)
     assert "API        " + url in output and "dormant dev: stopping" in output
     assert "127.0.0.1" in output.split("AWS")[1]  # the embedded moto server
+    assert ("DynamoDB   http://127.0.0.1:" in output) == (dynamodb == "local")
 
 
 async def test_dev_uses_another_endpoint_when_given_one(moto: MotoServer) -> None:
