@@ -68,6 +68,23 @@ def dynalite_server(dynalite_server_process: Dynalite) -> str:
     return dynalite_server_process.endpoint
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "localstack: runs on LocalStack (tests/localstack.py; `make localstack-tools`)")
+
+
+@pytest.fixture(scope="session")
+def localstack_server_process() -> Iterator[Any]:
+    from tests.localstack import started_or_skipped
+
+    yield from started_or_skipped()
+
+
+@pytest.fixture(scope="session")
+def localstack_server(localstack_server_process: Any) -> str:
+    """Endpoint URL of the session's LocalStack (its own SQS; DynamoDB through DynamoDB Local)."""
+    return str(localstack_server_process.endpoint)
+
+
 @pytest.fixture(scope="session")
 def terraform_run() -> Iterator[Any]:
     """infra/ applied to a moto server by Terraform, in the background (tests/deploy/terraform.py)."""
