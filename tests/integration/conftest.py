@@ -1,5 +1,6 @@
 """Fixtures for tests against real servers over HTTP: a fresh DynamoDB event store per test, on the session's
-moto server and dynalite (started by tests/conftest.py)."""
+DynamoDB Local, moto server and dynalite, and an endpoint of DynamoDB and SQS (the moto server, LocalStack);
+the servers are started by tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -35,6 +36,12 @@ def shared_session() -> AioSession:
 def store_settings(endpoint: str, **overrides: Any) -> Settings:
     return Settings(table=f"dormant-{uuid.uuid4().hex[:12]}", endpoint_url=endpoint, region="us-east-1",
                     **overrides)
+
+
+@pytest.fixture(params=["moto", pytest.param("localstack", marks=pytest.mark.localstack)])
+def aws_endpoint(request: pytest.FixtureRequest) -> str:
+    """An endpoint serving DynamoDB and SQS: the moto server, then LocalStack (its own SQS, DynamoDB Local)."""
+    return server_for(request, request.param).endpoint
 
 
 @pytest.fixture(params=["dynamodb_local", "moto", "dynalite"])

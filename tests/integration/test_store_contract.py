@@ -1,6 +1,5 @@
 """The EventStore contract, checked the same way on MemoryEventStore (the reference) and on the DynamoDB
-store over a moto server and over dynalite: both stores provably agree."""
-
+store over DynamoDB Local, a moto server, dynalite and LocalStack: the stores provably agree."""
 from __future__ import annotations
 
 import asyncio
@@ -20,10 +19,12 @@ from tests.integration.conftest import server_for, shared_session, store_setting
 T0 = 1_767_225_600.0
 
 
-@pytest.fixture(params=["memory", "dynamodb_local", "dynamodb_local-threads", "moto", "dynalite"])
+@pytest.fixture(params=["memory", "dynamodb_local", "dynamodb_local-threads", "moto", "dynalite",
+                        pytest.param("localstack", marks=pytest.mark.localstack)])
 async def any_store(request: pytest.FixtureRequest) -> AsyncIterator[EventStore]:
-    """Each store; `moto-threads` is the DynamoDB store on botocore's client in threads (what the Lambda
-    functions run, dormant.aws.clients) rather than aiobotocore's."""
+    """Each store; `dynamodb_local-threads` is the DynamoDB store on botocore's client in threads (what the Lambda
+    functions run, dormant.aws.clients) rather than aiobotocore's; `localstack` is DynamoDB Local behind
+    LocalStack's gateway."""
     if request.param == "memory":
         yield MemoryEventStore()
         return

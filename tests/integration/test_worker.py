@@ -87,13 +87,20 @@ async def open_aws(servers: dict[str, str], store_server: str, **overrides: Any)
         yield Aws(settings, dynamodb, sqs, urls, DynamoEventStore(dynamodb, settings), store_server)
 
 
-@pytest.fixture(params=["moto", "dynalite", "moto-threads"])
+@pytest.fixture(params=["moto", "dynalite", "moto-threads",
+                        pytest.param("localstack-threads", marks=pytest.mark.localstack)])
 async def aws(request: pytest.FixtureRequest, servers: dict[str, str]) -> AsyncIterator[Aws]:
     """`moto-threads`: the worker's clients are botocore's in threads (the Lambda functions' kind,
-    dormant.aws.clients), the test side's stay aiobotocore's."""
+    dormant.aws.clients), the test side's stay aiobotocore's; `localstack-threads`: the same on LocalStack (its SQS
+    and, behind its gateway, DynamoDB Local)."""
     server, _, kind = request.param.partition("-")
+    if server == "localstack":
+        localstack = request.getfixturevalue("localstack_server_process")
+        servers = {**servers, "moto": localstack.endpoint, "localstack": localstack.endpoint}
     async for opened in open_aws(servers, server, aws_clients=kind or "aiobotocore"):
         yield opened
+    if server == "localstack":
+        localstack.reset()
 
 
 @pytest.fixture

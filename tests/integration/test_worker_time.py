@@ -56,8 +56,8 @@ def test_the_pollers_lambda_context_counts_down() -> None:
     assert LambdaContext(timeout_ms=10, started=time.monotonic() - 1).get_remaining_time_in_millis() == 0
 
 
-async def test_a_wake_up_longer_than_the_visibility_timeout_is_delivered_once(moto_server: str) -> None:
-    async with AwsTestEnv(slow_registry, settings=Settings(endpoint_url=moto_server), visibility_timeout=1,
+async def test_a_wake_up_longer_than_the_visibility_timeout_is_delivered_once(aws_endpoint: str) -> None:
+    async with AwsTestEnv(slow_registry, settings=Settings(endpoint_url=aws_endpoint), visibility_timeout=1,
                           autorun=True) as env:
         handle = env.client.get_or_create("slow", ["s"])
         await handle.status()
@@ -72,7 +72,7 @@ async def test_a_wake_up_longer_than_the_visibility_timeout_is_delivered_once(mo
         assert received == 2  # the create wake-up and the message's: nothing delivered twice
 
 
-async def test_no_wake_up_starts_in_the_last_seconds_of_an_invocation(moto_server: str,
+async def test_no_wake_up_starts_in_the_last_seconds_of_an_invocation(aws_endpoint: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     budgets: list[float | None] = []
     real_wake = worker_module.wake_actor
@@ -82,7 +82,7 @@ async def test_no_wake_up_starts_in_the_last_seconds_of_an_invocation(moto_serve
         return await real_wake(service, ref, **kwargs)
 
     monkeypatch.setattr(worker_module, "wake_actor", recording)
-    settings = Settings(endpoint_url=moto_server, worker_reserve_seconds=5.0)
+    settings = Settings(endpoint_url=aws_endpoint, worker_reserve_seconds=5.0)
     async with AwsTestEnv(slow_registry, settings=settings, visibility_timeout=30) as env:
         handle = env.client.get_or_create("slow", ["t"])
         await handle.send("go", 0.0)
@@ -101,8 +101,8 @@ async def test_no_wake_up_starts_in_the_last_seconds_of_an_invocation(moto_serve
         assert len(budgets) == 1 and budgets[0] is not None and 50 < budgets[0] <= 55  # 60 s - 5 s reserved
 
 
-async def test_a_poison_message_reaches_the_dlq_with_its_reason_in_seconds(moto_server: str) -> None:
-    settings = Settings(endpoint_url=moto_server, wake_retry_base=0.3, wake_retry_max=2)
+async def test_a_poison_message_reaches_the_dlq_with_its_reason_in_seconds(aws_endpoint: str) -> None:
+    settings = Settings(endpoint_url=aws_endpoint, wake_retry_base=0.3, wake_retry_max=2)
     async with AwsTestEnv(poison_registry, settings=settings, max_receives=3, visibility_timeout=30) as env:
         handle = env.client.get_or_create("fragile", ["p"])
         started = time.monotonic()
@@ -136,10 +136,10 @@ def test_deployed_timings_reach_the_dlq_in_minutes() -> None:
     assert sum(waits) <= 180, waits  # (the queue's 360 s visibility timeout only applies to crashed workers)
 
 
-async def test_messages_that_ran_out_of_receives_without_failing_are_refreshed(moto_server: str) -> None:
+async def test_messages_that_ran_out_of_receives_without_failing_are_refreshed(aws_endpoint: str) -> None:
     """A worker killed while holding a message uses up a receive each time; on the last one, a wake-up that
     never failed by the actor's own error is re-sent fresh instead of reaching the DLQ."""
-    async with AwsTestEnv(slow_registry, settings=Settings(endpoint_url=moto_server), max_receives=2,
+    async with AwsTestEnv(slow_registry, settings=Settings(endpoint_url=aws_endpoint), max_receives=2,
                           visibility_timeout=1) as env:
         handle = env.client.get_or_create("slow", ["r"])
         await handle.send("go", 0.0)
