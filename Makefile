@@ -131,10 +131,25 @@ swagger-ui:
 	echo $(SWAGGER_UI_VERSION) > $(SWAGGER_UI_DIR)/VERSION
 
 # DORMANT_DEPLOY_TOOLS / DORMANT_SCAN_TOOLS make tests/deploy fail (not skip) when a tool is missing (the
-# Terraform AWS provider too: tests/deploy/test_terraform.py); DORMANT_CHROMIUM does the same for the browser tests.
-test: check java $(NODE_STAMP) $(DEPLOY_STAMP) $(SCAN_STAMP) $(CHROMIUM)
-	DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VENV)/bin DORMANT_CHROMIUM=$(CHROMIUM) \
-		$(BIN)/python -m pytest
+# Terraform AWS provider too: tests/deploy/test_terraform.py); DORMANT_CHROMIUM does the same for the browser tests,
+# DORMANT_LOCALSTACK for the `localstack` tests and DORMANT_PYTHON313_REQUIRED for the layer built for Lambda's 3.13.
+TEST_TOOLS := $(NODE_STAMP) $(DEPLOY_STAMP) $(SCAN_STAMP) $(CHROMIUM) $(LOCALSTACK_STAMP)
+TEST_ENV = DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VENV)/bin DORMANT_CHROMIUM=$(CHROMIUM) \
+	DORMANT_LOCALSTACK=$(LOCALSTACK_VENV) DORMANT_PYTHON313_REQUIRED=1
+# Extra pytest arguments for both runs (e.g. PYTEST_ARGS="-x" or "-m localstack").
+PYTEST_ARGS ?=
+# The Lambda code path, run again on Lambda's Python by `make test`: the bundle and the layer built for 3.13 with both
+# handlers on AWS's sample events, and the AWS integration tests (those on LocalStack ran in the first run: LocalStack
+# is the same either way).
+LAMBDA_PATH_TESTS ?= tests/deploy/test_trimmed_layer.py tests/integration
+test: check java $(TEST_TOOLS) $(STAMP313)
+	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(TEST_ENV) $(VENV313)/bin/python -m pytest -p no:cacheprovider -m "not localstack" $(PYTEST_ARGS) \
+		$(LAMBDA_PATH_TESTS)
+
+# The whole suite on Lambda's Python (.venv313: the same pins as .venv).
+test-py313: check java $(TEST_TOOLS) $(STAMP313)
+	$(TEST_ENV) $(VENV313)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 # The longer hostile-input runs (bounded, about 4 minutes): schemathesis over every operation, hypothesis with
 # more examples, the kill -9 fault run for a minute, the outage tests; their figures land in build/.
@@ -260,4 +275,4 @@ infra-build:
 	$(MAKE) --no-print-directory infra-zips
 
 clean:
-	rm -rf $(VENV) $(DEPLOY_VENV) $(SCAN_VENV) .pytest_cache .mypy_cache .ruff_cache .aws-sam build
+	rm -rf $(VENV) $(VENV313) $(DEPLOY_VENV) $(SCAN_VENV) $(LOCALSTACK_VENV) .pytest_cache .mypy_cache .ruff_cache .aws-sam build

@@ -67,7 +67,7 @@ def venv_python() -> Path:
     """The Python of LocalStack's venv: $DORMANT_LOCALSTACK (a venv directory; `make test` sets it, so a missing venv
     fails there) or tools/localstack-venv."""
     given = os.environ.get(VENV_ENV)
-    venv = Path(given) if given else DEFAULT_VENV
+    venv = ROOT / given if given else DEFAULT_VENV  # a relative path is the repository's (as make gives it)
     python = venv / "bin" / "python"
     if not python.is_file():
         raise LocalStackUnavailable(f"LocalStack's venv is missing ({venv}): run `make localstack-tools`")
