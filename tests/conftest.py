@@ -6,6 +6,7 @@ only when a test asks for them; fake AWS credentials make sure nothing can reach
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -72,6 +73,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "localstack: runs on LocalStack (tests/localstack.py; `make localstack-tools`)")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's `--dist loadgroup`, the `localstack` tests run on one worker: one LocalStack (~700 MB,
+    a JVM), not one per worker."""
+    for item in items:
+        if item.get_closest_marker("localstack") is not None:
+            item.add_marker(pytest.mark.xdist_group("localstack"))
+
+
 @pytest.fixture(scope="session")
 def localstack_server_process() -> Iterator[Any]:
     from tests.localstack import started_or_skipped
@@ -100,5 +109,7 @@ def terraform_run() -> Iterator[Any]:
 def _terraform_starts_with_the_session(request: pytest.FixtureRequest) -> None:
     """Terraform's apply mostly waits (minutes, on the AWS provider's SQS timers): when
     tests/deploy/test_terraform.py is selected, it starts with the first test and the suite runs beside it."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # every worker collects every test: it starts with its first test
+        return
     if shutil.which("terraform") and any(item.path.name == "test_terraform.py" for item in request.session.items):
         request.getfixturevalue("terraform_run").start()

@@ -166,7 +166,6 @@ def environment(port: int, root: Path, host: str = "127.0.0.1") -> dict[str, str
         "LOCALSTACK_HOST": f"{host}:{port}",  # the host:port in the queue URLs it returns
         "SQS_ENDPOINT_STRATEGY": "path",     # queue URLs on the gateway itself, not on *.localhost.localstack.cloud
         "DYNAMODB_IN_MEMORY": "1",
-        "DYNAMODB_SHARE_DB": "1",            # one database for every access key, as DynamoDB Local runs in the suite
         "DISABLE_EVENTS": "1",               # no analytics
         "SKIP_SSL_CERT_DOWNLOAD": "1",
         "DNS_ADDRESS": "0",                  # no DNS server
