@@ -138,18 +138,23 @@ TEST_ENV = DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VEN
 	DORMANT_LOCALSTACK=$(LOCALSTACK_VENV) DORMANT_PYTHON313_REQUIRED=1
 # Extra pytest arguments for both runs (e.g. PYTEST_ARGS="-x" or "-m localstack").
 PYTEST_ARGS ?=
+# pytest-xdist workers (0: one process). Each worker starts its own servers (moto, dynalite, DynamoDB Local); the
+# `localstack` tests share one worker (one LocalStack), and tests/deploy/test_terraform.py then starts its apply with
+# its own first test instead of with the session.
+PYTEST_WORKERS ?= 0
+XDIST = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup)
 # The Lambda code path, run again on Lambda's Python by `make test`: the bundle and the layer built for 3.13 with both
 # handlers on AWS's sample events, and the AWS integration tests (those on LocalStack ran in the first run: LocalStack
 # is the same either way).
 LAMBDA_PATH_TESTS ?= tests/deploy/test_trimmed_layer.py tests/integration
 test: check java $(TEST_TOOLS) $(STAMP313)
-	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
-	$(TEST_ENV) $(VENV313)/bin/python -m pytest -p no:cacheprovider -m "not localstack" $(PYTEST_ARGS) \
-		$(LAMBDA_PATH_TESTS)
+	$(TEST_ENV) $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+	$(if $(LAMBDA_PATH_TESTS),$(TEST_ENV) $(VENV313)/bin/python -m pytest -p no:cacheprovider -m "not localstack" \
+		$(XDIST) $(PYTEST_ARGS) $(LAMBDA_PATH_TESTS))
 
 # The whole suite on Lambda's Python (.venv313: the same pins as .venv).
 test-py313: check java $(TEST_TOOLS) $(STAMP313)
-	$(TEST_ENV) $(VENV313)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	$(TEST_ENV) $(VENV313)/bin/python -m pytest -p no:cacheprovider $(XDIST) $(PYTEST_ARGS)
 
 # The longer hostile-input runs (bounded, about 4 minutes): schemathesis over every operation, hypothesis with
 # more examples, the kill -9 fault run for a minute, the outage tests; their figures land in build/.
