@@ -73,12 +73,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "localstack: runs on LocalStack (tests/localstack.py; `make localstack-tools`)")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist's `--dist loadgroup`, the `localstack` tests run on one worker: one LocalStack (~700 MB,
-    a JVM), not one per worker."""
-    for item in items:
-        if item.get_closest_marker("localstack") is not None:
-            item.add_marker(pytest.mark.xdist_group("localstack"))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` keeps the LocalStack tests on one worker, and Terraform's (tests/xdist_scheduling.py)."""
+    from tests.xdist_scheduling import scheduler
+
+    return scheduler(config, log) if config.getvalue("dist") == "loadgroup" else None
 
 
 @pytest.fixture(scope="session")
@@ -109,7 +109,9 @@ def terraform_run() -> Iterator[Any]:
 def _terraform_starts_with_the_session(request: pytest.FixtureRequest) -> None:
     """Terraform's apply mostly waits (minutes, on the AWS provider's SQS timers): when
     tests/deploy/test_terraform.py is selected, it starts with the first test and the suite runs beside it."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # every worker collects every test: it starts with its first test
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # every worker collects every test: the apply starts with the first Terraform test instead, on the one worker
+        # that runs them all (tests/xdist_scheduling.py)
         return
     if shutil.which("terraform") and any(item.path.name == "test_terraform.py" for item in request.session.items):
         request.getfixturevalue("terraform_run").start()

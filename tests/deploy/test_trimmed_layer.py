@@ -28,6 +28,8 @@ HOST_PYTHON = "{}.{}".format(*sys.version_info[:2])
 LAMBDA_PYTHON = "3.13"
 EVENTS = Path(__file__).with_name("events")
 TOKEN = "operator-token-in-ssm"
+# Each Python's layer is built with its test: pip fetches its wheels (about 45 s, over 120 s on a busy machine).
+pytestmark = pytest.mark.timeout(360)
 
 SCRIPT = r"""
 import json, sys

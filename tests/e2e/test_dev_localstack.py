@@ -13,8 +13,9 @@ import pytest
 
 from dormant.http.client import HttpClient
 from tests.e2e.devprocess import DevProcess, environment
+from tests.localstack import ON_LOCALSTACK
 
-pytestmark = pytest.mark.localstack
+pytestmark = list(ON_LOCALSTACK)
 
 
 @pytest.fixture

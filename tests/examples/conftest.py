@@ -15,6 +15,7 @@ import pytest
 
 from dormant.settings import Settings
 from tests.aws_env import AwsTestEnv
+from tests.localstack import ON_LOCALSTACK
 
 # The examples that also run on LocalStack (`localstack` marker): a few, for the suite's time (each LocalStack
 # run costs about twice the moto one); chosen for what differs there: batches and approvals (where LocalStack's
@@ -35,7 +36,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if item not in set(dropped)]
 
 
-@pytest.fixture(autouse=True, params=["memory", "aws", pytest.param("localstack", marks=pytest.mark.localstack)])
+@pytest.fixture(autouse=True, params=["memory", "aws", pytest.param("localstack", marks=ON_LOCALSTACK)])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param in ("aws", "localstack"):
         if not hasattr(request.module, "TestEnv"):

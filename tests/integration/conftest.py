@@ -14,6 +14,7 @@ from aiobotocore.session import AioSession, get_session  # type: ignore[import-u
 
 from dormant.aws.store import DynamoEventStore
 from dormant.settings import Settings
+from tests.localstack import ON_LOCALSTACK
 from tests.servers import ServerProcess
 
 
@@ -38,7 +39,7 @@ def store_settings(endpoint: str, **overrides: Any) -> Settings:
                     **overrides)
 
 
-@pytest.fixture(params=["moto", pytest.param("localstack", marks=pytest.mark.localstack)])
+@pytest.fixture(params=["moto", pytest.param("localstack", marks=ON_LOCALSTACK)])
 def aws_endpoint(request: pytest.FixtureRequest) -> str:
     """An endpoint serving DynamoDB and SQS: the moto server, then LocalStack (its own SQS, DynamoDB Local)."""
     return server_for(request, request.param).endpoint

@@ -15,12 +15,13 @@ from dormant.ports import ActorMeta, ActorRef, EventStore, InboxMessage, WakeErr
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowRecord, WorkflowState
 from tests.integration.conftest import server_for, shared_session, store_settings
+from tests.localstack import ON_LOCALSTACK
 
 T0 = 1_767_225_600.0
 
 
 @pytest.fixture(params=["memory", "dynamodb_local", "dynamodb_local-threads", "moto", "dynalite",
-                        pytest.param("localstack", marks=pytest.mark.localstack)])
+                        pytest.param("localstack", marks=ON_LOCALSTACK)])
 async def any_store(request: pytest.FixtureRequest) -> AsyncIterator[EventStore]:
     """Each store; `dynamodb_local-threads` is the DynamoDB store on botocore's client in threads (what the Lambda
     functions run, dormant.aws.clients) rather than aiobotocore's; `localstack` is DynamoDB Local behind

@@ -30,6 +30,7 @@ from dormant.runtime.clocks import OffsetClock, SystemClock
 from dormant.runtime.service import ActorService
 from dormant.settings import Settings
 from examples.timers import registry as timers_registry
+from tests.localstack import ON_LOCALSTACK
 from tests.servers import ServerProcess
 
 
@@ -42,7 +43,7 @@ def unique_settings(endpoint: str, **overrides: Any) -> Settings:
     return Settings(**{**values, **overrides})
 
 
-@pytest.fixture(params=["moto", pytest.param("localstack", marks=pytest.mark.localstack)])
+@pytest.fixture(params=["moto", pytest.param("localstack", marks=ON_LOCALSTACK)])
 def endpoint(request: pytest.FixtureRequest) -> Iterator[str]:
     """The moto server, then LocalStack (whose SQS is its own implementation, not moto's)."""
     server: ServerProcess = request.getfixturevalue(f"{request.param}_server_process")

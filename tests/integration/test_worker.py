@@ -36,6 +36,7 @@ from examples.counter import registry as counter_registry
 from examples.request_response import registry as doubler_registry
 from examples.timers import registry as timers_registry
 from tests.aws_env import AwsTestEnv
+from tests.localstack import ON_LOCALSTACK
 from tests.servers import Dynalite, MotoServer
 
 STORE_CALLS = frozenset({"create", "exists", "load", "commit", "enqueue", "wait_response", "read_events",
@@ -88,7 +89,7 @@ async def open_aws(servers: dict[str, str], store_server: str, **overrides: Any)
 
 
 @pytest.fixture(params=["moto", "dynalite", "moto-threads",
-                        pytest.param("localstack-threads", marks=pytest.mark.localstack)])
+                        pytest.param("localstack-threads", marks=ON_LOCALSTACK)])
 async def aws(request: pytest.FixtureRequest, servers: dict[str, str]) -> AsyncIterator[Aws]:
     """`moto-threads`: the worker's clients are botocore's in threads (the Lambda functions' kind,
     dormant.aws.clients), the test side's stay aiobotocore's; `localstack-threads`: the same on LocalStack (its SQS

@@ -139,8 +139,11 @@ def test_deployed_timings_reach_the_dlq_in_minutes() -> None:
 async def test_messages_that_ran_out_of_receives_without_failing_are_refreshed(aws_endpoint: str) -> None:
     """A worker killed while holding a message uses up a receive each time; on the last one, a wake-up that
     never failed by the actor's own error is re-sent fresh instead of reaching the DLQ."""
+    # The "worker" that dies holds the message for 1 s; the one after it gets the queue's 30 s. With 1 s for both,
+    # a busy machine's wake-up outlasted it and the delete came too late: a FIFO queue refuses an expired receipt
+    # handle (AWS and LocalStack do; moto deletes anyway), the message came back and went to the DLQ.
     async with AwsTestEnv(slow_registry, settings=Settings(endpoint_url=aws_endpoint), max_receives=2,
-                          visibility_timeout=1) as env:
+                          visibility_timeout=30) as env:
         handle = env.client.get_or_create("slow", ["r"])
         await handle.send("go", 0.0)
         for _ in range(1):  # received, then the "worker" dies without answering: the receive is spent
