@@ -138,11 +138,11 @@ TEST_ENV = DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VEN
 	DORMANT_LOCALSTACK=$(LOCALSTACK_VENV) DORMANT_PYTHON313_REQUIRED=1
 # Extra pytest arguments for both runs (e.g. PYTEST_ARGS="-x" or "-m localstack").
 PYTEST_ARGS ?=
-# pytest-xdist workers (0: one process). Each worker starts its own servers (moto, dynalite, DynamoDB Local); the
-# `localstack` tests share one worker (one LocalStack), and tests/deploy/test_terraform.py then starts its apply with
-# its own first test instead of with the session.
+# pytest-xdist workers (0: one process), each module's tests on one worker (tests/xdist_scheduling.py). Each worker
+# starts its own servers (moto, dynalite, DynamoDB Local); the `localstack` tests share one worker (one LocalStack), and
+# tests/deploy/test_terraform.py then starts its apply with its own first test instead of with the session.
 PYTEST_WORKERS ?= 0
-XDIST = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup)
+XDIST = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadscope)
 # The Lambda code path, run again on Lambda's Python by `make test`: the bundle and the layer built for 3.13 with both
 # handlers on AWS's sample events, and the AWS integration tests (those on LocalStack ran in the first run: LocalStack
 # is the same either way).

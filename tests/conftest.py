@@ -75,10 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`--dist loadgroup` keeps the LocalStack tests on one worker, and Terraform's (tests/xdist_scheduling.py)."""
+    """`--dist loadscope`: by module, and the LocalStack tests on one worker (tests/xdist_scheduling.py)."""
     from tests.xdist_scheduling import scheduler
 
-    return scheduler(config, log) if config.getvalue("dist") == "loadgroup" else None
+    return scheduler(config, log) if config.getvalue("dist") == "loadscope" else None
 
 
 @pytest.fixture(scope="session")
@@ -110,8 +110,8 @@ def _terraform_starts_with_the_session(request: pytest.FixtureRequest) -> None:
     """Terraform's apply mostly waits (minutes, on the AWS provider's SQS timers): when
     tests/deploy/test_terraform.py is selected, it starts with the first test and the suite runs beside it."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        # every worker collects every test: the apply starts with the first Terraform test instead, on the one worker
-        # that runs them all (tests/xdist_scheduling.py)
+        # every worker collects every test: the apply starts with the first Terraform test instead, on the worker
+        # that runs the module (tests/xdist_scheduling.py)
         return
     if shutil.which("terraform") and any(item.path.name == "test_terraform.py" for item in request.session.items):
         request.getfixturevalue("terraform_run").start()

@@ -49,11 +49,9 @@ import pytest
 
 from tests.servers import ROOT, ServerProcess, free_port
 
-# The marks of a test (or a fixture's parameter) that runs on LocalStack: selected by `-m localstack`; under
-# `--dist loadgroup` they run on one pytest-xdist worker (one LocalStack, ~700 MB and a JVM, not one per worker).
-# pytest-xdist 3.8.0 cannot honour `xdist_group` under pytest 9.2 (tests/xdist_scheduling.py groups them by node id);
-# the mark stays for when it can again.
-ON_LOCALSTACK = (pytest.mark.localstack, pytest.mark.xdist_group("localstack"))
+# The marks of a test (or a fixture's parameter) that runs on LocalStack: selected by `-m localstack`; under xdist
+# they all run on one worker, so one LocalStack (~700 MB and a JVM) serves them (tests/xdist_scheduling.py).
+ON_LOCALSTACK = (pytest.mark.localstack,)
 VENV_ENV = "DORMANT_LOCALSTACK"
 DEFAULT_VENV = ROOT / "tools" / "localstack-venv"
 LIBRARY_CACHE = ROOT / "build" / "localstack"

@@ -1,13 +1,12 @@
-"""How `pytest -n N --dist loadgroup` shares the suite out: each test on its own, but these groups on one worker each:
+"""How `pytest -n N --dist loadscope` shares the suite out: a module's tests on one worker, in order (some modules'
+tests build on the one before, as tests/deploy/test_stack.py's do, and module fixtures are set up once, not once per
+worker; tests/deploy/test_terraform.py's session fixture applies infra/ once), and every test on LocalStack
+(tests/localstack.py: ON_LOCALSTACK), whatever its module, on one worker: one LocalStack (~700 MB, a JVM), not one
+per worker.
 
-- "localstack": every test on LocalStack (tests/localstack.py: ON_LOCALSTACK), so one LocalStack (~700 MB, a JVM)
-  serves them rather than one per worker;
-- "terraform": tests/deploy/test_terraform.py, whose session fixture applies infra/ (minutes, mostly waiting): one
-  apply, not one per worker that runs one of its tests.
-
-pytest-xdist 3.8.0 has its own `xdist_group` mark for this, but under pytest 9.2 it is silently ignored (xdist renames
-`item._nodeid`, which pytest 9 no longer reads: seen here, the LocalStack tests ran on every worker, each starting its
-own); so the groups are read from node ids instead.
+pytest-xdist 3.8.0's own way to group tests, `--dist loadgroup` with the `xdist_group` mark, is silently ignored under
+pytest 9.2 (xdist renames `item._nodeid`, which pytest 9 no longer reads: seen here, the LocalStack tests ran on every
+worker, each starting its own), so the group is read from node ids.
 """
 
 from __future__ import annotations
@@ -20,23 +19,18 @@ import pytest
 # A parameter id with a `localstack` part ("[localstack]", "[localstack-threads]", "[localstack-hung-primary]") or the
 # dev-stack end-to-end module on LocalStack.
 _LOCALSTACK = re.compile(r"\[(?:[^\]]*-)?localstack(?:-[^\]]*)?\]|/test_dev_localstack\.py::")
-_TERRAFORM = "tests/deploy/test_terraform.py::"
 
 
 def group_of(nodeid: str) -> str | None:
-    """The group a test runs in, None for a test on its own."""
-    if _LOCALSTACK.search(nodeid):
-        return "localstack"
-    if nodeid.startswith(_TERRAFORM):
-        return "terraform"
-    return None
+    """The group a test runs in, None for its module's."""
+    return "localstack" if _LOCALSTACK.search(nodeid) else None
 
 
 def scheduler(config: pytest.Config, log: Any) -> Any:
-    """pytest-xdist's loadgroup scheduling with the groups above."""
-    from xdist.scheduler import LoadGroupScheduling
+    """pytest-xdist's loadscope scheduling (by module) with the groups above."""
+    from xdist.scheduler import LoadScopeScheduling
 
-    class Grouped(LoadGroupScheduling):  # type: ignore[misc]
+    class Grouped(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid) or str(super()._split_scope(nodeid))
 
