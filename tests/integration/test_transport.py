@@ -196,9 +196,14 @@ async def test_reminders_fire_on_time_through_sqs_delays_and_timer_hops(
                             "DORMANT_QUEUE_URL": urls.wake, "DORMANT_TIMER_QUEUE_URL": urls.timers,
                             "DORMANT_TIMER_HOP_MAX_DELAY": "2", "AWS_ENDPOINT_URL": endpoint}.items():
             monkeypatch.setenv(name, value)
+        from dormant.aws.clients import function_settings
+        from dormant.aws.worker import LambdaWorker
         from functions.worker import handler as lambda_module
 
-        await asyncio.to_thread(lambda_module.worker.close)  # a fresh container: settings read on first use
+        # A fresh container: the module's worker took its settings from the environment when it was first imported
+        # (another endpoint's, when this test ran on the other server first).
+        monkeypatch.setattr(lambda_module, "worker", LambdaWorker(settings=function_settings(),
+                                                                  observer=lambda_module.telemetry.observer))
         pollers = [SqsPoller(sqs, url, lambda_module.handler, wait_seconds=1) for url in (urls.wake, urls.timers)]
         tasks = [asyncio.create_task(p.run()) for p in pollers]
         try:
