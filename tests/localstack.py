@@ -204,24 +204,26 @@ def answers(endpoint: str, timeout: float = 2.0) -> bool:
 
 
 # -- the supervisor ----------------------------------------------------------------------------------------------
-def _children(pid: int) -> list[int]:
-    try:
-        found = (Path("/proc") / str(pid) / "task" / str(pid) / "children").read_text().split()
-    except OSError:
-        return []
-    return [int(child) for child in found]
+def children(pid: int) -> list[int]:
+    """The children of `pid`, of every thread (LocalStack starts DynamoDB Local from one of its threads: the main
+    thread's list alone misses it)."""
+    found: list[int] = []
+    for task in (Path("/proc") / str(pid) / "task").glob("*"):
+        with contextlib.suppress(OSError, ValueError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
 
 
 def _descendants(pid: int) -> list[tuple[int, str]]:
     """Every process below `pid`, with its start time (so a pid reused meanwhile is never signalled)."""
     out: list[tuple[int, str]] = []
-    pending = _children(pid)
+    pending = children(pid)
     while pending:
         child = pending.pop()
         started = _start_time(child)
         if started is not None:
             out.append((child, started))
-            pending += _children(child)
+            pending += children(child)
     return out
 
 
