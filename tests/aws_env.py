@@ -100,7 +100,6 @@ class _TrackingTransport:
         if self.on_wake is not None and immediate:
             self.on_wake()
 
-
     async def wake_many(self, ref: ActorRef, messages: Any, *, creation: Creation | None = None) -> list[str]:
         """The SQS transport's batched wake-ups (dormant.runtime.batches.BatchTransport)."""
         self.known.setdefault(ref.id, ref)
@@ -108,6 +107,24 @@ class _TrackingTransport:
         if self.on_wake is not None:
             self.on_wake()
         return sent
+
+
+class _CountingPoller(SqsPoller):
+    """A poller that numbers its receives and remembers the last one that found nothing: the idle check waits for
+    an empty receive that started after it read the queue counts (see AwsTestEnv._until_idle)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.receives_started = 0
+        self.last_empty_receive = -1  # the number of the latest receive that returned no message
+
+    async def receive(self, wait_seconds: int | None = None) -> list[dict[str, Any]]:
+        number = self.receives_started
+        self.receives_started += 1
+        messages = await super().receive(wait_seconds)
+        if not messages:
+            self.last_empty_receive = max(self.last_empty_receive, number)
+        return messages
 
 
 class AwsTestEnv:
@@ -156,7 +173,7 @@ class AwsTestEnv:
         self.service: EnvService
         self.client: Client
         self.worker: Worker
-        self.pollers: list[SqsPoller] = []
+        self.pollers: list[_CountingPoller] = []
         self._sqs: Any = None
         self.s3: Any = None
 
@@ -184,7 +201,7 @@ class AwsTestEnv:
         self.service.patience, self.service.activity = self.patience, self._work_under_way
         self.client = Client(self.service)
         self.worker = Worker(self.service, transport, self.settings)
-        self.pollers = [SqsPoller(sqs, url, self._handle, wait_seconds=0, idle_delay=0.05)
+        self.pollers = [_CountingPoller(sqs, url, self._handle, wait_seconds=0, idle_delay=0.05)
                         for url in (self.urls.wake, self.urls.timers)]
         if not self.autorun:
             for poller in self.pollers:
@@ -263,7 +280,11 @@ class AwsTestEnv:
 
     async def _until_idle(self, timeout: float, *, clock_waits: bool = False) -> None:
         """Until no wake-up message is visible or in flight, or, with `clock_waits`, until what is still in
-        flight belongs to worker invocations that wait for the clock (as TestEnv's settle)."""
+        flight belongs to worker invocations that wait for the clock (as TestEnv's settle). Idle means: no batch
+        in hand, both queues' counts at zero, and then each poller finished a receive that started after the counts
+        were read and found nothing, with no batch handled meanwhile. The counts alone are not enough: SQS's are
+        approximate, and LocalStack's show a message that a receive is taking in neither the visible nor the
+        in-flight count (seen: the env declared idle with a wake-up about to run)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
@@ -272,7 +293,9 @@ class AwsTestEnv:
             if not self.service.requests.open:
                 if clock_waits and await self._settled():
                     return
-                if not any(p.busy for p in self.pollers) and await self._queues_empty():
+                marks = [(p.receives_started, len(p.results)) for p in self.pollers]
+                if (not any(p.busy for p in self.pollers) and await self._queues_empty()
+                        and await self._found_nothing_since(marks, deadline)):
                     self._raise_poisoned()
                     return
             if loop.time() > deadline:
@@ -306,6 +329,18 @@ class AwsTestEnv:
         if self.service.requests.open:
             lines.append(f"{self.service.requests.open} client request(s) have not stored their message yet.")
         return " ".join(lines)
+
+    async def _found_nothing_since(self, marks: list[tuple[int, int]], deadline: float) -> bool:
+        """Whether every poller's next receive after `marks` found nothing while no batch was in hand."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if any(p.busy or len(p.results) != handled for p, (_, handled) in zip(self.pollers, marks, strict=True)):
+                return False
+            if all(p.last_empty_receive >= started for p, (started, _) in zip(self.pollers, marks, strict=True)):
+                return True
+            if loop.time() > deadline:
+                return False
+            await asyncio.sleep(0.005)
 
     async def advance(self, seconds: float) -> None:
         """Move the clock forward, waking each actor at each of its due times (deadlines, retries, scheduled

@@ -6,6 +6,7 @@ only when a test asks for them; fake AWS credentials make sure nothing can reach
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -82,6 +83,31 @@ def dynalite_server(dynalite_server_process: Dynalite) -> str:
     return dynalite_server_process.endpoint
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "localstack: runs on LocalStack (tests/localstack.py; `make localstack-tools`)")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadscope`: by module, and the LocalStack tests on one worker (tests/xdist_scheduling.py)."""
+    from tests.xdist_scheduling import scheduler
+
+    return scheduler(config, log) if config.getvalue("dist") == "loadscope" else None
+
+
+@pytest.fixture(scope="session")
+def localstack_server_process() -> Iterator[Any]:
+    from tests.localstack import started_or_skipped
+
+    yield from started_or_skipped()
+
+
+@pytest.fixture(scope="session")
+def localstack_server(localstack_server_process: Any) -> str:
+    """Endpoint URL of the session's LocalStack (its own SQS; DynamoDB through DynamoDB Local)."""
+    return str(localstack_server_process.endpoint)
+
+
 @pytest.fixture(scope="session")
 def terraform_run() -> Iterator[Any]:
     """infra/ applied to a moto server by Terraform, in the background (tests/deploy/terraform.py)."""
@@ -97,5 +123,9 @@ def terraform_run() -> Iterator[Any]:
 def _terraform_starts_with_the_session(request: pytest.FixtureRequest) -> None:
     """Terraform's apply mostly waits (minutes, on the AWS provider's SQS timers): when
     tests/deploy/test_terraform.py is selected, it starts with the first test and the suite runs beside it."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # every worker collects every test: the apply starts with the first Terraform test instead, on the worker
+        # that runs the module (tests/xdist_scheduling.py)
+        return
     if shutil.which("terraform") and any(item.path.name == "test_terraform.py" for item in request.session.items):
         request.getfixturevalue("terraform_run").start()

@@ -1,5 +1,6 @@
 """Fixtures for tests against real servers over HTTP: a fresh DynamoDB event store per test, on the session's
-moto server and dynalite (started by tests/conftest.py)."""
+DynamoDB Local, moto server and dynalite, and an endpoint of DynamoDB and SQS (the moto server, LocalStack);
+the servers are started by tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from aiobotocore.session import AioSession, get_session  # type: ignore[import-u
 
 from dormant.aws.store import DynamoEventStore
 from dormant.settings import Settings
+from tests.localstack import ON_LOCALSTACK
 from tests.servers import ServerProcess
 
 
@@ -35,6 +37,16 @@ def shared_session() -> AioSession:
 def store_settings(endpoint: str, **overrides: Any) -> Settings:
     return Settings(table=f"dormant-{uuid.uuid4().hex[:12]}", endpoint_url=endpoint, region="us-east-1",
                     **overrides)
+
+
+@pytest.fixture(params=["dynamodb_local", pytest.param("localstack", marks=ON_LOCALSTACK)])
+def stack_endpoints(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Settings fields of an AWS stack: DynamoDB Local with moto's SQS (`aws_endpoints`), then LocalStack (its own
+    SQS, DynamoDB Local behind its gateway)."""
+    if request.param == "localstack":
+        return {"endpoint_url": server_for(request, "localstack").endpoint}
+    endpoints: dict[str, str] = request.getfixturevalue("aws_endpoints")
+    return endpoints
 
 
 @pytest.fixture(params=["dynamodb_local", "moto", "dynalite"])

@@ -1,6 +1,5 @@
 """The EventStore contract, checked the same way on MemoryEventStore (the reference) and on the DynamoDB
-store over a moto server and over dynalite: both stores provably agree."""
-
+store over DynamoDB Local, a moto server, dynalite and LocalStack: the stores provably agree."""
 from __future__ import annotations
 
 import asyncio
@@ -16,14 +15,17 @@ from dormant.ports import ActorMeta, ActorRef, EventStore, InboxMessage, WakeErr
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowRecord, WorkflowState
 from tests.integration.conftest import server_for, shared_session, store_settings
+from tests.localstack import ON_LOCALSTACK
 
 T0 = 1_767_225_600.0
 
 
-@pytest.fixture(params=["memory", "dynamodb_local", "dynamodb_local-threads", "moto", "dynalite"])
+@pytest.fixture(params=["memory", "dynamodb_local", "dynamodb_local-threads", "moto", "dynalite",
+                        pytest.param("localstack", marks=ON_LOCALSTACK)])
 async def any_store(request: pytest.FixtureRequest) -> AsyncIterator[EventStore]:
-    """Each store; `moto-threads` is the DynamoDB store on botocore's client in threads (what the Lambda
-    functions run, dormant.aws.clients) rather than aiobotocore's."""
+    """Each store; `dynamodb_local-threads` is the DynamoDB store on botocore's client in threads (what the Lambda
+    functions run, dormant.aws.clients) rather than aiobotocore's; `localstack` is DynamoDB Local behind
+    LocalStack's gateway."""
     if request.param == "memory":
         yield MemoryEventStore()
         return

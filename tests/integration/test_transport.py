@@ -1,4 +1,4 @@
-"""The SQS transport and the poller on a real moto server, and an example end to end through
+"""The SQS transport and the poller on a real moto server and on LocalStack, and an example end to end through
 SQS -> poller -> the real worker Lambda handler -> DynamoDB, with real SQS delays and timer hops."""
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from dormant.runtime.clocks import OffsetClock, SystemClock
 from dormant.runtime.service import ActorService
 from dormant.settings import Settings
 from examples.timers import registry as timers_registry
-from tests.servers import MotoServer
+from tests.localstack import ON_LOCALSTACK
+from tests.servers import ServerProcess
 
 
 def unique_settings(endpoint: str, **overrides: Any) -> Settings:
@@ -42,15 +43,17 @@ def unique_settings(endpoint: str, **overrides: Any) -> Settings:
     return Settings(**{**values, **overrides})
 
 
-@pytest.fixture
-def moto(moto_server_process: MotoServer) -> Iterator[str]:
-    yield moto_server_process.endpoint
-    moto_server_process.reset()
+@pytest.fixture(params=["moto", pytest.param("localstack", marks=ON_LOCALSTACK)])
+def endpoint(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The moto server, then LocalStack (whose SQS is its own implementation, not moto's)."""
+    server: ServerProcess = request.getfixturevalue(f"{request.param}_server_process")
+    yield server.endpoint
+    server.reset()
 
 
 @pytest.fixture
-async def sqs(moto: str) -> AsyncIterator[Any]:
-    async with get_session().create_client("sqs", region_name="us-east-1", endpoint_url=moto) as client:
+async def sqs(endpoint: str) -> AsyncIterator[Any]:
+    async with get_session().create_client("sqs", region_name="us-east-1", endpoint_url=endpoint) as client:
         yield client
 
 
@@ -96,8 +99,8 @@ def test_batch_failures_are_read_as_lambda_reads_them() -> None:
 
 # -- transport on SQS ------------------------------------------------------------------------------------
 
-async def test_wake_ups_go_to_the_fifo_queue_per_actor_and_duplicates_collapse(sqs: Any, moto: str) -> None:
-    urls = await create_queues(sqs, unique_settings(moto))
+async def test_wake_ups_go_to_the_fifo_queue_per_actor_and_duplicates_collapse(sqs: Any, endpoint: str) -> None:
+    urls = await create_queues(sqs, unique_settings(endpoint))
     transport = SqsTransport(sqs, urls, SystemClock())
     a, b = ActorRef(name="counter", key=("a",)), ActorRef(name="counter", key=("b",))
     await transport.wake(a, reason="message:1")
@@ -118,8 +121,8 @@ async def test_wake_ups_go_to_the_fifo_queue_per_actor_and_duplicates_collapse(s
     assert await receive_all(sqs, urls.timers) == []
 
 
-async def test_a_timer_is_a_delayed_message_carrying_its_due_time(sqs: Any, moto: str) -> None:
-    urls = await create_queues(sqs, unique_settings(moto))
+async def test_a_timer_is_a_delayed_message_carrying_its_due_time(sqs: Any, endpoint: str) -> None:
+    urls = await create_queues(sqs, unique_settings(endpoint))
     clock = SystemClock()
     transport = SqsTransport(sqs, urls, clock, max_delay=1)
     ref = ActorRef(name="counter", key=("a",))
@@ -137,8 +140,8 @@ async def test_a_timer_is_a_delayed_message_carrying_its_due_time(sqs: Any, moto
 
 # -- the poller ------------------------------------------------------------------------------------------
 
-async def test_the_poller_deletes_only_what_the_handler_did_not_fail(sqs: Any, moto: str) -> None:
-    urls = await create_queues(sqs, unique_settings(moto), visibility_timeout=1)
+async def test_the_poller_deletes_only_what_the_handler_did_not_fail(sqs: Any, endpoint: str) -> None:
+    urls = await create_queues(sqs, unique_settings(endpoint), visibility_timeout=1)
     for n in range(3):
         await sqs.send_message(QueueUrl=urls.timers, MessageBody=json.dumps({"n": n}))
     seen: list[dict[str, Any]] = []
@@ -165,8 +168,8 @@ async def test_the_poller_deletes_only_what_the_handler_did_not_fail(sqs: Any, m
     assert again["Attributes"]["ApproximateReceiveCount"] == "2"
 
 
-async def test_a_crashed_invocation_deletes_nothing(sqs: Any, moto: str) -> None:
-    urls = await create_queues(sqs, unique_settings(moto), visibility_timeout=1)
+async def test_a_crashed_invocation_deletes_nothing(sqs: Any, endpoint: str) -> None:
+    urls = await create_queues(sqs, unique_settings(endpoint), visibility_timeout=1)
     await sqs.send_message(QueueUrl=urls.timers, MessageBody="{}")
 
     async def crashing(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -182,8 +185,8 @@ async def test_a_crashed_invocation_deletes_nothing(sqs: Any, moto: str) -> None
 # -- end to end: SQS -> poller -> functions/worker/handler.py -> DynamoDB -----------------------------------
 
 async def test_reminders_fire_on_time_through_sqs_delays_and_timer_hops(
-        moto: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = unique_settings(moto, timer_hop_max_delay=2)
+        endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = unique_settings(endpoint, timer_hop_max_delay=2)
     session = get_session()
     async with session.create_client("dynamodb", config=client_config(), **settings.client_kwargs()) as dynamodb, \
             session.create_client("sqs", **settings.client_kwargs()) as sqs:
@@ -191,11 +194,16 @@ async def test_reminders_fire_on_time_through_sqs_delays_and_timer_hops(
         urls = await create_queues(sqs, settings, visibility_timeout=5)
         for name, value in {"DORMANT_APP": "examples.timers:registry", "DORMANT_TABLE": settings.table,
                             "DORMANT_QUEUE_URL": urls.wake, "DORMANT_TIMER_QUEUE_URL": urls.timers,
-                            "DORMANT_TIMER_HOP_MAX_DELAY": "2", "AWS_ENDPOINT_URL": moto}.items():
+                            "DORMANT_TIMER_HOP_MAX_DELAY": "2", "AWS_ENDPOINT_URL": endpoint}.items():
             monkeypatch.setenv(name, value)
+        from dormant.aws.clients import function_settings
+        from dormant.aws.worker import LambdaWorker
         from functions.worker import handler as lambda_module
 
-        await asyncio.to_thread(lambda_module.worker.close)  # a fresh container: settings read on first use
+        # A fresh container: the module's worker took its settings from the environment when it was first imported
+        # (another endpoint's, when this test ran on the other server first).
+        monkeypatch.setattr(lambda_module, "worker", LambdaWorker(settings=function_settings(),
+                                                                  observer=lambda_module.telemetry.observer))
         pollers = [SqsPoller(sqs, url, lambda_module.handler, wait_seconds=1) for url in (urls.wake, urls.timers)]
         tasks = [asyncio.create_task(p.run()) for p in pollers]
         try:
@@ -231,8 +239,8 @@ async def test_reminders_fire_on_time_through_sqs_delays_and_timer_hops(
         assert [e.location for e in await handle.history() if e.kind == "sleep"][-1].endswith("wait-until-reminder")
 
 
-async def test_the_queues_redrive_to_their_dead_letter_queues(sqs: Any, moto: str) -> None:
-    urls = await create_queues(sqs, unique_settings(moto, max_receives=2))
+async def test_the_queues_redrive_to_their_dead_letter_queues(sqs: Any, endpoint: str) -> None:
+    urls = await create_queues(sqs, unique_settings(endpoint, max_receives=2))
     assert isinstance(urls, QueueUrls) and urls.wake_dlq and urls.timers_dlq
     for url, dlq in ((urls.wake, urls.wake_dlq), (urls.timers, urls.timers_dlq)):
         attributes = (await sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"]))["Attributes"]

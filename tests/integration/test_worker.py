@@ -37,6 +37,7 @@ from examples.counter import registry as counter_registry
 from examples.request_response import registry as doubler_registry
 from examples.timers import registry as timers_registry
 from tests.aws_env import AwsTestEnv
+from tests.localstack import ON_LOCALSTACK
 from tests.servers import DynamoDBLocal, MotoServer
 
 STORE_CALLS = frozenset({"create", "exists", "load", "commit", "enqueue", "wait_response", "read_events",
@@ -89,14 +90,21 @@ async def open_aws(servers: dict[str, str], store_server: str, **overrides: Any)
         yield Aws(settings, dynamodb, sqs, urls, DynamoEventStore(dynamodb, settings), store_server)
 
 
-@pytest.fixture(params=["dynamodb_local", "moto", "dynamodb_local-threads"])
+@pytest.fixture(params=["dynamodb_local", "moto", "dynamodb_local-threads",
+                        pytest.param("localstack-threads", marks=ON_LOCALSTACK)])
 async def aws(request: pytest.FixtureRequest, servers: dict[str, str]) -> AsyncIterator[Aws]:
     """DynamoDB on DynamoDB Local or moto (SQS on moto); `-threads`: the worker's clients are botocore's in threads
-    (the Lambda functions' kind, dormant.aws.clients), the test side's stay aiobotocore's. (dynalite, a third
-    DynamoDB without SQS, runs the store's own tests: tests/integration/test_store_contract.py.)"""
+    (the Lambda functions' kind, dormant.aws.clients), the test side's stay aiobotocore's; `localstack-threads`: the
+    same on LocalStack (its SQS and, behind its gateway, DynamoDB Local). (dynalite, a third DynamoDB without SQS,
+    runs the store's own tests: tests/integration/test_store_contract.py.)"""
     server, _, kind = request.param.partition("-")
+    if server == "localstack":
+        localstack = request.getfixturevalue("localstack_server_process")
+        servers = {**servers, "moto": localstack.endpoint, "localstack": localstack.endpoint}
     async for opened in open_aws(servers, server, aws_clients=kind or "aiobotocore"):
         yield opened
+    if server == "localstack":
+        localstack.reset()
 
 
 @pytest.fixture

@@ -56,8 +56,8 @@ def test_the_pollers_lambda_context_counts_down() -> None:
     assert LambdaContext(timeout_ms=10, started=time.monotonic() - 1).get_remaining_time_in_millis() == 0
 
 
-async def test_a_wake_up_longer_than_the_visibility_timeout_is_delivered_once(aws_endpoints: dict[str, str]) -> None:
-    async with AwsTestEnv(slow_registry, settings=Settings(**aws_endpoints), visibility_timeout=1,
+async def test_a_wake_up_longer_than_the_visibility_timeout_is_delivered_once(stack_endpoints: dict[str, str]) -> None:
+    async with AwsTestEnv(slow_registry, settings=Settings(**stack_endpoints), visibility_timeout=1,
                           autorun=True) as env:
         handle = env.client.get_or_create("slow", ["s"])
         await handle.status()
@@ -72,7 +72,7 @@ async def test_a_wake_up_longer_than_the_visibility_timeout_is_delivered_once(aw
         assert received == 2  # the create wake-up and the message's: nothing delivered twice
 
 
-async def test_no_wake_up_starts_in_the_last_seconds_of_an_invocation(aws_endpoints: dict[str, str],
+async def test_no_wake_up_starts_in_the_last_seconds_of_an_invocation(stack_endpoints: dict[str, str],
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     budgets: list[float | None] = []
     real_wake = worker_module.wake_actor
@@ -82,7 +82,7 @@ async def test_no_wake_up_starts_in_the_last_seconds_of_an_invocation(aws_endpoi
         return await real_wake(service, ref, **kwargs)
 
     monkeypatch.setattr(worker_module, "wake_actor", recording)
-    settings = Settings(**aws_endpoints, worker_reserve_seconds=5.0)
+    settings = Settings(**stack_endpoints, worker_reserve_seconds=5.0)
     async with AwsTestEnv(slow_registry, settings=settings, visibility_timeout=30) as env:
         handle = env.client.get_or_create("slow", ["t"])
         await handle.send("go", 0.0)
@@ -101,8 +101,8 @@ async def test_no_wake_up_starts_in_the_last_seconds_of_an_invocation(aws_endpoi
         assert len(budgets) == 1 and budgets[0] is not None and 50 < budgets[0] <= 55  # 60 s - 5 s reserved
 
 
-async def test_a_poison_message_reaches_the_dlq_with_its_reason_in_seconds(aws_endpoints: dict[str, str]) -> None:
-    settings = Settings(**aws_endpoints, wake_retry_base=0.3, wake_retry_max=2)
+async def test_a_poison_message_reaches_the_dlq_with_its_reason_in_seconds(stack_endpoints: dict[str, str]) -> None:
+    settings = Settings(**stack_endpoints, wake_retry_base=0.3, wake_retry_max=2)
     async with AwsTestEnv(poison_registry, settings=settings, max_receives=3, visibility_timeout=30) as env:
         handle = env.client.get_or_create("fragile", ["p"])
         started = time.monotonic()
@@ -136,11 +136,14 @@ def test_deployed_timings_reach_the_dlq_in_minutes() -> None:
     assert sum(waits) <= 180, waits  # (the queue's 360 s visibility timeout only applies to crashed workers)
 
 
-async def test_messages_that_ran_out_of_receives_without_failing_are_refreshed(aws_endpoints: dict[str, str]) -> None:
+async def test_messages_that_ran_out_of_receives_without_failing_are_refreshed(stack_endpoints: dict[str, str]) -> None:
     """A worker killed while holding a message uses up a receive each time; on the last one, a wake-up that
     never failed by the actor's own error is re-sent fresh instead of reaching the DLQ."""
-    async with AwsTestEnv(slow_registry, settings=Settings(**aws_endpoints), max_receives=2,
-                          visibility_timeout=1) as env:
+    # The "worker" that dies holds the message for 1 s; the one after it gets the queue's 30 s. With 1 s for both,
+    # a busy machine's wake-up outlasted it and the delete came too late: a FIFO queue refuses an expired receipt
+    # handle (AWS and LocalStack do; moto deletes anyway), the message came back and went to the DLQ.
+    async with AwsTestEnv(slow_registry, settings=Settings(**stack_endpoints), max_receives=2,
+                          visibility_timeout=30) as env:
         handle = env.client.get_or_create("slow", ["r"])
         await handle.send("go", 0.0)
         for _ in range(1):  # received, then the "worker" dies without answering: the receive is spent
