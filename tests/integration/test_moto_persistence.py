@@ -184,11 +184,44 @@ def _object_files(data: Path) -> dict[str, int]:
     return {f"{p.parent.name}{p.name}": p.stat().st_size for p in (data / "objects").glob("*/*")}
 
 
+def _concurrent_writes(server: MotoServer) -> dict[str, bytes]:
+    """S3 and DynamoDB writes side by side (each service journals under its own lock); the objects left."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    dynamodb, _ = clients(server)
+    dynamodb.create_table(**table_definition("t"))
+    s3 = s3_client(server)
+    bodies = {f"actors/e{n % 5}/{n}": os.urandom(40_000 + n) for n in range(30)}
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda name: s3.put_object(Bucket="values", Key=name, Body=bodies[name]), bodies))
+        list(pool.map(lambda n: dynamodb.put_item(TableName="t", Item={"pk": {"S": f"a{n % 5}"},
+                                                                        "sk": {"S": f"{n:03d}"}}), range(30)))
+        gone = [name for name in bodies if name.endswith(("1", "7"))]
+        list(pool.map(lambda name: s3.delete_object(Bucket="values", Key=name), gone))
+    return {name: body for name, body in bodies.items() if name not in gone}
+
+
+def _unsigned_writes(server: MotoServer) -> dict[str, bytes]:
+    """A presigned URL's signature is in its query string, an unsigned request reaches moto's S3 as its default
+    service: the gate must see both as S3 writes all the same."""
+    import urllib.request
+
+    presigned = s3_client(server).generate_presigned_url("put_object", Params={"Bucket": "values", "Key": "presigned"})
+    written = {"presigned": b"uploaded", "anonymous": b"no signature"}
+    for url, body in ((presigned, written["presigned"]), (f"{server.endpoint}/values/anonymous", written["anonymous"])):
+        request = urllib.request.Request(url, data=body, method="PUT",
+                                         headers={"Content-Type": "application/octet-stream"})
+        urllib.request.urlopen(request).close()
+    return written
+
+
 def test_s3_objects_survive_a_kill_9_byte_for_byte(server: MotoServer) -> None:
-    """Puts, overwrites, both kinds of delete, metadata, tags and an upload in progress, all acknowledged before the
-    kill: after it, every object reads back byte for byte, deleted ones stay deleted, the upload completes."""
+    """Puts, overwrites, both kinds of delete, metadata, tags, an upload in progress, concurrent writes beside
+    DynamoDB's, presigned and unsigned writes, all acknowledged before the kill: after it, every object reads back
+    byte for byte, deleted ones stay deleted, the upload completes."""
     s3 = s3_client(server)
     s3.create_bucket(Bucket="values")
+    others = {**_concurrent_writes(server), **_unsigned_writes(server)}
     big = os.urandom(BIG)
     s3.put_object(Bucket="values", Key="actors/a/big", Body=big, ContentType="application/json",
                   Metadata={"version": "7"})
@@ -206,7 +239,10 @@ def test_s3_objects_survive_a_kill_9_byte_for_byte(server: MotoServer) -> None:
     _restart_same_port(server, kill=True)
     s3 = s3_client(server)
     listed = {o["Key"]: o["Size"] for o in s3.list_objects_v2(Bucket="values")["Contents"]}
-    assert listed == {"actors/a/big": BIG, "actors/a/small": 8, "ephemeral/b/tagged": 1}
+    assert listed == {"actors/a/big": BIG, "actors/a/small": 8, "ephemeral/b/tagged": 1,
+                      **{name: len(body) for name, body in others.items()}}
+    assert all(s3.get_object(Bucket="values", Key=name)["Body"].read() == body for name, body in others.items())
+    assert clients(server)[0].scan(TableName="t", Select="COUNT")["Count"] == 30
     got = s3.get_object(Bucket="values", Key="actors/a/big")
     assert got["Body"].read() == big
     assert (got["ContentType"], got["Metadata"]) == ("application/json", {"version": "7"})
@@ -219,7 +255,7 @@ def test_s3_objects_survive_a_kill_9_byte_for_byte(server: MotoServer) -> None:
         "Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
     assert s3.get_object(Bucket="values", Key="actors/d/parts")["Body"].read() == b"p" * 1000
     # ... and what was written after the restart survives the next one too (the journal goes on)
-    s3.delete_object(Bucket="values", Key="actors/a/small")
+    s3.delete_objects(Bucket="values", Delete={"Objects": [{"Key": name} for name in ["actors/a/small", *others]]})
     _restart_same_port(server, kill=True)
     s3 = s3_client(server)
     assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket="values")["Contents"]) == [
@@ -274,3 +310,4 @@ def test_a_missing_object_file_drops_that_object_and_says_so(server: MotoServer)
     assert [o["Key"] for o in s3.list_objects_v2(Bucket="values")["Contents"]] == ["kept"]
     assert s3.get_object(Bucket="values", Key="kept")["Body"].read() == b"kept"
     assert "dropped s3://values/lost: its object file is missing" in server.output()
+

@@ -54,9 +54,8 @@ def classify(environ: dict[str, Any]) -> tuple[str | None, str]:
     if "/sqs/aws4_request" in authorization:  # the older query protocol
         body = _read_body(environ)
         return "sqs", dict(parse_qsl(body.decode(errors="replace"))).get("Action", "")
-    if ("/s3/aws4_request" in authorization or "%2fs3%2faws4_request" in environ.get("QUERY_STRING", "").lower()) \
-            and not _s3_control(environ):  # signed, or a presigned URL
-        return "s3", s3_kind(environ)
+    if "/s3/aws4_request" in authorization and not _s3_control(environ):
+        return "s3", s3_kind(environ)  # (presigned and unsigned requests: RequestGate asks moto's dispatcher)
     return None, environ.get("PATH_INFO", "")
 
 
