@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from dormant.dev.bucket import DEV_BUCKET
 from dormant.dev.stack import free_port
 from dormant.http.client import HttpClient
 from tests.servers import MotoServer, fake_aws_environment
@@ -140,6 +141,15 @@ async def test_dev_uses_another_endpoint_when_given_one(moto: MotoServer) -> Non
                             aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"])
     tables = dynamodb.list_tables()["TableNames"]
     assert "dormant" in tables
+    # ... and so does the bucket of large values, created there with its lifecycle rules
+    s3 = boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1",
+                      aws_access_key_id=creds["AWS_ACCESS_KEY_ID"],
+                      aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"])
+    rules = s3.get_bucket_lifecycle_configuration(Bucket=DEV_BUCKET)["Rules"]
+    assert {rule["ID"]: rule["Filter"]["Prefix"] for rule in rules} == {
+        "expire-ephemeral-values": "ephemeral/", "abort-incomplete-multipart-uploads": ""}
+    blocked = s3.get_public_access_block(Bucket=DEV_BUCKET)["PublicAccessBlockConfiguration"]
+    assert set(blocked.values()) == {True} and len(blocked) == 4
 
 
 def test_dev_without_an_app_says_what_to_do() -> None:
