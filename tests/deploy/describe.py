@@ -306,7 +306,7 @@ def _describe_sam_buckets(sam: _Sam, described: Description) -> None:
                 "restrict_public_buckets": block.get("RestrictPublicBuckets", False)},
             "ownership": [r["ObjectOwnership"] for r in p.get("OwnershipControls", {}).get("Rules", [])],
             "versioning": p.get("VersioningConfiguration", {}).get("Status"),
-            "lifecycle": sorted((_lifecycle_rule(r["Id"], r["Status"], r.get("Prefix"), r.get("ExpirationInDays"),
+            "lifecycle": sorted((lifecycle_rule(r["Id"], r["Status"], r.get("Prefix"), r.get("ExpirationInDays"),
                                                  r.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation"))
                                  for r in p.get("LifecycleConfiguration", {}).get("Rules", [])), key=str),
             "retained": p["__retained"],
@@ -314,13 +314,16 @@ def _describe_sam_buckets(sam: _Sam, described: Description) -> None:
         }
     for p in sam.of_type("AWS::S3::BucketPolicy").values():
         bucket = _bucket_of(p["Bucket"], described)
-        for s in p["PolicyDocument"]["Statement"]:
-            principal = s.get("Principal")
-            bucket["policy"].add(_bucket_statement(
-                s.get("Sid"), s["Effect"], s["Action"], s["Resource"], "*" if principal in ("*", {"AWS": "*"})
-                else json.dumps(principal, sort_keys=True),
-                {(test, variable, tuple(_as_list(value))) for test, pairs in s.get("Condition", {}).items()
-                 for variable, value in pairs.items()}))
+        bucket["policy"].update(policy_statement(s) for s in p["PolicyDocument"]["Statement"])
+
+
+def policy_statement(s: dict[str, Any]) -> tuple[Any, ...]:
+    """A bucket policy's statement as JSON has it (the template, S3's GetBucketPolicy), made comparable."""
+    principal = s.get("Principal")
+    return bucket_statement(s.get("Sid"), s["Effect"], s["Action"], s["Resource"],
+                            "*" if principal in ("*", {"AWS": "*"}) else json.dumps(principal, sort_keys=True),
+                            {(test, variable, tuple(_as_list(value))) for test, pairs in s.get("Condition", {}).items()
+                             for variable, value in pairs.items()})
 
 
 def _bucket_of(token: Any, described: Description) -> dict[str, Any]:
@@ -338,12 +341,12 @@ def _bucket_encryption(algorithm: Any, kms_key: Any) -> str | None:
     return "kms" if algorithm in ("aws:kms", "aws:kms:dsse") or kms_key else str(algorithm)
 
 
-def _lifecycle_rule(rule_id: Any, status: Any, prefix: Any, expiration_days: Any, abort_days: Any) -> dict[str, Any]:
+def lifecycle_rule(rule_id: Any, status: Any, prefix: Any, expiration_days: Any, abort_days: Any) -> dict[str, Any]:
     return {"id": rule_id, "status": status, "prefix": prefix or "", "expiration_days": expiration_days,
             "abort_incomplete_upload_days": abort_days}
 
 
-def _bucket_statement(sid: Any, effect: Any, actions: Any, resources: Any, principal: str,
+def bucket_statement(sid: Any, effect: Any, actions: Any, resources: Any, principal: str,
                       conditions: set[tuple[Any, ...]]) -> tuple[Any, ...]:
     return (sid, effect, frozenset(_as_list(actions)), frozenset(_as_list(resources)), principal,
             frozenset(conditions))
@@ -567,14 +570,14 @@ def _describe_terraform_buckets(tf: TerraformModule, described: Description) -> 
             expiration = get(one_block(rule["expiration"]), "days") if "expiration" in rule else None
             abort = get(one_block(rule["abort_incomplete_multipart_upload"]), "days_after_initiation") \
                 if "abort_incomplete_multipart_upload" in rule else None
-            rules.append(_lifecycle_rule(v(rule["id"]), v(rule["status"]), prefix, expiration, abort))
+            rules.append(lifecycle_rule(v(rule["id"]), v(rule["status"]), prefix, expiration, abort))
         _bucket_of(v(body["bucket"]), described)["lifecycle"] = sorted(rules, key=str)
     for body in tf.resources_of("aws_s3_bucket_policy"):
         document = tf.data[_data_address(body["policy"])]
         for s in document["statement"]:
             principals = [v(p) for p in s.get("principals", [])]
             principal = "*" if principals == [{"type": "*", "identifiers": ["*"]}] else json.dumps(principals)
-            _bucket_of(v(body["bucket"]), described)["policy"].add(_bucket_statement(
+            _bucket_of(v(body["bucket"]), described)["policy"].add(bucket_statement(
                 get(s, "sid"), get(s, "effect", "Allow"), v(s["actions"]), v(s["resources"]), principal,
                 {(v(c["test"]), v(c["variable"]), tuple(v(c["values"]))) for c in s.get("condition", [])}))
 
