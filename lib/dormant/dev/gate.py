@@ -7,7 +7,7 @@ and the persistence hooks.
   before the put, apart from it (with 6 concurrent 16 MB puts of one new name, 4 rounds in 15 had several
   winners), and a put that replaces an object closes the old one's buffer while another request still reads it
   (HTTP 500 "read of closed file"). DynamoDB requests run one at a time under one lock, SQS requests under
-  another, S3 requests under a third (a request's body is read before it waits for the lock); table-, queue- and
+  another, S3 requests under a third (an S3 write's body is read before it waits for the lock); table-, queue- and
   bucket-level changes take all three (and compact the data directory).
 - **Long polls outside the lock.** A ReceiveMessage that may wait is run as short polls (WaitTimeSeconds=0)
   under the lock, and between them waits *outside* it on a condition that every SQS change notifies (or
