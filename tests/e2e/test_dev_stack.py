@@ -169,3 +169,23 @@ def test_make_demo_tour_runs_end_to_end() -> None:
     assert "fired after" in out and "['stand up']" in out
     assert "released ['reserve-big-2']" in out and "(compensated)" in out
     assert "dormant dev stopped (exit code 0)" in out
+
+
+async def test_the_stack_hands_its_bucket_to_the_worker_and_the_api(moto_server: str) -> None:
+    """DORMANT_BUCKET, created if missing and set up as deployed, is what the worker and the API run with (without
+    it, `dormant-dev-values`: test_dev_lifecycle.py)."""
+    import uuid
+
+    import boto3
+
+    from dormant.dev.stack import run_dev_stack
+    from dormant.settings import Settings
+    from examples.counter import registry
+
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(table=f"bucket-{suffix}", queue_name=f"bucket-{suffix}.fifo",
+                        timer_queue_name=f"bucket-timers-{suffix}", bucket=f"values-{suffix}")
+    async with run_dev_stack(registry, port=free_port(), endpoint_url=moto_server, settings=settings) as stack:
+        assert stack.settings.bucket == f"values-{suffix}"
+        s3 = boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1")
+        assert len(s3.get_bucket_lifecycle_configuration(Bucket=f"values-{suffix}")["Rules"]) == 2
