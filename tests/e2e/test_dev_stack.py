@@ -172,8 +172,8 @@ def test_make_demo_tour_runs_end_to_end() -> None:
 
 
 async def test_the_stack_hands_its_bucket_to_the_worker_and_the_api(moto_server: str) -> None:
-    """DORMANT_BUCKET, created if missing and set up as deployed, is what the worker and the API run with (without
-    it, `dormant-dev-values`: test_dev_lifecycle.py)."""
+    """Without DORMANT_BUCKET, the stack's bucket is `dormant-dev-values`, created with its rules where missing, and
+    the settings the worker and the API run with name it."""
     import uuid
 
     import boto3
@@ -184,8 +184,9 @@ async def test_the_stack_hands_its_bucket_to_the_worker_and_the_api(moto_server:
 
     suffix = uuid.uuid4().hex[:8]
     settings = Settings(table=f"bucket-{suffix}", queue_name=f"bucket-{suffix}.fifo",
-                        timer_queue_name=f"bucket-timers-{suffix}", bucket=f"values-{suffix}")
+                        timer_queue_name=f"bucket-timers-{suffix}")
+    assert settings.bucket is None
     async with run_dev_stack(registry, port=free_port(), endpoint_url=moto_server, settings=settings) as stack:
-        assert stack.settings.bucket == f"values-{suffix}"
+        assert stack.settings.bucket == DEV_BUCKET
         s3 = boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1")
-        assert len(s3.get_bucket_lifecycle_configuration(Bucket=f"values-{suffix}")["Rules"]) == 2
+        assert len(s3.get_bucket_lifecycle_configuration(Bucket=DEV_BUCKET)["Rules"]) == 2
