@@ -1,8 +1,11 @@
 # Least privilege: each function may touch only these resources. The DynamoDB actions are exactly those
-# DynamoEventStore calls, the SQS ones those SqsTransport makes and Lambda's event source needs.
+# DynamoEventStore calls, the SQS ones those SqsTransport makes and Lambda's event source needs, the S3 ones those of
+# large values: PutObject, GetObject, DeleteObjects (s3:DeleteObject) on the objects, ListObjectsV2 (s3:ListBucket)
+# on the bucket, to sweep an actor's orphans.
 
 locals {
   store_actions        = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]
+  value_actions        = ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
   send_actions         = ["sqs:SendMessage"]
   event_source_actions = ["sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"]
 }
@@ -31,6 +34,20 @@ data "aws_iam_policy_document" "worker" {
     effect    = "Allow"
     actions   = local.store_actions
     resources = [aws_dynamodb_table.actors.arn, "${aws_dynamodb_table.actors.arn}/index/*"]
+  }
+
+  statement {
+    sid       = "Values"
+    effect    = "Allow"
+    actions   = local.value_actions
+    resources = ["${aws_s3_bucket.values.arn}/*"]
+  }
+
+  statement {
+    sid       = "ListValues"
+    effect    = "Allow"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.values.arn]
   }
 
   # The worker moves poison wake-ups to the dead-letter queues itself (with the reason attached).
@@ -62,6 +79,21 @@ data "aws_iam_policy_document" "api" {
     effect    = "Allow"
     actions   = local.store_actions
     resources = [aws_dynamodb_table.actors.arn, "${aws_dynamodb_table.actors.arn}/index/*"]
+  }
+
+  # The API stores large message bodies on send, reads state, deletes actors.
+  statement {
+    sid       = "Values"
+    effect    = "Allow"
+    actions   = local.value_actions
+    resources = ["${aws_s3_bucket.values.arn}/*"]
+  }
+
+  statement {
+    sid       = "ListValues"
+    effect    = "Allow"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.values.arn]
   }
 
   statement {

@@ -1,7 +1,7 @@
 # Dormant on AWS: the same resources as ../template.yaml (tests/deploy/test_parity.py checks that they agree).
-# One DynamoDB table (the event store), a FIFO queue for wake-ups and a standard queue for timers, each with a
-# dead-letter queue, a worker function fed by both queues and an API function behind an HTTP API (api.tf), with
-# alarms (alarms.tf) and least-privilege roles (iam.tf).
+# One DynamoDB table (the event store), an S3 bucket for stored values too large for its items (values.tf), a FIFO
+# queue for wake-ups and a standard queue for timers, each with a dead-letter queue, a worker function fed by both
+# queues and an API function behind an HTTP API (api.tf), with alarms (alarms.tf) and least-privilege roles (iam.tf).
 
 locals {
   prefix      = "${var.name}-${var.stage}"
@@ -25,6 +25,7 @@ locals {
   environment = {
     DORMANT_APP              = var.app
     DORMANT_TABLE            = aws_dynamodb_table.actors.name
+    DORMANT_BUCKET           = aws_s3_bucket.values.bucket
     DORMANT_QUEUE_NAME       = aws_sqs_queue.wake.name
     DORMANT_QUEUE_URL        = aws_sqs_queue.wake.url
     DORMANT_TIMER_QUEUE_NAME = aws_sqs_queue.timers.name
@@ -196,7 +197,7 @@ resource "aws_cloudwatch_log_group" "api" {
 # function-level dead-letter queue would never receive anything: failed wake-ups go to the queues' DLQs.
 resource "aws_lambda_function" "worker" {
   #checkov:skip=CKV_AWS_116:Invoked synchronously only (SQS event source, API Gateway); failed wake-ups go to the queues DLQs
-  #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS and SSM public endpoints; a VPC would add NAT or endpoint costs
+  #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS, S3 and SSM public endpoints; a VPC would add NAT or endpoint costs
   #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
   #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace; logs and metrics cover each wake-up and request
@@ -232,7 +233,7 @@ resource "aws_lambda_function" "worker" {
 
 resource "aws_lambda_function" "api" {
   #checkov:skip=CKV_AWS_116:Invoked synchronously only (SQS event source, API Gateway); failed wake-ups go to the queues DLQs
-  #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS and SSM public endpoints; a VPC would add NAT or endpoint costs
+  #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS, S3 and SSM public endpoints; a VPC would add NAT or endpoint costs
   #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
   #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace; logs and metrics cover each wake-up and request

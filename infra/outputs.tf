@@ -8,6 +8,11 @@ output "table_name" {
   value       = aws_dynamodb_table.actors.name
 }
 
+output "value_bucket_name" {
+  description = "The bucket of large values (DORMANT_BUCKET)"
+  value       = aws_s3_bucket.values.bucket
+}
+
 output "wake_queue_url" {
   description = "FIFO wake-up queue (DORMANT_QUEUE_URL)"
   value       = aws_sqs_queue.wake.url

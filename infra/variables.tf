@@ -127,7 +127,7 @@ variable "max_receives" {
 
 # -- data and operations ----------------------------------------------------------------------------------------
 variable "table_deletion_protection" {
-  description = "DynamoDB deletion protection of the actor table (the table and queues also carry prevent_destroy)."
+  description = "DynamoDB deletion protection of the actor table (the table, the bucket and the queues also carry prevent_destroy)."
   type        = bool
   default     = true
 }
@@ -140,6 +140,17 @@ variable "data_name_prefix" {
   validation {
     condition     = can(regex("^([A-Za-z0-9][A-Za-z0-9-]{0,56})?$", var.data_name_prefix))
     error_message = "data_name_prefix: empty, or letters, digits and dashes, at most 57 characters."
+  }
+}
+
+variable "value_bucket_name" {
+  description = "Name of the S3 bucket of large values (DORMANT_BUCKET); empty: a unique name Terraform chooses (bucket names are global). Set it to follow a naming policy, or to the bucket of an earlier deployment."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])?$", var.value_bucket_name))
+    error_message = "value_bucket_name: empty, or an S3 bucket name (3 to 63 of a-z 0-9 . -, starting and ending with a letter or a digit)."
   }
 }
 

@@ -1,7 +1,8 @@
 """What the code requires of a deployment, checked against a description (tests/deploy/describe.py).
 
 The sources of truth are the code's own definitions: the table of `aws_store.table_definition` and
-`TTL_ATTRIBUTE`, the DynamoDB operations `DynamoEventStore` can call, the SQS calls `SqsTransport` makes, the
+`TTL_ATTRIBUTE`, the DynamoDB operations `DynamoEventStore` can call, the SQS calls `SqsTransport` makes, the S3
+operations of large values and the bucket's lifecycle (`dormant.dev.bucket`, what `dormant dev` creates), the
 `DORMANT_*` settings and their default queue names, the Lambda entry points in functions/, the layer's
 platform in the Makefile, the auth modes `Settings.auth_mode` knows and the operator routes of the HTTP API.
 Security rules hold in every scenario (tests/deploy/describe.py SCENARIOS): callers authenticated as the auth
@@ -18,6 +19,7 @@ from typing import Any
 
 from dormant.aws import store as aws_store
 from dormant.aws.transport import QueueUrls, SqsTransport, WakeMessage, queue_attributes
+from dormant.dev.bucket import lifecycle_rules
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import OffsetClock
 from dormant.settings import Settings
@@ -28,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # env var -> the resource attribute it must name
 ENVIRONMENT = {
-    "DORMANT_TABLE": "{table.name}",
+    "DORMANT_TABLE": "{table.name}", "DORMANT_BUCKET": "{values.name}",
     "DORMANT_QUEUE_URL": "{wake.url}", "DORMANT_QUEUE_NAME": "{wake.name}",
     "DORMANT_TIMER_QUEUE_URL": "{timers.url}", "DORMANT_TIMER_QUEUE_NAME": "{timers.name}",
     "DORMANT_DLQ_URL": "{timers_dlq.url}", "DORMANT_DLQ_NAME": "{timers_dlq.name}",
@@ -51,6 +53,15 @@ OPERATOR_TOKEN_ARN = ("arn:{AWS::Partition}:ssm:{AWS::Region}:{AWS::AccountId}:"
 # queue role -> the Settings field holding its default name ("dormant" + the suffix every deployment uses)
 QUEUE_NAMES = {"wake": "queue_name", "timers": "timer_queue_name", "timers_dlq": "dlq_name",
                "wake_dlq": "fifo_dlq_name"}
+# The S3 operations of large values (the issue 19 contract): PutObject, GetObject, DeleteObjects (s3:DeleteObject) on
+# the objects, ListObjectsV2 (s3:ListBucket) on the bucket; both functions make all four.
+VALUE_ACTIONS = {"s3:PutObject": {"{values.arn}/*"}, "s3:GetObject": {"{values.arn}/*"},
+                 "s3:DeleteObject": {"{values.arn}/*"}, "s3:ListBucket": {"{values.arn}"}}
+# What the bucket is, everywhere (dormant.dev.bucket creates it so for `dormant dev`)
+PUBLIC_ACCESS_BLOCKED = {"block_public_acls": True, "block_public_policy": True, "ignore_public_acls": True,
+                         "restrict_public_buckets": True}
+TLS_ONLY = ("TlsOnly", "Deny", frozenset({"s3:*"}), frozenset({"{values.arn}", "{values.arn}/*"}), "*",
+            frozenset({("Bool", "aws:SecureTransport", ("false",))}))
 EVENT_SOURCE_ACTIONS = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
                         "sqs:ChangeMessageVisibility"}  # what Lambda's SQS event source needs (and no more)
 
@@ -258,6 +269,7 @@ def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> lis
             for action in actions:
                 grants.setdefault(action, set()).update(resources)
         expected = {action: table_resources for action in store}
+        expected.update(VALUE_ACTIONS)
         expected.update({action: source_queues for action in send})
         if needs_event_source:
             expected.update({action: source_queues for action in EVENT_SOURCE_ACTIONS})
@@ -291,11 +303,46 @@ def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> lis
     if layer.get("runtimes") != [f"python{python}"] or layer.get("architectures") != [arch]:
         problems.append(f"layer {layer}: expected python{python} on {arch}")
 
+    problems += _bucket_mismatches(d, scenario)
     problems += _http_mismatches(d, scenario)
     problems += _alarm_mismatches(d, scenario)
     for role, group in d["log_groups"].items():
         if group["retention"] != "{param.log_retention_days}":
             problems.append(f"log group {role} keeps logs {group['retention']!r}, expected log_retention_days")
+    return problems
+
+
+def _code_lifecycle() -> list[dict[str, Any]]:
+    """dormant.dev.bucket.lifecycle_rules in the description's shape."""
+    return sorted(({"id": rule["ID"], "status": rule["Status"], "prefix": rule.get("Filter", {}).get("Prefix", ""),
+                    "expiration_days": rule.get("Expiration", {}).get("Days"),
+                    "abort_incomplete_upload_days": rule.get("AbortIncompleteMultipartUpload", {}).get(
+                        "DaysAfterInitiation")} for rule in lifecycle_rules()), key=str)
+
+
+def _bucket_mismatches(d: Description, scenario: dict[str, Any]) -> list[str]:
+    """One bucket of large values: named by the parameter or left to the tool (names are global), encrypted, private,
+    TLS only, retained, with the code's lifecycle, and no rule that expires what the log references (actors/)."""
+    problems = []
+    if set(d["buckets"]) != {"values"}:
+        return [f"buckets {sorted(d['buckets'])}: expected the bucket of large values"]
+    bucket = d["buckets"]["values"]
+    name = "{param.value_bucket_name}" if scenario.get("value_bucket_name") else "{generated}"
+    if bucket["name"] != name:
+        problems.append(f"bucket values named {bucket['name']!r}, expected {name}")
+    if bucket["encryption"] is None or not bucket["retained"]:
+        problems.append("bucket values: must be encrypted at rest and retained with the stack")
+    if bucket["public_access_block"] != PUBLIC_ACCESS_BLOCKED or bucket["ownership"] != ["BucketOwnerEnforced"]:
+        problems.append(f"bucket values: public access {bucket['public_access_block']}, ownership "
+                        f"{bucket['ownership']}: expected all four blocks and ACLs disabled")
+    if TLS_ONLY not in bucket["policy"] or any(s[1] == "Allow" for s in bucket["policy"]):
+        problems.append(f"bucket values policy {bucket['policy']}: expected TLS only (and no grant)")
+    if bucket["lifecycle"] != _code_lifecycle():
+        problems.append(f"bucket values lifecycle {bucket['lifecycle']}, the code's lifecycle_rules is "
+                        f"{_code_lifecycle()}")
+    for rule in bucket["lifecycle"]:
+        if rule["expiration_days"] is not None and "actors/".startswith(rule["prefix"]):
+            problems.append(f"bucket values lifecycle rule {rule['id']} expires actors/: the log references those")
     return problems
 
 

@@ -33,15 +33,32 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "none": {"auth_mode": "none"},
     "operations": {"alarm_topic_arn": "arn:aws:sns:us-east-1:123456789012:ops", "data_name_prefix": "dormant-dev",
                    "api_reserved_concurrency": -1, "worker_reserved_concurrency": -1,
-                   "table_deletion_protection": False},
+                   "table_deletion_protection": False, "value_bucket_name": "dormant-dev-values-123456789012"},
 }
 # What `Ref` returns, per CloudFormation type
 _REF_ATTRIBUTE = {
     "AWS::SQS::Queue": "url", "AWS::DynamoDB::Table": "name", "AWS::Logs::LogGroup": "name",
     "AWS::Lambda::Function": "name", "AWS::Lambda::LayerVersion": "arn", "AWS::IAM::Role": "name",
     "AWS::ApiGatewayV2::Api": "id", "AWS::ApiGatewayV2::Integration": "id", "AWS::ApiGatewayV2::Authorizer": "id",
-    "AWS::CloudWatch::Alarm": "name", "AWS::Lambda::Alias": "arn",
+    "AWS::CloudWatch::Alarm": "name", "AWS::Lambda::Alias": "arn", "AWS::S3::Bucket": "name",
 }
+# Every resource type each reader describes (anything else raises Unsupported: described, or refused). Lambda versions
+# and aliases are described through what invokes them (the event sources, the integration: "{worker_alias.arn}").
+SAM_TYPES = frozenset({
+    "AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::S3::BucketPolicy", "AWS::SQS::Queue", "AWS::Lambda::Function",
+    "AWS::Lambda::Version", "AWS::Lambda::Alias", "AWS::Lambda::EventSourceMapping", "AWS::Lambda::Permission",
+    "AWS::Lambda::LayerVersion", "AWS::Logs::LogGroup", "AWS::IAM::Role", "AWS::ApiGatewayV2::Api",
+    "AWS::ApiGatewayV2::Integration", "AWS::ApiGatewayV2::Authorizer", "AWS::ApiGatewayV2::Route",
+    "AWS::ApiGatewayV2::Stage", "AWS::CloudWatch::Alarm"})
+TERRAFORM_TYPES = frozenset({
+    "aws_dynamodb_table", "aws_s3_bucket", "aws_s3_bucket_server_side_encryption_configuration",
+    "aws_s3_bucket_public_access_block", "aws_s3_bucket_ownership_controls", "aws_s3_bucket_versioning",
+    "aws_s3_bucket_lifecycle_configuration", "aws_s3_bucket_policy", "aws_sqs_queue", "aws_lambda_function",
+    "aws_lambda_alias", "aws_lambda_event_source_mapping", "aws_lambda_permission", "aws_lambda_layer_version",
+    "aws_cloudwatch_log_group", "aws_iam_role", "aws_iam_role_policy", "aws_iam_role_policy_attachment",
+    "aws_apigatewayv2_api", "aws_apigatewayv2_integration", "aws_apigatewayv2_authorizer", "aws_apigatewayv2_route",
+    "aws_apigatewayv2_stage", "aws_cloudwatch_metric_alarm"})
+GENERATED = "{generated}"  # a bucket name the deployment tool chooses (CloudFormation, Terraform): unique
 _GETATT = {"Arn": "arn", "QueueName": "name"}
 SQS_DEFAULTS = {"fifo": False, "content_based_deduplication": None, "deduplication_scope": None,
                 "throughput_limit": None, "visibility_timeout": 30, "retention": 345600, "redrive": None,
@@ -50,9 +67,9 @@ _NO_VALUE = object()
 
 
 def _empty() -> Description:
-    return {"tables": {}, "queues": {}, "functions": {}, "event_sources": {}, "log_groups": {}, "layers": {},
-            "iam": {}, "parameters": {}, "http": {"routes": {}, "authorizers": {}, "stage": None}, "alarms": {},
-            "permissions": [], "outputs": {}}
+    return {"tables": {}, "buckets": {}, "queues": {}, "functions": {}, "event_sources": {}, "log_groups": {},
+            "layers": {}, "iam": {}, "parameters": {}, "http": {"routes": {}, "authorizers": {}, "stage": None},
+            "alarms": {}, "permissions": [], "outputs": {}}
 
 
 # == SAM ======================================================================================================
@@ -70,6 +87,9 @@ class _Sam:
         self.conditions: dict[str, Any] = template.get("Conditions", {})
         self.decided: dict[str, bool] = {}
         self.all_resources: dict[str, dict[str, Any]] = template["Resources"]
+        for name, resource in self.all_resources.items():
+            if resource["Type"] not in SAM_TYPES:
+                raise Unsupported(f"resource {name}: the description has no place for a {resource['Type']}")
         self.resources = {name: r for name, r in self.all_resources.items()
                           if "Condition" not in r or self.condition(r["Condition"])}
         self.roles = dict(SAM_ROLES)
@@ -205,6 +225,7 @@ def describe_sam(translated: dict[str, Any], values: dict[str, Any] | None = Non
             "deletion_protection": p.get("DeletionProtectionEnabled", False),
             "retained": p["__retained"],
         }
+    _describe_sam_buckets(sam, described)
     for role, p in sam.of_type("AWS::SQS::Queue").items():
         redrive = p.get("RedrivePolicy")
         described["queues"][role] = {
@@ -267,6 +288,68 @@ def describe_sam(translated: dict[str, Any], values: dict[str, Any] | None = Non
     for name, definition in sam.parameters.items():
         described["parameters"][PARAMETERS[name]] = _plain(definition.get("Default"))
     return described
+
+
+def _describe_sam_buckets(sam: _Sam, described: Description) -> None:
+    for role, p in sam.of_type("AWS::S3::Bucket").items():
+        encryption = [rule["ServerSideEncryptionByDefault"] for rule in p.get("BucketEncryption", {}).get(
+            "ServerSideEncryptionConfiguration", [])]
+        block = p.get("PublicAccessBlockConfiguration")
+        described["buckets"][role] = {
+            "name": p.get("BucketName", GENERATED),
+            "encryption": _bucket_encryption(encryption[0]["SSEAlgorithm"] if encryption else None,
+                                             encryption[0].get("KMSMasterKeyID") if encryption else None),
+            "public_access_block": None if block is None else {
+                "block_public_acls": block.get("BlockPublicAcls", False),
+                "block_public_policy": block.get("BlockPublicPolicy", False),
+                "ignore_public_acls": block.get("IgnorePublicAcls", False),
+                "restrict_public_buckets": block.get("RestrictPublicBuckets", False)},
+            "ownership": [r["ObjectOwnership"] for r in p.get("OwnershipControls", {}).get("Rules", [])],
+            "versioning": p.get("VersioningConfiguration", {}).get("Status"),
+            "lifecycle": sorted((lifecycle_rule(r["Id"], r["Status"], r.get("Prefix"), r.get("ExpirationInDays"),
+                                                 r.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation"))
+                                 for r in p.get("LifecycleConfiguration", {}).get("Rules", [])), key=str),
+            "retained": p["__retained"],
+            "policy": set(),
+        }
+    for p in sam.of_type("AWS::S3::BucketPolicy").values():
+        bucket = _bucket_of(p["Bucket"], described)
+        bucket["policy"].update(policy_statement(s) for s in p["PolicyDocument"]["Statement"])
+
+
+def policy_statement(s: dict[str, Any]) -> tuple[Any, ...]:
+    """A bucket policy's statement as JSON has it (the template, S3's GetBucketPolicy), made comparable."""
+    principal = s.get("Principal")
+    return bucket_statement(s.get("Sid"), s["Effect"], s["Action"], s["Resource"],
+                            "*" if principal in ("*", {"AWS": "*"}) else json.dumps(principal, sort_keys=True),
+                            {(test, variable, tuple(_as_list(value))) for test, pairs in s.get("Condition", {}).items()
+                             for variable, value in pairs.items()})
+
+
+def _bucket_of(token: Any, described: Description) -> dict[str, Any]:
+    """The described bucket a sub-resource names ("{values.name}" in the template, "{values.id}" in Terraform)."""
+    match = re.fullmatch(r"\{(\w+)\.(?:name|id)\}", str(token))
+    if match is None or match.group(1) not in described["buckets"]:
+        raise Unsupported(f"a bucket's setting on {token}, which is not a described bucket")
+    bucket: dict[str, Any] = described["buckets"][match.group(1)]
+    return bucket
+
+
+def _bucket_encryption(algorithm: Any, kms_key: Any) -> str | None:
+    if algorithm is None:
+        return None
+    return "kms" if algorithm in ("aws:kms", "aws:kms:dsse") or kms_key else str(algorithm)
+
+
+def lifecycle_rule(rule_id: Any, status: Any, prefix: Any, expiration_days: Any, abort_days: Any) -> dict[str, Any]:
+    return {"id": rule_id, "status": status, "prefix": prefix or "", "expiration_days": expiration_days,
+            "abort_incomplete_upload_days": abort_days}
+
+
+def bucket_statement(sid: Any, effect: Any, actions: Any, resources: Any, principal: str,
+                      conditions: set[tuple[Any, ...]]) -> tuple[Any, ...]:
+    return (sid, effect, frozenset(_as_list(actions)), frozenset(_as_list(resources)), principal,
+            frozenset(conditions))
 
 
 def _describe_sam_http(sam: _Sam, described: Description) -> None:
@@ -361,6 +444,9 @@ def describe_terraform(directory: Path, texts: dict[str, str] | None = None,
     """The description of the Terraform module in `directory` (or of `texts`: file name -> content)."""
     tf = TerraformModule(directory, texts, values)
     v, get = tf.value, tf.get
+    for address in tf.resources:
+        if address.split(".")[0] not in TERRAFORM_TYPES:
+            raise Unsupported(f"resource {address}: the description has no place for it")
     described = _empty()
     for role, body in tf.of_type("aws_dynamodb_table").items():
         ttl = one_block(body["ttl"]) if "ttl" in body else None
@@ -387,6 +473,7 @@ def describe_terraform(directory: Path, texts: dict[str, str] | None = None,
             "deletion_protection": get(body, "deletion_protection_enabled", False),
             "retained": _prevents_destroy(tf, body),
         }
+    _describe_terraform_buckets(tf, described)
     for role, body in tf.of_type("aws_sqs_queue").items():
         redrive = get(body, "redrive_policy")
         described["queues"][role] = {
@@ -453,6 +540,46 @@ def describe_terraform(directory: Path, texts: dict[str, str] | None = None,
         if name in PARAMETERS.values():
             described["parameters"][name] = definition.get("default")
     return described
+
+
+def _describe_terraform_buckets(tf: TerraformModule, described: Description) -> None:
+    v, get = tf.value, tf.get
+    for role, body in tf.of_type("aws_s3_bucket").items():
+        if "bucket_prefix" in body:
+            raise Unsupported(f"bucket {role}: bucket_prefix (template.yaml names it, or lets CloudFormation)")
+        described["buckets"][role] = {"name": get(body, "bucket", GENERATED), "encryption": None,
+                                      "public_access_block": None, "ownership": [], "versioning": None,
+                                      "lifecycle": [], "retained": _prevents_destroy(tf, body), "policy": set()}
+    for body in tf.resources_of("aws_s3_bucket_server_side_encryption_configuration"):
+        default = one_block(one_block(body["rule"])["apply_server_side_encryption_by_default"])
+        _bucket_of(v(body["bucket"]), described)["encryption"] = _bucket_encryption(
+            get(default, "sse_algorithm"), get(default, "kms_master_key_id"))
+    for body in tf.resources_of("aws_s3_bucket_public_access_block"):
+        _bucket_of(v(body["bucket"]), described)["public_access_block"] = {
+            name: get(body, name, False) for name in ("block_public_acls", "block_public_policy",
+                                                      "ignore_public_acls", "restrict_public_buckets")}
+    for body in tf.resources_of("aws_s3_bucket_ownership_controls"):
+        _bucket_of(v(body["bucket"]), described)["ownership"] = [v(r["object_ownership"]) for r in body["rule"]]
+    for body in tf.resources_of("aws_s3_bucket_versioning"):
+        _bucket_of(v(body["bucket"]), described)["versioning"] = v(one_block(body["versioning_configuration"])[
+            "status"])
+    for body in tf.resources_of("aws_s3_bucket_lifecycle_configuration"):
+        rules = []
+        for rule in body["rule"]:
+            prefix = get(one_block(rule["filter"]), "prefix") if "filter" in rule else None
+            expiration = get(one_block(rule["expiration"]), "days") if "expiration" in rule else None
+            abort = get(one_block(rule["abort_incomplete_multipart_upload"]), "days_after_initiation") \
+                if "abort_incomplete_multipart_upload" in rule else None
+            rules.append(lifecycle_rule(v(rule["id"]), v(rule["status"]), prefix, expiration, abort))
+        _bucket_of(v(body["bucket"]), described)["lifecycle"] = sorted(rules, key=str)
+    for body in tf.resources_of("aws_s3_bucket_policy"):
+        document = tf.data[_data_address(body["policy"])]
+        for s in document["statement"]:
+            principals = [v(p) for p in s.get("principals", [])]
+            principal = "*" if principals == [{"type": "*", "identifiers": ["*"]}] else json.dumps(principals)
+            _bucket_of(v(body["bucket"]), described)["policy"].add(bucket_statement(
+                get(s, "sid"), get(s, "effect", "Allow"), v(s["actions"]), v(s["resources"]), principal,
+                {(v(c["test"]), v(c["variable"]), tuple(v(c["values"]))) for c in s.get("condition", [])}))
 
 
 def _describe_terraform_http(tf: TerraformModule, described: Description) -> None:

@@ -22,7 +22,7 @@ ABSENT = object()  # null: the argument is not set
 _PSEUDO = {"data.aws_partition.current.partition": "{AWS::Partition}",
            "data.aws_region.current.name": "{AWS::Region}",
            "data.aws_caller_identity.current.account_id": "{AWS::AccountId}"}
-_TF_ATTRIBUTE = {"url": "url", "arn": "arn", "name": "name", "function_name": "name", "id": "id",
+_TF_ATTRIBUTE = {"url": "url", "arn": "arn", "name": "name", "function_name": "name", "id": "id", "bucket": "name",
                  "invoke_arn": "invoke_arn", "execution_arn": "execution_arn"}
 
 

@@ -12,9 +12,10 @@ import json
 import re
 from typing import Any
 
+from tests.deploy.describe import lifecycle_rule, policy_statement
 from tests.deploy.roles import TF_ROLES
 
-_ATTRIBUTES = {"arn": "arn", "url": "url", "name": "name", "function_name": "name", "id": "id",
+_ATTRIBUTES = {"arn": "arn", "url": "url", "name": "name", "function_name": "name", "bucket": "name", "id": "id",
                "invoke_arn": "invoke_arn", "execution_arn": "execution_arn"}
 
 
@@ -50,7 +51,7 @@ def resolve(value: Any, tokens: dict[str, Any]) -> Any:
 
 
 def _clients(session: Any) -> dict[str, Any]:
-    return {name: session(name) for name in ("dynamodb", "sqs", "lambda", "iam", "apigatewayv2", "cloudwatch",
+    return {name: session(name) for name in ("dynamodb", "s3", "sqs", "lambda", "iam", "apigatewayv2", "cloudwatch",
                                              "logs")}
 
 
@@ -58,9 +59,9 @@ def describe_live(client: Any, names: dict[str, Any], api_id: str) -> dict[str, 
     """The deployment as the AWS APIs show it. `names`: role -> physical name (table, queues, functions, roles,
     log groups); `client(service)` -> a boto3 client."""
     c = _clients(client)
-    live: dict[str, Any] = {"tables": {}, "queues": {}, "functions": {}, "event_sources": {}, "log_groups": {},
-                            "iam": {}, "http": {"routes": {}, "authorizers": {}, "stage": None}, "alarms": {},
-                            "permissions": []}
+    live: dict[str, Any] = {"tables": {}, "buckets": {}, "queues": {}, "functions": {}, "event_sources": {},
+                            "log_groups": {}, "iam": {}, "http": {"routes": {}, "authorizers": {}, "stage": None},
+                            "alarms": {}, "permissions": []}
     table = c["dynamodb"].describe_table(TableName=names["table"])["Table"]
     ttl = c["dynamodb"].describe_time_to_live(TableName=names["table"])["TimeToLiveDescription"]
     backups = c["dynamodb"].describe_continuous_backups(TableName=names["table"])["ContinuousBackupsDescription"]
@@ -78,6 +79,7 @@ def describe_live(client: Any, names: dict[str, Any], api_id: str) -> dict[str, 
         "point_in_time_recovery": backups["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] == "ENABLED",
         "deletion_protection": table.get("DeletionProtectionEnabled", False),
     }
+    live["buckets"]["values"] = _describe_live_bucket(c["s3"], names["values"])
     for role in ("wake", "timers", "wake_dlq", "timers_dlq"):
         url = c["sqs"].get_queue_url(QueueName=names[role])["QueueUrl"]
         a = c["sqs"].get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
@@ -142,6 +144,30 @@ def describe_live(client: Any, names: dict[str, Any], api_id: str) -> dict[str, 
         (api_alias, s["Principal"]["Service"], s["Action"], s.get("Condition", {}).get("ArnLike", {}).get(
             "AWS:SourceArn")) for s in policy["Statement"])
     return live
+
+
+def _describe_live_bucket(s3: Any, name: str) -> dict[str, Any]:
+    """The bucket as S3 shows it (whether it is retained is the state's business: not compared here)."""
+    default = s3.get_bucket_encryption(Bucket=name)["ServerSideEncryptionConfiguration"]["Rules"][0][
+        "ApplyServerSideEncryptionByDefault"]
+    block = s3.get_public_access_block(Bucket=name)["PublicAccessBlockConfiguration"]
+    policy = json.loads(s3.get_bucket_policy(Bucket=name)["Policy"])
+    return {
+        "name": name,
+        "encryption": "kms" if default.get("KMSMasterKeyID") or default["SSEAlgorithm"] != "AES256" else "AES256",
+        "public_access_block": {"block_public_acls": block["BlockPublicAcls"],
+                                "block_public_policy": block["BlockPublicPolicy"],
+                                "ignore_public_acls": block["IgnorePublicAcls"],
+                                "restrict_public_buckets": block["RestrictPublicBuckets"]},
+        "ownership": [r["ObjectOwnership"] for r in s3.get_bucket_ownership_controls(Bucket=name)[
+            "OwnershipControls"]["Rules"]],
+        "versioning": s3.get_bucket_versioning(Bucket=name).get("Status"),
+        "lifecycle": sorted((lifecycle_rule(r["ID"], r["Status"], r.get("Filter", {}).get("Prefix"),
+                                            r.get("Expiration", {}).get("Days"),
+                                            r.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation"))
+                             for r in s3.get_bucket_lifecycle_configuration(Bucket=name)["Rules"]), key=str),
+        "policy": {policy_statement(s) for s in policy["Statement"]},
+    }
 
 
 def _describe_live_http(api: Any, api_id: str, names: dict[str, Any], live: dict[str, Any]) -> None:

@@ -13,7 +13,8 @@ class Unsupported(Exception):
 
 
 SAM_ROLES = {
-    "ActorTable": "table", "WakeQueue": "wake", "TimerQueue": "timers", "WakeDeadLetterQueue": "wake_dlq",
+    "ActorTable": "table", "ValueBucket": "values", "ValueBucketPolicy": "values_policy",
+    "WakeQueue": "wake", "TimerQueue": "timers", "WakeDeadLetterQueue": "wake_dlq",
     "TimerDeadLetterQueue": "timers_dlq", "WorkerFunction": "worker", "ApiFunction": "api",
     "WorkerRole": "worker_role", "ApiRole": "api_role", "WorkerLogGroup": "worker_logs", "ApiLogGroup": "api_logs",
     "ApiAccessLogGroup": "api_access_logs", "HttpApi": "http_api", "ApiIntegration": "api_integration",
@@ -25,7 +26,8 @@ SAM_ROLES = {
     "WorkerFunctionAliaslive": "worker_alias", "ApiFunctionAliaslive": "api_alias",
 }
 TF_ROLES = {
-    "aws_dynamodb_table.actors": "table", "aws_sqs_queue.wake": "wake", "aws_sqs_queue.timers": "timers",
+    "aws_dynamodb_table.actors": "table", "aws_s3_bucket.values": "values",
+    "aws_sqs_queue.wake": "wake", "aws_sqs_queue.timers": "timers",
     "aws_sqs_queue.wake_dlq": "wake_dlq", "aws_sqs_queue.timers_dlq": "timers_dlq",
     "aws_lambda_function.worker": "worker", "aws_lambda_function.api": "api", "aws_iam_role.worker": "worker_role",
     "aws_iam_role.api": "api_role", "aws_cloudwatch_log_group.worker": "worker_logs",
@@ -47,6 +49,7 @@ PARAMETERS = {
     "ThrottlingBurstLimit": "throttling_burst_limit", "ApiReservedConcurrency": "api_reserved_concurrency",
     "WorkerReservedConcurrency": "worker_reserved_concurrency", "WorkerMaxConcurrency": "worker_max_concurrency",
     "DataNamePrefix": "data_name_prefix", "AlarmTopicArn": "alarm_topic_arn", "SnapStart": "snap_start",
+    "ValueBucketName": "value_bucket_name",
 }
 _TOKEN = re.compile(r"\{param\.(\w+)\}")
 

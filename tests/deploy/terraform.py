@@ -8,8 +8,8 @@ tests/deploy/test_terraform.py waits for it; its `destroy` runs in the backgroun
 test, and the session's end waits for it and checks that nothing is left.
 
 The working directory is a copy of infra/ plus two override files: the provider's endpoints on the moto
-server, and the dev override docs/deploy.md describes (`prevent_destroy = false` on the table and queues), so
-the test can destroy what it created.
+server (S3 path-style), and the dev override docs/deploy.md describes (`prevent_destroy = false` on the table, the
+bucket and the queues), so the test can destroy what it created.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from tests.servers import MotoServer
 # Where a Terraform provider mirror (registry.terraform.io/hashicorp/aws/<version>/<os_arch>/...) may be
 PLUGIN_DIRS = ("/opt/tf-plugins", "~/.terraform.d/plugins", "~/.local/share/terraform/plugins",
                "/usr/local/share/terraform/plugins", "/usr/share/terraform/plugins")
-SERVICES = ("apigatewayv2", "cloudwatch", "dynamodb", "iam", "lambda", "logs", "sns", "sqs", "ssm", "sts")
-DATA_RESOURCES = ("aws_dynamodb_table.actors", "aws_sqs_queue.wake", "aws_sqs_queue.timers",
+SERVICES = ("apigatewayv2", "cloudwatch", "dynamodb", "iam", "lambda", "logs", "s3", "sns", "sqs", "ssm", "sts")
+DATA_RESOURCES = ("aws_dynamodb_table.actors", "aws_s3_bucket.values", "aws_sqs_queue.wake", "aws_sqs_queue.timers",
                   "aws_sqs_queue.wake_dlq", "aws_sqs_queue.timers_dlq")
 TOKEN_PARAMETER = "/dormant/inspector-token"
 TOPIC = "dormant-ops"
@@ -139,6 +139,7 @@ class TerraformRun:
         found += [f"function {f['FunctionName']}" for f in client("lambda").list_functions()["Functions"]]
         found += [f"alarm {a['AlarmName']}" for a in client("cloudwatch").describe_alarms()["MetricAlarms"]]
         found += [f"api {a['Name']}" for a in client("apigatewayv2").get_apis()["Items"]]
+        found += [f"bucket {b['Name']}" for b in client("s3").list_buckets()["Buckets"]]
         return found
 
     def _prepare(self) -> None:
@@ -152,7 +153,8 @@ class TerraformRun:
             'provider "aws" {\n  region                      = "' + REGION + '"\n'
             '  access_key                  = "testing"\n  secret_key                  = "testing"\n'
             "  skip_credentials_validation = true\n  skip_requesting_account_id  = true\n"
-            "  skip_metadata_api_check     = true\n  endpoints {\n" + endpoints + "\n  }\n}\n")
+            "  skip_metadata_api_check     = true\n  s3_use_path_style           = true\n"
+            "  endpoints {\n" + endpoints + "\n  }\n}\n")
         (self.workdir / "dev_override.tf").write_text(DEV_OVERRIDE)
         layer = self.workdir / "layer"
         (layer / "python").mkdir(parents=True)

@@ -3,10 +3,11 @@ resources exist with the shapes the code needs, the functions' environment resol
 Lambda handlers (functions/api, functions/worker) configured by that environment serve a request end to end.
 
 moto runs no Lambda code (that needs Docker) and its CloudFormation creates no API Gateway v2 resources,
-no CloudWatch alarms, no table TTL and no point-in-time recovery (tests/deploy/test_terraform.py checks
-those on the resources Terraform creates through moto's APIs; tests/deploy/test_parity.py checks both files);
+no CloudWatch alarms, no table TTL, no point-in-time recovery, and of the bucket only its encryption and tags (no
+lifecycle, public access block, ownership controls or bucket policy): tests/deploy/test_terraform.py checks those on
+the resources Terraform creates through moto's APIs, tests/deploy/test_parity.py checks both files;
 the event sources are played by the test, as Lambda's poller would (receive, invoke, delete what did not fail).
-Deleting the stack leaves the table and the queues, with their data.
+Deleting the stack leaves the table, the bucket and the queues, with their data.
 """
 
 from __future__ import annotations
@@ -138,7 +139,15 @@ def test_the_stack_creates_the_table_queues_functions_and_event_sources(stack: S
     assert kinds.count("AWS::Lambda::Function") == 2
     assert kinds.count("AWS::Lambda::EventSourceMapping") == 2
     assert kinds.count("AWS::IAM::Role") == 2
+    assert kinds.count("AWS::S3::Bucket") == 1
     assert all(r["ResourceStatus"] == "CREATE_COMPLETE" for r in stack.resources.values())
+
+    # the bucket of large values: a name CloudFormation chose (bucket names are global), encrypted at rest
+    s3 = stack.client("s3")
+    bucket = stack.physical("ValueBucket")
+    assert bucket == stack.outputs["ValueBucketName"] and bucket.startswith(f"{STACK}-valuebucket-")
+    encryption = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    assert [rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] for rule in encryption] == ["AES256"]
 
     table = stack.client("dynamodb").describe_table(TableName=stack.physical("ActorTable"))["Table"]
     expected = table_definition(table["TableName"])
@@ -196,6 +205,7 @@ def test_the_roles_grant_what_the_template_says(stack: Stack, logical: str, sam_
     for role_id, token in (("ActorTable", "table"), ("WakeQueue", "wake"), ("TimerQueue", "timers"),
                            ("WakeDeadLetterQueue", "wake_dlq"), ("TimerDeadLetterQueue", "timers_dlq")):
         tokens[_arn(stack, role_id)] = "{" + token + ".arn}"
+    tokens[f"arn:aws:s3:::{stack.physical('ValueBucket')}"] = "{values.arn}"
     for group in ("WorkerLogGroup", "ApiLogGroup"):
         arn = stack.client("logs").describe_log_groups(logGroupNamePrefix=stack.physical(group))["logGroups"][0]["arn"]
         tokens[arn.removesuffix(":*")] = "{" + group.replace("LogGroup", "").lower() + "_logs.arn}"
@@ -236,6 +246,7 @@ def test_the_function_environment_resolves_to_the_stack(stack: Stack, logical: s
     function = stack.function(logical)
     env = {name: str(value) for name, value in function["Environment"]["Variables"].items()}
     assert env["DORMANT_TABLE"] == stack.physical("ActorTable") == stack.outputs["TableName"]
+    assert env["DORMANT_BUCKET"] == stack.physical("ValueBucket") == stack.outputs["ValueBucketName"]
     sqs = stack.client("sqs")
     for variable, logical_queue in (("DORMANT_QUEUE", "WakeQueue"), ("DORMANT_TIMER_QUEUE", "TimerQueue"),
                                     ("DORMANT_DLQ", "TimerDeadLetterQueue"),
@@ -246,6 +257,7 @@ def test_the_function_environment_resolves_to_the_stack(stack: Stack, logical: s
     settings = Settings(_env_file=None, **{name.removeprefix("DORMANT_").lower(): value  # type: ignore[arg-type]
                                            for name, value in env.items()})
     assert settings.table == env["DORMANT_TABLE"] and settings.app == "examples.app:registry"
+    assert settings.bucket == env["DORMANT_BUCKET"]
     assert settings.queue_url == env["DORMANT_QUEUE_URL"] and settings.queue_url.endswith(".fifo")
     # the operator token is nowhere in the environment: the API reads it from SSM at run time
     assert settings.inspector_token is None and TOKEN not in json.dumps(function)
@@ -346,15 +358,17 @@ def test_the_lambda_handlers_serve_a_request_on_the_stack(stack: Stack, monkeypa
         worker.worker.close()
 
 
-def test_deleting_the_stack_keeps_the_table_and_the_queues_with_their_data(stack: Stack) -> None:
+def test_deleting_the_stack_keeps_the_table_the_bucket_and_the_queues_with_their_data(stack: Stack) -> None:
     """DeletionPolicy/UpdateReplacePolicy Retain: the stack goes, the data stays (runs last: it deletes the stack)."""
-    dynamodb, sqs = stack.client("dynamodb"), stack.client("sqs")
-    table = stack.physical("ActorTable")
+    dynamodb, sqs, s3 = stack.client("dynamodb"), stack.client("sqs"), stack.client("s3")
+    table, bucket = stack.physical("ActorTable"), stack.physical("ValueBucket")
     before = dynamodb.scan(TableName=table)["Count"]
     assert before > 0  # the previous test stored an actor
     sqs.send_message(QueueUrl=stack.physical("TimerDeadLetterQueue"), MessageBody="kept")
+    s3.put_object(Bucket=bucket, Key="actors/0123/value", Body=b"a large value")
     stack.client("cloudformation").delete_stack(StackName=STACK)
     assert dynamodb.scan(TableName=table)["Count"] == before
+    assert s3.get_object(Bucket=bucket, Key="actors/0123/value")["Body"].read() == b"a large value"
     for logical in ("WakeQueue", "TimerQueue", "WakeDeadLetterQueue", "TimerDeadLetterQueue"):
         assert sqs.get_queue_attributes(QueueUrl=stack.physical(logical), AttributeNames=["QueueArn"])
     kept = sqs.receive_message(QueueUrl=stack.physical("TimerDeadLetterQueue"))["Messages"]

@@ -78,13 +78,16 @@ def test_apply_creates_what_the_description_says(applied: TerraformRun) -> None:
     assert code_mismatches(static, APPLIED) == []  # the description fits the code (as in test_parity)
 
     tokens = tokens_of(state, prefix="dormant-dev", values=module.values, region=REGION, account=ACCOUNT)
-    names = {TF_ROLES[address]: attributes.get("function_name") or attributes.get("name")
+    names = {TF_ROLES[address]: attributes.get("function_name") or attributes.get("name") or attributes.get("bucket")
              for address, attributes in state.items() if address in TF_ROLES}
     names.update({"alarm:" + state[address]["alarm_name"]: TF_ROLES[address]
                   for address in state if address.startswith("aws_cloudwatch_metric_alarm.")})
     live = describe_live(_client(applied), names, state["aws_apigatewayv2_api.http"]["id"])
     _sorted_audience(live)
     expected = _comparable(resolve(static, tokens), live)
+    # the bucket's name is Terraform's own, unique (bucket names are global; value_bucket_name is not set here)
+    assert expected["buckets"]["values"]["name"] == "{generated}" and names["values"].startswith("terraform-")
+    expected["buckets"]["values"]["name"] = names["values"]
     assert differences(expected, live) == []
     # the comparison is not of empty shells
     assert len(live["queues"]) == 4 and len(live["alarms"]) == 3 and len(live["event_sources"]) == 2
@@ -93,6 +96,8 @@ def test_apply_creates_what_the_description_says(applied: TerraformRun) -> None:
     assert live["functions"]["api"]["reserved_concurrency"] == 20
     assert live["http"]["stage"]["throttling"] == {"rate": 50, "burst": 100}
     assert live["tables"]["table"]["point_in_time_recovery"] is True
+    assert len(live["buckets"]["values"]["lifecycle"]) == 2 and live["buckets"]["values"]["policy"]
+    assert live["functions"]["worker"]["environment"]["DORMANT_BUCKET"] == names["values"]
     # the operator token is in SSM only: neither the environment nor Terraform's state holds it
     state_text = (applied.workdir / "terraform.tfstate").read_text()
     assert "operator-token" not in state_text

@@ -4,8 +4,12 @@ the layer, as on Lambda), against the moto server: for this machine's Python and
 infra/). Both handlers get AWS's own sample events (tests/deploy/events: `sam local generate-event apigateway
 http-api-proxy` and `sqs receive-message`), filled in with the request and the received messages, not events
 built by dormant's own code. A trim that removes something a handler needs fails here: a service model (the API
-reads its operator token from SSM), a package (pydantic.v1 is trimmed, FastAPI only probes it), or a module the
-import path needs."""
+reads its operator token from SSM, both functions keep large values in S3), a package (pydantic.v1 is trimmed,
+FastAPI only probes it), or a module the import path needs.
+
+The S3 calls of large values (PutObject, GetObject, ListObjectsV2, DeleteObjects) are made here through the functions'
+own client factory (dormant.aws.clients.open_client with the handlers' settings: botocore clients in threads, as
+deployed), in the bundle's interpreter: what the offload code will call, whether or not it is in this bundle."""
 
 from __future__ import annotations
 
@@ -52,6 +56,23 @@ answers["woken"] = worker.handler(sqs_event(messages, sys.argv[2]), None)
 answers["state"] = call("GET", "/actors/workflow-counter/layer/state")
 answers["history"] = call("GET", "/actors/workflow-counter/layer/history", token=sys.argv[3])[0]
 answers["wrong_token"] = call("GET", "/actors/workflow-counter/layer/history", token="not-it")[0]
+
+
+async def values():
+    from dormant.aws.clients import function_settings, open_client
+
+    settings = function_settings()  # the handlers' settings: DORMANT_BUCKET, botocore clients in threads
+    async with open_client("s3", settings) as s3:
+        key = "actors/" + "0" * 32 + "/value"
+        await s3.put_object(Bucket=settings.bucket, Key=key, Body=b"x" * 40000)
+        body = (await s3.get_object(Bucket=settings.bucket, Key=key))["Body"].read()
+        listed = await s3.list_objects_v2(Bucket=settings.bucket, Prefix="actors/")
+        deleted = await s3.delete_objects(Bucket=settings.bucket, Delete={"Objects": [{"Key": key}]})
+        return [settings.aws_clients, len(body), [o["Key"] for o in listed["Contents"]],
+                [d["Key"] for d in deleted["Deleted"]]]
+
+import asyncio
+answers["values"] = asyncio.run(values())
 answers["aiohttp"] = "aiohttp" in sys.modules
 answers["pydantic_v1"] = "pydantic.v1" in sys.modules
 answers["python"] = "%d.%d" % sys.version_info[:2]
@@ -141,6 +162,8 @@ def test_both_handlers_run_from_the_bundle_and_the_trimmed_layer(deployed: tuple
     arn = sqs.get_queue_attributes(QueueUrl=wake, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     parameter = f"/layer-{suffix}/inspector-token"
     boto3.client("ssm", **aws).put_parameter(Name=parameter, Type="SecureString", Value=TOKEN)
+    bucket = f"layer-{suffix}"
+    boto3.client("s3", **aws).create_bucket(Bucket=bucket)
     (tmp_path / "tests_event.py").write_text(EVENT_MODULE)
     for sample in EVENTS.glob("*.json"):
         shutil.copy(sample, tmp_path / sample.name)
@@ -148,7 +171,8 @@ def test_both_handlers_run_from_the_bundle_and_the_trimmed_layer(deployed: tuple
         PYTHONPATH=":".join([str(bundle), str(layer), str(tmp_path)]), PYTHONNOUSERSITE="1",
         AWS_ENDPOINT_URL=moto_server, AWS_ACCESS_KEY_ID="layer", AWS_SECRET_ACCESS_KEY="layer",
         DORMANT_APP="examples.counter:registry", DORMANT_TABLE=table, DORMANT_QUEUE_URL=wake,
-        DORMANT_TIMER_QUEUE_URL=timers, DORMANT_AUTH_MODE="none", DORMANT_INSPECTOR_TOKEN_PARAMETER=parameter)
+        DORMANT_TIMER_QUEUE_URL=timers, DORMANT_AUTH_MODE="none", DORMANT_INSPECTOR_TOKEN_PARAMETER=parameter,
+        DORMANT_BUCKET=bucket)
     result = run([python, "-S", "-c", SCRIPT, wake, arn, TOKEN], cwd=tmp_path, env=env, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     answers = json.loads(result.stdout.strip().splitlines()[-1])
@@ -156,5 +180,7 @@ def test_both_handlers_run_from_the_bundle_and_the_trimmed_layer(deployed: tuple
     assert answers["woken"] == {"batchItemFailures": []}
     assert answers["state"] == [200, {"value": 7, "processed": 1}]
     assert (answers["history"], answers["wrong_token"]) == (200, 401)  # the token came from SSM, via the layer
+    key = "actors/" + "0" * 32 + "/value"
+    assert answers["values"] == ["threads", 40000, [key], [key]]  # S3's model is in the layer
     assert answers["aiohttp"] is False and answers["pydantic_v1"] is False
     assert answers["python"] == version  # the handlers ran on the Python the layer was built for

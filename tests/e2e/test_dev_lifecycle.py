@@ -1,9 +1,11 @@
 """`dormant dev` lasts: it stops within 2 s, leaves no child behind even when killed with SIGKILL, keeps its
-data across restarts (`--fresh` starts over), and prints one timestamped line per request and per wake-up."""
+data across restarts (DynamoDB, SQS and its S3 bucket; `--fresh` starts over), and prints one timestamped line
+per request and per wake-up."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import time
@@ -14,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from dormant.dev.bucket import DEV_BUCKET
 from tests.e2e.devprocess import DevProcess, alive
 
 APP = "tests.e2e.apps:registry"
@@ -66,11 +69,28 @@ def test_a_signal_stops_everything_within_two_seconds(tmp_path: Path, signum: in
         dev.kill()
 
 
+def s3(dev: DevProcess) -> Any:
+    """A client of the stack's S3: the embedded moto server's endpoint, from the console's `AWS` line."""
+    import boto3
+
+    endpoint = re.search(r"^  AWS +(http://\S+)", dev.output().rpartition("dormant dev: serving")[2], re.M)
+    assert endpoint, dev.output()
+    return boto3.client("s3", endpoint_url=endpoint.group(1), region_name="us-east-1",
+                        aws_access_key_id=dev.env["AWS_ACCESS_KEY_ID"],
+                        aws_secret_access_key=dev.env["AWS_SECRET_ACCESS_KEY"])
+
+
 def test_kill_9_leaves_no_child_and_the_data_survives_until_fresh(tmp_path: Path) -> None:
     data = tmp_path / "data"
     dev = DevProcess(data, app=APP).start()
+    large = os.urandom(3 * 1024 * 1024)
     try:
         assert count(dev, "kept", [5, 6]) == {"value": 11, "processed": 2}
+        # the stack's bucket for large values exists, set up as the deployments set it up
+        bucket = s3(dev)
+        rules = bucket.get_bucket_lifecycle_configuration(Bucket=DEV_BUCKET)["Rules"]
+        assert sorted(rule["ID"] for rule in rules) == ["abort-incomplete-multipart-uploads", "expire-ephemeral-values"]
+        bucket.put_object(Bucket=DEV_BUCKET, Key="actors/0123/value", Body=large)
         moto = dev.moto_pid()
         dev.kill()  # SIGKILL: no handler runs in dormant dev
         wait_gone(moto, timeout=3.0)
@@ -80,6 +100,7 @@ def test_kill_9_leaves_no_child_and_the_data_survives_until_fresh(tmp_path: Path
     try:
         assert request(f"{again.url}/actors/workflow-counter/kept/state") == (200, {"value": 11, "processed": 2})
         assert count(again, "kept", [1], before=2) == {"value": 12, "processed": 3}  # the restored actor keeps going
+        assert s3(again).get_object(Bucket=DEV_BUCKET, Key="actors/0123/value")["Body"].read() == large
         assert again.stop(signal.SIGTERM) < 2.0
     finally:
         again.kill()
@@ -87,6 +108,7 @@ def test_kill_9_leaves_no_child_and_the_data_survives_until_fresh(tmp_path: Path
     try:
         status, body = request(f"{fresh.url}/actors/workflow-counter/kept/state")
         assert status == 404 and body["error"]["code"] == "actor_not_found"
+        assert s3(fresh).list_objects_v2(Bucket=DEV_BUCKET)["KeyCount"] == 0  # the bucket again, empty
     finally:
         fresh.kill()
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from dormant.dev.bucket import DEV_BUCKET
 from dormant.dev.stack import free_port
 from dormant.http.client import HttpClient
 from tests.servers import MotoServer, fake_aws_environment
@@ -143,6 +144,15 @@ async def test_dev_uses_another_endpoint_when_given_one(moto: MotoServer) -> Non
                             aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"])
     tables = dynamodb.list_tables()["TableNames"]
     assert "dormant" in tables
+    # ... and so does the bucket of large values, created there with its lifecycle rules
+    s3 = boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1",
+                      aws_access_key_id=creds["AWS_ACCESS_KEY_ID"],
+                      aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"])
+    rules = s3.get_bucket_lifecycle_configuration(Bucket=DEV_BUCKET)["Rules"]
+    assert {rule["ID"]: rule["Filter"]["Prefix"] for rule in rules} == {
+        "expire-ephemeral-values": "ephemeral/", "abort-incomplete-multipart-uploads": ""}
+    blocked = s3.get_public_access_block(Bucket=DEV_BUCKET)["PublicAccessBlockConfiguration"]
+    assert set(blocked.values()) == {True} and len(blocked) == 4
 
 
 def test_dev_without_an_app_says_what_to_do() -> None:
@@ -162,3 +172,24 @@ def test_make_demo_tour_runs_end_to_end() -> None:
     assert "fired after" in out and "['stand up']" in out
     assert "released ['reserve-big-2']" in out and "(compensated)" in out
     assert "dormant dev stopped (exit code 0)" in out
+
+
+async def test_the_stack_hands_its_bucket_to_the_worker_and_the_api(moto_server: str) -> None:
+    """Without DORMANT_BUCKET, the stack's bucket is `dormant-dev-values`, created with its rules where missing, and
+    the settings the worker and the API run with name it."""
+    import uuid
+
+    import boto3
+
+    from dormant.dev.stack import run_dev_stack
+    from dormant.settings import Settings
+    from examples.counter import registry
+
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(table=f"bucket-{suffix}", queue_name=f"bucket-{suffix}.fifo",
+                        timer_queue_name=f"bucket-timers-{suffix}")
+    assert settings.bucket is None
+    async with run_dev_stack(registry, port=free_port(), endpoint_url=moto_server, settings=settings) as stack:
+        assert stack.settings.bucket == DEV_BUCKET
+        s3 = boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1")
+        assert len(s3.get_bucket_lifecycle_configuration(Bucket=DEV_BUCKET)["Rules"]) == 2

@@ -372,3 +372,109 @@ def test_without_keep_alive_each_response_closes_its_connection(server: MotoServ
     response.read()
     assert response.status == 200 and (response.getheader("Connection") or "").lower() == "close"
     connection.close()
+
+
+# -- S3 through the gate ------------------------------------------------------------------------------------------
+S3_SIGNED = "AWS4-HMAC-SHA256 Credential=testing/20261201/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=0"
+
+
+def _environ(method: str, path: str, *, service: str = "s3", query: str = "", host: str = "127.0.0.1:5000",
+             body: bytes = b"") -> dict[str, Any]:
+    import io
+
+    environ: dict[str, Any] = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "HTTP_HOST": host,
+                               "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body))}
+    if service == "s3":
+        environ["HTTP_AUTHORIZATION"] = S3_SIGNED
+    elif service == "dynamodb":
+        environ["HTTP_X_AMZ_TARGET"] = "DynamoDB_20120810.GetItem"
+    return environ
+
+
+class _Recorder:
+    """A WSGI app standing for moto: how many requests of each service ran at once, and whether anything ran beside
+    a bucket-level change."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running: Counter[str] = Counter()
+        self.most: Counter[str] = Counter()
+        self.overlaps: set[tuple[str, str]] = set()
+        self.beside_bucket_changes = 0
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        service = "dynamodb" if "HTTP_X_AMZ_TARGET" in environ else "s3"
+        bucket_change = service == "s3" and environ["REQUEST_METHOD"] == "PUT" and environ["PATH_INFO"].count("/") == 1
+        assert environ["wsgi.input"].read() == environ["dormant.test.body"]  # the prefetched body reaches moto
+        with self.lock:
+            for other, count in self.running.items():
+                if count:
+                    self.overlaps.add((service, other))
+                    self.beside_bucket_changes += bucket_change
+            self.running[service] += 1
+            self.running["bucket-change"] += bucket_change
+            self.beside_bucket_changes += bool(self.running["bucket-change"]) and not bucket_change
+            self.most[service] = max(self.most[service], self.running[service])
+        time.sleep(0.02)
+        with self.lock:
+            self.running[service] -= 1
+            self.running["bucket-change"] -= bucket_change
+        start_response("200 OK", [])
+        return [b""]
+
+
+def test_s3_requests_run_one_at_a_time_beside_dynamodb_and_bucket_changes_beside_nothing() -> None:
+    """moto's S3 is not safe under concurrent requests (module docstring of dormant.dev.gate): the gate runs them one
+    at a time, without holding up DynamoDB; a bucket-level change runs alone."""
+    from dormant.dev.gate import RequestGate, classify
+
+    classify(_environ("PUT", "/warm/up"))  # imports moto's S3 (as the server has at its start)
+    recorder = _Recorder()
+    gate = RequestGate(recorder)
+
+    def run_together(requests: list[dict[str, Any]]) -> None:
+        for environ in requests:
+            environ["dormant.test.body"] = environ["wsgi.input"].getvalue()
+        with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+            list(pool.map(lambda environ: b"".join(gate(environ, lambda status, headers: None)), requests))
+
+    dynamodb = [_environ("POST", "/", service="dynamodb", body=b"{}") for _ in range(8)]
+    run_together([*(_environ("PUT", f"/values/actors/a/{n}", body=b"x" * n) for n in range(8)),
+                  *(_environ("GET", f"/values/actors/a/{n}") for n in range(8)),
+                  _environ("POST", "/values", query="delete", body=b"<Delete/>"), *dynamodb])
+    assert recorder.most == Counter({"s3": 1, "dynamodb": 1})
+    assert ("s3", "dynamodb") in recorder.overlaps or ("dynamodb", "s3") in recorder.overlaps
+    # a bucket-level change takes every lock: nothing runs beside it
+    run_together([_environ("PUT", "/other-bucket"), *(_environ("PUT", f"/values/b/{n}") for n in range(4)),
+                  *(_environ("POST", "/", service="dynamodb", body=b"{}") for _ in range(4)),
+                  _environ("PUT", "/third-bucket")])
+    assert recorder.beside_bucket_changes == 0
+    assert recorder.most == Counter({"s3": 1, "dynamodb": 1})
+
+
+@pytest.mark.parametrize(("method", "path", "query", "host", "kind"), [
+    ("GET", "/values/actors/a/1", "", "127.0.0.1:5000", "read"),
+    ("HEAD", "/values", "", "127.0.0.1:5000", "read"),
+    ("PUT", "/values/actors/a/1", "", "127.0.0.1:5000", "object"),
+    ("PUT", "/values/actors/a/1", "tagging", "127.0.0.1:5000", "object"),
+    ("DELETE", "/values/actors/a/1", "", "localhost:5000", "object"),
+    ("POST", "/values", "delete", "127.0.0.1:5000", "object"),  # DeleteObjects
+    ("POST", "/values/actors/a/1", "uploads", "127.0.0.1:5000", "object"),
+    ("PUT", "/values", "", "127.0.0.1:5000", "bucket"),
+    ("PUT", "/values/", "lifecycle", "127.0.0.1:5000", "bucket"),
+    ("DELETE", "/values", "", "127.0.0.1:5000", "bucket"),
+    ("PUT", "/actors/a/1", "", "values.localhost:4566", "object"),  # virtual-hosted: the bucket is in the host
+    ("PUT", "/", "", "values.localhost:4566", "bucket"),
+])
+def test_s3_requests_are_told_apart_as_moto_reads_them(method: str, path: str, query: str, host: str,
+                                                        kind: str) -> None:
+    from dormant.dev.gate import classify
+
+    assert classify(_environ(method, path, query=query, host=host)) == ("s3", kind)
+
+
+def test_s3_control_signed_as_s3_is_left_to_moto() -> None:
+    from dormant.dev.gate import classify
+
+    control = _environ("GET", "/v20180820/configuration/publicAccessBlock")
+    assert classify(control) == (None, "/v20180820/configuration/publicAccessBlock")

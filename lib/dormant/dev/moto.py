@@ -2,7 +2,7 @@
 
     python -m dormant.dev.moto PORT [--data-dir DIR] [--parent PID] [--keep-alive]
 
-moto's own server application behind `RequestGate` (DynamoDB and SQS requests serialized, long polls that
+moto's own server application behind `RequestGate` (DynamoDB, SQS and S3 requests serialized, long polls that
 wait outside the lock), with an indexed Query (`partitions`), lazy queue attributes (`attributes`), plain JSON
 item responses (`responses`), kept-alive connections (`keepalive`), optionally persistent (`persistence`: a
 snapshot and a journal in DIR) and tied to its parent (`lifeline`: it stops when PID dies, even by kill -9).
@@ -42,9 +42,10 @@ def build_app(data_dir: Path | None = None, *, compact_bytes: int = COMPACT_BYTE
     if data_dir is not None:
         persistence = Persistence(data_dir, compact_bytes=compact_bytes)
         restored = persistence.restore()
-        log.warning("restored %s: generation %d, %d table(s), %d item(s), %d message(s), %d journal record(s)%s",
-                    data_dir, restored.generation, restored.tables, restored.items, restored.messages,
-                    restored.records, " (a torn last record was dropped)" if restored.torn else "")
+        log.warning("restored %s: generation %d, %d table(s), %d item(s), %d message(s), %d bucket(s), %d object(s), "
+                    "%d journal record(s)%s", data_dir, restored.generation, restored.tables, restored.items,
+                    restored.messages, restored.buckets, restored.objects, restored.records,
+                    " (a torn last record was dropped)" if restored.torn else "")
     app = DomainDispatcherApplication(create_backend_app)
     app.debug = True  # type: ignore[attr-defined]  # as moto_server sets it
     return RequestGate(app, persistence), persistence

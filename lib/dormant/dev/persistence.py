@@ -2,15 +2,21 @@
 
 moto keeps everything in memory. `dormant dev` keeps it across restarts like this:
 
-- `snapshot-<G>.pickle` holds moto's DynamoDB tables and SQS queues at generation G (written to a temporary
-  file, fsynced and renamed into place, so a crash leaves either the old or the new snapshot, never half of one);
+- `snapshot-<G>.pickle` holds moto's DynamoDB tables, SQS queues and S3 buckets at generation G (written to a
+  temporary file, fsynced and renamed into place, so a crash leaves either the old or the new snapshot, never
+  half of one);
 - `journal-<G>.log` holds, in order, what every request changed since that snapshot: the item after each
-  DynamoDB write (its post-image, or its deletion) and each SQS message added or removed. A record is one
+  DynamoDB write (its post-image, or its deletion), each SQS message added or removed, and each S3 object name
+  or multipart upload a request wrote, as it is after the request (dormant.dev.s3journal). A record is one
   framed `write()` (length, CRC-32, pickle) appended before the response is sent, so everything
   acknowledged survives a kill -9 of the server; a torn last record (power loss) fails its CRC and is ignored.
-- Start: load the newest snapshot, replay its journal, delete older generations. Compaction (a new snapshot,
-  an empty journal of the next generation) happens when the journal passes `compact_bytes` and after
-  table- or queue-level changes (create, delete, attributes), which the journal does not describe.
+- `objects/`: the S3 objects' bytes, one file per object, which the snapshot and the journal name
+  (dormant.dev.objectfiles): a 20 MB object makes no snapshot or journal record bigger.
+- Start: load the newest snapshot, replay its journal, delete older generations and object files nothing
+  refers to. Compaction (a new snapshot, an empty journal of the next generation) happens when the journal passes
+  `compact_bytes`, when `compact_bytes` x OBJECT_BYTES_PER_JOURNAL_BYTE of object bytes were written (to delete
+  the files of objects deleted since) and after table-, queue- and bucket-level changes (create, delete,
+  attributes, lifecycle...), which the journal does not describe.
 
 Post-images rather than requests: replaying a post-image is idempotent and needs no moto request
 machinery (fast restarts), and SQS receipts or visibility (which a request replay could not reproduce)
@@ -25,19 +31,22 @@ import _thread
 import copyreg
 import logging
 import os
-import pickle
 import struct
 import threading
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from dormant.dev import s3journal
+from dormant.dev.objectfiles import ObjectFiles
 
 log = logging.getLogger("dormant.dev.persistence")
 
 _FRAME = struct.Struct("<II")  # payload length, CRC-32 of the payload
 COMPACT_BYTES = 64 * 1024 * 1024
+OBJECT_BYTES_PER_JOURNAL_BYTE = 8  # object files written (some garbage by now) per journal byte before compacting
 
 # moto's objects hold locks and conditions: a snapshot stores fresh ones in their place.
 copyreg.pickle(_thread.LockType, lambda _lock: (threading.Lock, ()))
@@ -59,6 +68,9 @@ class Restored:
     tables: int = 0
     items: int = 0
     messages: int = 0
+    buckets: int = 0
+    objects: int = 0
+    objects_dropped: list[str] = field(default_factory=list)
 
 
 def _moto_version() -> str:
@@ -166,8 +178,12 @@ class Persistence:
         self._journal_fd: int | None = None
         self._journal_size = 0
         self._known: dict[tuple[str, str, str], set[str]] = {}
-        self._write_lock = threading.Lock()  # DynamoDB and SQS requests append concurrently
+        self._write_lock = threading.Lock()  # DynamoDB, SQS and S3 requests append concurrently
+        self.objects = ObjectFiles(self.directory)
+        self.s3_touched = s3journal.S3Touched()
+        self._compaction_due = False
         install_hooks(self.touched)
+        s3journal.install_hooks(self.s3_touched)
 
     # -- start ---------------------------------------------------------------------------------------
     def restore(self) -> Restored:
@@ -188,6 +204,11 @@ class Persistence:
         dynamodb, _ = _backends()
         tables = [t for _, _, backend in _existing(dynamodb) for t in backend.tables.values()]
         result.tables, result.items = len(tables), sum(len(t.all_items()) for t in tables)
+        used, result.objects_dropped = s3journal.check_files(self.objects.exists)
+        for dropped in result.objects_dropped:
+            log.warning("dropped %s: its object file is missing or short (a power cut?)", dropped)
+        self.objects.collect_garbage(used)
+        result.buckets, result.objects = s3journal.counts()
         self._remember_messages()
         for stale in self.directory.glob("*"):
             current = stale.name in (f"snapshot-{self.generation}.pickle", journal.name)
@@ -208,7 +229,7 @@ class Persistence:
     def _load_snapshot(self, path: Path, result: Restored) -> None:
         try:
             with open(path, "rb") as handle:
-                state = pickle.load(handle)  # our own file, written by this module
+                state = self.objects.load(handle)  # our own file, written by this module
         except Exception as error:
             raise PersistenceError(f"cannot read {path}: {type(error).__name__}: {error}; start with --fresh "
                                    "to begin with empty data (the directory is kept until then)") from error
@@ -221,6 +242,7 @@ class Persistence:
             dynamodb[account][region].tables = tables
         for (account, region), queues in state["sqs"].items():
             sqs[account][region].queues = queues
+        s3journal.load_state(state.get("s3", {}))  # (a snapshot from before S3 was kept has none)
 
     def _replay(self, journal: Path) -> tuple[int, bool, int]:
         data = journal.read_bytes()
@@ -230,7 +252,7 @@ class Persistence:
             payload = data[offset + _FRAME.size: offset + _FRAME.size + length]
             if len(payload) != length or zlib.crc32(payload) != crc:
                 return records, True, offset
-            self._apply(pickle.loads(payload))  # our own journal
+            self._apply(self.objects.loads(payload))  # our own journal
             records += 1
             offset += _FRAME.size + length
         return records, offset != len(data), offset
@@ -268,6 +290,8 @@ class Persistence:
             if queue is not None:
                 gone = set(ids)
                 queue._messages = [m for m in queue._messages if m.id not in gone]
+        elif kind.startswith("s3"):
+            s3journal.apply(record)
 
     def _reset_deliveries(self, result: Restored) -> None:
         """No consumer outlived the old server: every message is visible again (delays still hold)."""
@@ -282,6 +306,7 @@ class Persistence:
     # -- while serving -------------------------------------------------------------------------------
     def before_request(self) -> None:
         self.touched.start()
+        self.s3_touched.start()
 
     def after_dynamodb(self) -> None:
         """Journal the post-image of every item the request wrote."""
@@ -314,12 +339,23 @@ class Persistence:
                     self._append(("sqs-", account, region, name, removed))
                 self._known[key] = set(current)
 
+    def after_s3(self, ok: bool) -> None:
+        """Journal every object name and upload the request wrote, as it is now (a failed request may have written
+        some: a batch delete stopped half-way). A successful write that touched none changed something the journal
+        cannot describe (a bucket's settings): compact before its response."""
+        touched = self.s3_touched.take()
+        for record in s3journal.post_images(touched):
+            self._append(record)  # pickling a new key writes its object file first (dormant.dev.objectfiles)
+        if ok and not touched:
+            self._compaction_due = True
+
     @property
     def wants_compaction(self) -> bool:
-        return self._journal_size >= self.compact_bytes
+        return (self._compaction_due or self._journal_size >= self.compact_bytes
+                or self.objects.written_bytes >= self.compact_bytes * OBJECT_BYTES_PER_JOURNAL_BYTE)
 
     def _append(self, record: tuple[Any, ...]) -> None:
-        payload = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = self.objects.dumps(record)
         frame = _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
         with self._write_lock:
             assert self._journal_fd is not None
@@ -342,14 +378,17 @@ class Persistence:
         dynamodb, sqs = _backends()
         state = {"moto": _moto_version(),
                  "dynamodb": {(a, r): b.tables for a, r, b in _existing(dynamodb)},
-                 "sqs": {(a, r): b.queues for a, r, b in _existing(sqs)}}
+                 "sqs": {(a, r): b.queues for a, r, b in _existing(sqs)},
+                 "s3": s3journal.snapshot_state()}
         generation = self.generation + 1
         target = self.directory / f"snapshot-{generation}.pickle"
         temporary = target.with_suffix(".tmp")
+        used: set[str] = set()
         with open(temporary, "wb") as handle:
-            pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            self.objects.dump(state, handle, collect=used)
             handle.flush()
             os.fsync(handle.fileno())
+        self.objects.sync()  # the files the snapshot names are on disk before it is
         os.replace(temporary, target)  # the new generation exists from here on; its journal is empty
         _fsync_directory(self.directory)
         old_journal = self._journal_path(self.generation)
@@ -360,8 +399,10 @@ class Persistence:
             self.generation = generation
             self._open_journal()
         self._remember_messages()
+        self._compaction_due = False
         old_journal.unlink(missing_ok=True)
         old_snapshot.unlink(missing_ok=True)
+        self.objects.collect_garbage(used)  # objects deleted or replaced since: no live key reads these
         log.info("compacted the data directory into generation %d", generation)
 
     def close(self) -> None:

@@ -1,8 +1,9 @@
 """`dormant dev`: the whole stack on one machine, with no AWS account.
 
-An embedded moto server (or any endpoint: LocalStack, a real account), the table and queues created
-from the same definitions the deployment uses, the HTTP API on localhost (uvicorn) and a worker fed by
-pollers that play Lambda's SQS event source — the same handlers that run on AWS.
+An embedded moto server (or any endpoint: LocalStack, a real account), the table, queues and S3 bucket
+(large values: `Settings.bucket`, DEV_BUCKET when unset) created from the same definitions the deployment
+uses, the HTTP API on localhost (uvicorn) and a worker fed by pollers that play Lambda's SQS event source —
+the same handlers that run on AWS.
 
 Its data lives in a data directory (`DevOptions.data_dir`, default `.dormant/dev`) and survives restarts;
 `fresh=True` (`--fresh`) starts from empty data. docs/performance.md says how, and why this way.
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from dormant.actor import Registry
+from dormant.dev.bucket import DEV_BUCKET, create_bucket
 from dormant.dev.embedded import DevStackError, EmbeddedMoto, free_port
 from dormant.settings import Settings
 
@@ -144,18 +146,22 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
             stack.callback(dynamodb_local.stop)
             dynamodb_endpoint = dynamodb_local.url
         # Dev mode: the inspector needs no token on a machine of one's own.
+        bucket = settings.bucket or DEV_BUCKET
         settings = settings.model_copy(update={"endpoint_url": endpoint, "dynamodb_endpoint_url": dynamodb_endpoint,
-                                               "dev": True})
+                                               "dev": True, "bucket": bucket})
         session = get_session()
         dynamodb = await stack.enter_async_context(
             session.create_client("dynamodb", config=client_config(), **settings.client_kwargs("dynamodb")))
         sqs = await stack.enter_async_context(
             session.create_client("sqs", config=client_config(), **settings.client_kwargs("sqs")))
+        s3 = await stack.enter_async_context(
+            session.create_client("s3", config=client_config(), **settings.client_kwargs("s3")))
         try:
             await create_table(dynamodb, settings)
             urls = await create_queues(sqs, settings)
+            await create_bucket(s3, bucket, settings.region)
         except Exception as error:
-            raise DevStackError(f"cannot create the table and queues at {endpoint}: {error}") from error
+            raise DevStackError(f"cannot create the table, queues and bucket at {endpoint}: {error}") from error
         settings = settings.model_copy(update={"queue_url": urls.wake, "timer_queue_url": urls.timers})
         worker = await stack.enter_async_context(open_worker(settings, registry))
         wait = options.poll_wait_seconds if moto is not None else min(options.poll_wait_seconds, 1)
