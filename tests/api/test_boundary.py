@@ -247,7 +247,7 @@ async def test_a_failed_workflow_holds_sends_and_answers_at_once_with_its_status
 
 
 def test_one_rule_says_which_states_take_messages() -> None:
-    from dormant.runtime.service import HOLDING_STATES, REFUSING_STATES, send_rule
+    from dormant.runtime.send_rules import HOLDING_STATES, REFUSING_STATES, send_rule
 
     assert {state: send_rule(state) for state in WorkflowState} == {
         state: "refuse" if state in REFUSING_STATES else "hold" if state in HOLDING_STATES else "run"

@@ -34,6 +34,7 @@ from dormant.errors import (
 from dormant.limits import check_message_id
 from dormant.models import SendResult
 from dormant.ports import ActorRef, Creation, InboxMessage, Transport
+from dormant.runtime.send_rules import check_carried_size, send_rule
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import to_json
 from dormant.workflow.history import WorkflowRecord, WorkflowState
@@ -79,8 +80,6 @@ async def send_many(service: ActorService, ref: ActorRef, queue_name: str, bodie
                     sender: Caller | None = None) -> list[SendResult]:
     """Store `bodies` as messages of `queue_name` in `ref`'s inbox, in order, and wake it once per message (ten
     per request). `message_ids`, one per body, are idempotency keys as for `send`. Results in body order."""
-    from dormant.runtime.service import _check_carried_size, send_rule
-
     if not bodies:
         return []
     if len(bodies) > MAX_BATCH:
@@ -116,7 +115,7 @@ async def send_many(service: ActorService, ref: ActorRef, queue_name: str, bodie
         prepared = await service._prepare_creation(definition, ref, creation.input, creation.caller)
         creation = await service._stored_creation(ref, prepared, creation)
     for index, message in enumerate(messages):
-        _check_carried_size(message, creation if index == 0 else None)
+        check_carried_size(message, creation if index == 0 else None)
     try:
         sent = await wake_all(service.transport, ref, messages, creation)
     except TransportError as error:

@@ -12,7 +12,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic_core import to_jsonable_python
 
@@ -21,7 +21,6 @@ from dormant.errors import (
     ActorFinishedError,
     ActorNotFoundError,
     IdempotencyConflictError,
-    ItemTooLargeError,
     SendFailedError,
     StorageError,
     StorageRefusedError,
@@ -29,11 +28,9 @@ from dormant.errors import (
     VersionConflict,
     WakeFailedError,
 )
-from dormant.limits import CARRIED_MESSAGE, check_message_id
+from dormant.limits import check_message_id
 from dormant.models import ActorStatus, SendResult, WaitingFor
 from dormant.ports import (
-    FINISHED,
-    MAX_CARRIED_BYTES,
     ActorMeta,
     ActorRef,
     ActorSnapshot,
@@ -45,9 +42,11 @@ from dormant.ports import (
     Transport,
 )
 from dormant.runtime.access import AccessRequest, Operation, check_access
+from dormant.runtime.batches import send_many
 from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.replies import await_reply
+from dormant.runtime.send_rules import check_carried_size, send_rule
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft, StateCell, to_json
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
@@ -57,23 +56,7 @@ log = logging.getLogger("dormant.runtime.service")
 DEFAULT_WAIT_TIMEOUT = 30.0
 MAX_CONFLICT_RETRIES = 20
 
-# -- which workflow states take messages: the one place that says so ---------------------------------------
-SendRule = Literal["run", "hold", "refuse"]
-REFUSING_STATES: frozenset[WorkflowState] = frozenset(FINISHED)
-"""An ended workflow (completed, terminated) consumes nothing more: a send is refused (409 actor_finished) and
-nothing is stored."""
-HOLDING_STATES: frozenset[WorkflowState] = frozenset({WorkflowState.FAILED, WorkflowState.DIVERGED,
-                                                      WorkflowState.ROLLING_BACK})
-"""Stopped by an error: a send is stored and runs after an operator resumes the actor (202 with the status)."""
 
-
-def send_rule(state: WorkflowState) -> SendRule:
-    """What a send to an actor in `state` does: run (normal), hold (stored, waits) or refuse."""
-    if state in REFUSING_STATES:
-        return "refuse"
-    if state in HOLDING_STATES:
-        return "hold"
-    return "run"
 
 
 @dataclass
@@ -124,7 +107,7 @@ class ActorService:
         creation = await self._stored_creation(ref, prepared, Creation(input=input_json, caller=caller,
                                                                         requested_at=self.clock.now()))
         if wake and definition.workflow_fn is not None:
-            _check_carried_size(None, creation)
+            check_carried_size(None, creation)
             await self.transport.wake(ref, reason="create", creation=creation)
         return await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events)
 
@@ -198,8 +181,6 @@ class ActorService:
                         message_ids: Sequence[str] | None = None, actor_input: Any = None,
                         sender: Caller | None = None) -> list[SendResult]:
         """Many messages to one queue in one request (dormant.runtime.batches): all checked first, in order."""
-        from dormant.runtime.batches import send_many
-
         return await send_many(self, ref, queue_name, bodies, message_ids=message_ids, actor_input=actor_input,
                                sender=sender)
 
@@ -216,7 +197,7 @@ class ActorService:
         if creation is not None:  # on_create runs before anything is sent: if it raises, nothing happened
             prepared = await self._prepare_creation(definition, ref, creation.input, creation.caller)
             creation = await self._stored_creation(ref, prepared, creation)
-        _check_carried_size(message, creation)
+        check_carried_size(message, creation)
         try:
             await self.transport.wake(ref, at=at, reason=f"message:{message.id}", message=message, creation=creation)
         except TransportError as error:
@@ -378,20 +359,6 @@ class ActorService:
                 yield record
             if not follow and not batch:
                 return
-
-
-def _check_carried_size(message: InboxMessage | None, creation: Creation | None) -> None:
-    """The wake-up carries the message (and the actor's input): it must fit one SQS message."""
-    size = len(message.model_dump_json().encode()) if message is not None else 0
-    if creation is not None:
-        size += len(creation.model_dump_json().encode())
-    if size > MAX_CARRIED_BYTES:
-        what = "the message" if message is not None else "the actor's input"
-        error = ItemTooLargeError(f"{what} is {size:,} bytes as JSON (with the actor's input when it creates the "
-                                  f"actor), over the limit ({CARRIED_MESSAGE.name}): {CARRIED_MESSAGE.describe()}. "
-                                  "Store large payloads elsewhere (e.g. S3) and send a reference")
-        error.limit = CARRIED_MESSAGE
-        raise error
 
 
 def _check_arguments(action: str, args: Sequence[Any]) -> None:
