@@ -56,7 +56,7 @@ VENV_ENV = "DORMANT_LOCALSTACK"
 DEFAULT_VENV = ROOT / "tools" / "localstack-venv"
 LIBRARY_CACHE = ROOT / "build" / "localstack"
 AGENT_SOURCE = ROOT / "tools" / "localstack" / "DdbLocalLoader.java"
-SERVICES = ("dynamodb", "sqs")
+SERVICES = ("dynamodb", "s3", "sqs")
 # How long the supervisor waits for the gateway and DynamoDB Local's JVM (eager loading starts it with the gateway,
 # not at the first call); LocalStack's class waits tests/servers.py's START_TIMEOUT.
 START_TIMEOUT = 120.0

@@ -69,7 +69,8 @@ def test_fire_timer_wakes_a_sleeper_now_and_the_inbox_shows_what_waits(apis: dic
     empty = runner.invoke(app, ["inbox", "sleeper", "s1", "--url", url])
     assert empty.exit_code == 0 and "no messages waiting" in empty.output
     sent = runner.invoke(app, ["send", "sleeper", "s1", "go", "42", "--id", "later-1", "--url", url])
-    assert sent.exit_code == 0, sent.output
+    # Stored, and the CLI says at once it waits for a resume (exit 3: the workflow has stopped).
+    assert sent.exit_code == 3 and "waits in its inbox" in sent.output and "dormant resume" in sent.output, sent.output
     table = runner.invoke(app, ["inbox", "sleeper", "s1", "--url", url], env={"COLUMNS": "200"})
     assert table.exit_code == 0 and "later-1" in table.output and "42" in table.output
     listed = json.loads(runner.invoke(app, ["inbox", "sleeper", "s1", "--url", url, "--json"]).stdout)
