@@ -106,6 +106,9 @@ async def _attempt(ctx: WorkflowContext, entry: Any, name: str, fn: Callable[[An
     scope.enter(name)
     ex.step_started()
     entry.started_at, entry.ended_at = ex.now(), None  # this attempt's run (a duration without earlier failures)
+    if entry.throttled_since is not None:  # it runs: it waits for no limit (also when a deploy took it away)
+        entry.throttled_since = None
+        ex.touch(entry)
     try:
         result = fn(ex.host.step_context(run))
         if not isinstance(result, _PLAIN) and inspect.isawaitable(result):

@@ -60,10 +60,7 @@ async def acquire(ctx: WorkflowContext, entry: Entry, limit: str, timeout: float
         except Exception as error:  # the store failed under the ask: the wake-up is void, as for a commit
             raise WakeAborted(error) from error
         if isinstance(answer, Granted):
-            if since is not None:
-                entry.throttled_since = None
-                ex.touch(entry)
-            return answer
+            return answer  # (the attempt clears `throttled_since`)
         if since is None:
             entry.throttled_since = ex.now()
             ex.touch(entry)  # its place in line, kept by the suspension's commit
