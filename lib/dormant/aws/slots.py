@@ -35,7 +35,7 @@ PARTITION = "limit#"
 SLOT, TICKET, WAITER = "s#", "t#", "w#"
 SLOT_ROUNDS = 4  # reads of the held slots per acquire when others take the free ones first
 SLOT_TRIES = 3  # free slots tried (at random) per read
-TICKET_ROUNDS, TICKET_TRIES = 3, 4
+TICKET_TRIES, TICKET_RECOUNT = 64, 8  # ticket puts per ask at most; count again after every 8 lost
 WAKE_CANDIDATES = 4  # waiters read per release (a concurrent release may take the oldest first)
 WAITER_TTL = 900.0  # as dormant.memory_slots.WAITER_TTL
 ITEM_TTL = 2 * 24 * 3600  # seconds (real time) after which DynamoDB may delete a forgotten item
@@ -114,28 +114,32 @@ async def _take_slot(store: DynamoEventStore, request: SlotRequest,
 
 
 async def _take_ticket(store: DynamoEventStore, request: SlotRequest, pk: dict[str, str]) -> tuple[int, int]:
-    """(the window, the ticket taken in it): tickets below `per_window` start."""
+    """(the window, the ticket taken in it): tickets below `per_window` start. Each put that fails is a ticket someone
+    else took, so the tries move forward only (counting again now and then, to skip what a crowd took meanwhile)."""
     rule = request.rule
     window = math.floor(request.now / rule.window)
     prefix = f"{TICKET}{window:012d}#"
-    ticket = 0
-    for _ in range(TICKET_ROUNDS):
-        count = 0
-        kwargs: dict[str, Any] = {"TableName": store.table, "ConsistentRead": True, "Select": "COUNT",
-                                  "KeyConditionExpression": "pk = :pk AND begins_with(sk, :t)",
-                                  "ExpressionAttributeValues": {":pk": pk, ":t": {"S": prefix}}}
-        while True:
-            response = await store._call("Query", **kwargs)
-            count += int(response.get("Count", 0))
-            if "LastEvaluatedKey" not in response:
-                break
-            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        for ticket in range(count, count + TICKET_TRIES):
-            item = {"pk": pk, "sk": {"S": f"{prefix}{ticket:06d}"},
-                    TTL_ATTRIBUTE: {"N": str(int(store._now() + ITEM_TTL))}}
-            if await store._put_if(item, "attribute_not_exists(pk)", {}):
-                return window, ticket
-    return window, ticket + 1  # never got a ticket (a crowd): refused, behind those that did
+    ticket = await _count(store, pk, prefix)
+    for tries in range(1, TICKET_TRIES + 1):
+        item = {"pk": pk, "sk": {"S": f"{prefix}{ticket:06d}"},
+                TTL_ATTRIBUTE: {"N": str(int(store._now() + ITEM_TTL))}}
+        if await store._put_if(item, "attribute_not_exists(pk)", {}):
+            return window, ticket
+        ticket = max(ticket + 1, await _count(store, pk, prefix)) if tries % TICKET_RECOUNT == 0 else ticket + 1
+    return window, ticket  # a crowd of more than TICKET_TRIES at once: refused, behind those that got one
+
+
+async def _count(store: DynamoEventStore, pk: dict[str, str], prefix: str) -> int:
+    count = 0
+    kwargs: dict[str, Any] = {"TableName": store.table, "ConsistentRead": True, "Select": "COUNT",
+                              "KeyConditionExpression": "pk = :pk AND begins_with(sk, :t)",
+                              "ExpressionAttributeValues": {":pk": pk, ":t": {"S": prefix}}}
+    while True:
+        response = await store._call("Query", **kwargs)
+        count += int(response.get("Count", 0))
+        if "LastEvaluatedKey" not in response:
+            return count
+        kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
 async def renew_slot(store: DynamoEventStore, lease: SlotLease, until: float) -> bool:
