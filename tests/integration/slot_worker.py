@@ -1,8 +1,9 @@
 """`python -m tests.integration.slot_worker SETTINGS_JSON MODE CONCURRENCY NAME ...`: a second worker process using
 a limit's slots on the same table, beside the test's own.
 
-- `contend NAME WORKERS CYCLES`: WORKERS tasks each take a slot CYCLES times (real time, a 60 s lease), hold it a
-  few milliseconds and give it back; one JSON line per hold, `[start, end]` (epoch seconds, inside the hold).
+- `contend NAME WORKERS CYCLES`: print `ready` once connected, then WORKERS tasks each take a slot CYCLES times (real
+  time, a 60 s lease), hold it a few milliseconds and give it back; one JSON line per hold, `[start, end]` (epoch
+  seconds, inside the hold).
 - `hold NAME LEASE`: take one slot with a LEASE-second lease, print `held <slot> <lease end>`, then wait to be
   killed (kill -9: nobody releases or renews it).
 """
@@ -56,6 +57,8 @@ async def main(argv: list[str]) -> None:
     rule = LimitRule(name=name, concurrency=concurrency, window=1.0, per_window=None)
     async with DynamoEventStore.connect(settings) as store:
         if mode == "contend":
+            sys.stdout.write("ready\n")  # connected: the test starts its own workers now, so both compete
+            sys.stdout.flush()
             await contend(store, rule, f"pid{id(store)}", int(argv[4]), int(argv[5]))
             return
         now = time.time()

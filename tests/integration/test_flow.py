@@ -179,13 +179,16 @@ async def test_two_worker_processes_never_hold_more_slots_than_the_limit(request
                                                                          server_name: str) -> None:
     server = server_for(request, server_name)
     settings = _settings(server.endpoint)
-    concurrency, workers, cycles = 3, 6, 6
+    concurrency, workers, cycles = 3, 6, 8
     async with DynamoEventStore.connect(settings, session=shared_session()) as store:
         await store.create_table()
         child = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "tests.integration.slot_worker", settings.model_dump_json(), "contend",
             str(concurrency), "stripe", str(workers), str(cycles), cwd=ROOT, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE)
+        assert child.stdout is not None
+        ready = await asyncio.wait_for(child.stdout.readline(), 60)
+        assert ready == b"ready\n", ready + (await child.communicate())[1]
         mine: list[tuple[float, float]] = []
         ours = asyncio.ensure_future(contend(store, LimitRule(name="stripe", concurrency=concurrency, window=1.0,
                                                               per_window=None),
