@@ -16,8 +16,8 @@ Enter = Callable[[str], Literal["before", "after"] | None]
 Leave = Callable[[Literal["before", "after"] | None, str], None]
 
 WAITER_TTL = 900.0
-"""Seconds a waiter stays in a limit's line without asking again (a waiting step asks at least every lease, so only
-a waiter that went away, e.g. a deleted actor, runs out): a release skips and drops it."""
+"""Seconds a waiter stays in a limit's line past the first lease end it was told (when it asks again at the latest):
+only a waiter that went away, e.g. a deleted actor, runs out, and a release then skips and drops it."""
 
 
 @dataclass
@@ -83,9 +83,9 @@ class MemorySlots:
                 free = [index for index in range(rule.concurrency)
                         if index not in state.slots or state.slots[index].expires <= now]
                 if not free:
-                    state.waiters[(request.queued_since, holder)] = _Waiter(request.ref, now + WAITER_TTL)
-                    return SlotRefusal(limit=rule.name, by="concurrency",
-                                       free_at=min(held.expires for held in state.slots.values()))
+                    free_at = min(held.expires for held in state.slots.values())
+                    state.waiters[(request.queued_since, holder)] = _Waiter(request.ref, free_at + WAITER_TTL)
+                    return SlotRefusal(limit=rule.name, by="concurrency", free_at=free_at)
                 slot = free[0]
             state.slots[slot] = _Slot(holder, request.ref.id, request.lease_until)
         if rule.per_window is not None:

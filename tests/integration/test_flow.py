@@ -111,11 +111,13 @@ async def test_a_rate_refusal_gives_back_the_slot_it_took(slot_store: EventStore
 
 async def test_a_release_skips_waiters_gone_stale(slot_store: EventStore) -> None:
     one = LimitRule(name="stale", concurrency=1, window=1.0, per_window=None)
-    holder = await slot_store.acquire_slot(ask(one, "holder", lease=5000))
+    holder = await slot_store.acquire_slot(ask(one, "holder", lease=60))
     assert isinstance(holder, SlotLease)
-    assert isinstance(await slot_store.acquire_slot(ask(one, "gone", T0 + 1)), SlotRefusal)
+    assert isinstance(await slot_store.acquire_slot(ask(one, "gone", T0 + 1)), SlotRefusal)  # told: T0 + 60
+    assert await slot_store.renew_slot(holder, T0 + 5000)
     assert isinstance(await slot_store.acquire_slot(ask(one, "fresh", T0 + 1000)), SlotRefusal)
-    # "gone" never asked again (its actor was deleted, say): 15 minutes on, its place in line is dropped.
+    # "gone" never asked again (its actor was deleted, say): 15 minutes after the lease end it was told, its place
+    # in line is dropped.
     assert await slot_store.release_slot(holder, T0 + 1100) == [ActorRef(name="payer", key=("fresh",))]
 
 

@@ -20,6 +20,7 @@ from dormant.cli.render import status_words
 from dormant.memory import MemoryEventStore, MemoryTransport
 from dormant.ports import ActorRef, SlotLease, SlotRefusal, SlotRequest
 from dormant.runtime.service import ActorService
+from dormant.runtime.timers import fire_next_timer
 from dormant.runtime.wake import wake_actor
 from dormant.testing import TestEnv, VirtualClock
 from dormant.workflow.errors import WorkflowDefinitionError
@@ -292,6 +293,25 @@ async def test_a_step_longer_than_its_lease_keeps_its_slot() -> None:
         await env.run_until_idle()
         assert (await handle.status()).workflow == "completed"
     assert all(probes)
+
+
+async def test_fire_timer_moves_a_waiting_steps_next_try_to_now_which_asks_again() -> None:
+    async def charge(s: StepContext) -> None:
+        return None
+
+    registry = setup(charging("payer", charge), limits={"stripe": Limit(concurrency=1)})
+    async with TestEnv(registry) as env:
+        ghost = await env.store.acquire_slot(ghost_request(env, registry, "someone"))
+        assert isinstance(ghost, SlotLease)
+        handle = await start(env, "payer", "waiting")
+        result = await fire_next_timer(env.service, handle.ref)
+        assert result.outcome == "fired" and "the next try of step charge for a slot of limit stripe" in result.message
+        await env.run_until_idle()
+        assert (await handle.status()).waiting_for.limits == ["stripe"]  # it asked again: still held
+        await env.store.release_slot(ghost, env.now())
+        await fire_next_timer(env.service, handle.ref)
+        await env.run_until_idle()
+        assert (await handle.status()).workflow == "completed"
 
 
 # -- every end of an attempt gives the slot back ------------------------------------------------------------------

@@ -92,17 +92,17 @@ async def _take_slot(store: DynamoEventStore, request: SlotRequest,
             free = [index for index in range(rule.concurrency)
                     if index not in held or float(held[index]["ex"]["N"]) <= now]
             if not free:
+                free_at = min(float(item["ex"]["N"]) for item in held.values())
                 if not queued:
                     # Into the line first, then look again: a release either finds this waiter (and wakes it) or
                     # came before this second look, which then sees its slot free. No wake-up is lost in between.
                     await store._call("PutItem", TableName=store.table, Item={
                         "pk": pk, "sk": {"S": waiter_key(request)}, "n": {"S": request.ref.name},
-                        "k": {"S": json.dumps(list(request.ref.key))}, "until": _n(now + WAITER_TTL),
+                        "k": {"S": json.dumps(list(request.ref.key))}, "until": _n(free_at + WAITER_TTL),
                         TTL_ATTRIBUTE: {"N": str(int(store._now() + ITEM_TTL))}})
                     queued = True
                     continue
-                return SlotRefusal(limit=rule.name, by="concurrency",
-                                   free_at=min(float(item["ex"]["N"]) for item in held.values()))
+                return SlotRefusal(limit=rule.name, by="concurrency", free_at=free_at)
             choices = random.sample(free, min(len(free), SLOT_TRIES))
         for index in choices:
             if await store._put_if(_slot_item(store, pk, index, me, request.ref.id, request.lease_until),

@@ -53,16 +53,16 @@ async def acquire(ctx: WorkflowContext, entry: Entry, limit: str, timeout: float
     ex = ctx._execution
     while True:
         since = entry.throttled_since
+        place = ex.now() if since is None else since  # its place in line: the store's key for it, and the record's
         try:
             answer = await ex.host.acquire_limit(SlotAsk(limit=limit, location=entry.location, timeout=timeout,
-                                                          since=ex.now() if since is None else since,
-                                                          queued=since is not None))
+                                                          since=place, queued=since is not None))
         except Exception as error:  # the store failed under the ask: the wake-up is void, as for a commit
             raise WakeAborted(error) from error
         if isinstance(answer, Granted):
             return answer  # (the attempt clears `throttled_since`)
         if since is None:
-            entry.throttled_since = ex.now()
+            entry.throttled_since = place
             ex.touch(entry)  # its place in line, kept by the suspension's commit
         beside_a_step = ex.in_flight > 0
         outcome = await wait_in_process(ex, answer.retry_at, messages=False)
