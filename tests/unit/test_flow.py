@@ -403,6 +403,33 @@ async def test_a_race_loser_gives_its_slot_back() -> None:
     assert (await env.client.get_or_create("payer", ["racing"]).status()).output == "cancelled"
 
 
+async def test_a_race_lost_while_asking_for_the_slot_gives_back_what_the_store_granted() -> None:
+    a = actor("payer")
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> str:
+        async def limited(b: WorkflowContext) -> str:
+            return str(await b.step("charge", lambda s: "charged", limit="stripe"))
+
+        async def fast(b: WorkflowContext) -> str:
+            return str(await b.step("fast", lambda s: "fast"))
+
+        return str((await ctx.race("r", {"limited": limited, "fast": fast})).value)
+
+    async with TestEnv(setup(a, limits={"stripe": Limit(concurrency=1)})) as env:
+        granted = env.store.acquire_slot
+
+        async def slow_answer(request: SlotRequest) -> SlotLease | SlotRefusal:
+            answer = await granted(request)  # the store has granted it...
+            await asyncio.sleep(0.05)  # ...but the answer is slow to come back: the other branch wins meanwhile
+            return answer
+
+        env.store.acquire_slot = slow_answer  # type: ignore[method-assign]
+        handle = await start(env, "payer")
+        assert (await handle.status()).output == "fast"
+        assert held(env) == {}  # given back at once, not held until its lease ends
+
+
 async def test_two_branches_of_one_wake_up_share_a_limit_of_one_without_suspending() -> None:
     gauge = Gauge()
     a = actor("payer")

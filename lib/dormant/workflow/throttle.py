@@ -10,15 +10,18 @@ limit's line of waiters), so histories recorded before limits, or with other lim
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dormant.workflow.execution import StepRun, run_to_the_end
 from dormant.workflow.signals import Suspend, WakeAborted
 from dormant.workflow.waits import Outcome, wait_in_process
 
 if TYPE_CHECKING:
     from dormant.workflow.context import WorkflowContext
     from dormant.workflow.entries import Entry
+    from dormant.workflow.execution import Execution
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,22 @@ async def acquire(ctx: WorkflowContext, entry: Entry, limit: str, timeout: float
     while True:
         since = entry.throttled_since
         place = ex.now() if since is None else since  # its place in line: the store's key for it, and the record's
+        # Asking counts as running the step: a wait in another branch waits in process beside it, as beside its body
+        # (whether the store answers at once or after a round trip).
+        ex.step_started()
+        asking = asyncio.ensure_future(ex.host.acquire_limit(SlotAsk(
+            limit=limit, location=entry.location, timeout=timeout, since=place, queued=since is not None)))
         try:
-            answer = await ex.host.acquire_limit(SlotAsk(limit=limit, location=entry.location, timeout=timeout,
-                                                          since=place, queued=since is not None))
+            answer = await asyncio.shield(asking)
+        except asyncio.CancelledError:
+            # Cancelled while asking (a race lost): the store may have given the slot all the same. Finish the ask
+            # and give back what it got, then go on being cancelled.
+            await run_to_the_end(_give_back(ex, asking))
+            raise
         except Exception as error:  # the store failed under the ask: the wake-up is void, as for a commit
             raise WakeAborted(error) from error
+        finally:
+            ex.step_ended(StepRun(location=entry.location, attempt=0))  # (it touched no state)
         if isinstance(answer, Granted):
             return answer  # (the attempt clears `throttled_since`)
         if since is None:
@@ -74,3 +88,12 @@ async def acquire(ctx: WorkflowContext, entry: Entry, limit: str, timeout: float
             # (With a step still running it ended with the budget: suspend.)
             continue
         raise Suspend(deadline=answer.retry_at, reason="limit", limits=(limit,))
+
+
+async def _give_back(ex: Execution, asking: asyncio.Future[Granted | Refused]) -> None:
+    try:
+        answer = await asking
+    except Exception:
+        return  # nothing was granted (or the store failed: a slot it gave frees itself at its lease's end)
+    if isinstance(answer, Granted):
+        await ex.host.release_limit(answer)
