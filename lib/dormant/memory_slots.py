@@ -80,13 +80,12 @@ class MemorySlots:
             if mine:  # a re-run of the same step (its wake-up crashed): the same slot, never a second one
                 slot = mine[0]
             else:
-                free = [index for index in range(rule.concurrency)
-                        if index not in state.slots or state.slots[index].expires <= now]
-                if not free:
+                slot = next((index for index in range(rule.concurrency)
+                             if index not in state.slots or state.slots[index].expires <= now), None)
+                if slot is None:
                     free_at = min(held.expires for held in state.slots.values())
                     state.waiters[(request.queued_since, holder)] = _Waiter(request.ref, free_at + WAITER_TTL)
                     return SlotRefusal(limit=rule.name, by="concurrency", free_at=free_at)
-                slot = free[0]
             state.slots[slot] = _Slot(holder, request.ref.id, request.lease_until)
         if rule.per_window is not None:
             window = math.floor(now / rule.window)

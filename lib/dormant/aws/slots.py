@@ -89,8 +89,7 @@ async def _take_slot(store: DynamoEventStore, request: SlotRequest,
         if mine:
             choices = mine[:1]
         else:
-            free = [index for index in range(rule.concurrency)
-                    if index not in held or float(held[index]["ex"]["N"]) <= now]
+            free = _free_slots(held, rule.concurrency, now)
             if not free:
                 free_at = min(float(item["ex"]["N"]) for item in held.values())
                 if not queued:
@@ -103,7 +102,7 @@ async def _take_slot(store: DynamoEventStore, request: SlotRequest,
                     queued = True
                     continue
                 return SlotRefusal(limit=rule.name, by="concurrency", free_at=free_at)
-            choices = random.sample(free, min(len(free), SLOT_TRIES))
+            choices = free
         for index in choices:
             if await store._put_if(_slot_item(store, pk, index, me, request.ref.id, request.lease_until),
                                    "attribute_not_exists(pk) OR ex <= :now OR h = :h",
@@ -111,6 +110,20 @@ async def _take_slot(store: DynamoEventStore, request: SlotRequest,
                 return index, queued
     # Others kept taking the free slots first: a refusal that asks again at once (plus the jitter).
     return SlotRefusal(limit=rule.name, by="concurrency", free_at=now)
+
+
+def _free_slots(held: dict[int, dict[str, Any]], concurrency: int, now: float) -> list[int]:
+    """Up to SLOT_TRIES free (or run-out) slot indexes, at random: askers at the same moment seldom pick the same."""
+    def free(index: int) -> bool:
+        return index not in held or float(held[index]["ex"]["N"]) <= now
+
+    if len(held) * 2 <= concurrency:  # mostly free: a few random picks find some (no walk over every index)
+        picks = {random.randrange(concurrency) for _ in range(SLOT_TRIES * 2)}
+        found = [index for index in picks if free(index)][:SLOT_TRIES]
+        if found:
+            return found
+    everything = [index for index in range(concurrency) if free(index)]
+    return random.sample(everything, min(len(everything), SLOT_TRIES))
 
 
 async def _take_ticket(store: DynamoEventStore, request: SlotRequest, pk: dict[str, str]) -> tuple[int, int]:
