@@ -37,4 +37,5 @@ PATTERNS: dict[str, str] = {
 
 MORE_PATTERNS: dict[str, str] = {
     "Request -> human -> reply (a completable request answered after a decision)": "request_human_reply",
+    "Flow control across actors (a payment provider's concurrency and rate)": "payment_limits",
 }

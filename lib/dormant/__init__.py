@@ -13,6 +13,7 @@ from dormant.errors import (
     UnknownQueueError,
     VersionConflict,
 )
+from dormant.flow import Limit
 from dormant.models import ActorStatus, SendResult
 from dormant.runtime.access import AccessRequest
 from dormant.runtime.contexts import ActionContext, HookContext, StepContext
@@ -36,7 +37,7 @@ from dormant.workflow import (
 __all__ = [
     "AccessRequest", "ActionContext", "ActorDefinition", "ActorHandle", "ActorNotFoundError", "ActorStatus",
     "Caller", "Client", "ForbiddenError", "HistoryDivergedError", "HookContext", "InvalidKeyError",
-    "InvalidMessageError", "JoinError", "Loop", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
+    "InvalidMessageError", "JoinError", "Limit", "Loop", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
     "RaceError", "RaceResult", "Registry", "SendResult", "StepContext", "StepExhaustedError", "StepOnlyError",
     "StepTimeoutError", "UnknownActionError", "UnknownActorError", "UnknownEventError", "UnknownQueueError",
     "VersionConflict", "WorkflowContext", "WorkflowState", "actor", "event", "queue", "setup",

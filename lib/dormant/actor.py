@@ -18,6 +18,7 @@ from dormant.errors import (
     UnknownEventError,
     UnknownQueueError,
 )
+from dormant.flow import Limit, check_limits
 from dormant.workflow.errors import WorkflowDefinitionError
 from dormant.workflow.execution import to_json
 from dormant.workflow.values import describe_errors
@@ -270,9 +271,11 @@ def actor(name: str, *, state: type[BaseModel] | None = None, queues: Mapping[st
 
 
 class Registry:
-    """The actor types an application serves (what `DORMANT_APP=module:attribute` points at)."""
+    """The actor types an application serves (what `DORMANT_APP=module:attribute` points at), and the limits their
+    steps share (dormant.flow)."""
 
-    def __init__(self, actors: Sequence[ActorDefinition]) -> None:
+    def __init__(self, actors: Sequence[ActorDefinition], *, limits: Mapping[str, Limit] | None = None) -> None:
+        self.limits: dict[str, Limit] = check_limits(limits)
         self.actors: dict[str, ActorDefinition] = {}
         for definition in actors:
             if definition.name in self.actors:
@@ -286,9 +289,10 @@ class Registry:
         return definition
 
 
-def setup(*actors: ActorDefinition) -> Registry:
-    """Collect actor definitions into a registry."""
-    return Registry(actors)
+def setup(*actors: ActorDefinition, limits: Mapping[str, Limit] | None = None) -> Registry:
+    """Collect actor definitions into a registry. `limits`: named flow-control limits their steps may use
+    (`ctx.step(..., limit="stripe")`), deployment-wide: `limits={"stripe": Limit(concurrency=5, per_second=20)}`."""
+    return Registry(actors, limits=limits)
 
 
 def load_registry(spec: str) -> Registry:

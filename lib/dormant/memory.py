@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 
 from dormant.errors import StorageError, VersionConflict
 from dormant.limits import check_values, draft_values
+from dormant.memory_slots import MemorySlots
 from dormant.ports import (
     ActorCount,
     ActorMeta,
@@ -90,6 +91,8 @@ class MemoryEventStore:
         self.commit_log: list[CommitLogEntry] = []
         self._fail_at: dict[int, Literal["before", "after"]] = {}
         self.on_call: Callable[[int, str], None] | None = None
+        self.slots = MemorySlots(self._enter, self._leave)  # the flow-control limits' items (dormant.memory_slots)
+        self.acquire_slot, self.renew_slot, self.release_slot = self.slots.acquire, self.slots.renew, self.slots.release
 
     # -- fault injection -----------------------------------------------------------------------
     def fail_call(self, number: int, when: Literal["before", "after"] = "before") -> None:

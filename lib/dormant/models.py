@@ -29,6 +29,8 @@ class WaitingFor(BaseModel):
     queues: list[str] = Field(default_factory=list)
     deadline: float | None = None
     retry_at: float | None = None
+    limits: list[str] = Field(default_factory=list, description="Flow-control limits (setup(limits=...)) a step "
+                              "waits for a slot of; `deadline` is then its next try (a release wakes it sooner)")
 
 
 class ActorStatus(BaseModel):

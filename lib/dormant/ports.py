@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
@@ -228,6 +229,53 @@ async def every_summary(list_page: Callable[[str | None], Awaitable[ActorPage]])
         cursor = page.cursor
 
 
+@dataclass(frozen=True)
+class LimitRule:
+    """A declared limit (dormant.flow.Limit) as a store enforces it."""
+
+    name: str
+    concurrency: int | None  # steps at once; None: no concurrency limit
+    window: float  # seconds of one rate window, aligned on the clock (epoch multiples)
+    per_window: int | None  # starts per window; None: no rate limit
+
+
+@dataclass(frozen=True)
+class SlotRequest:
+    """A step asking for its limit, right before its body runs. Times are on the runtime's clock."""
+
+    rule: LimitRule
+    ref: ActorRef  # whose step: woken when a slot frees while it waits
+    holder: str  # the step: its actor's id and location (a re-run after a crash is the same holder)
+    now: float
+    lease_until: float  # the slot's expiry if granted
+    queued_since: float  # when the step began waiting for the limit (`now` if it has not): its place in line
+    queued: bool  # it waited before: its waiter item goes once it has the slot
+
+
+@dataclass(frozen=True)
+class SlotLease:
+    """A granted request: the slot held (None for a limit without concurrency: nothing to release)."""
+
+    limit: str
+    holder: str
+    actor: str  # the holder's actor id (shown to operators)
+    slot: int | None
+    expires: float
+
+
+@dataclass(frozen=True)
+class SlotRefusal:
+    """A refused request. By concurrency: every slot is held, the first lease ends at `free_at`, and the request is
+    in the limit's line of waiters (a release wakes the oldest). By rate: window `window` had had its starts, and
+    this request was refused `position`-th (0-based) in it."""
+
+    limit: str
+    by: Literal["concurrency", "rate"]
+    free_at: float | None = None
+    window: int | None = None
+    position: int = 0
+
+
 class EventStore(Protocol):
     """Durable per-actor storage. Every `commit` is atomic and conditional on `expected_version`."""
 
@@ -338,6 +386,23 @@ class EventStore(Protocol):
 
     async def deleted_at(self, ref: ActorRef) -> float | None:
         """When the actor was last deleted (`delete(ref, at=...)`), None if never."""
+        ...
+
+
+    # Flow control (dormant.flow, docs/semantics.md "Limits"): single-item conditional writes in one partition per
+    # limit, never in an actor's. Leases are on the runtime's clock (`now`), which the caller passes.
+    async def acquire_slot(self, request: SlotRequest) -> SlotLease | SlotRefusal:
+        """A slot of the limit (if it has a concurrency) and a start in the current window (if it has a rate), or
+        a refusal saying why. A holder that holds a slot already (a re-run after a crash) gets that slot again."""
+        ...
+
+    async def renew_slot(self, lease: SlotLease, until: float) -> bool:
+        """Move the slot's expiry to `until`; False when the holder no longer holds it (its lease ran out)."""
+        ...
+
+    async def release_slot(self, lease: SlotLease, now: float) -> list[ActorRef]:
+        """Free the slot (if the holder still holds it) and take the oldest waiter out of the line: the actors to
+        wake (at most one)."""
         ...
 
 

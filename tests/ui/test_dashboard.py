@@ -338,6 +338,43 @@ async def test_the_dashboard_asks_for_the_inspector_token(browser: BrowserContex
             await expect(page.locator('tr[data-key="o-1"] .status')).to_have_text("sleeping")
 
 
+async def test_an_actor_waiting_for_a_limit_says_so_on_the_page(browser: BrowserContext) -> None:
+    from dormant import Limit, StepContext, WorkflowContext, actor, setup
+    from dormant.ports import ActorRef, SlotLease, SlotRequest
+
+    payer = actor("payer")
+
+    @payer.workflow
+    async def run(ctx: WorkflowContext) -> str:
+        def charge(s: StepContext) -> str:
+            return "charged"
+
+        return str(await ctx.step("charge", charge, limit="stripe"))
+
+    registry = setup(payer, limits={"stripe": Limit(concurrency=1)})
+    settings = Settings(dev=False, inspector_token="s3cret", auth_mode="none")  # type: ignore[arg-type]
+    async with TestEnv(registry) as env:
+        held = await env.store.acquire_slot(SlotRequest(
+            rule=registry.limits["stripe"].rule("stripe"), ref=ActorRef(name="payer", key=("other",)),
+            holder="another worker", now=env.now(), lease_until=env.now() + 60, queued_since=env.now(), queued=False))
+        assert isinstance(held, SlotLease)
+        await env.client.get_or_create("payer", "p-1").status()
+        await env.run_until_idle()
+        async with serve(create_app(registry, settings, service=env.service)) as url:
+            page = await browser.new_page()
+            seen = watch(page, url)
+            await page.goto(f"{url}/ui#/actor/payer/p-1")
+            await page.fill("#token", "s3cret")
+            await page.click("#token-form button")
+            await expect(page.locator("#waits")).to_contain_text("waits for limit stripe (next try ")
+            await expect(page.locator("#waits")).to_contain_text("or when a slot frees")
+            await expect(page.locator('#timeline li[data-location="charge"]')).to_contain_text(
+                "waits for its limit since")
+            await page.goto(f"{url}/ui#/type/payer")
+            await expect(page.locator('tr[data-key="p-1"] .waits')).to_contain_text("waits for limit stripe")
+            assert seen["errors"] == [], seen["errors"]
+
+
 async def _until(http: HttpClient, key: str | list[str], status: str, timeout: float = 20.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:

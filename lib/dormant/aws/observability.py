@@ -10,7 +10,8 @@ written. The record then goes to:
   the dev console prints the line, Lambda's JSON log format or powertools' Logger the fields
   (`dormant.aws.lambda_setup`);
 - a `MetricsSink`, on Lambda CloudWatch metrics in embedded metric format (powertools' Metrics): WakeUps,
-  WakeUpFailures, Steps, Commits, VersionConflicts, StepRetries, DeadLettered, MessagesConsumed,
+  WakeUpFailures, Steps, Commits, VersionConflicts, StepRetries, DeadLettered, MessagesConsumed, StepsThrottled
+  (steps a flow-control limit kept waiting; the log line names the limits),
   WakeUpLatency (message ready -> wake-up start) and WakeUpDuration;
 - with `DORMANT_TRACING=1` and the OpenTelemetry API installed, a span around the wake-up and one around
   each store load and commit (an OpenTelemetry SDK or the ADOT Lambda layer exports them, e.g. to X-Ray).
@@ -30,10 +31,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from dormant.aws.side import changed
 from dormant.errors import VersionConflict
+from dormant.ports import SlotRefusal
 
 if TYPE_CHECKING:
     from dormant.aws.metering import Meter
-    from dormant.ports import ActorRef, ActorSnapshot, EventStore
+    from dormant.ports import ActorRef, ActorSnapshot, EventStore, SlotLease, SlotRequest
     from dormant.runtime.wake import WakeReport
     from dormant.workflow.execution import CommitDraft
 
@@ -51,6 +53,8 @@ class WakeTally:
     consumed: int = 0
     version_loaded: int | None = None
     version: int | None = None
+    throttled: set[str] = field(default_factory=set)  # steps (actor|location) a limit refused a slot
+    limits: set[str] = field(default_factory=set)  # the limits that refused them
 
 
 _tally: ContextVar[WakeTally | None] = ContextVar("dormant_wake_tally", default=None)
@@ -78,6 +82,8 @@ class WakeRecord:
     requests: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     dead_letter: bool = False
+    throttled: int = 0  # steps that waited for a slot of a limit (ctx.step(limit=...)) in this wake-up
+    limits: list[str] = field(default_factory=list)  # which limits refused them
 
     def fields(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,6 +100,8 @@ class WakeRecord:
             counts.append(_plural(self.retries, "retry", "retries"))
         if self.conflicts:
             counts.append(_plural(self.conflicts, "version conflict"))
+        if self.throttled:
+            counts.append(f"{_plural(self.throttled, 'step')} throttled (limit {', '.join(self.limits)})")
         version = f" v{self.version}" if self.version is not None else ""
         requests = ", ".join(f"{name} {n}" for name, n in self.requests.items() if n)
         return f"{head}: {', '.join(counts)}{version} in {self.duration_ms:.1f} ms" + (
@@ -178,7 +186,8 @@ class Observer:
             receive_count=watch.receive_count, latency_ms=round(max(0.0, latency), 2) if latency is not None else None,
             steps=tally.steps, commits=tally.commits, retries=tally.retries, conflicts=tally.conflicts,
             consumed=tally.consumed, version_loaded=tally.version_loaded, version=tally.version,
-            requests=_requests(meter), error=error, dead_letter=dead_letter)
+            requests=_requests(meter), error=error, dead_letter=dead_letter, throttled=len(tally.throttled),
+            limits=sorted(tally.limits))
         if watch.span_object is not None:
             _finish_span(watch.span_object, record)
         watch.span.__exit__(None, None, None)
@@ -265,6 +274,14 @@ class ObservedStore:
                 tally.version_loaded = snapshot.version
             tally.version = snapshot.version
         return snapshot
+
+    async def acquire_slot(self, request: SlotRequest) -> SlotLease | SlotRefusal:
+        answer = await self.inner.acquire_slot(request)
+        tally = _tally.get()
+        if tally is not None and isinstance(answer, SlotRefusal):
+            tally.throttled.add(request.holder)
+            tally.limits.add(request.rule.name)
+        return answer
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
         tally = _tally.get()

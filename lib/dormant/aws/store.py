@@ -20,7 +20,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from dormant.aws import deletion, inbox
+from dormant.aws import deletion, inbox, slots
 from dormant.aws.batches import ConditionFailed, present, put_all
 from dormant.aws.blobs import BlobMissing, S3Blobs
 from dormant.aws.items import (
@@ -84,6 +84,7 @@ class DynamoEventStore:
     commit's responses/events were written; the actor's next commit still makes sure of it.
     """
     wait_inbox = inbox.wait_inbox  # EventStore.wait_inbox: polls the `pending` index (dormant.aws.inbox)
+    acquire_slot, renew_slot, release_slot = slots.acquire_slot, slots.renew_slot, slots.release_slot  # (aws.slots)
 
     def __init__(self, client: Any, settings: Settings | None = None, *, settle_on_load: bool = True,
                  cache_size: int = 512, clock: Callable[[], float] = time.time, blobs: S3Blobs | None = None) -> None:

@@ -53,7 +53,8 @@ class EmfMetrics:
         if record.dead_letter:
             add(name="DeadLettered", unit=MetricUnit.Count, value=record.messages)
         for name, value in (("Steps", record.steps), ("Commits", record.commits), ("StepRetries", record.retries),
-                            ("VersionConflicts", record.conflicts), ("MessagesConsumed", record.consumed)):
+                            ("VersionConflicts", record.conflicts), ("MessagesConsumed", record.consumed),
+                            ("StepsThrottled", record.throttled)):
             if value:
                 add(name=name, unit=MetricUnit.Count, value=value)
         add(name="WakeUpDuration", unit=MetricUnit.Milliseconds, value=record.duration_ms)

@@ -93,7 +93,12 @@ def status_words(status: ActorStatus, now: float) -> str:
         if waits.queues:
             names = ", ".join(f"[bold]{shown(q)}[/bold]" for q in waits.queues)
             parts.append(f"a message on {'queue' if len(waits.queues) == 1 else 'queues'} {names}")
-        if waits.deadline is not None:
+        if waits.limits:  # a step waits for a slot; the deadline (without queues) is its next try
+            names = ", ".join(f"[bold]{shown(name)}[/bold]" for name in waits.limits)
+            retry = f" (next try {when(waits.deadline, now)}, or when a slot frees)" \
+                if waits.deadline is not None and not waits.queues else ""
+            parts.append(f"{'limit' if len(waits.limits) == 1 else 'limits'} {names}{retry}")
+        if waits.deadline is not None and (waits.queues or not waits.limits):
             parts.append(f"{'its deadline' if waits.queues else 'a timer'}: {when(waits.deadline, now)}")
         if waits.retry_at is not None:
             parts.append(f"the retry of a failed step at {when(waits.retry_at, now)}")
@@ -201,6 +206,8 @@ def _label(entry: HistoryEntry) -> str:
                 text += f" ({entry.attempts} attempts)"
             if entry.retry_at is not None:
                 text += f" [yellow]retry at {when(entry.retry_at, entry.updated_at)}[/yellow]"
+            if entry.throttled_since is not None:
+                text += f" [yellow]waits for its limit since {when(entry.throttled_since, entry.updated_at)}[/yellow]"
         case EntryKind.LOOP:
             done = " done → " + compact(entry.output) if entry.status is EntryStatus.COMPLETED else ""
             state = f", state {compact(entry.loop_state)}" if entry.loop_state is not None else ""

@@ -9,17 +9,19 @@ stops at the first step history does not have (nothing new ever runs).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dormant.actor import ActorDefinition, Registry
+from dormant.flow import Limit, unknown_limit
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
 from dormant.workflow.errors import DormantError
 from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted
+from dormant.workflow.throttle import Granted, Refused, SlotAsk
 
 
 class ExportFormatError(DormantError):
@@ -77,8 +79,9 @@ def parse_export(lines: Iterable[str]) -> ActorSnapshot:
 
 
 class _ReplayHost:
-    def __init__(self, definition: ActorDefinition) -> None:
+    def __init__(self, definition: ActorDefinition, limits: Mapping[str, Limit]) -> None:
         self._definition = definition
+        self._limits = limits
 
     def queue_names(self) -> list[str]:
         return sorted(self._definition.queues)
@@ -95,6 +98,16 @@ class _ReplayHost:
     def check_commit(self, draft: CommitDraft) -> None:
         """Offline replay stops at the first new step (its body never runs), so it never commits."""
 
+    def check_limit(self, step: str, limit: str) -> None:
+        if not isinstance(limit, str) or limit not in self._limits:
+            raise unknown_limit(step, limit, self._limits)
+
+    async def acquire_limit(self, ask: SlotAsk) -> Granted | Refused:
+        raise _Frontier(ask.location)  # a step about to run: new (nothing new runs offline)
+
+    async def release_limit(self, granted: Granted) -> None:
+        """Never granted offline."""
+
 
 async def replay_snapshot(registry: Registry, snapshot: ActorSnapshot) -> ReplayReport:
     definition = registry.get(snapshot.ref.name)
@@ -109,7 +122,7 @@ async def replay_snapshot(registry: Registry, snapshot: ActorSnapshot) -> Replay
     if record.state in (*TERMINAL, WorkflowState.DIVERGED):
         # Replay finished actors too: re-run as if still running, to check the code still matches.
         record = record.model_copy(update={"state": WorkflowState.RUNNING})
-    execution = Execution(host=_ReplayHost(definition), entries=snapshot.history, record=record,
+    execution = Execution(host=_ReplayHost(definition, registry.limits), entries=snapshot.history, record=record,
                           state=StateCell(definition.state, snapshot.state), inbox=[], now=lambda: frozen,
                           checkpointer=discard, serial=True, workflow_input=snapshot.meta.input)
     try:

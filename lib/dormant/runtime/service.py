@@ -55,6 +55,7 @@ from dormant.workflow.values import check_json
 log = logging.getLogger("dormant.runtime.service")
 DEFAULT_WAIT_TIMEOUT = 30.0
 MAX_CONFLICT_RETRIES = 20
+_WAITING = (WorkflowState.SLEEPING, WorkflowState.RUNNING)  # states whose record's `limits` are waited for now
 
 
 
@@ -341,7 +342,8 @@ class ActorService:
         return ActorStatus(workflow=record.state, error=error, divergence=record.divergence, output=record.output,
                            version=snapshot.version,
                            waiting_for=WaitingFor(queues=record.waiting_for, deadline=record.deadline,
-                                                  retry_at=record.retry_at))
+                                                  retry_at=record.retry_at,
+                                                  limits=record.limits if record.state in _WAITING else []))
 
     async def history(self, ref: ActorRef) -> list[HistoryEntry]:
         return sorted((await self._load(ref, create=True)).history, key=lambda e: e.seq)

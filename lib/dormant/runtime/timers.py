@@ -51,6 +51,7 @@ def pending_timers(snapshot: ActorSnapshot) -> list[Timer]:
     """Every time the actor waits for, earliest first."""
     history = snapshot.history
     branching = {e.location: e for e in history if e.kind in (EntryKind.JOIN, EntryKind.RACE)}
+    record = snapshot.workflow
     found: list[Timer] = []
     for entry in history:
         if entry.status is not EntryStatus.PENDING or _settled_branch(entry.location, branching):
@@ -61,7 +62,10 @@ def pending_timers(snapshot: ActorSnapshot) -> list[Timer]:
             found.append(Timer(entry.deadline, f"the timeout of queue wait {entry.location}", entry.location))
         elif entry.kind is EntryKind.STEP and entry.retry_at is not None:
             found.append(Timer(entry.retry_at, f"the retry of step {entry.location}", entry.location, "retry_at"))
-    record = snapshot.workflow
+        elif (entry.kind is EntryKind.STEP and entry.throttled_since is not None and record.limits
+              and record.deadline is not None):  # its next try is the record's deadline (nothing in the entry)
+            found.append(Timer(record.deadline, f"the next try of step {entry.location} for a slot of limit "
+                                                f"{', '.join(record.limits)}"))
     if record.state is WorkflowState.ROLLING_BACK and record.retry_at is not None:
         found.append(Timer(record.retry_at, "the retry of the compensation"))
     for message in snapshot.inbox:

@@ -16,11 +16,13 @@ from dormant.runtime.collector import relaxed_collector
 from dormant.runtime.contexts import HookContext, StepContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
+from dormant.runtime.slots import LimitSlots
 from dormant.runtime.waits import WakeWaits, horizon
 from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
 from dormant.workflow.history import ErrorInfo, QueuedMessage, WorkflowRecord, WorkflowState
 from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted, WakeRestart
+from dormant.workflow.throttle import Granted, Refused, SlotAsk
 
 log = logging.getLogger("dormant.runtime.wake")
 MAX_SCHEDULED_PER_WAKE = 100  # due scheduled actions one wake-up runs before its workflow
@@ -55,6 +57,7 @@ class ActorHost:
         self._state = state
         self._vars = vars
         self._queue_names = sorted(definition.queues)
+        self._slots = LimitSlots(service, snapshot.ref)  # flow control (dormant.runtime.slots)
 
     def queue_names(self) -> list[str]:
         return self._queue_names
@@ -67,6 +70,15 @@ class ActorHost:
 
     def check_commit(self, draft: CommitDraft) -> None:
         self._service.store.check_commit(self._snapshot.ref, self._version(), draft)
+
+    def check_limit(self, step: str, limit: str) -> None:
+        self._slots.check(step, limit)
+
+    async def acquire_limit(self, ask: SlotAsk) -> Granted | Refused:
+        return await self._slots.acquire(ask)
+
+    async def release_limit(self, granted: Granted) -> None:
+        await self._slots.release(granted)
 
     def step_context(self, run: StepRun) -> StepContext:
         ref = self._snapshot.ref

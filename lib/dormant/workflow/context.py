@@ -58,11 +58,14 @@ class WorkflowContext:
                    max_retries: int = steps.DEFAULT_MAX_RETRIES,
                    retry_backoff_base: float | timedelta = steps.DEFAULT_BACKOFF_BASE,
                    retry_backoff_max: float | timedelta = steps.DEFAULT_BACKOFF_MAX,
-                   rollback: Callable[[Any, Any], Any] | None = None) -> Any:
-        """Run `fn(step_ctx)` once and record its result (JSON); replays return the record."""
+                   rollback: Callable[[Any, Any], Any] | None = None, limit: str | None = None) -> Any:
+        """Run `fn(step_ctx)` once and record its result (JSON); replays return the record.
+
+        `limit`: the name of a limit declared with `setup(..., limits=...)`: each attempt first takes a slot of it
+        (waiting, suspended, while the limit is full) and gives it back when the attempt ends."""
         return await steps.run_step(self, name, fn, timeout=timeout, max_retries=max_retries,
                                     retry_backoff_base=retry_backoff_base, retry_backoff_max=retry_backoff_max,
-                                    rollback=rollback)
+                                    rollback=rollback, limit=limit)
 
     async def loop(self, name: str, body: Callable[..., Awaitable[Any]], *, state: Any = loops._NO_STATE,
                    history_keep: int = loops.DEFAULT_HISTORY_KEEP) -> Any:

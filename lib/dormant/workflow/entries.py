@@ -38,7 +38,8 @@ class Entry:
 
     __slots__ = ("attempts", "branches", "created_at", "deadline", "ended_at", "error", "iteration", "kind",
                  "location", "loop_state", "messages", "name", "output", "removed_kind", "retry_at", "rollback_done",
-                 "rollback_error", "seq", "started_at", "status", "timed_out", "updated_at", "winner")
+                 "rollback_error", "seq", "started_at", "status", "throttled_since", "timed_out", "updated_at",
+                 "winner")
 
     def __init__(self, location: str, kind: EntryKind, name: str, seq: int,
                  status: EntryStatus = EntryStatus.PENDING, output: Any = None, error: ErrorInfo | None = None,
@@ -47,7 +48,8 @@ class Entry:
                  loop_state: Any = None, messages: list[RecordedMessage] = _NO_MESSAGES, timed_out: bool = False,
                  branches: dict[str, BranchRecord] = _NO_BRANCHES, winner: str | None = None,
                  removed_kind: str | None = None, created_at: float = 0.0, updated_at: float = 0.0,
-                 started_at: float | None = None, ended_at: float | None = None) -> None:
+                 started_at: float | None = None, ended_at: float | None = None,
+                 throttled_since: float | None = None) -> None:
         self.location = location
         self.kind = kind
         self.name = name
@@ -59,6 +61,7 @@ class Entry:
         self.retry_at = retry_at
         self.started_at = started_at  # the last attempt's run: its duration is ended_at - started_at
         self.ended_at = ended_at
+        self.throttled_since = throttled_since  # waits for its limit since (dormant.workflow.throttle)
         self.rollback_done = rollback_done
         self.rollback_error = rollback_error
         self.deadline = deadline  # sleep / queue timeout
@@ -84,7 +87,8 @@ class Entry:
             model.iteration, model.loop_state,
             [m.model_copy() for m in model.messages] if model.messages else _NO_MESSAGES, model.timed_out,
             {b: r.model_copy() for b, r in model.branches.items()} if model.branches else _NO_BRANCHES,
-            model.winner, model.removed_kind, model.created_at, model.updated_at, model.started_at, model.ended_at)
+            model.winner, model.removed_kind, model.created_at, model.updated_at, model.started_at, model.ended_at,
+            model.throttled_since)
 
     def to_model(self) -> HistoryEntry:
         return HistoryEntry.model_validate(self.to_json())
@@ -107,6 +111,8 @@ class Entry:
             data["started_at"] = self.started_at
         if self.ended_at is not None:
             data["ended_at"] = self.ended_at
+        if self.throttled_since is not None:
+            data["throttled_since"] = self.throttled_since
         if self.rollback_done:
             data["rollback_done"] = True
         if self.rollback_error is not None:

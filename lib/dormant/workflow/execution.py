@@ -12,7 +12,7 @@ import copy
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -31,6 +31,9 @@ from dormant.workflow.replay import HistoryIndex
 from dormant.workflow.signals import WakeAborted, WakeRestart
 from dormant.workflow.values import check_json, describe_errors
 from dormant.workflow.waits import WaitPort
+
+if TYPE_CHECKING:
+    from dormant.workflow.throttle import Granted, Refused, SlotAsk
 
 
 def to_json(value: Any, what: str = "the value") -> Any:
@@ -117,6 +120,19 @@ class WorkflowHost(Protocol):
         be stored; no I/O. How a step whose result or state change is too big to store fails that attempt."""
         ...
 
+    # Flow control (ctx.step(..., limit=...), dormant.workflow.throttle): asked only by steps that name a limit.
+    def check_limit(self, step: str, limit: str) -> None:
+        """Raise WorkflowDefinitionError if `limit` is not a declared limit (no I/O)."""
+        ...
+
+    async def acquire_limit(self, ask: SlotAsk) -> Granted | Refused:
+        """A slot of the limit for the step's next attempt, or when to try again."""
+        ...
+
+    async def release_limit(self, granted: Granted) -> None:
+        """Give the slot back (the attempt ended, however); never raises for the store's sake."""
+        ...
+
 
 @dataclass
 class CommitDraft:
@@ -149,7 +165,7 @@ async def _error_of(operation: Awaitable[None]) -> BaseException | None:
     return None
 
 
-async def _run_to_the_end(operation: Awaitable[None]) -> tuple[bool, BaseException | None]:
+async def run_to_the_end(operation: Awaitable[None]) -> tuple[bool, BaseException | None]:
     """Await `operation` to its end even if the calling task is cancelled meanwhile.
 
     A race loser is cancelled while it may be the branch that happens to commit for the whole run;
@@ -329,7 +345,7 @@ class Execution:
         if asyncio.current_task() is self.root_task:  # nobody cancels it (but a teardown): no shield
             cancelled, error = False, await _error_of(self._checkpointer(draft))
         else:  # a branch task, which a race may cancel: never half-way through a commit
-            cancelled, error = await _run_to_the_end(self._checkpointer(draft))
+            cancelled, error = await run_to_the_end(self._checkpointer(draft))
         if error is not None:  # storage error or lost version race: the wake-up is void
             self._aborted = error
             raise WakeAborted(error) from error

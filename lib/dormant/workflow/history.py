@@ -83,6 +83,7 @@ class HistoryEntry(BaseModel):
     retry_at: float | None = None
     started_at: float | None = None  # when the last attempt began and ended (None: recorded before these were)
     ended_at: float | None = None
+    throttled_since: float | None = None  # waiting for its limit's slot since then (ctx.step(limit=...))
     rollback_done: bool = False
     rollback_error: ErrorInfo | None = None
     # sleep / queue timeout
@@ -132,6 +133,7 @@ class WorkflowRecord(BaseModel):
     deadline: float | None = None
     retry_at: float | None = None
     rollback_attempts: int = 0
+    limits: list[str] = Field(default_factory=list)  # the limits whose slots it waits for (then `deadline`: next try)
 
 
 class QueuedMessage(BaseModel):

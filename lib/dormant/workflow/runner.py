@@ -33,7 +33,8 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
     ex.root_task = asyncio.current_task()
     root = Scope("", ex.index.children(""), checkpointed=False)
     ctx = WorkflowContext(ex, root)
-    base = loaded.model_copy(update={"divergence": None, "waiting_for": [], "deadline": None, "retry_at": None})
+    base = loaded.model_copy(update={"divergence": None, "waiting_for": [], "deadline": None, "retry_at": None,
+                                     "limits": []})
     try:
         output = await fn(ctx)
         root.finish(fn)
@@ -47,7 +48,7 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
         record = base.model_copy(update={
             "state": WorkflowState.SLEEPING, "waiting_for": sorted(suspension.names),
             "deadline": None if retrying else suspension.deadline,
-            "retry_at": suspension.deadline if retrying else None})
+            "retry_at": suspension.deadline if retrying else None, "limits": sorted(suspension.limits)})
     except RollbackStop:
         return await _finish_rollback(ex, base)
     except HistoryDivergedError as diverged:

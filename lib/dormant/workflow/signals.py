@@ -9,12 +9,15 @@ from collections.abc import Iterable
 
 
 class Suspend(BaseException):
-    """The workflow must wait: until `deadline` (epoch seconds) and/or a message on `names`."""
+    """The workflow must wait: until `deadline` (epoch seconds) and/or a message on `names`; `limits` names the
+    flow-control limits whose slots it waits for (a release wakes it before `deadline`)."""
 
-    def __init__(self, *, deadline: float | None = None, names: Iterable[str] = (), reason: str = "wait") -> None:
+    def __init__(self, *, deadline: float | None = None, names: Iterable[str] = (), reason: str = "wait",
+                 limits: Iterable[str] = ()) -> None:
         self.deadline = deadline
         self.names = frozenset(names)
         self.reason = reason
+        self.limits = frozenset(limits)
         super().__init__(reason)
 
     @staticmethod
@@ -22,14 +25,16 @@ class Suspend(BaseException):
         """Earliest deadline, union of awaited queue names (what either branch waits for wakes us)."""
         deadlines = []
         names: set[str] = set()
+        limits: set[str] = set()
         reasons = []
         for s in suspensions:
             if s.deadline is not None:
                 deadlines.append(s.deadline)
             names |= s.names
+            limits |= s.limits
             reasons.append(s.reason)
         return Suspend(deadline=min(deadlines) if deadlines else None, names=names,
-                       reason="+".join(sorted(set(reasons))))
+                       reason="+".join(sorted(set(reasons))), limits=limits)
 
 
 class WakeAborted(BaseException):

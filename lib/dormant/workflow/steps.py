@@ -8,13 +8,14 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from dormant.workflow import throttle
 from dormant.workflow.errors import (
     NonRetryableError,
     RollbackCheckpointError,
     StepExhaustedError,
     StepTimeoutError,
 )
-from dormant.workflow.execution import StepRun, error_info, to_json
+from dormant.workflow.execution import StepRun, error_info, run_to_the_end, to_json
 from dormant.workflow.history import EntryKind, EntryStatus, ErrorInfo, validate_name
 from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend, WakeRestart
 
@@ -41,11 +42,14 @@ def backoff_delay(attempt: int, base: float, maximum: float) -> float:
 
 async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
                    timeout: float | timedelta | None, max_retries: int, retry_backoff_base: float | timedelta,
-                   retry_backoff_max: float | timedelta, rollback: Callable[[Any, Any], Any] | None) -> Any:
+                   retry_backoff_max: float | timedelta, rollback: Callable[[Any, Any], Any] | None,
+                   limit: str | None = None) -> Any:
     validate_name(name, "step")
     if max_retries < 0:
         raise ValueError(f'step "{name}": max_retries must be >= 0, got {max_retries}')
     ex, scope = ctx._execution, ctx._scope
+    if limit is not None:
+        ex.host.check_limit(name, limit)  # an undeclared limit is a definition error, on replay too
     ctx._check_cancelled()
     if rollback is not None and not scope.checkpointed:
         raise RollbackCheckpointError(
@@ -74,19 +78,44 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
     # the run suspends or ends), so a step costs one write, folded with what follows it.
     await ex.flush()
     ctx._check_cancelled()
+    timeout_s = seconds(timeout)
+    if limit is None:
+        return await _attempt(ctx, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
+                              rollback)
+    granted = await throttle.acquire(ctx, entry, limit, timeout_s)  # Suspend when refused
+    try:
+        return await _attempt(ctx, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
+                              rollback)
+    finally:
+        # Whatever ended the attempt (a result, a failure, its timeout, a race that cancelled it), the slot goes
+        # back now, even while this task is being cancelled.
+        cancelled, error = await run_to_the_end(ex.host.release_limit(granted))
+        if error is not None and not isinstance(error, asyncio.CancelledError):
+            raise error
+        if cancelled:
+            raise asyncio.CancelledError()
+
+
+async def _attempt(ctx: WorkflowContext, entry: Any, name: str, fn: Callable[[Any], Any], timeout: float | None,
+                   max_retries: int, retry_backoff_base: float | timedelta, retry_backoff_max: float | timedelta,
+                   rollback: Callable[[Any, Any], Any] | None) -> Any:
+    """Run one attempt of the step's body and record what it did."""
+    ex, scope = ctx._execution, ctx._scope
     attempt = entry.attempts + 1
     run = StepRun(location=entry.location, attempt=attempt)
-    limit = seconds(timeout)
     scope.enter(name)
     ex.step_started()
     entry.started_at, entry.ended_at = ex.now(), None  # this attempt's run (a duration without earlier failures)
+    if entry.throttled_since is not None:  # it runs: it waits for no limit (also when a deploy took it away)
+        entry.throttled_since = None
+        ex.touch(entry)
     try:
         result = fn(ex.host.step_context(run))
         if not isinstance(result, _PLAIN) and inspect.isawaitable(result):
-            if limit is None:
+            if timeout is None:
                 result = await result
             else:
-                async with asyncio.timeout(limit):
+                async with asyncio.timeout(timeout):
                     result = await result
         output = to_json(result, f'the result of step "{name}"')
         # A state change that would not load back, or a result or state too big to store, fails the attempt
@@ -103,7 +132,7 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
     except TimeoutError:
         ex.step_ended(run)
         scope.leave()
-        failure: BaseException = StepTimeoutError(f'step "{name}" timed out after {limit} s and was cancelled')
+        failure: BaseException = StepTimeoutError(f'step "{name}" timed out after {timeout} s and was cancelled')
         return _record_failure(ctx, entry, run, failure, attempt, max_retries, retry_backoff_base, retry_backoff_max)
     except Exception as error:
         ex.step_ended(run)

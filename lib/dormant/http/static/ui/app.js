@@ -121,8 +121,14 @@ function waitsFor(status) {
   switch (status.workflow) {
     case "sleeping": {
       const parts = [];
-      if (waits.queues && waits.queues.length) parts.push(`a message on ${waits.queues.join(", ")}`);
-      if (waits.deadline) parts.push(`${waits.queues && waits.queues.length ? "its deadline" : "a timer"}: ${when(waits.deadline)}`);
+      const queued = waits.queues && waits.queues.length;
+      const limits = waits.limits || [];
+      if (queued) parts.push(`a message on ${waits.queues.join(", ")}`);
+      if (limits.length) {
+        const retry = waits.deadline && !queued ? ` (next try ${when(waits.deadline)}, or when a slot frees)` : "";
+        parts.push(`${limits.length === 1 ? "limit" : "limits"} ${limits.join(", ")}${retry}`);
+      }
+      if (waits.deadline && (queued || !limits.length)) parts.push(`${queued ? "its deadline" : "a timer"}: ${when(waits.deadline)}`);
       if (waits.retry_at) parts.push(`a retry at ${when(waits.retry_at)}`);
       return parts.length ? "waits for " + parts.join(" or ") : "a wake-up is due";
     }
@@ -258,6 +264,7 @@ function entryLabel(entry) {
       if (entry.status === "completed") parts.push(`→ ${short(entry.output)}` + (took !== null ? ` in ${span(took)}` : ""));
       if (entry.attempts > 1) parts.push(`(${entry.attempts} attempts)`);
       if (entry.retry_at) parts.push(`retry at ${when(entry.retry_at)}`);
+      if (entry.throttled_since) parts.push(`waits for its limit since ${when(entry.throttled_since)}`);
       break;
     }
     case "loop": parts.push(`loop ${entry.name}: iteration ${entry.iteration}`); break;

@@ -1,0 +1,133 @@
+"""The runtime's side of flow control (`ctx.step(..., limit=...)`, docs/semantics.md "Limits"): one wake-up's slots.
+
+The engine asks (dormant.workflow.throttle); this asks the store (`EventStore.acquire_slot`) with a lease on the
+service clock, renews a held slot every third of its lease while the step runs, gives it back when the attempt ends
+and wakes the waiter the store takes out of the limit's line. A refusal becomes a retry time: the first lease end
+(a slot frees then even if its holder died) or, for a rate, the window of the request's place among those refused,
+plus jitter so that waiters do not all come back at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dormant.flow import Limit, unknown_limit
+from dormant.ports import ActorRef, SlotLease, SlotRefusal, SlotRequest
+from dormant.runtime.clocks import sleeping_party
+from dormant.workflow.throttle import Granted, Refused, SlotAsk
+
+if TYPE_CHECKING:
+    from dormant.runtime.service import ActorService
+
+log = logging.getLogger("dormant.runtime.slots")
+RENEW_AFTER = 1 / 3
+"""A held slot is renewed once this part of its lease has passed (so two renewals may fail before it runs out)."""
+FREE_JITTER = 1.0
+"""Seconds, at most (and a tenth of the lease), added at random to a concurrency waiter's retry at the first lease
+end: the waiters that come back then do not all ask at the same moment."""
+RATE_SPREAD = 0.5
+"""A rate waiter comes back at a random moment in the first half of its window (the rest of it is for those that
+arrive meanwhile, and for the delay of the timer that wakes it)."""
+RENEWALS = object()
+"""The `sleeping_party` of renewal tasks: a test clock's harness must not take a running step for a waiting one."""
+
+
+@dataclass
+class _Held:
+    lease: SlotLease
+    length: float
+    renewal: asyncio.Task[None] | None
+
+
+class LimitSlots:
+    """The limits a wake-up's steps use (implements WorkflowHost's check_limit, acquire_limit, release_limit)."""
+
+    def __init__(self, service: ActorService, ref: ActorRef) -> None:
+        self._service = service
+        self._ref = ref
+
+    def _limit(self, step: str, name: str) -> Limit:
+        declared = self._service.registry.limits
+        limit = declared.get(name) if isinstance(name, str) else None
+        if limit is None:
+            raise unknown_limit(step, name, declared)
+        return limit
+
+    def check(self, step: str, name: str) -> None:
+        self._limit(step, name)
+
+    async def acquire(self, ask: SlotAsk) -> Granted | Refused:
+        limit = self._limit(ask.location, ask.limit)
+        clock = self._service.clock
+        now = clock.now()
+        length = limit.lease_for(ask.timeout)
+        answer = await self._service.store.acquire_slot(SlotRequest(
+            rule=limit.rule(ask.limit), ref=self._ref, holder=f"{self._ref.id}|{ask.location}", now=now,
+            lease_until=now + length, queued_since=ask.since, queued=ask.queued))
+        if isinstance(answer, SlotRefusal):
+            retry_at = retry_time(limit, answer, now)
+            log.debug("step %s of %s waits for limit %s (%s): next try in %.3f s", ask.location, self._ref,
+                      ask.limit, answer.by, retry_at - now)
+            return Refused(limit=ask.limit, retry_at=retry_at)
+        renewal = None
+        if answer.slot is not None:
+            renewal = asyncio.get_running_loop().create_task(self._renew(answer, length))
+        return Granted(limit=ask.limit, handle=_Held(answer, length, renewal))
+
+    async def release(self, granted: Granted) -> None:
+        held = granted.handle
+        assert isinstance(held, _Held)
+        if held.renewal is not None:
+            held.renewal.cancel()
+            await asyncio.gather(held.renewal, return_exceptions=True)
+        if held.lease.slot is None:
+            return  # a rate alone holds nothing
+        try:
+            woken = await self._service.store.release_slot(held.lease, self._service.clock.now())
+        except Exception as error:  # the slot frees itself when its lease ends: the step's outcome stands
+            log.warning("could not give back the slot of limit %s held by %s (it frees itself at its lease's end): "
+                        "%s: %s", granted.limit, self._ref, type(error).__name__, error)
+            return
+        for ref in woken:
+            try:
+                await self._service.transport.wake(ref)
+            except Exception as error:  # its own timer (the first lease end) brings it back
+                log.warning("could not wake %s, waiting for limit %s: %s: %s", ref, granted.limit,
+                            type(error).__name__, error)
+
+    async def _renew(self, lease: SlotLease, length: float) -> None:
+        sleeping_party.set(RENEWALS)
+        clock = self._service.clock
+        due = lease.expires - length * (1 - RENEW_AFTER)
+        while True:
+            await clock.sleep_until(due)
+            until = clock.now() + length
+            try:
+                renewed = await self._service.store.renew_slot(lease, until)
+            except Exception as error:
+                log.warning("could not renew the slot of limit %s held by %s (trying again): %s: %s", lease.limit,
+                            self._ref, type(error).__name__, error)
+                due = clock.now() + length * RENEW_AFTER / 2
+                continue
+            if not renewed:
+                log.warning("%s lost its slot of limit %s: its lease ran out before it was renewed (a synchronous "
+                            "step body that blocks longer than the lease? give the Limit a longer lease=)",
+                            self._ref, lease.limit)
+                return
+            due = until - length * (1 - RENEW_AFTER)
+
+
+def retry_time(limit: Limit, refusal: SlotRefusal, now: float) -> float:
+    """When a refused step asks again (a release may wake it sooner)."""
+    if refusal.by == "concurrency":
+        start = max(now, refusal.free_at if refusal.free_at is not None else now)
+        return start + random.uniform(0.0, min(FREE_JITTER, limit.lease / 10))
+    per_window = limit.per_window or 1
+    window = (refusal.window if refusal.window is not None else math.floor(now / limit.window)) + 1
+    window += refusal.position // per_window  # those refused before it go first, a window's worth at a time
+    return max(now, window * limit.window + random.uniform(0.0, RATE_SPREAD * limit.window))

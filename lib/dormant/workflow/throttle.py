@@ -1,0 +1,99 @@
+"""A step's limit (`ctx.step(..., limit="stripe")`): ask the host for a slot right before the body runs.
+
+Asking is I/O, so it goes through the host (`WorkflowHost.acquire_limit`: the runtime asks the store). A refusal
+suspends the step like a retry, without counting an attempt: `Suspend(reason="limit")` until the host's retry time,
+with the limit's name on the workflow record (`waiting_for.limits`: "waits for limit stripe"). A short wait, or one
+beside a step running in another branch, is waited in process instead (dormant.workflow.waits: the same rule as any
+other wait). Nothing of the limit is recorded but when the step began waiting (`throttled_since`, its place in the
+limit's line of waiters), so histories recorded before limits, or with other limits, replay unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dormant.workflow.execution import StepRun, run_to_the_end
+from dormant.workflow.signals import Suspend, WakeAborted
+from dormant.workflow.waits import Outcome, wait_in_process
+
+if TYPE_CHECKING:
+    from dormant.workflow.context import WorkflowContext
+    from dormant.workflow.entries import Entry
+    from dormant.workflow.execution import Execution
+
+
+@dataclass(frozen=True)
+class SlotAsk:
+    """What the engine asks the host for: a slot of `limit` for the step at `location`."""
+
+    limit: str
+    location: str
+    timeout: float | None  # the step's timeout: the slot's lease follows it
+    since: float  # when the step began waiting for the limit (now if it has not)
+    queued: bool  # it waited before (a refusal of an earlier attempt put it in the limit's line)
+
+
+@dataclass(frozen=True)
+class Granted:
+    """A held slot; the engine hands it back to `WorkflowHost.release_limit` when the attempt ends."""
+
+    limit: str
+    handle: Any  # the host's own (its lease, its renewal)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """No slot now: try again at `retry_at` (a release may wake the actor sooner)."""
+
+    limit: str
+    retry_at: float
+
+
+async def acquire(ctx: WorkflowContext, entry: Entry, limit: str, timeout: float | None) -> Granted:
+    """A slot for `entry`'s next attempt, waiting in process while that is allowed; else Suspend."""
+    ex = ctx._execution
+    while True:
+        since = entry.throttled_since
+        place = ex.now() if since is None else since  # its place in line: the store's key for it, and the record's
+        # Asking counts as running the step: a wait in another branch waits in process beside it, as beside its body
+        # (whether the store answers at once or after a round trip).
+        ex.step_started()
+        asking = asyncio.ensure_future(ex.host.acquire_limit(SlotAsk(
+            limit=limit, location=entry.location, timeout=timeout, since=place, queued=since is not None)))
+        try:
+            answer = await asyncio.shield(asking)
+        except asyncio.CancelledError:
+            # Cancelled while asking (a race lost): the store may have given the slot all the same. Finish the ask
+            # and give back what it got, then go on being cancelled.
+            await run_to_the_end(_give_back(ex, asking))
+            raise
+        except Exception as error:  # the store failed under the ask: the wake-up is void, as for a commit
+            raise WakeAborted(error) from error
+        finally:
+            ex.step_ended(StepRun(location=entry.location, attempt=0))  # (it touched no state)
+        if isinstance(answer, Granted):
+            return answer  # (the attempt clears `throttled_since`)
+        if since is None:
+            entry.throttled_since = place
+            ex.touch(entry)  # its place in line, kept by the suspension's commit
+        beside_a_step = ex.in_flight > 0
+        outcome = await wait_in_process(ex, answer.retry_at, messages=False)
+        ctx._check_cancelled()
+        if outcome is Outcome.DUE:
+            continue
+        if beside_a_step and not ex.in_flight:
+            # The wait ended because the steps beside it did: one of them may have held this limit and freed it.
+            # (With a step still running it ended with the budget: suspend.)
+            continue
+        raise Suspend(deadline=answer.retry_at, reason="limit", limits=(limit,))
+
+
+async def _give_back(ex: Execution, asking: asyncio.Future[Granted | Refused]) -> None:
+    try:
+        answer = await asking
+    except Exception:
+        return  # nothing was granted (or the store failed: a slot it gave frees itself at its lease's end)
+    if isinstance(answer, Granted):
+        await ex.host.release_limit(answer)

@@ -1,0 +1,279 @@
+"""Flow-control slots on real servers: the same contract on MemoryEventStore (the reference) and on the DynamoDB store
+over DynamoDB Local, moto and dynalite; two worker processes competing for one limit's slots over DynamoDB Local and
+moto (conditional writes under real concurrency); a kill -9'd holder whose slot frees itself at its lease's end;
+what one acquire and release cost in requests; and an actor waiting for a dead holder's slot under AwsTestEnv."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dormant import Limit, StepContext, WorkflowContext, actor, setup
+from dormant.aws.store import DynamoEventStore
+from dormant.memory import MemoryEventStore
+from dormant.ports import ActorRef, EventStore, LimitRule, SlotLease, SlotRefusal, SlotRequest
+from dormant.settings import Settings
+from tests.aws_env import AwsTestEnv
+from tests.integration.conftest import server_for, shared_session, store_settings, watch
+from tests.integration.slot_worker import contend
+
+ROOT = Path(__file__).resolve().parents[2]
+T0 = 1_767_225_600.0
+SLOTS = LimitRule(name="stripe", concurrency=2, window=1.0, per_window=None)
+RATE = LimitRule(name="ses", concurrency=None, window=1.0, per_window=2)
+BOTH = LimitRule(name="both", concurrency=1, window=1.0, per_window=1)
+
+
+@pytest.fixture(params=["memory", "dynamodb_local", "moto", "dynalite"])
+async def slot_store(request: pytest.FixtureRequest) -> AsyncIterator[EventStore]:
+    if request.param == "memory":
+        yield MemoryEventStore()
+        return
+    server = server_for(request, request.param)
+    async with DynamoEventStore.connect(store_settings(server.endpoint), session=shared_session()) as store:
+        await store.create_table()
+        yield store
+    server.reset()
+
+
+def ask(rule: LimitRule, holder: str, now: float = T0, *, lease: float = 60.0, since: float | None = None,
+        queued: bool = False) -> SlotRequest:
+    return SlotRequest(rule=rule, ref=ActorRef(name="payer", key=(holder,)), holder=holder, now=now,
+                       lease_until=now + lease, queued_since=now if since is None else since, queued=queued)
+
+
+async def test_slots_are_held_by_at_most_concurrency_holders_and_a_release_wakes_the_oldest_waiter(
+        slot_store: EventStore) -> None:
+    a = await slot_store.acquire_slot(ask(SLOTS, "a", lease=30))
+    b = await slot_store.acquire_slot(ask(SLOTS, "b", lease=60))
+    assert isinstance(a, SlotLease) and isinstance(b, SlotLease) and {a.slot, b.slot} == {0, 1}
+    late = await slot_store.acquire_slot(ask(SLOTS, "late", T0 + 1))
+    later = await slot_store.acquire_slot(ask(SLOTS, "later", T0 + 2))
+    assert isinstance(late, SlotRefusal) and late.by == "concurrency" and late.free_at == T0 + 30
+    assert isinstance(later, SlotRefusal)
+    assert await slot_store.release_slot(a, T0 + 3) == [ActorRef(name="payer", key=("late",))]  # the oldest
+    # The woken one asks again (its place in line kept) and gets the freed slot; the line is left with "later".
+    again = await slot_store.acquire_slot(ask(SLOTS, "late", T0 + 3, since=T0 + 1, queued=True))
+    assert isinstance(again, SlotLease) and again.slot == a.slot
+    assert await slot_store.release_slot(b, T0 + 4) == [ActorRef(name="payer", key=("later",))]
+    assert await slot_store.release_slot(again, T0 + 5) == []  # nobody waits any more
+
+
+async def test_a_slot_whose_lease_ran_out_is_taken_and_its_old_holder_can_neither_renew_nor_release_it(
+        slot_store: EventStore) -> None:
+    one = LimitRule(name="one", concurrency=1, window=1.0, per_window=None)
+    old = await slot_store.acquire_slot(ask(one, "old", lease=10))
+    assert isinstance(old, SlotLease)
+    assert isinstance(await slot_store.acquire_slot(ask(one, "new", T0 + 9.9)), SlotRefusal)
+    assert await slot_store.renew_slot(old, T0 + 20)  # renewed: still held at T0 + 15
+    assert isinstance(await slot_store.acquire_slot(ask(one, "new", T0 + 15)), SlotRefusal)
+    new = await slot_store.acquire_slot(ask(one, "new", T0 + 20, since=T0 + 15, queued=True))
+    assert isinstance(new, SlotLease) and new.slot == old.slot  # at the lease's end, the slot is free
+    assert not await slot_store.renew_slot(old, T0 + 80)
+    assert await slot_store.release_slot(old, T0 + 21) == []
+    assert isinstance(await slot_store.acquire_slot(ask(one, "third", T0 + 22)), SlotRefusal)  # "new" still holds it
+
+
+async def test_the_same_holder_asking_again_gets_its_own_slot_not_a_second_one(slot_store: EventStore) -> None:
+    first = await slot_store.acquire_slot(ask(SLOTS, "crashed-step"))
+    rerun = await slot_store.acquire_slot(ask(SLOTS, "crashed-step", T0 + 5))
+    assert isinstance(first, SlotLease) and isinstance(rerun, SlotLease) and rerun.slot == first.slot
+    other = await slot_store.acquire_slot(ask(SLOTS, "other", T0 + 6))
+    assert isinstance(other, SlotLease) and other.slot != first.slot  # the second slot was still free
+
+
+async def test_a_rate_gives_per_window_starts_and_places_the_refused_in_line(slot_store: EventStore) -> None:
+    answers = [await slot_store.acquire_slot(ask(RATE, f"r{n}", T0 + 0.5)) for n in range(5)]
+    assert [isinstance(answer, SlotLease) for answer in answers] == [True, True, False, False, False]
+    refused = [answer for answer in answers if isinstance(answer, SlotRefusal)]
+    assert [(r.by, r.window, r.position) for r in refused] == [("rate", int(T0), n) for n in range(3)]
+    nxt = await slot_store.acquire_slot(ask(RATE, "r2", T0 + 1.0))  # the next window starts afresh
+    assert isinstance(nxt, SlotLease) and nxt.slot is None
+
+
+async def test_a_rate_refusal_gives_back_the_slot_it_took(slot_store: EventStore) -> None:
+    first = await slot_store.acquire_slot(ask(BOTH, "first", T0))
+    assert isinstance(first, SlotLease)
+    await slot_store.release_slot(first, T0 + 0.1)
+    refused = await slot_store.acquire_slot(ask(BOTH, "second", T0 + 0.2))  # a free slot; this second used up
+    assert isinstance(refused, SlotRefusal) and refused.by == "rate"
+    third = await slot_store.acquire_slot(ask(BOTH, "third", T0 + 1.1))
+    assert isinstance(third, SlotLease)  # the slot "second" took was given back
+
+
+async def test_a_release_skips_waiters_gone_stale(slot_store: EventStore) -> None:
+    one = LimitRule(name="stale", concurrency=1, window=1.0, per_window=None)
+    holder = await slot_store.acquire_slot(ask(one, "holder", lease=60))
+    assert isinstance(holder, SlotLease)
+    assert isinstance(await slot_store.acquire_slot(ask(one, "gone", T0 + 1)), SlotRefusal)  # told: T0 + 60
+    assert await slot_store.renew_slot(holder, T0 + 5000)
+    assert isinstance(await slot_store.acquire_slot(ask(one, "fresh", T0 + 1000)), SlotRefusal)
+    # "gone" never asked again (its actor was deleted, say): 15 minutes after the lease end it was told, its place
+    # in line is dropped.
+    assert await slot_store.release_slot(holder, T0 + 1100) == [ActorRef(name="payer", key=("fresh",))]
+
+
+async def test_what_an_acquire_and_a_release_cost_in_requests(dynamodb_local_server: str) -> None:
+    async with DynamoEventStore.connect(store_settings(dynamodb_local_server), session=shared_session()) as store:
+        await store.create_table()
+        log = watch(store.client)
+        costs: dict[str, dict[str, int]] = {}
+
+        async def measure(what: str, call: Any) -> Any:
+            log.clear()
+            result = await call
+            costs[what] = dict(log.counts())
+            return result
+
+        lease = await measure("acquire (concurrency)", store.acquire_slot(ask(SLOTS, "a")))
+        await measure("release, nobody waiting", store.release_slot(lease, T0 + 1))
+        await measure("acquire (rate)", store.acquire_slot(ask(RATE, "a")))
+        await measure("acquire (both)", store.acquire_slot(ask(BOTH, "a")))
+        held = [await store.acquire_slot(ask(SLOTS, h)) for h in ("x", "y")]
+        await measure("refusal (concurrency)", store.acquire_slot(ask(SLOTS, "w", T0 + 2)))
+        await measure("renewal", store.renew_slot(held[0], T0 + 90))
+        await measure("release, waking a waiter", store.release_slot(held[0], T0 + 3))
+        await measure("acquire after waiting", store.acquire_slot(ask(SLOTS, "w", T0 + 3, since=T0 + 2,
+                                                                         queued=True)))
+        await store.client.delete_table(TableName=store.table)
+    assert costs == {
+        "acquire (concurrency)": {"Query": 1, "PutItem": 1},
+        "release, nobody waiting": {"DeleteItem": 1, "Query": 1},
+        "acquire (rate)": {"Query": 1, "PutItem": 1},
+        "acquire (both)": {"Query": 2, "PutItem": 2},
+        "refusal (concurrency)": {"Query": 2, "PutItem": 1},
+        "renewal": {"PutItem": 1},
+        "release, waking a waiter": {"DeleteItem": 2, "Query": 1},
+        "acquire after waiting": {"Query": 1, "PutItem": 1, "DeleteItem": 1},
+    }
+
+
+def _settings(endpoint: str) -> Settings:
+    return store_settings(endpoint)
+
+
+def _crossed(mine: list[tuple[float, float]], theirs: list[tuple[float, float]]) -> bool:
+    """Whether a hold of one process overlapped a hold of the other."""
+    return any(start < other_end and other_start < end for start, end in mine for other_start, other_end in theirs)
+
+
+def _overlap(intervals: list[tuple[float, float]]) -> int:
+    """The most intervals open at one moment."""
+    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals],
+                    key=lambda event: (event[0], event[1]))
+    open_now = peak = 0
+    for _, delta in events:
+        open_now += delta
+        peak = max(peak, open_now)
+    return peak
+
+
+@pytest.mark.parametrize("server_name", ["dynamodb_local", "moto"])
+async def test_two_worker_processes_never_hold_more_slots_than_the_limit(request: pytest.FixtureRequest,
+                                                                         server_name: str) -> None:
+    server = server_for(request, server_name)
+    settings = _settings(server.endpoint)
+    concurrency, workers, cycles = 3, 6, 8
+    async with DynamoEventStore.connect(settings, session=shared_session()) as store:
+        await store.create_table()
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.integration.slot_worker", settings.model_dump_json(), "contend",
+            str(concurrency), "stripe", str(workers), str(cycles), cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        assert child.stdout is not None
+        ready = await asyncio.wait_for(child.stdout.readline(), 60)
+        assert ready == b"ready\n", ready + (await child.communicate())[1]
+        mine: list[tuple[float, float]] = []
+        ours = asyncio.ensure_future(contend(store, LimitRule(name="stripe", concurrency=concurrency, window=1.0,
+                                                              per_window=None),
+                                             "parent", workers, cycles, lambda start, end: mine.append((start, end))))
+        out, err = await asyncio.wait_for(child.communicate(), 120)
+        assert child.returncode == 0, err.decode()
+        await asyncio.wait_for(ours, 120)
+    server.reset()
+    theirs = [tuple(json.loads(line)) for line in out.decode().splitlines()]
+    assert len(theirs) == len(mine) == workers * cycles, (len(theirs), len(mine), err.decode()[-2000:])
+    both: list[tuple[float, float]] = [*mine, *theirs]  # type: ignore[list-item]
+    peaks = (_overlap(both), _overlap(mine), _overlap(theirs))  # type: ignore[arg-type]
+    assert peaks[0] <= concurrency, peaks
+    assert peaks[0] == concurrency, peaks  # they did compete: the limit was reached, not respected by luck
+    assert _crossed(mine, theirs), "the two processes never held slots at the same time"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("server_name", ["dynamodb_local", "moto"])
+async def test_a_crowd_asking_at_once_through_two_stores_gets_exactly_the_windows_starts(
+        request: pytest.FixtureRequest, server_name: str) -> None:
+    server = server_for(request, server_name)
+    settings = _settings(server.endpoint)
+    rate = LimitRule(name="crowd", concurrency=None, window=1.0, per_window=3)
+    async with DynamoEventStore.connect(settings, session=shared_session()) as one, \
+            DynamoEventStore.connect(settings, session=shared_session()) as two:
+        await one.create_table()
+        answers = await asyncio.gather(*(store.acquire_slot(ask(rate, f"c{n}", T0 + 0.5))
+                                         for n in range(20) for store in ((one, two)[n % 2],)))
+    server.reset()
+    assert sum(isinstance(answer, SlotLease) for answer in answers) == 3
+    positions = sorted(answer.position for answer in answers if isinstance(answer, SlotRefusal))
+    assert positions == list(range(17))  # each refused one has a place of its own in line
+
+
+async def test_a_killed_workers_slot_frees_itself_at_its_lease_end(dynamodb_local_server: str) -> None:
+    settings = _settings(dynamodb_local_server)
+    async with DynamoEventStore.connect(settings, session=shared_session()) as store:
+        await store.create_table()
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.integration.slot_worker", settings.model_dump_json(), "hold", "1", "stripe",
+            "30", cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        assert child.stdout is not None
+        line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode().split()
+        assert line[:2] == ["held", "0"], line
+        expires = float(line[2])
+        os.kill(child.pid, signal.SIGKILL)
+        await child.wait()
+        one = LimitRule(name="stripe", concurrency=1, window=1.0, per_window=None)
+        refused = await store.acquire_slot(ask(one, "next", expires - 1))
+        assert isinstance(refused, SlotRefusal) and refused.free_at == expires  # nobody released it
+        taken = await store.acquire_slot(ask(one, "next", expires, since=expires - 1, queued=True))
+        assert isinstance(taken, SlotLease) and taken.slot == 0
+        await store.client.delete_table(TableName=store.table)
+
+
+async def test_an_actor_waits_for_a_dead_holders_slot_and_runs_at_its_lease_end_on_aws(
+        aws_endpoints: dict[str, str]) -> None:
+    ran: list[float] = []
+    a = actor("payer")
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> str:
+        def charge(s: StepContext) -> str:
+            ran.append(env.now())
+            return "charged"
+
+        return str(await ctx.step("charge", charge, limit="stripe"))
+
+    registry = setup(a, limits={"stripe": Limit(concurrency=1, lease=20)})
+    async with AwsTestEnv(registry, settings=Settings(**aws_endpoints)) as env:
+        ghost = await env.store.acquire_slot(SlotRequest(
+            rule=registry.limits["stripe"].rule("stripe"), ref=ActorRef(name="payer", key=("ghost",)),
+            holder="a killed worker", now=env.now(), lease_until=env.now() + 20, queued_since=env.now(),
+            queued=False))
+        assert isinstance(ghost, SlotLease)
+        handle = env.client.get_or_create("payer", ["late"])
+        await handle.status()
+        await env.run_until_idle()
+        status = await handle.status()
+        assert status.workflow == "sleeping" and status.waiting_for.limits == ["stripe"]
+        assert ghost.expires <= (status.waiting_for.deadline or 0) <= ghost.expires + 1
+        await env.advance(19)
+        assert ran == []
+        await env.advance(2)
+        assert (await handle.status()).output == "charged"
+        assert len(ran) == 1 and ran[0] >= ghost.expires
