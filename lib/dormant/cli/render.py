@@ -185,7 +185,23 @@ def print_at_least(console: Console, renderable: Table | Tree, needed: int) -> N
         console.width = width
 
 
-def _label(entry: HistoryEntry) -> str:
+ITEM_OUTCOME = {EntryStatus.COMPLETED: "succeeded", EntryStatus.FAILED: "failed", EntryStatus.CANCELLED: "cancelled",
+                EntryStatus.PENDING: "in flight"}
+
+
+def _map_summary(entry: HistoryEntry, items: list[HistoryEntry]) -> str:
+    """`map name (N items): 3 succeeded, 1 in flight, 6 not started`, from the map's item entries."""
+    total = len(entry.items or [])
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[ITEM_OUTCOME[item.status]] = counts.get(ITEM_OUTCOME[item.status], 0) + 1
+    if total > len(items):
+        counts["not started"] = total - len(items)
+    outcome = ", ".join(f"{count} {what}" for what, count in counts.items())
+    return f"({total} item{'s' if total != 1 else ''}){': ' + outcome if outcome else ''}"
+
+
+def _label(entry: HistoryEntry, items: list[HistoryEntry] | None = None) -> str:
     took = entry.updated_at - entry.created_at
     mark = MARK.get(entry.status, "")
     name = f"[bold]{shown(entry.name)}[/bold]"
@@ -211,6 +227,11 @@ def _label(entry: HistoryEntry) -> str:
             branches = ", ".join(f"{shown(b)} {r.status.value}" for b, r in entry.branches.items())
             winner = f", winner {shown(entry.winner)}" if entry.winner else ""
             text = f"{mark} {entry.kind.value} {name}: {branches}{winner}"
+        case EntryKind.MAP:
+            text = f"{mark} map {name} {_map_summary(entry, items or [])}"
+        case EntryKind.MAP_ITEM:
+            result = f" → {compact(entry.output)}" if entry.status is EntryStatus.COMPLETED else ""
+            text = f"{mark} item {name}: {ITEM_OUTCOME[entry.status]}{result}"
         case _:
             text = f"{mark} {entry.kind.value} {name}"
     if entry.error is not None:
@@ -222,9 +243,13 @@ def timeline(entries: list[HistoryEntry], title: str) -> Tree:
     """The history as a tree in execution order: loops hold their iterations, branches their steps."""
     root = Tree(title)
     nodes: dict[str, Tree] = {"": root}
+    items: dict[str, list[HistoryEntry]] = {}  # map location -> its item entries
+    for entry in entries:
+        if entry.kind is EntryKind.MAP_ITEM:
+            items.setdefault(entry.location.rpartition(SEPARATOR)[0], []).append(entry)
     for entry in sorted(entries, key=lambda e: e.seq):
         parent = _parent_node(nodes, entry.location.rpartition(SEPARATOR)[0])
-        nodes[entry.location] = parent.add(_label(entry))
+        nodes[entry.location] = parent.add(_label(entry, items.get(entry.location)))
     return root
 
 

@@ -234,6 +234,8 @@ function stepDuration(entry) {
   return entry.attempts <= 1 ? entry.updated_at - entry.created_at : null;
 }
 
+const ITEM_OUTCOME = { completed: "succeeded", failed: "failed", cancelled: "cancelled", pending: "in flight" };
+
 function entryLabel(entry) {
   const parts = [];
   switch (entry.kind) {
@@ -254,6 +256,15 @@ function entryLabel(entry) {
     case "join": case "race":
       parts.push(`${entry.kind} ${entry.name} ${entry.status}: ` + Object.entries(entry.branches || {}).map(
         ([b, r]) => `${b} ${r.status}`).join(", ") + (entry.winner ? `, winner ${entry.winner}` : ""));
+      break;
+    case "map": {
+      const count = (entry.items || []).length;
+      parts.push(`map ${entry.name} ${entry.status}: ${count} item${count === 1 ? "" : "s"}`);
+      break;
+    }
+    case "map_item":
+      parts.push(`item ${entry.name} ` + (ITEM_OUTCOME[entry.status] || entry.status)
+        + (entry.status === "completed" ? ` → ${short(entry.output)}` : ""));
       break;
     default: parts.push(`${entry.kind} ${entry.name}`);
   }
@@ -293,6 +304,8 @@ function entryValues(entry) {
         from: m.sender ? `${m.sender.kind}:${m.sender.id}` : null }))]);
       break;
     case "join": case "race": values.push(["branches", entry.branches]); break;
+    case "map": values.push(["items", entry.items || []]); break;
+    case "map_item": if (entry.status === "completed") values.push(["result", entry.output]); break;
     default: break;
   }
   return values;
