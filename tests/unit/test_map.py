@@ -804,3 +804,158 @@ async def test_an_item_admitted_and_cancelled_before_it_began_is_recorded_cancel
         assert (await handle.status()).output == ["failed", "failed", "cancelled", "not_started"]
         history = history_of(await handle.history())
         assert history["m/2"].status is EntryStatus.CANCELLED and "m/2/work" not in history
+
+
+# -- finished items in replay ---------------------------------------------------------------------------------------
+async def test_finished_items_run_again_in_replay_only_when_they_may_hold_rollback_handlers() -> None:
+    runs: Tally[str] = Tally()
+    undone: list[str] = []
+    a = actor("replayed-items", state=Counter, queues={"go": queue(Item)})
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        async def plain(item_ctx: WorkflowContext, item: str) -> str:
+            runs[item] += 1
+            return str(await item_ctx.step("do", lambda s: item))
+
+        async def guarded(item_ctx: WorkflowContext, item: str) -> str:
+            runs[item] += 1
+            await item_ctx.rollback_checkpoint("own")  # a checkpoint inside the item: its steps may be compensated
+            return str(await item_ctx.step("do", lambda s: item, rollback=lambda s, out: undone.append(out)))
+
+        await ctx.map("plain", ["p1", "p2"], plain)
+        await ctx.map("guarded", ["g1", "g2"], guarded)
+        await ctx.queue.next("wait")
+
+        def fail(s: StepContext) -> None:
+            raise NonRetryableError("give up")
+
+        await ctx.step("fail", fail)
+
+    async with TestEnv(setup(a)) as env:
+        handle = await start(env, "replayed-items")
+        assert runs == {"p1": 1, "p2": 1, "g1": 1, "g2": 1}
+        await handle.send("go", {"n": 0})
+        await env.run_until_idle()
+        # The replay ran the guarded items again (registering their handlers), not the plain ones.
+        assert runs["p1"] == runs["p2"] == 1 and runs["g1"] >= 2 and runs["g2"] >= 2
+        assert sorted(undone) == ["g1", "g2"]
+        assert (await handle.status()).workflow is WorkflowState.FAILED
+
+
+# -- an operator's resume of a failed map ---------------------------------------------------------------------------
+async def test_resume_retries_the_failed_and_cancelled_items_within_the_bound() -> None:
+    service = {"down": True}
+    running, peak = 0, 0
+    calls: Tally[int] = Tally()
+    a = actor("resume-map", state=Counter)
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> Any:
+        async def work(item_ctx: WorkflowContext, item: int) -> int:
+            async def call(s: StepContext) -> int:
+                nonlocal running, peak
+                calls[item] += 1
+                running += 1
+                peak = max(peak, running)
+                try:
+                    await asyncio.sleep(0.005 * (1 + item % 2))
+                    if service["down"] and item != 1:
+                        raise ConnectionError(f"item {item}: service unavailable")
+                    return item
+                finally:
+                    running -= 1
+
+            return int(await item_ctx.step("call", call, max_retries=0))
+
+        result = await ctx.map("m", list(range(7)), work, max_concurrency=2, tolerated_failures=2)
+        return result.values
+
+    async with TestEnv(setup(a)) as env:
+        handle = await start(env, "resume-map")
+        status = await handle.status()
+        assert status.workflow is WorkflowState.FAILED and status.error is not None
+        assert "3 of 7 items failed, more than the 2 tolerated" in status.error
+        before = history_of(await handle.history())
+        failed = [i for i in range(7) if f"m/{i}" in before and before[f"m/{i}"].status is EntryStatus.FAILED]
+        assert len(failed) == 3 and before["m/1"].status is EntryStatus.COMPLETED
+        service["down"] = False
+        peak = 0
+        assert (await handle.resume()).outcome == "retrying"
+        await env.run_until_idle()
+        status = await handle.status()
+        assert (status.workflow, status.output) == (WorkflowState.COMPLETED, list(range(7))), status.error
+        assert peak <= 2  # the restarted items (more than the bound) waited for their slots
+        assert calls[1] == 1  # the item that had succeeded did not run again
+        assert all(calls[i] == 2 for i in failed)
+
+
+# -- a serial re-run after a WakeRestart ----------------------------------------------------------------------------
+async def test_a_serial_re_run_keeps_the_decision_of_the_attempt_before() -> None:
+    observed: list[str] = []
+    a = actor("restart-map", state=Counter)
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> Any:
+        async def work(item_ctx: WorkflowContext, item: str) -> str:
+            async def body(s: StepContext) -> str:
+                s.state.log.append(item)  # state touched: a cancelled attempt cannot be undone beside another
+                if item == "slow":
+                    try:
+                        await asyncio.sleep(5)
+                    except asyncio.CancelledError:
+                        observed.append("slow cancelled")
+                        raise
+                    observed.append("slow ran to the end")
+                return item
+
+            return str(await item_ctx.step("work", body))
+
+        result = await ctx.map("first", ["slow", "quick", "other"], work, max_concurrency=2, min_successes=1)
+        return outcomes(result)
+
+    async with TestEnv(setup(a)) as env:
+        started = time.monotonic()
+        handle = await start(env, "restart-map")
+        assert time.monotonic() - started < 3  # the re-run did not run the slow item first
+        assert max(r.attempts for r in env.reports) >= 2  # it was re-run serially
+        assert (await handle.status()).output == ["cancelled", "succeeded", "not_started"]
+        assert (await handle.state()).log == ["quick"]  # the cancelled attempt's change was not kept
+        assert "slow ran to the end" not in observed
+
+
+# -- many items -----------------------------------------------------------------------------------------------------
+async def test_a_map_of_many_items_commits_what_changed_and_replays_without_running_them() -> None:
+    count, bound = 3_000, 20
+    calls = 0
+    a = actor("many", state=Counter, queues={"go": queue(Item)})
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> Any:
+        async def work(item_ctx: WorkflowContext, item: int) -> int:
+            def body(s: StepContext) -> int:
+                nonlocal calls
+                calls += 1
+                return item
+
+            return int(await item_ctx.step("work", body))
+
+        result = await ctx.map("many", list(range(count)), work, max_concurrency=bound)
+        await ctx.queue.next("wait")
+        return sum(result.values)
+
+    async with TestEnv(setup(a)) as env:
+        handle = await start(env, "many")
+        log = env.store.commit_log
+        with_map = [c for c in log if any(u["location"] == "many" for u in c.draft.upserts)]
+        others = [c for c in log if c not in with_map]
+        # The map's entry (with its items) goes out when it starts and when it ends; every other commit carries the
+        # entries that changed since the one before: a few items and steps, never the whole map.
+        assert len(with_map) == 2
+        assert max(len(c.draft.upserts) for c in others) <= 2 * bound
+        assert len(others) >= count // bound
+        await handle.send("go", {"n": 0})
+        await env.run_until_idle()
+        assert (await handle.status()).output == sum(range(count))
+        assert calls == count  # the replay ran no item again
+        assert env.reports[-1].commits == 1  # and wrote only the workflow's end

@@ -35,7 +35,7 @@ from dormant.workflow.history import (
 STATUS_STYLE = {"completed": "green", "failed": "red", "diverged": "magenta", "terminated": "dim",
                 "rolling_back": "yellow", "sleeping": "cyan", "pending": "blue", "running": "cyan"}
 MARK = {EntryStatus.COMPLETED: "[green]✓[/green]", EntryStatus.FAILED: "[red]✗[/red]",
-        EntryStatus.PENDING: "[yellow]…[/yellow]"}
+        EntryStatus.PENDING: "[yellow]…[/yellow]", EntryStatus.CANCELLED: "[dim]⊘[/dim]"}
 
 
 def duration(seconds: float) -> str:
@@ -192,12 +192,11 @@ ITEM_OUTCOME = {EntryStatus.COMPLETED: "succeeded", EntryStatus.FAILED: "failed"
 def _map_summary(entry: HistoryEntry, items: list[HistoryEntry]) -> str:
     """`map name (N items): 3 succeeded, 1 in flight, 6 not started`, from the map's item entries."""
     total = len(entry.items or [])
-    counts: dict[str, int] = {}
+    counts = dict.fromkeys([*ITEM_OUTCOME.values(), "not started"], 0)
     for item in items:
-        counts[ITEM_OUTCOME[item.status]] = counts.get(ITEM_OUTCOME[item.status], 0) + 1
-    if total > len(items):
-        counts["not started"] = total - len(items)
-    outcome = ", ".join(f"{count} {what}" for what, count in counts.items())
+        counts[ITEM_OUTCOME[item.status]] += 1
+    counts["not started"] = max(total - len(items), 0)
+    outcome = ", ".join(f"{count} {what}" for what, count in counts.items() if count)
     return f"({total} item{'s' if total != 1 else ''}){': ' + outcome if outcome else ''}"
 
 
