@@ -959,3 +959,46 @@ async def test_a_map_of_many_items_commits_what_changed_and_replays_without_runn
         assert (await handle.status()).output == sum(range(count))
         assert calls == count  # the replay ran no item again
         assert env.reports[-1].commits == 1  # and wrote only the workflow's end
+
+
+async def test_a_rollback_replay_collects_the_handlers_of_items_still_in_flight() -> None:
+    """A map still running when the workflow began rolling back (a history only a crafted store holds today:
+    errors escape a running map only through its items): its started item replays up to its first unfinished
+    entry, so its finished steps are compensated; nothing new starts."""
+    from dormant.memory import MemoryEventStore
+    from dormant.ports import ActorMeta, ActorRef
+    from dormant.workflow.history import WorkflowRecord
+
+    undone: list[str] = []
+    started: list[int] = []
+    a = actor("rolling-map", state=Counter)
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        await ctx.rollback_checkpoint("saga")
+
+        async def book(item_ctx: WorkflowContext, item: int) -> None:
+            started.append(item)
+            await item_ctx.step("book", lambda s: f"b{item}", rollback=lambda s, out: undone.append(str(out)))
+            await item_ctx.step("confirm", lambda s: "confirmed")
+
+        await ctx.map("m", [0, 1], book, max_concurrency=1)
+
+    store = MemoryEventStore()
+    ref = ActorRef(name="rolling-map", key=("k",))
+    await store.create(ref, ActorMeta(name="rolling-map", key=["k"], created_at=0.0), Counter().model_dump(),
+                       WorkflowRecord.model_validate({"state": "rolling_back",
+                                                      "error": {"type": "RuntimeError", "message": "boom"}}), [])
+    store._actors[ref.id].history = {e["location"]: e for e in [
+        {"location": "saga", "kind": "rollback_checkpoint", "name": "saga", "seq": 1, "status": "completed"},
+        {"location": "m", "kind": "map", "name": "m", "seq": 2, "items": [0, 1]},
+        {"location": "m/0", "kind": "map_item", "name": "0", "seq": 3},
+        {"location": "m/0/book", "kind": "step", "name": "book", "seq": 4, "status": "completed", "output": "b0",
+         "attempts": 1}]}
+    async with TestEnv(setup(a), store=store) as env:
+        await env.run_until_idle()
+        handle = env.client.get_or_create("rolling-map", ["k"])
+        status = await handle.status()
+        assert (status.workflow, status.error) == (WorkflowState.FAILED, "RuntimeError: boom")
+        assert undone == ["b0"] and started == [0]  # item 1 never started
+        assert "m/1" not in history_of(await handle.history())
