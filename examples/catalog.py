@@ -37,4 +37,5 @@ PATTERNS: dict[str, str] = {
 
 MORE_PATTERNS: dict[str, str] = {
     "Request -> human -> reply (a completable request answered after a decision)": "request_human_reply",
+    "Bounded map (a quorum write: two replicas at a time, done at three acknowledgements)": "bounded_map",
 }

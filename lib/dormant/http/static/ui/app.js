@@ -236,7 +236,7 @@ function stepDuration(entry) {
 
 const ITEM_OUTCOME = { completed: "succeeded", failed: "failed", cancelled: "cancelled", pending: "in flight" };
 
-function entryLabel(entry) {
+function entryLabel(entry, items) {
   const parts = [];
   switch (entry.kind) {
     case "step": {
@@ -257,9 +257,16 @@ function entryLabel(entry) {
       parts.push(`${entry.kind} ${entry.name} ${entry.status}: ` + Object.entries(entry.branches || {}).map(
         ([b, r]) => `${b} ${r.status}`).join(", ") + (entry.winner ? `, winner ${entry.winner}` : ""));
       break;
-    case "map": {
+    case "map": {  // with how its items stand, from their entries (`items`: this map's item entries)
       const count = (entry.items || []).length;
-      parts.push(`map ${entry.name} ${entry.status}: ${count} item${count === 1 ? "" : "s"}`);
+      const outcomes = {};
+      for (const item of items || []) {
+        const outcome = ITEM_OUTCOME[item.status] || item.status;
+        outcomes[outcome] = (outcomes[outcome] || 0) + 1;
+      }
+      if (count > (items || []).length) outcomes["not started"] = count - (items || []).length;
+      const counted = Object.entries(outcomes).map(([what, n]) => `${n} ${what}`).join(", ");
+      parts.push(`map ${entry.name} ${entry.status}: ${count} item${count === 1 ? "" : "s"}` + (counted ? `, ${counted}` : ""));
       break;
     }
     case "map_item":
@@ -312,10 +319,16 @@ function entryValues(entry) {
 }
 
 function timeline(entries, open) {
+  const mapItems = {};  // map location -> its item entries
+  for (const entry of entries) {
+    if (entry.kind !== "map_item") continue;
+    const map = entry.location.slice(0, entry.location.lastIndexOf("/"));
+    (mapItems[map] = mapItems[map] || []).push(entry);
+  }
   return el("ol", { id: "timeline", class: "timeline" }, entries.slice().sort((a, b) => a.seq - b.seq).map((entry) => {
     const depth = entry.location.split("/").length - 1;
     const item = el("li", { class: entry.status, "data-location": entry.location },
-      el("span", { class: "label", text: entryLabel(entry) }),
+      el("span", { class: "label", text: entryLabel(entry, mapItems[entry.location]) }),
       el("span", { class: "detail", text: entry.location }),
       entryTimes(entry));
     item.style.marginLeft = `${depth * 1.2}rem`;  // through CSSOM: the page's CSP forbids inline style attributes
