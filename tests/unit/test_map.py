@@ -1002,3 +1002,35 @@ async def test_a_rollback_replay_collects_the_handlers_of_items_still_in_flight(
         assert (status.workflow, status.error) == (WorkflowState.FAILED, "RuntimeError: boom")
         assert undone == ["b0"] and started == [0]  # item 1 never started
         assert "m/1" not in history_of(await handle.history())
+
+
+async def test_a_finished_item_that_may_hold_handlers_must_replay_as_it_ran() -> None:
+    def version(changed: bool) -> Registry:
+        a = actor("sealed-items", state=Counter, queues={"go": queue(Item)})
+
+        @a.workflow
+        async def run(ctx: WorkflowContext) -> None:
+            await ctx.rollback_checkpoint("saga")
+
+            async def book(item_ctx: WorkflowContext, item: int) -> int:
+                value = int(await item_ctx.step("book", lambda s: item, rollback=lambda s, out: None))
+                if changed:
+                    raise ValueError("the new code fails where the old one returned")
+                return value
+
+            await ctx.map("bookings", [1, 2], book)
+            await ctx.queue.next("wait")
+
+        return setup(a)
+
+    async with TestEnv(version(changed=False)) as env:
+        await start(env, "sealed-items")
+        store = env.store
+    async with deploy(version(changed=True), store) as env:
+        handle = env.client.get_or_create("sealed-items", ["k"])
+        await handle.send("go", {"n": 0})
+        await env.run_until_idle()
+        status = await handle.status()
+        assert status.workflow is WorkflowState.DIVERGED and status.divergence is not None
+        assert (status.divergence.location, status.divergence.recorded) == ("bookings/0", "map item 0 succeeded")
+        assert status.divergence.requested == "map item 0 raising ValueError"
