@@ -5,8 +5,9 @@ History. The map's entry (kind map) records the items, as JSON, when the map sta
 and the reason in `error` when it failed). Each item that starts gets an entry of its own, kind map_item, named by
 its index (`<map>/<index>`): pending while the item is in flight, then its outcome (output, error, or cancelled).
 The item's own entries live under it, a scope like a join branch. A commit therefore carries the entries of the
-items that changed, never the whole map, and a replay reads each item once. Items start in item order, so their
-entries are recorded in that order and the k-th one is item k; items without one never started.
+items that changed, never the whole map, and a replay reads each item's entry once (a finished item runs again,
+sealed, only when it may hold rollback handlers). Items start in item order, so their entries are recorded in that
+order and the k-th one is item k; items without one never started.
 
 In flight means started and not finished: an item waiting for a timer, a message or a retry keeps its slot across
 wake-ups (it has begun its work, and a bound on concurrent work must count it), so no more than `max_concurrency`
