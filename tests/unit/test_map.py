@@ -1034,3 +1034,33 @@ async def test_a_finished_item_that_may_hold_handlers_must_replay_as_it_ran() ->
         assert status.workflow is WorkflowState.DIVERGED and status.divergence is not None
         assert (status.divergence.location, status.divergence.recorded) == ("bookings/0", "map item 0 succeeded")
         assert status.divergence.requested == "map item 0 raising ValueError"
+
+
+async def test_a_result_with_failures_is_json_and_can_be_returned_as_it_is() -> None:
+    a = actor("returned-map", state=Counter)
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> Any:
+        async def work(item_ctx: WorkflowContext, item: int) -> int:
+            def body(s: StepContext) -> int:
+                if item == 1:
+                    raise NonRetryableError("one is odd")
+                return item
+
+            return int(await item_ctx.step("work", body))
+
+        result = await ctx.map("m", [0, 1, 2, 3], work, max_concurrency=1, tolerated_failures=1, min_successes=2)
+        assert isinstance(result[1].error, Exception) and result.errors.keys() == {1}
+        return result
+
+    async with TestEnv(setup(a)) as env:
+        handle = await start(env, "returned-map")
+        status = await handle.status()
+        assert status.workflow is WorkflowState.COMPLETED, status.error
+        assert status.output == {"name": "m", "items": [
+            {"index": 0, "item": 0, "status": "succeeded", "value": 0, "error_type": None, "error_message": None},
+            {"index": 1, "item": 1, "status": "failed", "value": None, "error_type": "StepExhaustedError",
+             "error_message": 'step "work" failed after 1 attempt(s): NonRetryableError: one is odd'},
+            {"index": 2, "item": 2, "status": "succeeded", "value": 2, "error_type": None, "error_message": None},
+            {"index": 3, "item": 3, "status": "not_started", "value": None, "error_type": None,
+             "error_message": None}]}

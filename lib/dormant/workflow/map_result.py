@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from dormant.workflow.errors import RecordedError
 from dormant.workflow.history import EntryStatus
 
 
@@ -22,13 +23,20 @@ class MapItemStatus(StrEnum):
 
 @dataclass(frozen=True)
 class MapItem:
-    """One item's outcome: `value` when it succeeded, `error` (the recorded form) when it failed."""
+    """One item's outcome: `value` when it succeeded, `error` (the recorded form) when it failed. Its fields are
+    JSON, so a result can be returned from the workflow or a step as it is."""
 
     index: int
     item: Any  # the item as recorded (its JSON form)
     status: MapItemStatus
     value: Any = None
-    error: Exception | None = None
+    error_type: str | None = None  # the failed item's exception, by name
+    error_message: str | None = None
+
+    @property
+    def error(self) -> RecordedError | None:
+        """The failed item's error, as JoinError's: its type by name and its message."""
+        return None if self.error_type is None else RecordedError(self.error_type, self.error_message or "")
 
 
 @dataclass(frozen=True)
@@ -74,7 +82,7 @@ class MapResult:
     @property
     def errors(self) -> dict[int, Exception]:
         """Item index -> its error, for the items that failed."""
-        return {item.index: item.error for item in self.items if item.error is not None}
+        return {item.index: error for item in self.items if (error := item.error) is not None}
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ from dormant.workflow.errors import (
     HistoryDivergedError,
     InvalidJsonError,
     MapError,
-    RecordedError,
     WorkflowDefinitionError,
 )
 from dormant.workflow.execution import error_info, to_json
@@ -411,8 +410,8 @@ class _MapRun:
                 outcomes.append(MapItem(index, copy(item), MapItemStatus.SUCCEEDED, value=copy(record.output)))
             elif record.status is EntryStatus.FAILED:
                 err = record.error or ErrorInfo(type="Error", message="")
-                outcomes.append(MapItem(index, copy(item), MapItemStatus.FAILED,
-                                        error=RecordedError(err.type, err.message)))
+                outcomes.append(MapItem(index, copy(item), MapItemStatus.FAILED, error_type=err.type,
+                                        error_message=err.message))
             else:
                 outcomes.append(MapItem(index, copy(item), MapItemStatus.CANCELLED))
         result = MapResult(self.entry.name, tuple(outcomes))
