@@ -1064,3 +1064,44 @@ async def test_a_result_with_failures_is_json_and_can_be_returned_as_it_is() -> 
             {"index": 2, "item": 2, "status": "succeeded", "value": 2, "error_type": None, "error_message": None},
             {"index": 3, "item": 3, "status": "not_started", "value": None, "error_type": None,
              "error_message": None}]}
+
+
+# -- crash safety ---------------------------------------------------------------------------------------------------
+async def test_a_storage_fault_anywhere_leaves_the_maps_outcome_and_its_bound_unchanged() -> None:
+    from tests.crash.harness import Scenario, check_crash_safety, run_scenario
+
+    trackers: list[InFlight] = []
+    registry_of: dict[str, Registry] = {}
+
+    def reset() -> None:
+        trackers.append(InFlight())
+        registry_of["current"] = waiting_items(trackers[-1], bound=2, count=5, flaky=frozenset({1}),
+                                               broken=frozenset({3}), tolerated=1)
+
+    reset()
+
+    async def drive(env: TestEnv, retry: Any) -> None:
+        handle = env.client.get_or_create("bound-waits", ["k"])
+        await retry(handle.status)
+        await env.run_until_idle()
+        for _ in range(8):
+            await env.advance(5)
+
+    async def observe(env: TestEnv) -> dict[str, Any]:
+        status = await env.client.get_or_create("bound-waits", ["k"]).status()
+        return {"status": status.workflow.value, "output": status.output, "peak within the bound":
+                trackers[-1].peak <= 2}
+
+    # The registry's workflow closes over the tracker of the run: each run gets its own (reset), through a proxy.
+    class Current:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(registry_of["current"], name)
+
+    scenario = Scenario("waiting map", Current(), drive, observe, reset)  # type: ignore[arg-type]
+    baseline = await run_scenario(scenario)
+    assert baseline.observation == {"status": "completed", "output": {
+        "values": [0, 1, 2, 4], "outcomes": ["succeeded", "succeeded", "succeeded", "failed", "succeeded"]},
+        "peak within the bound": True}
+    assert trackers[-1].peak == 2
+    checked = await check_crash_safety(scenario)
+    assert checked >= 20
