@@ -1105,3 +1105,32 @@ async def test_a_storage_fault_anywhere_leaves_the_maps_outcome_and_its_bound_un
     assert trackers[-1].peak == 2
     checked = await check_crash_safety(scenario)
     assert checked >= 20
+
+
+async def test_a_half_finished_map_replays_offline_and_a_retired_map_is_skipped() -> None:
+    from dormant.runtime.offline import replay_snapshot
+
+    items = ["a", "b", "c", "d"]
+    async with TestEnv(batch_registry(items, Tally())) as env:
+        handle = await start(env, "batch")
+        await env.advance(10)  # a, b done; c, d in flight
+        report = await replay_snapshot(batch_registry(items, Tally()), await env.store.load(handle.ref))
+        assert report.outcome == "ok", report.detail
+        changed = await replay_snapshot(batch_registry(["a", "b", "x", "d"], Tally()),
+                                        await env.store.load(handle.ref))
+        assert changed.outcome == "diverged" and 'item 2: "c"' in changed.detail
+        store = env.store
+
+    retired = actor("batch", state=Counter, queues={"go": queue(Item)})
+
+    @retired.workflow
+    async def run(ctx: WorkflowContext) -> str:
+        await ctx.removed("batch", "map")  # the old map is retired: its items are not run again
+        await ctx.queue.next("wait")
+        return "moved on"
+
+    async with deploy(setup(retired), store) as env:
+        handle = env.client.get_or_create("batch", ["k"])
+        await handle.send("go", {"n": 0})
+        await env.run_until_idle()
+        assert (await handle.status()).output == "moved on"
