@@ -10,6 +10,8 @@ Measures (time.perf_counter, one warm-up run, median of several runs):
    (pydantic validation of the entries) and the engine replay (Execution + run_workflow) are timed apart;
 3. the DESIGN counter (a queue loop): entries loaded and replayed, and the time of one wake-up that
    processes one message, after 10 and after 10,000 processed messages;
+   2b. a bounded map of N items (50 in flight, a step each): the wake-up that runs it, and the replay of it
+   finished (every item's entries loaded, no item run again), per item; and the entries each commit carries;
 4. memory: tracemalloc's peak during a whole wake-up of N sequential steps (store included), and what
    the engine's live history holds per entry. Every timed row also reports the share of its CPU time spent
    in the garbage collector (gc.callbacks).
@@ -84,8 +86,31 @@ async def run_steps(ctx: WorkflowContext) -> int:
     return total
 
 
+class MapInput(BaseModel):
+    items: int
+    bound: int = 50
+    wait: bool = False
+
+
+map_actor = actor("bench-map", queues={"go": queue(dict)})
+
+
+async def _map_item(item_ctx: WorkflowContext, item: int) -> int:
+    return int(await item_ctx.step("work", _one)) + item
+
+
+@map_actor.workflow
+async def run_map(ctx: WorkflowContext) -> int:
+    """A map of N items, `bound` in flight, one step each; with `wait`, then suspend on a queue wait."""
+    spec = MapInput.model_validate(ctx.input)
+    result = await ctx.map("items", list(range(spec.items)), _map_item, max_concurrency=spec.bound)
+    if spec.wait:
+        await ctx.queue.next("wait")
+    return len(result.values)
+
+
 # The DESIGN counter (a queue loop, one step per message) is examples/counter.py.
-registry: Registry = setup(steps_actor, counter)
+registry: Registry = setup(steps_actor, map_actor, counter)
 
 
 # ---- harness -----------------------------------------------------------------------------------
@@ -105,7 +130,8 @@ def engine_execution(service: ActorService, snapshot: ActorSnapshot) -> Executio
     vars = definition.vars() if definition.vars else None
     inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at)
              for m in snapshot.inbox if m.kind == "queue"]
-    return Execution(host=ActorHost(service, definition, snapshot, state, vars), entries=snapshot.history,
+    return Execution(host=ActorHost(service, definition, snapshot, state, vars, lambda: snapshot.version),
+                     entries=snapshot.history,
                      record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
                      checkpointer=no_checkpoint, workflow_input=snapshot.meta.input)
 
@@ -417,6 +443,60 @@ async def bench_memory(n: int) -> list[str]:
             f"| {engine_held / 1024:,.0f} KB | {engine_held / n:,.0f} B | | |"]
 
 
+# ---- 2b. a bounded map -------------------------------------------------------------------------
+async def bench_map(n: int, runs: int) -> tuple[list[Row], list[str]]:
+    """A map of n items (50 in flight, a step each) in one wake-up; then the replay of the finished map."""
+    holder: dict[str, Any] = {}
+
+    async def fresh_actor() -> None:
+        service = new_service()
+        ref = service.ref("bench-map", [str(uuid.uuid4())])
+        await service.ensure_created(ref, MapInput(items=n).model_dump())
+        holder["service"], holder["ref"] = service, ref
+
+    async def wake() -> None:
+        report = await wake_actor(holder["service"], holder["ref"])
+        assert report.outcome == "completed" and report.record.output == n, report
+
+    wake_t = await timed(wake, runs, fresh_actor)
+
+    service = new_service()
+    ref = service.ref("bench-map", [f"replay-{n}"])
+    await service.ensure_created(ref, MapInput(items=n, wait=True).model_dump())
+    sizes: list[int] = []
+    definition = service.registry.get("bench-map")
+    assert definition.workflow_fn is not None
+    execution = engine_execution(service, await load(service, ref))
+
+    async def counting(draft: CommitDraft) -> None:
+        sizes.append(len(draft.upserts))
+
+    execution._checkpointer = counting  # the engine's own drafts: how many entries each commit carries
+    await run_workflow(definition.workflow_fn, execution)
+    assert (await wake_actor(service, ref)).outcome == "sleeping"
+    snapshot = await load(service, ref)
+
+    async def engine() -> None:
+        record, execution = await engine_run(service, snapshot)
+        assert record.state is WorkflowState.SLEEPING and execution.commits == 0
+
+    async def replay_wake() -> None:
+        report = await wake_actor(service, ref)
+        assert report.outcome == "sleeping" and report.commits == 0, report
+
+    engine_t = await timed(engine, runs)
+    replay_t = await timed(replay_wake, runs)
+    entries = len(snapshot.history)
+    case = "bounded map (50 in flight, a step per item)"
+    rows = [Row(case, n, "whole wake-up running the map, per item", wake_t, True, None, 0, 0),
+            Row(case, n, "engine replay of the finished map, per item", engine_t, True, None,
+                entries),
+            Row(case, n, "whole wake-up replaying it (load + replay), per item", replay_t, True, None, entries)]
+    note = (f"map of {n:,} items: {len(sizes)} commits, the largest {max(sizes)} entries (the map's first), "
+            f"the largest of the others {max(sizes[1:])}: a commit carries what changed, never the whole map")
+    return rows, [note]
+
+
 def memory_table(lines: list[str]) -> str:
     return "\n".join(["| case | N | measured | total | per step | goal | met |",
                       "|---|---:|---|---:|---:|---|---|", *lines])
@@ -434,7 +514,13 @@ async def main_bench(runs: int) -> None:
         rows += await bench_steps(n, runs if n <= 1_000 else max(1, (runs + 1) // 2))
     for n in (1_000, 10_000):
         rows += await bench_replay(n, runs)
+    map_notes: list[str] = []
+    for n in (1_000, 10_000):
+        map_rows, note = await bench_map(n, runs if n <= 1_000 else max(1, (runs + 1) // 2))
+        rows += map_rows
+        map_notes += note
     loop_rows, notes = await bench_counter([10, 10_000], runs)
+    notes = map_notes + notes
     memory = [line for n in (1_000, 10_000) for line in await bench_memory(n)]
     print(table(rows + loop_rows))
     print()

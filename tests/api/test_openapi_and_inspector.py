@@ -126,3 +126,31 @@ async def test_export_route_gives_a_replayable_history_behind_the_token() -> Non
     assert snapshot.ref.key == ("alice",) and any(e.location == "account-loop/~1/apply" for e in snapshot.history)
     report = await replay_snapshot(registry, snapshot)
     assert report.outcome == "ok", report.detail
+
+
+async def test_inspector_history_and_export_show_a_map_and_its_items() -> None:
+    from dormant.runtime.offline import parse_export, replay_snapshot
+    from examples.bounded_map import REPLICAS
+    from examples.bounded_map import registry as quorum_registry
+
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    settings = Settings(inspector_token=TOKEN, auth_mode="none")  # type: ignore[arg-type]
+    async with served_env(quorum_registry, settings) as (env, url), httpx.AsyncClient(base_url=url) as http:
+        await http.post("/actors/quorum-write/main/queues/writes", json={"key": "doc", "value": "v"})
+        await env.run_until_idle()
+        document = (await http.get("/actors/quorum-write/main/inspector/workflow-history", headers=auth)).json()
+        history = (await http.get("/actors/quorum-write/main/history", headers=auth)).json()
+        export = await http.get("/actors/quorum-write/main/inspector/export", headers=auth)
+    entries = {e["id"]: e for e in document["history"]["entries"]}
+    mapped = entries["write-loop/~0/replicate"]
+    assert mapped["kind"] == {"tag": "map", "val": {"name": "replicate", "items": REPLICAS}}
+    assert document["history"]["entryMetadata"]["write-loop/~0/replicate"]["status"] == "completed"
+    first = entries["write-loop/~0/replicate/0"]
+    assert first["kind"] == {"tag": "map_item", "val": {"name": "0", "index": 0, "output": "replica-1:doc"}}
+    assert first["location"][-2:] == ["replicate", "0"]
+    assert "write-loop/~0/replicate/0/write" in entries
+    rows = {e["location"]: e for e in history}
+    assert rows["write-loop/~0/replicate"]["kind"] == "map" and rows["write-loop/~0/replicate"]["items"] == REPLICAS
+    assert rows["write-loop/~0/replicate/2"]["kind"] == "map_item"
+    report = await replay_snapshot(quorum_registry, parse_export(export.text.splitlines()))
+    assert report.outcome == "ok", report.detail

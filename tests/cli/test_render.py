@@ -102,3 +102,28 @@ def test_the_timeline_nests_iterations_and_branches_in_execution_order() -> None
     depth = {needle: len(next(line for line in lines if needle in line)) - len(
         next(line for line in lines if needle in line).lstrip("│├└─ ")) for needle in ("step open", "step apply")}
     assert depth["step apply"] > depth["step open"]  # inside its iteration
+
+
+def test_the_timeline_shows_a_map_with_its_items_and_their_outcomes() -> None:
+    entries = [
+        entry("charge", EntryKind.MAP, 1, status=EntryStatus.COMPLETED, items=[{"id": 1}, {"id": 2}, {"id": 3},
+                                                                             {"id": 4}]),
+        entry("charge/0", EntryKind.MAP_ITEM, 2, status=EntryStatus.COMPLETED, output={"paid": 1}),
+        entry("charge/0/pay", EntryKind.STEP, 3, status=EntryStatus.COMPLETED, output={"paid": 1}),
+        entry("charge/1", EntryKind.MAP_ITEM, 4, status=EntryStatus.FAILED,
+              error=ErrorInfo(type="StepExhaustedError", message="declined")),
+        entry("charge/2", EntryKind.MAP_ITEM, 5, status=EntryStatus.CANCELLED),
+        entry("next", EntryKind.MAP, 6, items=[1]),
+        entry("next/0", EntryKind.MAP_ITEM, 7),
+    ]
+    lines = plain(timeline(list(reversed(entries)), "t")).splitlines()
+    text = "\n".join(lines)
+    assert "✓ map charge (4 items): 1 succeeded, 1 failed, 1 cancelled, 1 not started" in text
+    assert '✓ item 0: succeeded → {"paid": 1}' in text
+    assert "✗ item 1: failed" in text and "StepExhaustedError: declined" in text
+    assert "⊘ item 2: cancelled" in text
+    assert "… map next (1 item): 1 in flight" in text and "… item 0: in flight" in text
+    depth = {needle: len(next(line for line in lines if needle in line)) - len(
+        next(line for line in lines if needle in line).lstrip("│├└─ ")) for needle in ("map charge", "item 0",
+                                                                                       "step pay")}
+    assert depth["map charge"] < depth["item 0"] < depth["step pay"]  # items under their map, steps under items

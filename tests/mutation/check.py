@@ -1,5 +1,5 @@
-"""Mutation check of the examples: deleting any compensation handler, timeout, `names=` filter, broadcast
-or race branch in examples/ must make some test fail (`make mutation`).
+"""Mutation check of the examples: deleting any compensation handler, timeout, `names=` filter, broadcast,
+race branch, or a map's bound or completion rule in examples/ must make some test fail (`make mutation`).
 
 Each mutant is one deletion, found by reading the example's syntax tree:
 
@@ -7,7 +7,9 @@ Each mutant is one deletion, found by reading the example's syntax tree:
 - `timeout=` of a `.step(...)`, `.queue.next(...)` or `.queue.next_batch(...)` call;
 - `names=` of a `.queue.next(...)` or `.queue.next_batch(...)` call;
 - a `.broadcast(...)` statement (replaced by `pass`);
-- one branch of a `.race(name, {...})` call.
+- one branch of a `.race(name, {...})` call;
+- `max_concurrency=`, `min_successes=` or `tolerated_failures=` of a `.map(...)` call (its bound, its completion
+  rule).
 
 The mutated module is written (with `ast.unparse`) into a scratch copy of examples/ and tests/, and the
 example's own test module runs there on the in-memory backend, in a child forked from this process (which
@@ -37,6 +39,8 @@ EXAMPLES = ROOT / "examples"
 SKIPPED = {"__init__.py", "catalog.py", "tour.py"}  # no workflow patterns: the catalog and the demo script
 WAIT_CALLS = {"next", "next_batch"}
 TIMED_CALLS = {"step"} | WAIT_CALLS
+MAP_RULES = {"max_concurrency": "the bound", "min_successes": "the completion rule",
+             "tolerated_failures": "the completion rule"}
 PER_TEST_TIMEOUT = 10.0  # pytest-timeout per test: a mutant that makes a test hang is killed by it
 PER_MUTANT_TIMEOUT = 60.0
 
@@ -73,6 +77,8 @@ def mutation_points(tree: ast.Module) -> Iterator[tuple[tuple[int, ...], str, in
                     yield (index, k), f"delete timeout= of .{method}(...)", node.lineno
                 elif keyword.arg == "names" and method in WAIT_CALLS:
                     yield (index, k), f"delete names= of .{method}(...)", node.lineno
+                elif keyword.arg in MAP_RULES and method == "map":
+                    yield (index, k), f"delete {keyword.arg}= of .map(...) ({MAP_RULES[keyword.arg]})", node.lineno
             if method == "race" and len(node.args) >= 2 and isinstance(node.args[1], ast.Dict):
                 for b, key in enumerate(node.args[1].keys):
                     label = key.value if isinstance(key, ast.Constant) else "?"

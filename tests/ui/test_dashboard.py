@@ -383,3 +383,26 @@ async def _until(http: HttpClient, key: str | list[str], status: str, timeout: f
             return found
         assert time.monotonic() < deadline, found
         await asyncio.sleep(0.2)
+
+
+async def test_a_map_shows_its_items_and_how_they_ended(browser: BrowserContext, moto: MotoServer) -> None:
+    from examples.bounded_map import registry
+
+    suffix = uuid.uuid4().hex[:8]
+    names = {"table": f"map-{suffix}", "queue_name": f"map-{suffix}.fifo", "timer_queue_name": f"map-t-{suffix}",
+             "dlq_name": f"map-dlq-{suffix}", "fifo_dlq_name": f"map-dlq-{suffix}.fifo"}
+    async with stack(registry, moto.endpoint, names) as running, HttpClient(running.api_url) as http:
+        url = running.api_url
+        cluster = http.get_or_create("quorum-write", "main")
+        await cluster.send("writes", {"key": "doc", "value": "v"})
+        page = await browser.new_page()
+        seen = watch(page, url)
+        await page.goto(f"{url}/ui#/actor/quorum-write/main")
+        mapped = page.locator('#timeline li[data-location="write-loop/~0/replicate"]')
+        # a quorum of three: two replicas at a time, so a fourth was in flight (cancelled) or had not begun
+        await expect(mapped).to_contain_text("map replicate completed: 5 items, 3 succeeded")
+        await mapped.locator("details.value summary").click()
+        await expect(mapped.locator("details.value pre")).to_contain_text('"replica-5"')
+        first = page.locator('#timeline li[data-location="write-loop/~0/replicate/0"]')
+        await expect(first).to_contain_text('item 0 succeeded → "replica-1:doc"')
+        assert seen["errors"] == [] and seen["outside"] == [], seen

@@ -36,7 +36,8 @@ def test_the_page_has_runnable_examples_of_each_part() -> None:
     assert len(FENCE.findall(PAGE.read_text())) >= 8
     assert {"test_sends_are_processed", "test_a_day_passes_in_milliseconds", "test_a_person_replies",
             "test_the_timer_wins_against_a_running_step",
-            "test_a_question_open_across_a_deploy_is_answered_once"} <= set(TESTS)
+            "test_a_question_open_across_a_deploy_is_answered_once", "test_never_more_than_three_mails_at_once"
+            } <= set(TESTS)
 
 
 @pytest.mark.parametrize("name", TESTS)

@@ -49,6 +49,11 @@ def samples() -> list[HistoryEntry]:
         HistoryEntry(location="l", kind=EntryKind.LOOP, name="l", seq=5, iteration=3, loop_state={"k": ""},
                      output=""),
         HistoryEntry(location="x", kind=EntryKind.REMOVED, name="x", seq=6, removed_kind="step"),
+        HistoryEntry(location="m", kind=EntryKind.MAP, name="m", seq=7, status=EntryStatus.FAILED, error=error,
+                     items=[{"id": 1}, None, [True, 2.5], ""]),
+        HistoryEntry(location="n", kind=EntryKind.MAP, name="n", seq=8, items=[]),  # an empty map keeps its []
+        HistoryEntry(location="m/0", kind=EntryKind.MAP_ITEM, name="0", seq=9, status=EntryStatus.COMPLETED,
+                     output={"ok": 1}),
     ]
     return entries
 

@@ -35,7 +35,7 @@ from dormant.workflow.history import (
 STATUS_STYLE = {"completed": "green", "failed": "red", "diverged": "magenta", "terminated": "dim",
                 "rolling_back": "yellow", "sleeping": "cyan", "pending": "blue", "running": "cyan"}
 MARK = {EntryStatus.COMPLETED: "[green]✓[/green]", EntryStatus.FAILED: "[red]✗[/red]",
-        EntryStatus.PENDING: "[yellow]…[/yellow]"}
+        EntryStatus.PENDING: "[yellow]…[/yellow]", EntryStatus.CANCELLED: "[dim]⊘[/dim]"}
 
 
 def duration(seconds: float) -> str:
@@ -190,7 +190,22 @@ def print_at_least(console: Console, renderable: Table | Tree, needed: int) -> N
         console.width = width
 
 
-def _label(entry: HistoryEntry) -> str:
+ITEM_OUTCOME = {EntryStatus.COMPLETED: "succeeded", EntryStatus.FAILED: "failed", EntryStatus.CANCELLED: "cancelled",
+                EntryStatus.PENDING: "in flight"}
+
+
+def _map_summary(entry: HistoryEntry, items: list[HistoryEntry]) -> str:
+    """`map name (N items): 3 succeeded, 1 in flight, 6 not started`, from the map's item entries."""
+    total = len(entry.items or [])
+    counts = dict.fromkeys([*ITEM_OUTCOME.values(), "not started"], 0)
+    for item in items:
+        counts[ITEM_OUTCOME[item.status]] += 1
+    counts["not started"] = max(total - len(items), 0)
+    outcome = ", ".join(f"{count} {what}" for what, count in counts.items() if count)
+    return f"({total} item{'s' if total != 1 else ''}){': ' + outcome if outcome else ''}"
+
+
+def _label(entry: HistoryEntry, items: list[HistoryEntry] | None = None) -> str:
     # A step's last attempt (recorded since steps keep started_at/ended_at), not the time since its first attempt:
     # a step that failed, waited and was resumed took as long as its last run.
     took = (entry.ended_at - entry.started_at if entry.started_at is not None and entry.ended_at is not None
@@ -221,6 +236,11 @@ def _label(entry: HistoryEntry) -> str:
             branches = ", ".join(f"{shown(b)} {r.status.value}" for b, r in entry.branches.items())
             winner = f", winner {shown(entry.winner)}" if entry.winner else ""
             text = f"{mark} {entry.kind.value} {name}: {branches}{winner}"
+        case EntryKind.MAP:
+            text = f"{mark} map {name} {_map_summary(entry, items or [])}"
+        case EntryKind.MAP_ITEM:
+            result = f" → {compact(entry.output)}" if entry.status is EntryStatus.COMPLETED else ""
+            text = f"{mark} item {name}: {ITEM_OUTCOME[entry.status]}{result}"
         case _:
             text = f"{mark} {entry.kind.value} {name}"
     if entry.error is not None:
@@ -232,9 +252,13 @@ def timeline(entries: list[HistoryEntry], title: str) -> Tree:
     """The history as a tree in execution order: loops hold their iterations, branches their steps."""
     root = Tree(title)
     nodes: dict[str, Tree] = {"": root}
+    items: dict[str, list[HistoryEntry]] = {}  # map location -> its item entries
+    for entry in entries:
+        if entry.kind is EntryKind.MAP_ITEM:
+            items.setdefault(entry.location.rpartition(SEPARATOR)[0], []).append(entry)
     for entry in sorted(entries, key=lambda e: e.seq):
         parent = _parent_node(nodes, entry.location.rpartition(SEPARATOR)[0])
-        nodes[entry.location] = parent.add(_label(entry))
+        nodes[entry.location] = parent.add(_label(entry, items.get(entry.location)))
     return root
 
 

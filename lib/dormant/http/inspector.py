@@ -23,8 +23,8 @@ class IterationMarker(BaseModel):
 
 
 class EntryKindInfo(BaseModel):
-    """`tag` is the entry kind (step, loop, sleep, message, rollback_checkpoint, join, race, removed);
-    `val` holds that kind's recorded values."""
+    """`tag` is the entry kind (step, loop, sleep, message, rollback_checkpoint, join, race, map, map_item,
+    removed); `val` holds that kind's recorded values."""
 
     tag: EntryKind
     val: dict[str, Any]
@@ -90,6 +90,10 @@ def _kind_value(entry: HistoryEntry) -> dict[str, Any]:
             return {"name": entry.name, "branches": branches}
         case EntryKind.RACE:
             return {"name": entry.name, "winner": entry.winner, "branches": branches}
+        case EntryKind.MAP:
+            return {"name": entry.name, "items": entry.items or []}
+        case EntryKind.MAP_ITEM:
+            return {"name": entry.name, "index": int(entry.name), "output": entry.output}
         case EntryKind.REMOVED:
             return {"name": entry.name, "originalType": entry.removed_kind, "originalName": entry.name}
         case _:  # rollback_checkpoint

@@ -56,6 +56,7 @@ from dormant.runtime.attention import attention_list
 from dormant.runtime.offline import replay_snapshot
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import (
+    SEPARATOR,
     BranchRecord,
     BranchStatus,
     EntryKind,
@@ -83,9 +84,18 @@ class OperatorHost(Protocol):
 
 
 def reset_failure(history: list[HistoryEntry], record: WorkflowRecord) -> tuple[list[HistoryEntry], WorkflowRecord]:
-    """The entries and record that retry a failed workflow: failed steps and failed branches start over."""
+    """The entries and record that retry a failed workflow: failed steps and failed branches start over, and so do
+    failed maps, from their failed and cancelled items (their succeeded items stand, the rest start in turn)."""
     changed: list[HistoryEntry] = []
+    failed_maps = {e.location for e in history if e.kind is EntryKind.MAP and e.status is EntryStatus.FAILED}
     for entry in history:
+        if entry.location in failed_maps:
+            changed.append(entry.model_copy(update={"status": EntryStatus.PENDING, "error": None}))
+            continue
+        if (entry.kind is EntryKind.MAP_ITEM and entry.status in (EntryStatus.FAILED, EntryStatus.CANCELLED)
+                and entry.location.rpartition(SEPARATOR)[0] in failed_maps):
+            changed.append(entry.model_copy(update={"status": EntryStatus.PENDING, "error": None, "output": None}))
+            continue
         if entry.kind is EntryKind.STEP and entry.status is EntryStatus.FAILED:
             changed.append(entry.model_copy(update={"status": EntryStatus.PENDING, "attempts": 0, "error": None,
                                                     "retry_at": None}))

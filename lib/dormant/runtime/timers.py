@@ -50,7 +50,7 @@ class Timer:
 def pending_timers(snapshot: ActorSnapshot) -> list[Timer]:
     """Every time the actor waits for, earliest first."""
     history = snapshot.history
-    branching = {e.location: e for e in history if e.kind in (EntryKind.JOIN, EntryKind.RACE)}
+    branching = {e.location: e for e in history if e.kind in (EntryKind.JOIN, EntryKind.RACE, EntryKind.MAP_ITEM)}
     record = snapshot.workflow
     found: list[Timer] = []
     for entry in history:
@@ -76,12 +76,16 @@ def pending_timers(snapshot: ActorSnapshot) -> list[Timer]:
 
 
 def _settled_branch(location: str, by_location: dict[str, HistoryEntry]) -> bool:
-    """True when the entry lies in a join/race branch that has ended (a race's loser keeps its pending timer)."""
+    """True when the entry lies in a join/race branch or a map item that has ended (a race's loser, a decided
+    map's cancelled item, keeps its pending timer)."""
     parts = location.split(SEPARATOR)
     for cut in range(1, len(parts) - 1):
         parent = by_location.get(SEPARATOR.join(parts[:cut]))
         branch = parent.branches.get(parts[cut]) if parent is not None else None
         if branch is not None and branch.status is not BranchStatus.PENDING:
+            return True
+        item = by_location.get(SEPARATOR.join(parts[:cut + 1]))
+        if item is not None and item.kind is EntryKind.MAP_ITEM and item.status is not EntryStatus.PENDING:
             return True
     return False
 

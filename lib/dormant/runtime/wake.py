@@ -169,18 +169,26 @@ async def _fail_unstorable(service: ActorService, ref: ActorRef, error: StorageR
     """Record the actor `failed` with `error` (nothing else of the wake-up's unstored work is kept: the messages
     it would have consumed stay in the inbox). `dormant resume` runs the workflow again from its last commit."""
     log.error("%s failed: a commit of its workflow cannot be stored: %s", ref, error)
+    # A history grown up to the limit one commit at a time (a long map, say) may have no room for the error's whole
+    # text: then a short one, then the type alone (the log line above has it all).
+    messages = [str(error), "a commit of the workflow is over the store's item limit (the whole text is logged)", ""]
     for _ in range(MAX_CONFLICT_RETRIES):
         snapshot = await service.store.load(ref)
         if snapshot is None:
             return WakeReport(ref=ref, outcome="missing", attempts=attempt)
         record = snapshot.workflow.model_copy(update={
-            "state": WorkflowState.FAILED, "error": ErrorInfo(type=type(error).__name__, message=str(error)),
+            "state": WorkflowState.FAILED, "error": ErrorInfo(type=type(error).__name__, message=messages[0]),
             "waiting_for": [], "deadline": None, "retry_at": None})
         try:
             await service.store.commit(ref, snapshot.version, CommitDraft(
                 upserts=[], deleted_prefixes=[], state=None, consumed_ids=[], responses={}, events=[],
                 workflow=record, committed_at=service.clock.now()))
         except VersionConflict:
+            continue
+        except StorageRefusedError:
+            if len(messages) == 1:
+                raise
+            messages.pop(0)
             continue
         return WakeReport(ref=ref, outcome=WorkflowState.FAILED.value, record=record, commits=1, attempts=attempt)
     raise WakeFailedError(f"recording the failure of {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")

@@ -9,6 +9,7 @@ from dormant.workflow.errors import (
     EntryInProgressError,
     HistoryDivergedError,
     JoinError,
+    MapError,
     NonRetryableError,
     QueueTimeoutError,
     RaceError,
@@ -22,12 +23,14 @@ from dormant.workflow.errors import (
 from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun, WorkflowHost
 from dormant.workflow.history import HistoryEntry, QueuedMessage, WorkflowRecord, WorkflowState
 from dormant.workflow.loops import Loop
+from dormant.workflow.map_result import MapItem, MapItemStatus, MapResult
 from dormant.workflow.queues import QueueMessage
 from dormant.workflow.runner import run_workflow
 
 __all__ = [
     "BranchError", "Caller", "CommitDraft", "DormantError", "EntryInProgressError", "Execution", "HistoryDivergedError",
-    "HistoryEntry", "JoinError", "Loop", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
+    "HistoryEntry", "JoinError", "Loop", "MapError", "MapItem", "MapItemStatus", "MapResult", "NonRetryableError",
+    "QueueMessage", "QueueTimeoutError",
     "QueuedMessage", "RaceError", "RaceResult", "RecordedError", "RollbackCheckpointError", "StateCell",
     "StepExhaustedError", "StepOnlyError", "StepRun", "StepTimeoutError", "WorkflowContext", "WorkflowDefinitionError",
     "WorkflowHost", "WorkflowRecord", "WorkflowState", "run_workflow",

@@ -31,22 +31,31 @@ class RaceResult:
     value: Any
 
 
+RACE_LOST = "another branch won its race"
+
+
 class CancelToken:
-    """Set when a race is decided: the losing branches must not start anything new."""
+    """Set when a race (or a map) is decided: the losing branches (the map's items still in flight) must not
+    start anything new. `reason` says why, for the steps it cuts short."""
 
-    __slots__ = ("cancelled", "parent")
+    __slots__ = ("cancelled", "parent", "reason")
 
-    def __init__(self, parent: CancelToken | None) -> None:
+    def __init__(self, parent: CancelToken | None, reason: str = RACE_LOST) -> None:
         self.parent = parent
         self.cancelled = False
+        self.reason = reason
 
     def is_cancelled(self) -> bool:
+        return self.cancelled_by() is not None
+
+    def cancelled_by(self) -> CancelToken | None:
+        """The token of this chain that was cancelled (the innermost), or None."""
         token: CancelToken | None = self
         while token is not None:
             if token.cancelled:
-                return True
+                return token
             token = token.parent
-        return False
+        return None
 
 
 def _open(ctx: WorkflowContext, kind: EntryKind, name: str, branches: Mapping[str, Branch]) -> Entry:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from dormant.workflow import branches, loops, queues, rollback, sleeps, steps
+from dormant.workflow import branches, loops, maps, queues, rollback, sleeps, steps
 from dormant.workflow.errors import StepOnlyError
 from dormant.workflow.execution import Execution
+from dormant.workflow.map_result import MapResult
 from dormant.workflow.replay import Scope
 from dormant.workflow.signals import BranchCancelled
 
@@ -84,6 +85,17 @@ class WorkflowContext:
 
     async def race(self, name: str, branch_fns: Mapping[str, branches.Branch]) -> branches.RaceResult:
         return await branches.run_race(self, name, branch_fns)
+
+    async def map(self, name: str, items: Iterable[Any], fn: Callable[[WorkflowContext, Any], Awaitable[Any]], *,
+                  max_concurrency: int | None = None, min_successes: int | None = None,
+                  tolerated_failures: int | None = None) -> MapResult:
+        """Run `fn(item_ctx, item)` for each item (its JSON form, as recorded), at most `max_concurrency` items in
+        flight (None: all at once). Ends as soon as the completion rule is decided, cancelling the items still in
+        flight: with neither rule every item must succeed; `min_successes` succeeded ends it; more than
+        `tolerated_failures` failed, or too few left to reach `min_successes`, raises `MapError`. Returns a
+        `MapResult` with every item's outcome in item order. docs/semantics.md, "map"."""
+        return await maps.run_map(self, name, items, fn, max_concurrency=max_concurrency,
+                                  min_successes=min_successes, tolerated_failures=tolerated_failures)
 
     async def rollback_checkpoint(self, name: str) -> None:
         await rollback.run_checkpoint(self, name)

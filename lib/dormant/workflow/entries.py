@@ -34,12 +34,13 @@ class Entry:
     """One recorded workflow decision (the fields and meaning of HistoryEntry).
 
     Entries without messages or branches share immutable empty ones (one object fewer each for the
-    collector): a queue wait assigns its `messages`, a join or race is created with its own `branches`."""
+    collector): a queue wait assigns its `messages`, a join or race is created with its own `branches`.
+    A map's `items` is the list it was created with, never changed in place."""
 
-    __slots__ = ("attempts", "branches", "created_at", "deadline", "ended_at", "error", "iteration", "kind",
-                 "location", "loop_state", "messages", "name", "output", "removed_kind", "retry_at", "rollback_done",
-                 "rollback_error", "seq", "started_at", "status", "throttled_since", "timed_out", "updated_at",
-                 "winner")
+    __slots__ = ("attempts", "branches", "created_at", "deadline", "ended_at", "error", "items", "iteration",
+                 "kind", "location", "loop_state", "messages", "name", "output", "removed_kind", "retry_at",
+                 "rollback_done", "rollback_error", "seq", "started_at", "status", "throttled_since", "timed_out",
+                 "updated_at", "winner")
 
     def __init__(self, location: str, kind: EntryKind, name: str, seq: int,
                  status: EntryStatus = EntryStatus.PENDING, output: Any = None, error: ErrorInfo | None = None,
@@ -47,8 +48,8 @@ class Entry:
                  rollback_error: ErrorInfo | None = None, deadline: float | None = None, iteration: int = 0,
                  loop_state: Any = None, messages: list[RecordedMessage] = _NO_MESSAGES, timed_out: bool = False,
                  branches: dict[str, BranchRecord] = _NO_BRANCHES, winner: str | None = None,
-                 removed_kind: str | None = None, created_at: float = 0.0, updated_at: float = 0.0,
-                 started_at: float | None = None, ended_at: float | None = None,
+                 items: list[Any] | None = None, removed_kind: str | None = None, created_at: float = 0.0,
+                 updated_at: float = 0.0, started_at: float | None = None, ended_at: float | None = None,
                  throttled_since: float | None = None) -> None:
         self.location = location
         self.kind = kind
@@ -71,6 +72,7 @@ class Entry:
         self.timed_out = timed_out
         self.branches = branches  # join / race
         self.winner = winner
+        self.items = items  # map
         self.removed_kind = removed_kind  # removed placeholder
         self.created_at = created_at
         self.updated_at = updated_at
@@ -87,8 +89,8 @@ class Entry:
             model.iteration, model.loop_state,
             [m.model_copy() for m in model.messages] if model.messages else _NO_MESSAGES, model.timed_out,
             {b: r.model_copy() for b, r in model.branches.items()} if model.branches else _NO_BRANCHES,
-            model.winner, model.removed_kind, model.created_at, model.updated_at, model.started_at, model.ended_at,
-            model.throttled_since)
+            model.winner, model.items, model.removed_kind, model.created_at, model.updated_at, model.started_at,
+            model.ended_at, model.throttled_since)
 
     def to_model(self) -> HistoryEntry:
         return HistoryEntry.model_validate(self.to_json())
@@ -131,6 +133,8 @@ class Entry:
             data["branches"] = {b: r.model_dump(mode="json", exclude_defaults=True) for b, r in self.branches.items()}
         if self.winner is not None:
             data["winner"] = self.winner
+        if self.items is not None:
+            data["items"] = self.items
         if self.removed_kind is not None:
             data["removed_kind"] = self.removed_kind
         if self.created_at != 0.0:

@@ -110,6 +110,24 @@ class RaceError(BranchError):
         super().__init__("race", name, errors)
 
 
+class MapError(DormantError):
+    """A map's completion rule can no longer be met. `.reason` says which rule failed, `.errors` maps each failed
+    item's index to its error (the recorded form, as JoinError's), `.result` is the MapResult: every item's outcome,
+    the ones that succeeded included."""
+
+    MAX_SHOWN = 5  # item errors quoted in the message; all of them are in `.errors`
+
+    def __init__(self, name: str, reason: str, errors: dict[int, Exception], result: Any) -> None:
+        self.name = name
+        self.reason = reason
+        self.errors = errors
+        self.result = result
+        shown = [f"item {i}: {e}" for i, e in list(errors.items())[:self.MAX_SHOWN]]
+        if len(errors) > self.MAX_SHOWN:
+            shown.append(f"and {len(errors) - self.MAX_SHOWN} more")
+        super().__init__(f'map "{name}" failed: {reason}' + (f"; {'; '.join(shown)}" if shown else ""))
+
+
 class RecordedError(DormantError):
     """An error replayed from history: the original exception type is kept by name."""
 

@@ -201,8 +201,9 @@ class Execution:
         self.inbox = list(inbox)
         self.now = now
         self.serial = serial
-        # Winners decided by an earlier attempt of this wake-up (race location -> branch): a serial
-        # re-run after a WakeRestart tries that branch first, so the restart cannot change the winner.
+        # Winners decided by an earlier attempt of this wake-up (race location -> branch; map location -> the
+        # items it finished, in order, comma-separated): a serial re-run after a WakeRestart tries those first,
+        # so the restart cannot change the winner (or the map's decision).
         self.race_winners = race_winners if race_winners is not None else {}
         self.input = workflow_input
         self.waits = waits  # in-process waits (dormant.workflow.waits); None: every wait suspends

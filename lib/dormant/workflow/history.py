@@ -25,6 +25,8 @@ class EntryKind(StrEnum):
     ROLLBACK_CHECKPOINT = "rollback_checkpoint"
     JOIN = "join"
     RACE = "race"
+    MAP = "map"  # ctx.map: the items and how the map ended; each started item has a MAP_ITEM child
+    MAP_ITEM = "map_item"  # one item of a map (named by its index): pending while it runs, then its outcome
     REMOVED = "removed"
 
 
@@ -35,7 +37,7 @@ class EntryStatus(StrEnum):
     PENDING = "pending"
     COMPLETED = "completed"
     FAILED = "failed"
-    CANCELLED = "cancelled"  # a step of a losing race branch, cut short when another branch won
+    CANCELLED = "cancelled"  # a step of a losing race branch or a decided map's item, cut short
 
 
 class BranchStatus(StrEnum):
@@ -97,6 +99,8 @@ class HistoryEntry(BaseModel):
     # join / race
     branches: dict[str, BranchRecord] = Field(default_factory=dict)
     winner: str | None = None
+    # map: the items as JSON, recorded when the map starts (replays compare the code's items with them)
+    items: list[Any] | None = None
     # removed placeholder
     removed_kind: str | None = None
     created_at: float = 0.0

@@ -125,8 +125,9 @@ async def _attempt(ctx: WorkflowContext, entry: Any, name: str, fn: Callable[[An
     except (asyncio.CancelledError, BranchCancelled):
         ex.step_ended(run)
         scope.leave()
-        if ctx._cancel is not None and ctx._cancel.is_cancelled():
-            _record_cancelled(ex, entry, attempt)  # its race was won by another branch
+        cancelled_by = ctx._cancel.cancelled_by() if ctx._cancel is not None else None
+        if cancelled_by is not None:  # its race was won by another branch, or its map was decided
+            _record_cancelled(ex, entry, attempt, cancelled_by.reason)
         _discard_attempt(ex, run)
         raise
     except TimeoutError:
@@ -159,15 +160,15 @@ async def _attempt(ctx: WorkflowContext, entry: Any, name: str, fn: Callable[[An
     return ex.copy_output(entry)
 
 
-def _record_cancelled(ex: Any, entry: Any, attempt: int) -> None:
-    """A losing race branch's step was cancelled mid-attempt, as a timeout cancels it: recorded as such
-    (the race records its winner, so replay never runs this branch again)."""
+def _record_cancelled(ex: Any, entry: Any, attempt: int, reason: str) -> None:
+    """A losing race branch's step (or a decided map's item's) was cancelled mid-attempt, as a timeout cancels
+    it: recorded as such (the race records its winner, the map its items' outcomes, so replay never runs this
+    branch again)."""
     entry.status = EntryStatus.CANCELLED
     entry.attempts = attempt
     entry.ended_at = ex.now()
     entry.retry_at = None
-    entry.error = ErrorInfo(type="StepCancelled", message=f'step "{entry.name}" was cancelled: another branch '
-                                                          "won its race")
+    entry.error = ErrorInfo(type="StepCancelled", message=f'step "{entry.name}" was cancelled: {reason}')
     ex.touch(entry)
 
 

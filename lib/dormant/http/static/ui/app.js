@@ -255,7 +255,9 @@ function stepDuration(entry) {
   return entry.attempts <= 1 ? entry.updated_at - entry.created_at : null;
 }
 
-function entryLabel(entry) {
+const ITEM_OUTCOME = { completed: "succeeded", failed: "failed", cancelled: "cancelled", pending: "in flight" };
+
+function entryLabel(entry, items) {
   const parts = [];
   switch (entry.kind) {
     case "step": {
@@ -276,6 +278,22 @@ function entryLabel(entry) {
     case "join": case "race":
       parts.push(`${entry.kind} ${entry.name} ${entry.status}: ` + Object.entries(entry.branches || {}).map(
         ([b, r]) => `${b} ${r.status}`).join(", ") + (entry.winner ? `, winner ${entry.winner}` : ""));
+      break;
+    case "map": {  // with how its items stand, from their entries (`items`: this map's item entries)
+      const count = (entry.items || []).length;
+      const outcomes = {};
+      for (const item of items || []) {
+        const outcome = ITEM_OUTCOME[item.status] || item.status;
+        outcomes[outcome] = (outcomes[outcome] || 0) + 1;
+      }
+      if (count > (items || []).length) outcomes["not started"] = count - (items || []).length;
+      const counted = Object.entries(outcomes).map(([what, n]) => `${n} ${what}`).join(", ");
+      parts.push(`map ${entry.name} ${entry.status}: ${count} item${count === 1 ? "" : "s"}` + (counted ? `, ${counted}` : ""));
+      break;
+    }
+    case "map_item":
+      parts.push(`item ${entry.name} ` + (ITEM_OUTCOME[entry.status] || entry.status)
+        + (entry.status === "completed" ? ` → ${short(entry.output)}` : ""));
       break;
     default: parts.push(`${entry.kind} ${entry.name}`);
   }
@@ -315,16 +333,24 @@ function entryValues(entry) {
         from: m.sender ? `${m.sender.kind}:${m.sender.id}` : null }))]);
       break;
     case "join": case "race": values.push(["branches", entry.branches]); break;
+    case "map": values.push(["items", entry.items || []]); break;
+    case "map_item": if (entry.status === "completed") values.push(["result", entry.output]); break;
     default: break;
   }
   return values;
 }
 
 function timeline(entries, open) {
+  const mapItems = {};  // map location -> its item entries
+  for (const entry of entries) {
+    if (entry.kind !== "map_item") continue;
+    const map = entry.location.slice(0, entry.location.lastIndexOf("/"));
+    (mapItems[map] = mapItems[map] || []).push(entry);
+  }
   return el("ol", { id: "timeline", class: "timeline" }, entries.slice().sort((a, b) => a.seq - b.seq).map((entry) => {
     const depth = entry.location.split("/").length - 1;
     const item = el("li", { class: entry.status, "data-location": entry.location },
-      el("span", { class: "label", text: entryLabel(entry) }),
+      el("span", { class: "label", text: entryLabel(entry, mapItems[entry.location]) }),
       el("span", { class: "detail", text: entry.location }),
       entryTimes(entry));
     item.style.marginLeft = `${depth * 1.2}rem`;  // through CSSOM: the page's CSP forbids inline style attributes
