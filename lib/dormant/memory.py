@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -32,12 +32,15 @@ from dormant.ports import (
     Creation,
     EventRecord,
     InboxMessage,
+    MatchCount,
     WakeError,
     check_attention_cursor,
     check_cursor,
     listed_status,
     listing_key,
 )
+from dormant.search import apply_changes, plain
+from dormant.searchplan import SearchPlan, select
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
@@ -66,6 +69,8 @@ class _Actor:
     wake_error: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None  # the listing entry: rewritten only when the listed status changes
     attention: dict[str, Any] | None = None  # its attention mark (AttentionMark's JSON), if any
+    search: dict[str, list[Any]] = field(default_factory=dict)  # its search attributes: name -> [type code, value]
+    search_version: int = 1  # the version that last changed its attributes or listed status (what a search shows)
 
 
 @dataclass
@@ -136,7 +141,7 @@ class MemoryEventStore:
 
     # -- EventStore ----------------------------------------------------------------------------
     async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
-                     events: list[tuple[str, Any]]) -> bool:
+                     events: list[tuple[str, Any]], search: dict[str, list[Any]] | None = None) -> bool:
         when = self._enter("create")
         if ref.id in self._actors:
             self._leave(when, "create")
@@ -144,7 +149,8 @@ class MemoryEventStore:
         early = self._early.pop(ref.id, None)
         record = _Actor(version=1, meta=meta.model_dump(mode="json"), state=dict(state),
                         workflow=workflow.model_dump(mode="json"), history={},
-                        inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else {})
+                        inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else {},
+                        search=apply_changes({}, search or {}))
         self._append_events(record, events, meta.created_at)
         record.summary = ActorSummary(name=ref.name, key=ref.key, status=listed_status(workflow.state),
                                       since=meta.created_at, version=1,
@@ -172,7 +178,7 @@ class MemoryEventStore:
             history=_HISTORY.validate_python(list(record.history.values())),
             inbox=[InboxMessage.model_validate(m) for m in record.inbox.values()],
             wake_error=WakeError.model_validate(record.wake_error) if record.wake_error else None,
-            held_ids={*record.inbox, *record.recently_consumed})
+            held_ids={*record.inbox, *record.recently_consumed}, search=apply_changes(record.search, {}))
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
         when = self._enter("commit")
@@ -195,11 +201,14 @@ class MemoryEventStore:
         record.responses.update(draft.responses)
         self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
+        if draft.search and apply_changes(record.search, draft.search) != record.search:
+            record.search, record.search_version = apply_changes(record.search, draft.search), record.version
         if draft.workflow is not None and record.summary is not None:
             listed = listed_status(draft.workflow.state)
             if listed.value != record.summary["status"]:
                 record.summary = {**record.summary, "status": listed.value, "since": draft.committed_at,
                                   "version": record.version}
+                record.search_version = record.version
         if self._keep_commit_log:
             self.commit_log.append(CommitLogEntry(ref, record.version, draft))
         await self._notify()
@@ -321,6 +330,20 @@ class MemoryEventStore:
                     and record.summary["name"] == actor_type and record.summary["status"] == status.value)
         self._leave(when, "count_actors")
         return ActorCount(count=min(found, max(0, limit)), exact=found <= limit)
+
+    async def search_actors(self, plan: SearchPlan, *, status: WorkflowState | None = None, limit: int = 100,
+                            after: str | None = None) -> ActorPage:
+        when = self._enter("search_actors")
+        rows = [(actor_id, r.search, {**r.summary, "version": r.search_version, "attributes": plain(r.search)})
+                for actor_id, r in self._actors.items() if r.summary and r.summary["name"] == plan.actor_type
+                and (status is None or r.summary["status"] == status.value)]
+        found, cursor = select(plan, rows, limit, after)
+        self._leave(when, "search_actors")
+        return ActorPage(actors=[ActorSummary.model_validate(row) for row in found], cursor=cursor)
+
+    async def count_matches(self, plan: SearchPlan, *, limit: int) -> MatchCount:
+        page = await self.search_actors(plan, limit=limit)  # the first `limit` matches, as DynamoDB counts them
+        return MatchCount(counts=dict(Counter(s.status.value for s in page.actors)), exact=page.cursor is None)
 
     async def mark_attention(self, ref: ActorRef, reason: AttentionReason, since: float) -> None:
         when = self._enter("mark_attention")

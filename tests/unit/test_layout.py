@@ -13,7 +13,8 @@ MAX_LINES = 450
 
 # package -> the dormant packages/modules it may import (besides itself and the top-level public modules)
 CORE_TOP = {"dormant.actor", "dormant.client", "dormant.errors", "dormant.models", "dormant.ports",
-            "dormant.settings", "dormant.testing", "dormant.memory", "dormant.limits", "dormant.safetext", "dormant"}
+            "dormant.settings", "dormant.testing", "dormant.memory", "dormant.limits", "dormant.safetext",
+            "dormant.search", "dormant.searchplan", "dormant"}
 INWARD = {
     "dormant.workflow": set(),
     "dormant.runtime": {"dormant.workflow"},

@@ -18,18 +18,20 @@ log = logging.getLogger(__name__)
 TTL_ATTRIBUTE = "expires_at"
 PENDING_INDEX = "pending"
 STATUS_INDEX = "status"
+SEARCH_INDEX = "search"
 
 
 def table_definition(name: str) -> dict[str, Any]:
     """CreateTable arguments for the store's table (shared by tests, `dormant dev` and template.yaml).
 
     TTL is switched on separately (UpdateTimeToLive on attribute `TTL_ATTRIBUTE`). `pending` (local) holds
-    the inbox in send order; `status` (global) lists actors by type and status (dormant.aws.listing)."""
+    the inbox in send order; `status` (global) lists actors by type and status (dormant.aws.listing); `search`
+    (global) finds them by their search attributes (dormant.aws.search)."""
     return {
         "TableName": name,
         "BillingMode": "PAY_PER_REQUEST",
         "AttributeDefinitions": [{"AttributeName": attr, "AttributeType": "S"}
-                                 for attr in ("pk", "sk", "pq", "lt", "ls")],
+                                 for attr in ("pk", "sk", "pq", "lt", "ls", "xk", "xv")],
         "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         "LocalSecondaryIndexes": [{
             "IndexName": PENDING_INDEX,
@@ -39,6 +41,10 @@ def table_definition(name: str) -> dict[str, Any]:
         "GlobalSecondaryIndexes": [{
             "IndexName": STATUS_INDEX,
             "KeySchema": [{"AttributeName": "lt", "KeyType": "HASH"}, {"AttributeName": "ls", "KeyType": "RANGE"}],
+            "Projection": {"ProjectionType": "ALL"},
+        }, {
+            "IndexName": SEARCH_INDEX,
+            "KeySchema": [{"AttributeName": "xk", "KeyType": "HASH"}, {"AttributeName": "xv", "KeyType": "RANGE"}],
             "Projection": {"ProjectionType": "ALL"},
         }],
     }

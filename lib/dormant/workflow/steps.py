@@ -123,6 +123,8 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
     entry.retry_at = None
     ex.touch(entry)
     ex.events.extend(run.events)
+    if run.search:
+        ex.set_search(run.search)
     ex.step_succeeded()
     if rollback is not None:
         ex.register_rollback(entry, rollback)
