@@ -37,4 +37,5 @@ PATTERNS: dict[str, str] = {
 
 MORE_PATTERNS: dict[str, str] = {
     "Request -> human -> reply (a completable request answered after a decision)": "request_human_reply",
+    "Search attributes (find actors by what their steps set)": "order_search",
 }

@@ -163,7 +163,8 @@ def test_conditions_are_read_by_their_declared_types() -> None:
                                                 "due<2026-01-31T12:00:00+02:00", "customer^="])
     assert found == [Condition("customer", "=", "a=b", "s"), Condition("amount", ">=", -12, "i"),
                      Condition("score", "<", 1000.0, "f"), Condition("vip", "=", True, "b"),
-                     Condition("due", "<", "2026-01-31T10:00:00.000000+00:00", "t"), Condition("customer", "^=", "", "s")]
+                     Condition("due", "<", "2026-01-31T10:00:00.000000+00:00", "t"),
+                     Condition("customer", "^=", "", "s")]
 
 
 SECRET = "4111-1111-1111-1111"
