@@ -29,6 +29,7 @@ from dormant.workflow.errors import WorkflowDefinitionError
 
 TYPE_CODES: dict[type, str] = {str: "s", int: "i", float: "f", bool: "b", datetime: "t"}
 TYPE_NAMES = {"s": "str", "i": "int", "f": "float", "b": "bool", "t": "datetime"}
+_A_TYPE = {"s": "a str", "i": "an int", "f": "a float", "b": "a bool", "t": "a datetime"}
 Operator = Literal["=", "<", "<=", ">", ">=", "^="]
 OPERATORS: dict[str, tuple[Operator, ...]] = {
     "s": ("=", "<", "<=", ">", ">=", "^="), "i": ("=", "<", "<=", ">", ">="), "f": ("=", "<", "<=", ">", ">="),
@@ -207,8 +208,8 @@ class SearchAttributes(MutableMapping[str, Any]):
         try:
             return [code, stored_value(code, value)]
         except Refused as refused:
-            raise InvalidSearchAttributeError(f'search attribute "{name}" of actor type "{self._actor}" is a '
-                                              f"{TYPE_NAMES[code]}: {refused}") from None
+            raise InvalidSearchAttributeError(f'search attribute "{name}" of actor type "{self._actor}" is '
+                                              f"{_A_TYPE[code]}: {refused}") from None
 
     def __getitem__(self, name: str) -> Any:
         found = self._stored(name)
@@ -294,12 +295,12 @@ def _parse(actor: str, declared: Mapping[str, str], position: int, text: Any) ->
         raise InvalidSearchConditionError(f'{where} names no search attribute of actor type "{actor}"; declared: '
                                           f"{sorted(declared)}")
     if op not in OPERATORS[code]:
-        raise InvalidSearchConditionError(f'{where}: attribute "{name}" is a {TYPE_NAMES[code]}, which takes the '
+        raise InvalidSearchConditionError(f'{where}: attribute "{name}" is {_A_TYPE[code]}, which takes the '
                                           f"operators {' '.join(OPERATORS[code])}")
     try:
         value = _from_text(code, raw)
     except Refused as refused:
-        raise InvalidSearchConditionError(f'{where}: attribute "{name}" is a {TYPE_NAMES[code]}: {refused}') from None
+        raise InvalidSearchConditionError(f'{where}: attribute "{name}" is {_A_TYPE[code]}: {refused}') from None
     return Condition(attribute=name, op=op, value=value, code=code)
 
 

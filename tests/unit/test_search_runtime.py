@@ -128,7 +128,7 @@ async def test_a_wrong_type_fails_the_step_naming_the_attribute() -> None:
         await env.advance(10)
         status = await handle.status()
         assert status.workflow.value == "failed"
-        assert 'search attribute "amount" of actor type "order" is a int' in (status.error or "")
+        assert 'search attribute "amount" of actor type "order" is an int' in (status.error or "")
         assert "many" not in (status.error or "")
         assert status.search == {"customer": "new"}
 
