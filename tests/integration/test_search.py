@@ -272,3 +272,33 @@ async def test_the_longest_values_and_ids_fit_the_index_keys(server: str, reques
         assert [summary.key for summary in page.actors] == [longest.key]
         assert page.actors[0].attributes == {name: text for name in declared}
     process.reset()
+
+
+@pytest.mark.parametrize("server", ["dynamodb_local"])
+async def test_what_an_attribute_write_costs_as_dynamodb_reports_it(server: str, request: pytest.FixtureRequest
+                                                                   ) -> None:
+    """The numbers of docs/storage.md ("Search attributes"), as DynamoDB Local reports consumed capacity (indexes
+    included): an actor with k attributes pays k item writes on the table when one changes, and on the index one unit
+    per item plus one per value that moved; nothing when no attribute (and no listed status) changed."""
+    from dormant.aws.metering import instrument, metering
+
+    process = server_for(request, server)
+    async with DynamoEventStore.connect(store_settings(process.endpoint), session=shared_session()) as store:
+        await store.create_table()
+        instrument(store.client, capacity=True)
+        actor = await make(store, "a", customer="42", amount=1, due=datetime(2026, 1, 1, tzinfo=UTC))
+        costs = []
+        version = 1
+        for change in (draft(), draft(search=attributes(amount=1)), draft(search=attributes(amount=2)),
+                       draft(state=WorkflowState.SLEEPING), draft(search=attributes(due=None))):
+            with metering() as meter:
+                version = await store.commit(actor, version, change)
+            costs.append((meter.requests["dynamodb.PutItem"], meter.write_units, meter.index_write_units))
+        assert costs == [(1, 1, 0), (1, 1, 0),  # nothing searchable changed: the commit alone
+                         (4, 4, 4),  # one of three moved: 3 items, each 1 on the index, +1 for the moved key
+                         (5, 5, 5),  # the status moved: the status item (its key moved: 2) and the 3 copies
+                         (4, 4, 3)]  # one unset: 2 items and a tombstone (its index entry deleted)
+        with metering() as meter:
+            await store.search_actors(where("customer=42"))
+        assert meter.requests == {"dynamodb.Query": 1} and meter.read_units == 0.5
+    process.reset()
