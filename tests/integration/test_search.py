@@ -302,3 +302,25 @@ async def test_what_an_attribute_write_costs_as_dynamodb_reports_it(server: str,
             await store.search_actors(where("customer=42"))
         assert meter.requests == {"dynamodb.Query": 1} and meter.read_units == 0.5
     process.reset()
+
+
+@pytest.mark.parametrize("server", ["dynamodb_local", "moto"])
+async def test_a_table_of_an_earlier_release_gets_the_index_it_lacks(server: str, request: pytest.FixtureRequest
+                                                                    ) -> None:
+    """A `dormant dev` data directory made before the `search` index existed: create_table adds it (as a stack
+    update does), and the actors stored before are found once their items are there."""
+    from dormant.aws.table import table_definition
+
+    process = server_for(request, server)
+    async with DynamoEventStore.connect(store_settings(process.endpoint), session=shared_session()) as store:
+        old = table_definition(store.table)
+        old["GlobalSecondaryIndexes"] = [i for i in old["GlobalSecondaryIndexes"] if i["IndexName"] != "search"]
+        old["AttributeDefinitions"] = [a for a in old["AttributeDefinitions"] if a["AttributeName"] not in ("xk", "xv")]
+        await store.client.create_table(**old)
+        await make(store, "a", customer="42")  # its item is written; there is no index to find it yet
+        await store.create_table()
+        described = (await store.client.describe_table(TableName=store.table))["Table"]
+        assert {i["IndexName"] for i in described["GlobalSecondaryIndexes"]} == {"status", "search"}
+        assert await found(store, "customer=42") == ["a"]
+        await store.create_table()  # again: nothing to add
+    process.reset()

@@ -50,6 +50,18 @@ def table_definition(name: str) -> dict[str, Any]:
     }
 
 
+async def _active(client: Any, name: str, deadline: float, timeout: float) -> dict[str, Any]:
+    """The table's description once it and its global indexes are ACTIVE."""
+    while True:
+        table: dict[str, Any] = (await client.describe_table(TableName=name))["Table"]
+        if table["TableStatus"] == "ACTIVE" and all(index.get("IndexStatus", "ACTIVE") == "ACTIVE"
+                                                    for index in table.get("GlobalSecondaryIndexes", [])):
+            return table
+        if time.monotonic() > deadline:
+            raise StorageError(f"table {name} did not become ACTIVE within {timeout} s")
+        await asyncio.sleep(0.1)
+
+
 def client_config(*, attempts: int = 4, connect_timeout: float = 5, read_timeout: float = 30) -> Any:
     """An aiobotocore client's config with `client_options` (dormant.aws.clients): retries with backoff on
     throttling and 5xx, never on conditional failures. For code that makes its own aiobotocore clients."""
@@ -61,7 +73,9 @@ def client_config(*, attempts: int = 4, connect_timeout: float = 5, read_timeout
 
 
 async def create_table(client: Any, settings: Settings | str, *, timeout: float = 30.0) -> None:
-    """Create the table if missing, wait until it is ACTIVE and switch TTL on (where the server can)."""
+    """Create the table if missing, wait until it is ACTIVE and switch TTL on (where the server can). A table made
+    by an earlier release (a `dormant dev` data directory) gets the global indexes it lacks, one at a time, as a
+    deployment's stack update adds them."""
     name = settings if isinstance(settings, str) else settings.table
     try:
         await client.create_table(**table_definition(name))
@@ -69,10 +83,16 @@ async def create_table(client: Any, settings: Settings | str, *, timeout: float 
         if error.response.get("Error", {}).get("Code") != "ResourceInUseException":
             raise
     deadline = time.monotonic() + timeout
-    while (await client.describe_table(TableName=name))["Table"]["TableStatus"] != "ACTIVE":
-        if time.monotonic() > deadline:
-            raise StorageError(f"table {name} did not become ACTIVE within {timeout} s")
-        await asyncio.sleep(0.1)
+    table = await _active(client, name, deadline, timeout)
+    definition = table_definition(name)
+    present = {index["IndexName"] for index in table.get("GlobalSecondaryIndexes", [])}
+    for index in definition["GlobalSecondaryIndexes"]:
+        if index["IndexName"] in present:
+            continue
+        log.info("table %s has no %s index yet: adding it", name, index["IndexName"])
+        await client.update_table(TableName=name, AttributeDefinitions=definition["AttributeDefinitions"],
+                                  GlobalSecondaryIndexUpdates=[{"Create": index}])
+        await _active(client, name, deadline, timeout)
     try:
         await client.update_time_to_live(
             TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE})
