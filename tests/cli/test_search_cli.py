@@ -106,3 +106,5 @@ def test_conditions_that_cannot_be_read_are_one_line_and_exit_2(url: str) -> Non
     assert code == 2 and "no actor type the API serves declares the search attribute(s) nope" in out
     code, out = run(url, "actors", "list", "--type", "plain", "--where", "nope=1")
     assert code == 2 and 'actor type "plain" declares no search attributes' in out
+    code, out = run(url, "actors", "list", "--where", "=42")  # no attribute named: read by the declaring types
+    assert code == 2 and "where condition 1 is not `attribute<op>value`" in out

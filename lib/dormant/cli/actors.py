@@ -58,7 +58,7 @@ async def searched_types(http: HttpClient, types: list[str] | None, where: list[
         return await served_types(http)
     named = {found.group(0) for found in map(_NAMED.match, where) if found is not None}
     response = await http.request("GET", "/actors", idempotent=True)
-    matching = [t["name"] for t in response.json() if named <= set(t.get("search", {}))]
+    matching = [t["name"] for t in response.json() if t.get("search") and named <= set(t["search"])]
     if not matching:
         raise CliError(f"no actor type the API serves declares the search attribute(s) {', '.join(sorted(named))}"
                        " (`--type` names one; its declaration is `actor(..., search={...})`)")
