@@ -84,7 +84,9 @@ async def list_actors(types: TypeOption = None, status: StatusOption = None, whe
             if limit and len(rows) >= limit:
                 break
     if json:
-        print_json([{**row.model_dump(mode="json"), "segment": encode_key(row.key)} for row in rows])
+        # (a plain listing's rows have no attributes: left out, so its fields stay the listing's)
+        print_json([{**row.model_dump(mode="json", exclude={"attributes"} if row.attributes is None else None),
+                     "segment": encode_key(row.key)} for row in rows])
     elif rows:
         print_table(out, summaries_tables(rows, time.time()))
     else:
