@@ -76,6 +76,16 @@ resource "aws_dynamodb_table" "actors" {
     type = "S"
   }
 
+  attribute {
+    name = "xk"
+    type = "S"
+  }
+
+  attribute {
+    name = "xv"
+    type = "S"
+  }
+
   local_secondary_index {
     name            = "pending"
     range_key       = "pq"
@@ -87,6 +97,14 @@ resource "aws_dynamodb_table" "actors" {
     name            = "status"
     hash_key        = "lt"
     range_key       = "ls"
+    projection_type = "ALL"
+  }
+
+  # operators find actors by their search attributes (one item per attribute set; ../docs/storage.md)
+  global_secondary_index {
+    name            = "search"
+    hash_key        = "xk"
+    range_key       = "xv"
     projection_type = "ALL"
   }
 

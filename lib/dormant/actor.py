@@ -19,6 +19,7 @@ from dormant.errors import (
     UnknownQueueError,
 )
 from dormant.flow import Limit, check_limits
+from dormant.search import check_declaration
 from dormant.workflow.errors import WorkflowDefinitionError
 from dormant.workflow.execution import to_json
 from dormant.workflow.values import describe_errors
@@ -174,6 +175,8 @@ class ActorDefinition:
     on_wake_fn: Callable[..., Any] | None = None
     on_sleep_fn: Callable[..., Any] | None = None
     authorize_fn: Callable[..., Any] | None = None
+    search: Mapping[str, str] = field(default_factory=dict)
+    """The declared search attributes: name -> type code (dormant.search)."""
     options: dict[str, Any] = field(default_factory=dict)
     _signatures: dict[str, ActionSignature] = field(default_factory=dict, repr=False, compare=False)
 
@@ -259,15 +262,18 @@ class ActorDefinition:
 
 def actor(name: str, *, state: type[BaseModel] | None = None, queues: Mapping[str, QueueSpec[Any]] | None = None,
           events: Mapping[str, EventSpec] | None = None, vars: Callable[[], Any] | None = None,
-          **options: Any) -> ActorDefinition:
-    """Define an actor type. Decorate its workflow, actions and hooks on the returned object."""
+          search: Mapping[str, type] | None = None, **options: Any) -> ActorDefinition:
+    """Define an actor type. Decorate its workflow, actions and hooks on the returned object.
+
+    `search` declares its search attributes, name -> str, int, float, bool or datetime (dormant.search): steps and
+    actions set them (`c.search`), operators find actors by them (`dormant actors list --where customer=42`)."""
     if not name or "/" in name:
         raise WorkflowDefinitionError(f"actor name must be non-empty and free of '/', got {name!r}")
     for queue_name in queues or {}:
         if not queue_name or "/" in queue_name:
             raise WorkflowDefinitionError(f"queue name must be non-empty and free of '/', got {queue_name!r}")
     return ActorDefinition(name=name, state=state or NoState, queues=dict(queues or {}), events=dict(events or {}),
-                           vars=vars, options=options)
+                           vars=vars, search=check_declaration(name, search or {}), options=options)
 
 
 class Registry:

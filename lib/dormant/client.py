@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from dormant.models import ActorCounts, ActorStatus, AttentionList, Inbox, OperationPage, OperationResult, SendResult
 from dormant.ports import ActorPage, ActorRef, ActorSummary, Clock, EventRecord, EventStore, Transport
+from dormant.runtime import search
 from dormant.runtime.ids import IdSource
 from dormant.runtime.operations import Operator
 from dormant.workflow.caller import Caller
@@ -185,20 +186,30 @@ class Client:
 
     # -- operator actions --------------------------------------------------------------------------------
     async def list_actors(self, actor_type: str, *, status: WorkflowState | str | None = None, limit: int = 100,
-                          cursor: str | None = None) -> ActorPage:
-        """One page of the actors of a type (optionally in one status); pass `cursor` on for the next."""
-        return await Operator(self._service).list_actors(
-            actor_type, status=WorkflowState(status) if status else None, limit=limit, cursor=cursor)
+                          cursor: str | None = None, where: Sequence[str] | None = None) -> ActorPage:
+        """One page of the actors of a type (optionally in one status); pass `cursor` on for the next. With `where`
+        (search conditions such as `"customer=42"`, `"amount>100"`: dormant.search), only the actors whose search
+        attributes satisfy all of them, ordered by the value of one of them, each with its `attributes`."""
+        listed = WorkflowState(status) if status else None
+        if where:
+            return await search.search_actors(self._service, actor_type, where, status=listed, limit=limit,
+                                              cursor=cursor)
+        return await Operator(self._service).list_actors(actor_type, status=listed, limit=limit, cursor=cursor)
 
-    async def actors(self, actor_type: str, *, status: WorkflowState | str | None = None
-                     ) -> AsyncIterator[ActorSummary]:
-        """Every actor of a type (optionally in one status), page after page."""
-        async for summary in Operator(self._service).actors(actor_type,
-                                                            status=WorkflowState(status) if status else None):
+    async def actors(self, actor_type: str, *, status: WorkflowState | str | None = None,
+                     where: Sequence[str] | None = None) -> AsyncIterator[ActorSummary]:
+        """Every actor of a type (optionally in one status, optionally matching `where`), page after page."""
+        listed = WorkflowState(status) if status else None
+        found = (search.every_match(self._service, actor_type, where, status=listed) if where
+                 else Operator(self._service).actors(actor_type, status=listed))
+        async for summary in found:
             yield summary
 
-    async def counts(self, actor_type: str, *, limit: int = 1000) -> ActorCounts:
-        """How many actors of the type are listed in each status (each counted up to `limit`)."""
+    async def counts(self, actor_type: str, *, limit: int = 1000, where: Sequence[str] | None = None) -> ActorCounts:
+        """How many actors of the type are listed in each status (each counted up to `limit`); with `where`, how many
+        of those matching it (the first `limit` matches are counted)."""
+        if where:
+            return await search.match_counts(self._service, actor_type, where, limit=limit)
         return await Operator(self._service).counts(actor_type, limit=limit)
 
     async def attention(self, actor_type: str, *, limit: int = 20) -> AttentionList:

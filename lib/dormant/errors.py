@@ -113,6 +113,16 @@ class InvalidCursorError(DormantError):
     """A listing cursor that no listing of this actor type (and status) handed out."""
 
 
+class InvalidSearchAttributeError(DormantError, ValueError):
+    """A step or action set a search attribute its actor does not declare, or a value that is not of the declared
+    type or is over its limit (dormant.search); the message names the attribute and the rule, never the value."""
+
+
+class InvalidSearchConditionError(DormantError, ValueError):
+    """A search condition (`where`) that cannot be read against the actor type's declared search attributes
+    (HTTP 400 `invalid_where`); the message says which condition, by position, and why, never echoing it."""
+
+
 class NotResumableError(DormantError):
     """An operator's resume was refused: the message says why and what to do instead."""
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dormant.ports import LimitRule
+from dormant.slot_types import LimitRule
 from dormant.workflow.errors import WorkflowDefinitionError
 
 DEFAULT_LEASE = 60.0

@@ -43,7 +43,7 @@ class ServiceLimit:
         bound = f"at most {self.maximum:,} {self.unit}"
         if self.minimum:
             bound = f"{self.minimum:,} to {self.maximum:,} {self.unit}"
-        return f"{bound} ({self.why})"
+        return f"{bound.rstrip()} ({self.why})"
 
 
 # -- the services' limits ----------------------------------------------------------------------------------------
@@ -206,6 +206,54 @@ CARRIED_MESSAGE = ServiceLimit(
     "in one SQS message of 256 KiB; the rest is the envelope",
 )
 
+_KEY_HASH = 17  # `!<16 hex digits of the actor id's hash>` after a value in the `search` index's sort key
+SEARCH_ATTRIBUTES = ServiceLimit(
+    "search attributes per actor type",
+    20,
+    "attributes",
+    "each search attribute an actor has set is one item in the `search` index, and each carries a copy of all of "
+    "them (the other conditions of a search are checked on it): a change rewrites them all",
+)
+SEARCH_NAME = ServiceLimit(
+    "search attribute name",
+    64,
+    "characters",
+    "1 to 64 of A-Z a-z 0-9 _, not starting with a digit: part of the `search` index's partition key and of the "
+    "`where` syntax",
+    minimum=1,
+)
+SEARCH_STRING = ServiceLimit(
+    "search attribute string",
+    256,
+    "bytes",
+    "a `str` attribute's value, as UTF-8, without control characters: it is part of the `search` index's sort key "
+    f"(two hex digits a byte, then the actor id's hash), which DynamoDB limits to {SORT_KEY.maximum:,} bytes; "
+    f"{(SORT_KEY.maximum - _KEY_HASH) // 2} would fit, 256 keeps each index item (and its copy of every attribute) "
+    "small",
+)
+SEARCH_INTEGER = ServiceLimit(
+    "search attribute integer",
+    2**63 - 1,
+    "",
+    "an `int` attribute is a signed 64-bit integer (its index encoding is 16 hex digits, so that numbers sort as "
+    "numbers)",
+    minimum=-(2**63),
+)
+WHERE_CONDITIONS = ServiceLimit(
+    "search conditions",
+    10,
+    "conditions",
+    "a search takes 1 to 10 `where` conditions: the most selective is read from the `search` index, the others "
+    "filter what that reads",
+    minimum=1,
+)
+WHERE_TEXT = ServiceLimit(
+    "search condition text",
+    600,
+    "characters",
+    "one `where` condition as text: an attribute name, an operator and a value",
+)
+
 LIMITS: tuple[ServiceLimit, ...] = (
     ITEM,
     INDEXED_ITEM,
@@ -232,6 +280,12 @@ LIMITS: tuple[ServiceLimit, ...] = (
     VALUE,
     S3_OBJECT_KEY,
     BUCKET_NAME,
+    SEARCH_ATTRIBUTES,
+    SEARCH_NAME,
+    SEARCH_STRING,
+    SEARCH_INTEGER,
+    WHERE_CONDITIONS,
+    WHERE_TEXT,
 )
 """Every limit, in the order docs/limits.md lists them."""
 
@@ -332,5 +386,5 @@ def markdown_table() -> str:
     rows = ["| limit | bound | source | why |", "|---|---|---|---|"]
     for limit in LIMITS:
         bound = f"{limit.minimum:,} to {limit.maximum:,}" if limit.minimum else f"at most {limit.maximum:,}"
-        rows.append(f"| {limit.name} | {bound} {limit.unit} | {limit.source} | {limit.why} |")
+        rows.append(f"| {limit.name} | {f'{bound} {limit.unit}'.rstrip()} | {limit.source} | {limit.why} |")
     return "\n".join(rows)

@@ -7,9 +7,7 @@ its Nth call, before or after applying it, to prove crash safety.
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -30,15 +28,17 @@ from dormant.ports import (
     AttentionMark,
     AttentionPage,
     AttentionReason,
-    Creation,
     EventRecord,
     InboxMessage,
+    MatchCount,
     WakeError,
     check_attention_cursor,
     check_cursor,
     listed_status,
     listing_key,
 )
+from dormant.search import apply_changes, plain
+from dormant.searchplan import SearchPlan, select
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
@@ -67,6 +67,8 @@ class _Actor:
     wake_error: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None  # the listing entry: rewritten only when the listed status changes
     attention: dict[str, Any] | None = None  # its attention mark (AttentionMark's JSON), if any
+    search: dict[str, list[Any]] = field(default_factory=dict)  # its search attributes: name -> [type code, value]
+    search_version: int = 1  # the version that last changed its attributes or listed status (what a search shows)
 
 
 @dataclass
@@ -140,7 +142,7 @@ class MemoryEventStore:
 
     # -- EventStore ----------------------------------------------------------------------------
     async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
-                     events: list[tuple[str, Any]]) -> bool:
+                     events: list[tuple[str, Any]], search: dict[str, list[Any]] | None = None) -> bool:
         when = self._enter("create")
         if ref.id in self._actors:
             self._leave(when, "create")
@@ -148,7 +150,8 @@ class MemoryEventStore:
         early = self._early.pop(ref.id, None)
         record = _Actor(version=1, meta=meta.model_dump(mode="json"), state=dict(state),
                         workflow=workflow.model_dump(mode="json"), history={},
-                        inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else {})
+                        inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else {},
+                        search=apply_changes({}, search or {}))
         self._append_events(record, events, meta.created_at)
         record.summary = ActorSummary(name=ref.name, key=ref.key, status=listed_status(workflow.state),
                                       since=meta.created_at, version=1,
@@ -176,7 +179,7 @@ class MemoryEventStore:
             history=_HISTORY.validate_python(list(record.history.values())),
             inbox=[InboxMessage.model_validate(m) for m in record.inbox.values()],
             wake_error=WakeError.model_validate(record.wake_error) if record.wake_error else None,
-            held_ids={*record.inbox, *record.recently_consumed})
+            held_ids={*record.inbox, *record.recently_consumed}, search=apply_changes(record.search, {}))
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
         when = self._enter("commit")
@@ -199,11 +202,14 @@ class MemoryEventStore:
         record.responses.update(draft.responses)
         self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
+        if draft.search and apply_changes(record.search, draft.search) != record.search:
+            record.search, record.search_version = apply_changes(record.search, draft.search), record.version
         if draft.workflow is not None and record.summary is not None:
             listed = listed_status(draft.workflow.state)
             if listed.value != record.summary["status"]:
                 record.summary = {**record.summary, "status": listed.value, "since": draft.committed_at,
                                   "version": record.version}
+                record.search_version = record.version
         if self._keep_commit_log:
             self.commit_log.append(CommitLogEntry(ref, record.version, draft))
         await self._notify()
@@ -326,6 +332,20 @@ class MemoryEventStore:
         self._leave(when, "count_actors")
         return ActorCount(count=min(found, max(0, limit)), exact=found <= limit)
 
+    async def search_actors(self, plan: SearchPlan, *, status: WorkflowState | None = None, limit: int = 100,
+                            after: str | None = None) -> ActorPage:
+        when = self._enter("search_actors")
+        rows = [(actor_id, r.search, {**r.summary, "version": r.search_version, "attributes": plain(r.search)})
+                for actor_id, r in self._actors.items() if r.summary and r.summary["name"] == plan.actor_type
+                and (status is None or r.summary["status"] == status.value)]
+        found, cursor = select(plan, rows, limit, after)
+        self._leave(when, "search_actors")
+        return ActorPage(actors=[ActorSummary.model_validate(row) for row in found], cursor=cursor)
+
+    async def count_matches(self, plan: SearchPlan, *, limit: int) -> MatchCount:
+        page = await self.search_actors(plan, limit=limit)  # the first `limit` matches, as DynamoDB counts them
+        return MatchCount(counts=dict(Counter(s.status.value for s in page.actors)), exact=page.cursor is None)
+
     async def mark_attention(self, ref: ActorRef, reason: AttentionReason, since: float) -> None:
         when = self._enter("mark_attention")
         record = self._actors.get(ref.id)
@@ -382,55 +402,3 @@ class MemoryEventStore:
         for name, payload in events:
             seq = (record.events[-1]["seq"] if record.events else 0) + 1
             record.events.append({"seq": seq, "name": name, "payload": payload, "at": at})
-
-
-@dataclass
-class Carried:
-    """What due wake-ups of one actor carry (see Transport.wake): its runner stores what is missing."""
-
-    messages: list[InboxMessage] = field(default_factory=list)
-    creation: Creation | None = None
-
-
-class MemoryTransport:
-    """Wake-ups in a time-ordered heap; a runner (TestEnv, `dormant dev`) drains what is due.
-
-    Like SQS, a wake-up carries the message (and creation) of the request that sent it, handed to the
-    runner with the wake-up (`take_carried`)."""
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, ActorRef, InboxMessage | None, Creation | None]] = []
-        self._scheduled: set[tuple[str, float]] = set()
-        self._counter = itertools.count()
-        self._carried: dict[str, Carried] = {}
-        self.on_wake: Callable[[], None] | None = None
-
-    async def wake(self, ref: ActorRef, *, at: float | None = None, reason: str | None = None,
-                   message: InboxMessage | None = None, creation: Creation | None = None) -> None:
-        moment = float("-inf") if at is None else at
-        if (ref.id, moment) in self._scheduled and message is None and creation is None:
-            return  # the same timer twice is one timer
-        self._scheduled.add((ref.id, moment))
-        heapq.heappush(self._heap, (moment, next(self._counter), ref, message, creation))
-        if self.on_wake is not None:
-            self.on_wake()
-
-    def take_carried(self, ref: ActorRef) -> Carried:
-        """What the wake-ups of `ref` handed out so far carried (cleared: the runner stores it)."""
-        return self._carried.pop(ref.id, None) or Carried()
-
-    def pop_due(self, now: float) -> list[ActorRef]:
-        due: dict[str, ActorRef] = {}
-        while self._heap and self._heap[0][0] <= now:
-            moment, _, ref, message, creation = heapq.heappop(self._heap)
-            self._scheduled.discard((ref.id, moment))
-            due.setdefault(ref.id, ref)
-            if message is not None or creation is not None:
-                carried = self._carried.setdefault(ref.id, Carried())
-                if message is not None and all(m.id != message.id for m in carried.messages):
-                    carried.messages.append(message)
-                carried.creation = carried.creation or creation
-        return list(due.values())
-
-    def next_time(self) -> float | None:
-        return self._heap[0][0] if self._heap else None

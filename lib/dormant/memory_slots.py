@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from dormant.ports import ActorRef, SlotLease, SlotRefusal, SlotRequest
+from dormant.ports import ActorRef
+from dormant.slot_types import SlotLease, SlotRefusal, SlotRequest
 
 Enter = Callable[[str], Literal["before", "after"] | None]
 Leave = Callable[[Literal["before", "after"] | None, str], None]

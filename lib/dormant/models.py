@@ -40,6 +40,7 @@ class ActorStatus(BaseModel):
     divergence: DivergenceInfo | None = None
     output: Any = None
     version: int = 0
+    search: dict[str, Any] = Field(default_factory=dict, description="Its search attributes (datetimes as ISO 8601)")
 
 
 class OperationResult(BaseModel):

@@ -10,7 +10,6 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
@@ -18,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dormant.errors import InvalidCursorError, InvalidKeyError
 from dormant.limits import ACTOR_ID, CARRIED_MESSAGE, KEY_PART, check_actor_id
+from dormant.searchplan import SearchPlan
+from dormant.slot_types import SlotLease, SlotRefusal, SlotRequest
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
@@ -133,6 +134,8 @@ class ActorSnapshot(BaseModel):
     history: list[HistoryEntry]
     inbox: list[InboxMessage]
     wake_error: WakeError | None = None
+    search: dict[str, list[Any]] = Field(default_factory=dict)
+    """Its search attributes as stored: name -> [type code, JSON value] (dormant.search)."""
     held_ids: set[str] = Field(default_factory=set)
     """Ids of every message the load saw stored (the inbox, and consumed ones not yet forgotten): a carried
     message whose id is here needs no storing."""
@@ -172,13 +175,23 @@ class ActorSummary(BaseModel):
     key: tuple[str, ...]
     status: WorkflowState
     since: float = Field(description="When the actor entered this status (epoch seconds)")
-    version: int = Field(description="The actor's version that entered it")
+    version: int = Field(description="The actor's version that entered it (in a search: the version that wrote the "
+                                     "attributes and status found)")
     created_at: float
+    attributes: dict[str, Any] | None = Field(None, description="Its search attributes, in a search's results "
+                                                                  "(null in a plain listing)")
 
 
 class ActorPage(BaseModel):
     actors: list[ActorSummary]
     cursor: str | None = Field(None, description="Pass back to get the next page; null: this was the last")
+
+
+class MatchCount(BaseModel):
+    """How many actors of a type match a search, per listed status, counted up to a limit in all."""
+
+    counts: dict[str, int] = Field(description="Per listed status (statuses without matches are left out)")
+    exact: bool = Field(description="False when counting stopped at the limit (there are more)")
 
 
 class ActorCount(BaseModel):
@@ -229,59 +242,13 @@ async def every_summary(list_page: Callable[[str | None], Awaitable[ActorPage]])
         cursor = page.cursor
 
 
-@dataclass(frozen=True)
-class LimitRule:
-    """A declared limit (dormant.flow.Limit) as a store enforces it."""
-
-    name: str
-    concurrency: int | None  # steps at once; None: no concurrency limit
-    window: float  # seconds of one rate window, aligned on the clock (epoch multiples)
-    per_window: int | None  # starts per window; None: no rate limit
-
-
-@dataclass(frozen=True)
-class SlotRequest:
-    """A step asking for its limit, right before its body runs. Times are on the runtime's clock."""
-
-    rule: LimitRule
-    ref: ActorRef  # whose step: woken when a slot frees while it waits
-    holder: str  # the step: its actor's id and location (a re-run after a crash is the same holder)
-    now: float
-    lease_until: float  # the slot's expiry if granted
-    queued_since: float  # when the step began waiting for the limit (`now` if it has not): its place in line
-    queued: bool  # it waited before: its waiter item goes once it has the slot
-
-
-@dataclass(frozen=True)
-class SlotLease:
-    """A granted request: the slot held (None for a limit without concurrency: nothing to release)."""
-
-    limit: str
-    holder: str
-    actor: str  # the holder's actor id (shown to operators)
-    slot: int | None
-    expires: float
-
-
-@dataclass(frozen=True)
-class SlotRefusal:
-    """A refused request. By concurrency: every slot is held, the first lease ends at `free_at`, and the request is
-    in the limit's line of waiters (a release wakes the oldest). By rate: window `window` had had its starts, and
-    this request was refused `position`-th (0-based) in it."""
-
-    limit: str
-    by: Literal["concurrency", "rate"]
-    free_at: float | None = None
-    window: int | None = None
-    position: int = 0
-
-
 class EventStore(Protocol):
     """Durable per-actor storage. Every `commit` is atomic and conditional on `expected_version`."""
 
     async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
-                     events: list[tuple[str, Any]]) -> bool:
-        """Create the actor at version 1; False (and no change) if it exists already."""
+                     events: list[tuple[str, Any]], search: dict[str, list[Any]] | None = None) -> bool:
+        """Create the actor at version 1 (with the search attributes its on_create set); False (and no change) if it
+        exists already."""
         ...
 
     async def exists(self, ref: ActorRef) -> bool: ...
@@ -360,6 +327,18 @@ class EventStore(Protocol):
     async def count_actors(self, actor_type: str, status: WorkflowState, *, limit: int) -> ActorCount:
         """How many actors of a type are listed in `status`, counting at most `limit` (then `exact` is False).
         Cheap: DynamoDB counts with Select=COUNT Queries of the listing's index, one per 1 MB of status items."""
+        ...
+
+    async def search_actors(self, plan: SearchPlan, *, status: WorkflowState | None = None, limit: int = 100,
+                            after: str | None = None) -> ActorPage:
+        """The actors of `plan.actor_type` whose search attributes satisfy every condition of `plan` (and of the
+        listed `status`), ordered by the value of the attribute the plan reads, at most `limit` per page; `after` is
+        the previous page's cursor. Each summary carries the actor's `attributes`. DynamoDB: Queries of the `search`
+        index, never a Scan (docs/storage.md); like the listing, it may lag a commit briefly."""
+        ...
+
+    async def count_matches(self, plan: SearchPlan, *, limit: int) -> MatchCount:
+        """How many actors match `plan`, per listed status, counting at most `limit` in all."""
         ...
 
     async def mark_attention(self, ref: ActorRef, reason: AttentionReason, since: float) -> None:

@@ -25,7 +25,8 @@ from typing import Any
 from dormant.actor import Registry
 from dormant.client import Client
 from dormant.errors import WakeFailedError
-from dormant.memory import Carried, MemoryEventStore, MemoryTransport
+from dormant.memory import MemoryEventStore
+from dormant.memory_transport import Carried, MemoryTransport
 from dormant.models import SendResult
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import Sleeper, Sleepers, sleeping_party

@@ -115,7 +115,7 @@ def test_the_lambda_module_builds_the_app_from_the_environment(monkeypatch: pyte
         assert "/actors/account/{key}/queues/deposit" in lambda_body(response)["paths"]
         listing = lambda_body(module.handler(http_api_v2_event("GET", "/actors"), CONTEXT))
         assert {"name": "account", "queues": ["deposit", "withdraw"], "actions": ["add", "explode", "get_state"],
-                "events": ["changed"], "workflow": True} in listing
+                "events": ["changed"], "workflow": True, "search": {}} in listing
         denied = module.handler(http_api_v2_event("GET", "/actors/account/a/history"), CONTEXT)
         assert denied["statusCode"] == 401
     finally:

@@ -2,7 +2,7 @@
 a limit's slots on the same table, beside the test's own.
 
 - `contend NAME WORKERS CYCLES`: print `ready` once connected, then WORKERS tasks each take a slot CYCLES times (real
-  time, a 60 s lease), hold it a few milliseconds and give it back; one JSON line per hold, `[start, end]` (epoch
+  time, a 60 s lease), hold it 30-80 ms and give it back; one JSON line per hold, `[start, end]` (epoch
   seconds, inside the hold).
 - `hold NAME LEASE`: take one slot with a LEASE-second lease, print `held <slot> <lease end>`, then wait to be
   killed (kill -9: nobody releases or renews it).
@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable
 
 from dormant.aws.store import DynamoEventStore
-from dormant.ports import ActorRef, LimitRule, SlotLease, SlotRequest
+from dormant.ports import ActorRef
 from dormant.settings import Settings
+from dormant.slot_types import LimitRule, SlotLease, SlotRequest
 
 
 def request(rule: LimitRule, holder: str, now: float, lease: float) -> SlotRequest:
@@ -42,7 +43,8 @@ async def contend(store: DynamoEventStore, rule: LimitRule, prefix: str, workers
                 await asyncio.sleep(random.uniform(0.005, 0.03))
                 continue
             start = time.time()
-            await asyncio.sleep(random.uniform(0.005, 0.02))
+            # Long beside a request (a loaded moto answers in tens of ms): the holds overlap, the limit is reached.
+            await asyncio.sleep(random.uniform(0.03, 0.08))
             end = time.time()
             await store.release_slot(answer, time.time())
             record(start, end)

@@ -16,7 +16,8 @@ from dormant.aws.metering import Meter, instrument
 from dormant.aws.store import ITEM_LIMIT, PENDING_INDEX, TTL_ATTRIBUTE, DynamoEventStore, table_definition
 from dormant.client import Client
 from dormant.errors import ItemTooLargeError, StorageError, StorageRefusedError, VersionConflict
-from dormant.memory import MemoryEventStore, MemoryTransport
+from dormant.memory import MemoryEventStore
+from dormant.memory_transport import MemoryTransport
 from dormant.ports import ActorRef, ActorSnapshot
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService

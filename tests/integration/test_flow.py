@@ -19,8 +19,9 @@ import pytest
 from dormant import Limit, StepContext, WorkflowContext, actor, setup
 from dormant.aws.store import DynamoEventStore
 from dormant.memory import MemoryEventStore
-from dormant.ports import ActorRef, EventStore, LimitRule, SlotLease, SlotRefusal, SlotRequest
+from dormant.ports import ActorRef, EventStore
 from dormant.settings import Settings
+from dormant.slot_types import LimitRule, SlotLease, SlotRefusal, SlotRequest
 from tests.aws_env import AwsTestEnv
 from tests.integration.conftest import server_for, shared_session, store_settings, watch
 from tests.integration.slot_worker import contend

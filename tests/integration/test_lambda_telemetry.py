@@ -19,7 +19,8 @@ from dormant.aws.table import client_config, create_table
 from dormant.aws.transport import SqsTransport, create_queues
 from dormant.client import Client
 from dormant.errors import VersionConflict
-from dormant.memory import MemoryEventStore, MemoryTransport
+from dormant.memory import MemoryEventStore
+from dormant.memory_transport import MemoryTransport
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService

@@ -14,7 +14,8 @@ MAX_LINES = 450
 # package -> the dormant packages/modules it may import (besides itself and the top-level public modules)
 CORE_TOP = {"dormant.actor", "dormant.client", "dormant.errors", "dormant.models", "dormant.ports",
             "dormant.settings", "dormant.testing", "dormant.memory", "dormant.limits", "dormant.safetext", "dormant",
-            "dormant.flow", "dormant.memory_slots"}
+            "dormant.flow", "dormant.memory_slots", "dormant.search", "dormant.searchplan", "dormant.slot_types",
+            "dormant.memory_transport"}
 INWARD = {
     "dormant.workflow": set(),
     "dormant.runtime": {"dormant.workflow"},

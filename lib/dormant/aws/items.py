@@ -14,6 +14,7 @@ from dormant.aws.offload import refs_in_text, resolve, sha_of
 from dormant.errors import ItemTooLargeError
 from dormant.limits import ITEM, ServiceLimit
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
+from dormant.search import apply_changes
 from dormant.workflow.history import HistoryEntry, WorkflowRecord
 
 ITEM_LIMIT = ITEM.maximum  # every item the store writes stays within this (dormant.limits: moto's is lower than AWS's)
@@ -74,18 +75,21 @@ class Side:
     events: list[list[Any]] = field(default_factory=list)  # [seq, name, payload, at]
     at: float = 0.0
     listed: tuple[str, float] | None = None  # (status, since) when this commit changed the listed status
+    unset: list[str] | None = None  # when this commit changed search attributes: the ones it unset (dormant.aws.search)
 
     def payload(self) -> dict[str, Any]:
         payload: dict[str, Any] = {"c": self.consumed, "r": self.responses, "e": self.events}
         if self.listed is not None:
             payload["l"] = list(self.listed)
+        if self.unset is not None:
+            payload["sx"] = self.unset
         return payload
 
     @staticmethod
     def from_payload(payload: dict[str, Any], at: float) -> Side:
-        listed = payload.get("l")
+        listed, unset = payload.get("l"), payload.get("sx")
         return Side(list(payload.get("c", [])), dict(payload.get("r", {})), list(payload.get("e", [])), at,
-                    (str(listed[0]), float(listed[1])) if listed else None)
+                    (str(listed[0]), float(listed[1])) if listed else None, list(unset) if unset is not None else None)
 
 
 @dataclass
@@ -113,6 +117,8 @@ class Head:
     refs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # objects released by each version still in the ring (deleted once that version leaves it: large_values)
     releases: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    search: dict[str, list[Any]] = field(default_factory=dict)  # search attributes: name -> [type code, value]
+    since: float = 0.0  # when the actor entered its listed status (what its search items say)
 
     def advance(self, version: int, delta: dict[str, Any], side: Side,
                 upsert_sizes: list[tuple[int, tuple[str, ...]]] | None = None) -> Head:
@@ -143,7 +149,9 @@ class Head:
             meta_bytes=self.meta_bytes, event_seq=side.events[-1][0] if side.events else self.event_seq,
             delta_bytes=self.delta_bytes, side=side, chain_consumed=self.chain_consumed + tuple(side.consumed),
             incarnation=self.incarnation, refs=refs,
-            releases={v: keys for v, keys in self.releases.items() if v > version - self.ring})
+            releases={v: keys for v, keys in self.releases.items() if v > version - self.ring},
+            search=apply_changes(self.search, delta["a"]) if "a" in delta else self.search,
+            since=side.listed[1] if side.listed is not None else self.since)
 
     def all_refs(self) -> Counter[str]:
         """Every object this version refers to, with how many places refer to it."""
@@ -156,31 +164,34 @@ class Head:
 
     def full(self) -> dict[str, Any]:
         return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": self.history,
-                "seq": self.event_seq}
+                "seq": self.event_seq, "search": self.search, "since": self.since}
 
     def full_bytes(self) -> int:
         """JSON bytes of everything a snapshot of this version holds."""
-        return sum(self.sizes.values()) + self.state_bytes + self.workflow_bytes + self.meta_bytes
+        return (sum(self.sizes.values()) + self.state_bytes + self.workflow_bytes + self.meta_bytes
+                + json_size(self.search))
 
     def full_parts(self) -> list[tuple[str, int]]:
         """(what, bytes) of everything a snapshot of this version holds, for size errors."""
         parts = [(f"history entry {loc!r}", size) for loc, size in self.sizes.items()]
         parts += [("state", self.state_bytes), ("workflow record", self.workflow_bytes),
-                  ("actor metadata and input", self.meta_bytes)]
+                  ("actor metadata and input", self.meta_bytes), ("search attributes", json_size(self.search))]
         return parts
 
     def snapshot(self, ref: ActorRef, fetched: dict[str, Any] | None = None) -> ActorSnapshot:
         """The version as the runtime sees it; `fetched` (key -> value) reads back the values kept in S3."""
+        search = apply_changes(self.search, {})
         if not fetched:
             return ActorSnapshot(ref=ref, version=self.version, meta=ActorMeta.model_validate(self.meta),
                                  state=dict(self.state), workflow=WorkflowRecord.model_validate(self.workflow),
-                                 history=[HistoryEntry.model_validate(e) for e in self.history.values()], inbox=[])
+                                 history=[HistoryEntry.model_validate(e) for e in self.history.values()], inbox=[],
+                                 search=search)
         return ActorSnapshot(
             ref=ref, version=self.version, meta=ActorMeta.model_validate(resolve(self.meta, fetched)),
             state=dict(resolve(self.state, fetched)), workflow=WorkflowRecord.model_validate(
                 resolve(self.workflow, fetched)),
             history=[HistoryEntry.model_validate(resolve(e, fetched) if e["location"] in self.refs else e)
-                     for e in self.history.values()], inbox=[])
+                     for e in self.history.values()], inbox=[], search=search)
 
     @staticmethod
     def from_snapshot(version: int, ring: int, full: dict[str, Any], side: Side, incarnation: str = "") -> Head:
@@ -198,7 +209,8 @@ class Head:
                     workflow=full["workflow"], history=history, sizes=sizes, state_bytes=parts["state"],
                     workflow_bytes=parts["workflow"], meta_bytes=parts["meta"], event_seq=int(full["seq"]),
                     delta_bytes=0, side=side, chain_consumed=tuple(side.consumed), incarnation=incarnation,
-                    refs=refs)
+                    refs=refs, search=dict(full.get("search", {})),
+                    since=float(full.get("since", full["meta"].get("created_at", 0.0))))
 
 
 def _set_refs(refs: dict[str, tuple[str, ...]], where: str, found: tuple[str, ...]) -> None:

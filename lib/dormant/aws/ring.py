@@ -8,6 +8,7 @@ from typing import Any
 
 from dormant.aws.items import Head, Side, TornRead, commit_payload, compress, ring_key
 from dormant.ports import ActorRef, listed_status
+from dormant.search import apply_changes
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowState
 
@@ -62,6 +63,9 @@ def delta_of(base: Head, draft: CommitDraft, now: float) -> tuple[Side, dict[str
     delta: dict[str, Any] = {"u": draft.upserts, "x": draft.deleted_prefixes}
     if draft.state is not None:
         delta["s"] = draft.state
+    if draft.search and apply_changes(base.search, draft.search) != base.search:  # setting a value again: nothing
+        delta["a"] = draft.search
+        side.unset = sorted(name for name, value in draft.search.items() if value is None and name in base.search)
     if draft.workflow is not None:
         delta["w"] = draft.workflow.model_dump(mode="json")
         listed = listed_status(draft.workflow.state)

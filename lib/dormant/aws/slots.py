@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from dormant.aws.batches import ConditionFailed
 from dormant.aws.table import TTL_ATTRIBUTE
-from dormant.ports import ActorRef, SlotLease, SlotRefusal, SlotRequest
+from dormant.ports import ActorRef
+from dormant.slot_types import SlotLease, SlotRefusal, SlotRequest
 
 if TYPE_CHECKING:
     from dormant.aws.store import DynamoEventStore

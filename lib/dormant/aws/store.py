@@ -20,7 +20,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from dormant.aws import deletion, inbox, slots
+from dormant.aws import deletion, inbox, search, slots
 from dormant.aws.batches import ConditionFailed, present, put_all
 from dormant.aws.blobs import BlobMissing, S3Blobs
 from dormant.aws.items import (
@@ -85,6 +85,8 @@ class DynamoEventStore:
     """
     wait_inbox = inbox.wait_inbox  # EventStore.wait_inbox: polls the `pending` index (dormant.aws.inbox)
     acquire_slot, renew_slot, release_slot = slots.acquire_slot, slots.renew_slot, slots.release_slot  # (aws.slots)
+    search_actors = search.search_actors  # EventStore.search_actors: Queries the `search` index (dormant.aws.search)
+    count_matches = search.count_matches
 
     def __init__(self, client: Any, settings: Settings | None = None, *, settle_on_load: bool = True,
                  cache_size: int = 512, clock: Callable[[], float] = time.time, blobs: S3Blobs | None = None) -> None:
@@ -134,11 +136,11 @@ class DynamoEventStore:
 
     # -- EventStore ----------------------------------------------------------------------------------
     async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
-                     events: list[tuple[str, Any]]) -> bool:
+                     events: list[tuple[str, Any]], search: dict[str, list[Any]] | None = None) -> bool:
         # Incarnations sort by creation time: a commit of a deleted life never overwrites a later one's items.
         incarnation = f"{time.time_ns():020d}{uuid.uuid4().hex[:8]}"
         state, events = await self.values.store_creation(ref, state, events)
-        head, item = self._first_commit(ref, meta, state, workflow, events, incarnation)
+        head, item = self._first_commit(ref, meta, state, workflow, events, incarnation, search or {})
         if not await self._put_if(item, "attribute_not_exists(pk)", {}):
             return False
         self._remember(ref, head)
@@ -187,7 +189,7 @@ class DynamoEventStore:
         base = await self._base(ref, expected_version)
         version = expected_version + 1
         now = self._now()
-        draft = await self.values.store_draft(ref, base, version, draft)  # big values to S3 first
+        draft = search.with_search(await self.values.store_draft(ref, base, version, draft), draft)  # big values first
         side, delta = delta_of(base, draft, now)
         upsert_sizes = [sized(entry) for entry in draft.upserts]
         head = base.advance(version, delta, side, upsert_sizes)
@@ -282,7 +284,6 @@ class DynamoEventStore:
     async def wait_events(self, ref: ActorRef, after: int, timeout: float) -> list[EventRecord]:
         return await self.values.resolve_events(await self._side.wait_events(ref, after, timeout))
 
-
     async def read_summary(self, ref: ActorRef) -> ActorSummary | None:
         return await self.status_items.read(ref)
 
@@ -339,12 +340,14 @@ class DynamoEventStore:
 
     # -- writing -------------------------------------------------------------------------------------
     def _first_commit(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
-                      events: list[tuple[str, Any]], incarnation: str) -> tuple[Head, dict[str, dict[str, Any]]]:
+                      events: list[tuple[str, Any]], incarnation: str,
+                      search: dict[str, Any] | None = None) -> tuple[Head, dict[str, dict[str, Any]]]:
         """Version 1 as a head and its item, checked against the item limit."""
         side = Side(events=[[i + 1, name, payload, meta.created_at] for i, (name, payload) in enumerate(events)],
                     at=self._now(), listed=(listed_status(workflow.state).value, meta.created_at))
         full = {"meta": meta.model_dump(mode="json"), "state": dict(state),
-                "workflow": workflow.model_dump(mode="json"), "history": {}, "seq": len(events)}
+                "workflow": workflow.model_dump(mode="json"), "history": {}, "seq": len(events),
+                "search": search or {}, "since": meta.created_at}
         head = Head.from_snapshot(1, self.settings.snapshot_every, full, side, incarnation)
         item = commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
         self.sizes.item(ref, "the first commit", item, head.full_parts() + side_parts_of(side))
@@ -379,7 +382,7 @@ class DynamoEventStore:
             derived.append({"pk": pk, "sk": {"S": f"{EVENTS_PREFIX}{side.events[-1][0]:012d}"},
                             "v": {"N": str(head.version)}, "d": {"S": dumps(side.events)},
                             TTL_ATTRIBUTE: {"N": str(int(side.at + self.settings.event_ttl_seconds))}})
-        keys = [item["sk"]["S"] for item in derived] + ([STATUS_SK] if side.listed else [])
+        keys = [item["sk"]["S"] for item in derived] + ([STATUS_SK] if side.listed else []) + search.sort_keys(head)
         found = await present(self._call, self.table, ref.id, keys, head.version) if probe and keys else set()
         derived = [item for item in derived if item["sk"]["S"] not in found]
         if derived:
@@ -387,13 +390,13 @@ class DynamoEventStore:
         if side.listed is not None and STATUS_SK not in found:
             await self.status_items.put(ref, status=side.listed[0], since=side.listed[1], version=head.version,
                                         created_at=float(head.meta["created_at"]), incarnation=head.incarnation)
-        if probe and (derived or (side.listed and STATUS_SK not in found)):
+        searched = await search.settle(self, ref, head, found)  # its search items (dormant.aws.search)
+        if probe and (derived or (side.listed and STATUS_SK not in found) or searched):
             log.info("settled version %d of %s: re-wrote its derived item(s)", head.version, ref)
         head.settled = True
 
     async def _put_all(self, items: list[dict[str, Any]]) -> None:
         await put_all(self._call, self.table, items)
-
 
     async def _put_if(self, item: dict[str, Any], condition: str, values: dict[str, Any]) -> bool:
         """Conditional PutItem; False when the condition failed."""

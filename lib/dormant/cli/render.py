@@ -20,8 +20,8 @@ from rich.table import Table
 from rich.tree import Tree
 
 from dormant.cli.common import key_text
-from dormant.models import ActorStatus, OperationResult
-from dormant.ports import ActorSummary
+from dormant.models import ActorCounts, ActorStatus, OperationResult
+from dormant.ports import LISTED_STATUSES, ActorSummary
 from dormant.safetext import json_text, printable
 from dormant.workflow.history import (
     ITERATION_MARK,
@@ -115,6 +115,9 @@ def status_words(status: ActorStatus, now: float) -> str:
     if status.error:
         label = {"diverged": "divergence", "terminated": "reason"}.get(state.value, "error")
         lines.append(f"[red]{label}:[/red] {shown(status.error)}")
+    if status.search:
+        lines.append("search attributes: " + ", ".join(f"[bold]{shown(name)}[/bold]={attribute(value)}"
+                                                       for name, value in sorted(status.search.items())))
     if state is WorkflowState.DIVERGED:
         lines.append("deploy code that matches its history, then `dormant resume` it")
     elif state is WorkflowState.FAILED:
@@ -122,20 +125,42 @@ def status_words(status: ActorStatus, now: float) -> str:
     return "\n".join(lines)
 
 
+def attribute(value: Any) -> str:
+    """A search attribute's value: a string as it is (escaped), anything else as JSON."""
+    return shown(value) if isinstance(value, str) else compact(value)
+
+
 def summaries_tables(rows: Sequence[ActorSummary], now: float) -> list[Table]:
     """The listing as tables, widest first: `since` gives way (a moment and how long ago, then how long ago
     only); the type, the key and the status never do. The version is not shown: the listing records the one
-    that entered the status, not the current one (docs/storage.md, "Listing"; `dormant status` has it)."""
+    that entered the status, not the current one (docs/storage.md, "Listing"; `dormant status` has it). A search's
+    rows add a column per search attribute they have."""
+    names = sorted({name for row in rows for name in row.attributes or {}})
     tables = []
     for full in (True, False):
         table = Table()
         for column in ("type", "key", "status", "since"):
             table.add_column(column, no_wrap=True)
+        for name in names:
+            table.add_column(shown(name), no_wrap=True)
         for row in rows:
+            values = row.attributes or {}
             table.add_row(shown(row.name), shown_key(row.key), styled(row.status.value),
-                          when(row.since, now) if full else relative(row.since, now))
+                          when(row.since, now) if full else relative(row.since, now),
+                          *(attribute(values[name]) if name in values else "-" for name in names))
         tables.append(table)
     return tables
+
+
+def counts_table(found: Iterable[ActorCounts]) -> Table:
+    """Counts per listed status, a row per actor type (`+`: counting stopped at the limit)."""
+    table = Table()
+    for column in ("type", *(status.value for status in LISTED_STATUSES)):
+        table.add_column(column, no_wrap=True)
+    for counts in found:
+        cells = [counts.counts.get(status.value) for status in LISTED_STATUSES]
+        table.add_row(shown(counts.actor), *(f"{c.count}{'' if c.exact else '+'}" if c else "-" for c in cells))
+    return table
 
 
 def results_table(results: Iterable[OperationResult]) -> Table:

@@ -43,6 +43,7 @@ from dormant.runtime.batches import MAX_BATCH
 from dormant.runtime.batches import describe as describe_batch
 from dormant.runtime.offline import export_lines
 from dormant.runtime.service import ActorService
+from dormant.search import TYPE_NAMES
 from dormant.settings import Settings
 from dormant.workflow.caller import Caller
 from dormant.workflow.errors import InvalidJsonError, InvalidStateError
@@ -252,7 +253,8 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     async def list_actors(request: Request) -> list[dict[str, Any]]:
         request_caller(request, settings)  # authenticated callers only
         return [{"name": d.name, "queues": sorted(d.queues), "actions": sorted(d.actions),
-                 "events": sorted(d.events), "workflow": d.workflow_fn is not None}
+                 "events": sorted(d.events), "workflow": d.workflow_fn is not None,
+                 "search": {name: TYPE_NAMES[code] for name, code in sorted(d.search.items())}}
                 for d in registry.actors.values()]
 
     @app.put("/actors/{actor}/{key}", include_in_schema=False)

@@ -1,7 +1,8 @@
 """The operator routes (the caller's identity, then the operator token): list, count, resume, terminate, delete.
 
     GET    /actors/{actor}?status=&limit=&cursor=       a page of the actors of a type (by status, then id)
-    GET    /actors/{actor}/counts?limit=                 how many are listed in each status
+           ...&where=customer%3D42&where=...             or of those whose search attributes match (dormant.search)
+    GET    /actors/{actor}/counts?limit=&where=          how many are listed in each status (and match)
     GET    /actors/{actor}/attention?limit=              those that need an operator, failed first
     POST   /actors/{actor}/resume?status=&limit=&cursor= resume one page of them; results per actor
     GET    /actors/{actor}/{key}/inbox?limit=            the messages waiting in its inbox
@@ -33,14 +34,17 @@ from dormant.http.keys import decode_key, encode_key
 from dormant.models import ActorCounts, AttentionActor, AttentionList, Inbox, OperationPage, OperationResult
 from dormant.ports import ActorRef, ActorSummary
 from dormant.runtime.operations import Operator
+from dormant.runtime.search import match_counts, search_actors
 from dormant.runtime.service import ActorService
 from dormant.runtime.timers import fire_next_timer
 from dormant.workflow.history import WorkflowState
 
 ListedStatus = Literal["pending", "sleeping", "completed", "failed", "diverged", "rolling_back", "terminated"]
-MAX_CURSOR = 2048
+MAX_CURSOR = 3072  # base64 of a search's cursor: an attribute, an index key (529 bytes) and an actor id (1,011)
 MAX_OPERATOR_BODY = 4096
 GetService = Callable[[], Awaitable[ActorService]]
+WHERE = ("A search condition on a declared search attribute, repeatable (all must hold): `name=value`, `name<value`, "
+         "`<=`, `>`, `>=`, or `name^=prefix` (strings); e.g. customer=42, amount>100, due<2026-01-01T00:00:00Z")
 Authorize = Callable[[Request], Awaitable[None]]  # async: the operator token may be read from SSM
 
 
@@ -125,23 +129,34 @@ def operator_router(registry: Registry, get_service: GetService, authorize: Auth
         registry.get(actor)  # UnknownActorError -> 404
         return ActorRef(name=actor, key=decode_key(key))  # InvalidKeyError -> 400
 
-    @router.get("/actors/{actor}", response_model=ActorList, summary="List the actors of a type",
+    @router.get("/actors/{actor}", response_model=ActorList, summary="List the actors of a type, or search them",
                 operation_id="operator-list-actors")
     async def list_actors(request: Request, actor: str, status: ListedStatus | None = None,
-                          limit: int = Query(50, ge=1, le=500), cursor: str | None = None) -> ActorList:
+                          limit: int = Query(50, ge=1, le=500), cursor: str | None = None,
+                          where: list[str] | None = Query(None, description=WHERE)) -> ActorList:
         """By listed status, then id. `running` is never listed: an actor runs only inside a wake-up, whose last
-        commit records where it rests (`sleeping` while a wake-up is under way)."""
+        commit records where it rests (`sleeping` while a wake-up is under way). With `where`, only the actors whose
+        search attributes satisfy every condition, ordered by the value of the attribute the search index reads, each
+        with its `attributes`; 400 `invalid_where` names a condition it cannot read (by position)."""
         ops = await operator(request)
-        page = await ops.list_actors(actor, status=_status(status), limit=limit, cursor=decode_cursor(cursor))
+        if where:
+            page = await search_actors(ops.host, actor, where, status=_status(status), limit=limit,
+                                       cursor=decode_cursor(cursor))
+        else:
+            page = await ops.list_actors(actor, status=_status(status), limit=limit, cursor=decode_cursor(cursor))
         return ActorList(actors=[ListedActor(**s.model_dump(), segment=encode_key(s.key)) for s in page.actors],
                          cursor=encode_cursor(page.cursor))
 
     @router.get("/actors/{actor}/counts", response_model=ActorCounts, summary="Count the actors of a type per status",
                 operation_id="operator-count-actors")
-    async def counts(request: Request, actor: str, limit: int = Query(1000, ge=1, le=10000)) -> ActorCounts:
+    async def counts(request: Request, actor: str, limit: int = Query(1000, ge=1, le=10000),
+                     where: list[str] | None = Query(None, description=WHERE)) -> ActorCounts:
         """Per listed status, counted up to `limit` (`exact` false beyond it). DynamoDB: one Select=COUNT Query of
-        the status index per status and 1 MB of status items."""
+        the status index per status and 1 MB of status items. With `where`, the matches per status: the first
+        `limit` matches are counted (one Query of the search index per 1 MB of them)."""
         ops = await operator(request)
+        if where:
+            return await match_counts(ops.host, actor, where, limit=limit)
         return await ops.counts(actor, limit=limit)
 
     @router.get("/actors/{actor}/attention", response_model=AttentionPageBody,

@@ -6,7 +6,7 @@ Mixed into HttpClient and HttpActorHandle; every call needs the inspector token 
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -30,24 +30,26 @@ class OperatorCalls:
     request: Request
 
     async def list_actors(self, actor_type: str, *, status: WorkflowState | str | None = None,
-                          limit: int = 100, cursor: str | None = None) -> ActorPage:
-        """One page of the actors of a type (optionally in one status); pass `cursor` on for the next."""
-        params = _listing_params(status, limit, cursor)
+                          limit: int = 100, cursor: str | None = None, where: Sequence[str] | None = None) -> ActorPage:
+        """One page of the actors of a type (optionally in one status); pass `cursor` on for the next. With `where`
+        (search conditions such as `"customer=42"`), the actors whose search attributes satisfy all of them."""
+        params = {**_listing_params(status, limit, cursor), **_where(where)}
         response = await self.request("GET", f"/actors/{quote(actor_type, safe='')}", params=params, idempotent=True)
         body = response.json()
         return ActorPage(actors=[ActorSummary.model_validate(a) for a in body["actors"]], cursor=body["cursor"])
 
     async def actors(self, actor_type: str, *, status: WorkflowState | str | None = None,
-                     page_size: int = 100) -> AsyncGenerator[ActorSummary, None]:
-        """Every actor of a type (optionally in one status), page after page."""
-        async for summary in every_summary(
-                lambda cursor: self.list_actors(actor_type, status=status, limit=page_size, cursor=cursor)):
+                     page_size: int = 100, where: Sequence[str] | None = None) -> AsyncGenerator[ActorSummary, None]:
+        """Every actor of a type (optionally in one status, optionally matching `where`), page after page."""
+        async for summary in every_summary(lambda cursor: self.list_actors(
+                actor_type, status=status, limit=page_size, cursor=cursor, where=where)):
             yield summary
 
-    async def counts(self, actor_type: str, *, limit: int = 1000) -> ActorCounts:
-        """How many actors of the type are listed in each status (each counted up to `limit`)."""
-        response = await self.request("GET", f"/actors/{quote(actor_type, safe='')}/counts", params={"limit": limit},
-                                      idempotent=True)
+    async def counts(self, actor_type: str, *, limit: int = 1000, where: Sequence[str] | None = None) -> ActorCounts:
+        """How many actors of the type are listed in each status (each counted up to `limit`); with `where`, how many
+        of those matching it (the first `limit` matches are counted)."""
+        response = await self.request("GET", f"/actors/{quote(actor_type, safe='')}/counts",
+                                      params={"limit": limit, **_where(where)}, idempotent=True)
         return ActorCounts.model_validate(response.json())
 
     async def attention(self, actor_type: str, *, limit: int = 20) -> AttentionList:
@@ -108,6 +110,12 @@ class HandleOperatorCalls:
         response = await self._client.request("DELETE", self.path, idempotent=True)
         self._created = False
         return OperationResult.model_validate(response.json())
+
+
+def _where(where: Sequence[str] | None) -> dict[str, Any]:
+    if isinstance(where, str):
+        raise TypeError("where is a list of conditions, e.g. [\"customer=42\", \"amount>100\"]")
+    return {"where": list(where)} if where else {}
 
 
 def _listing_params(status: WorkflowState | str | None, limit: int, cursor: str | None) -> dict[str, Any]:

@@ -13,9 +13,11 @@ from pydantic import BaseModel
 from dormant.client import Client
 from dormant.runtime.access import actor_caller
 from dormant.runtime.ids import IdSource
+from dormant.search import SearchAttributes, Stored
 from dormant.workflow.caller import Caller
-from dormant.workflow.execution import StateCell, StepRun
+from dormant.workflow.execution import StepRun
 from dormant.workflow.sleeps import epoch_seconds
+from dormant.workflow.state_cell import StateCell
 from dormant.workflow.steps import seconds
 
 if TYPE_CHECKING:
@@ -56,12 +58,15 @@ class ActorContext:
 
     def __init__(self, *, service: ActorService, definition: ActorDefinition, ref: ActorRef, state: StateCell,
                  vars: Any, events: list[tuple[str, Any]], ids: IdSource, actor_input: Any = None,
-                 caller: Caller | None = None) -> None:
+                 caller: Caller | None = None, search: dict[str, Stored] | None = None,
+                 search_changes: dict[str, Stored | None] | None = None) -> None:
         self._service = service
         self._definition = definition
         self._state = state
         self._events = events
         self._ids = ids
+        self._search = SearchAttributes(definition.name, definition.search, search if search is not None else {},
+                                        search_changes if search_changes is not None else {})
         self.ref = ref
         self.vars = vars
         self.input = actor_input
@@ -80,6 +85,12 @@ class ActorContext:
     def schedule(self) -> Schedule:
         """Run one of this actor's actions later."""
         return Schedule(self)
+
+    @property
+    def search(self) -> SearchAttributes:
+        """The actor's search attributes (dormant.search): set them here, they are stored with this step's or
+        action's commit; `dormant actors list --where` finds the actor by them."""
+        return self._search
 
     @property
     def name(self) -> str:
@@ -121,7 +132,7 @@ class StepContext(ActorContext):
     """Passed to step bodies and rollback handlers."""
 
     def __init__(self, *, run: StepRun, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(search_changes=run.search, **kwargs)
         self._run = run
         self.location = run.location
         self.attempt = run.attempt

@@ -47,9 +47,11 @@ from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.replies import await_reply
 from dormant.runtime.send_rules import check_carried_size, send_rule
+from dormant.search import plain, stale, visible
 from dormant.workflow.caller import Caller
-from dormant.workflow.execution import CommitDraft, StateCell, to_json
+from dormant.workflow.execution import CommitDraft, to_json
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.state_cell import StateCell
 from dormant.workflow.values import check_json
 
 log = logging.getLogger("dormant.runtime.service")
@@ -67,6 +69,7 @@ class _Creation:
     meta: ActorMeta
     state: dict[str, Any]
     events: list[tuple[str, Any]]
+    search: dict[str, Any]  # the search attributes on_create set
 
 
 class ActorService:
@@ -110,7 +113,8 @@ class ActorService:
         if wake and definition.workflow_fn is not None:
             check_carried_size(None, creation)
             await self.transport.wake(ref, reason="create", creation=creation)
-        return await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events)
+        return await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events,
+                                       search=prepared.search)
 
     async def _stored_creation(self, ref: ActorRef, prepared: _Creation, creation: Creation) -> Creation:
         """The creation as stored and carried: a big input written first (EventStore.prepare_input)."""
@@ -124,18 +128,19 @@ class ActorService:
                                 caller: Caller | None) -> _Creation:
         cell = StateCell(definition.state, definition.initial_state().model_dump(mode="json"))
         events: list[tuple[str, Any]] = []
+        search: dict[str, Any] = {}
         if definition.on_create_fn is not None:
             context = ActionContext(service=self, definition=definition, ref=ref, state=cell,
                                     vars=definition.vars() if definition.vars else None, events=events,
                                     ids=deterministic_ids(f"{ref.id}|on_create"), actor_input=input_json,
-                                    caller=caller)
+                                    caller=caller, search_changes=search)
             result = definition.on_create_fn(context)
             if inspect.isawaitable(result):
                 await result
         state = cell.check("on_create")
         meta = ActorMeta(name=ref.name, key=ref.key, created_at=self.clock.now(), input=input_json)
         self.store.check_creation(ref, meta, state, events)  # before anything is sent or written
-        return _Creation(meta, state, events)
+        return _Creation(meta, state, events, {name: value for name, value in search.items() if value is not None})
 
     # -- queues ------------------------------------------------------------------------------
     async def send(self, ref: ActorRef, queue_name: str, body: Any, *, wait: bool = False,
@@ -207,7 +212,8 @@ class ActorService:
                                   message_id=message.id, stored=False) from error
         try:
             if prepared is not None:
-                await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events)
+                await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events,
+                                        search=prepared.search)
             new = await self.store.enqueue(ref, message)
         except StorageRefusedError:  # the store refuses it: so will the worker, which drops it (runtime.wake)
             raise
@@ -292,9 +298,11 @@ class ActorService:
         vars = definition.vars() if definition.vars else None
         hooks = HookContext(snapshot.ref, vars)
         await call_hook(definition.on_wake_fn, hooks)
+        changes: dict[str, Any] = {}
         context = ActionContext(service=self, definition=definition, ref=snapshot.ref, state=cell,
                                 vars=vars, events=events, ids=deterministic_ids(id_seed),
-                                actor_input=snapshot.meta.input, caller=caller)
+                                actor_input=snapshot.meta.input, caller=caller,
+                                search=visible(definition.search, snapshot.search), search_changes=changes)
         try:
             result = fn(context, *args)
             if inspect.isawaitable(result):
@@ -304,9 +312,11 @@ class ActorService:
         state = cell.check(f'action "{getattr(fn, "__name__", "?")}"')  # invalid state: nothing commits
         draft = CommitDraft(upserts=[], deleted_prefixes=[], state=state if state != cell.committed else None,
                             consumed_ids=[consumed] if consumed else [], responses={}, events=events, workflow=None,
-                            committed_at=self.clock.now())
+                            committed_at=self.clock.now(), search=changes or None)
         version = snapshot.version
         if not draft.is_empty():
+            # Attributes a later declaration dropped or retyped are unset with the actor's next commit.
+            draft.search = {**stale(definition.search, snapshot.search), **changes} or None
             version = await self.store.commit(snapshot.ref, snapshot.version, draft)
         return result, version
 
@@ -339,8 +349,9 @@ class ActorService:
                                                          or wake_error.version >= snapshot.version):
             # Shown until a later commit: the last wake-up failed (a poison message is on its way to the DLQ).
             error = f"wake-up failed ({wake_error.receive_count} receive(s)): {wake_error.message}"
+        definition = self.registry.get(ref.name)
         return ActorStatus(workflow=record.state, error=error, divergence=record.divergence, output=record.output,
-                           version=snapshot.version,
+                           version=snapshot.version, search=plain(visible(definition.search, snapshot.search)),
                            waiting_for=WaitingFor(queues=record.waiting_for, deadline=record.deadline,
                                                   retry_at=record.retry_at,
                                                   limits=record.limits if record.state in _WAITING else []))

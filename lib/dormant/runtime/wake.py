@@ -18,10 +18,12 @@ from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
 from dormant.runtime.slots import LimitSlots
 from dormant.runtime.waits import WakeWaits, horizon
-from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun
+from dormant.search import stale, visible
+from dormant.workflow.execution import CommitDraft, Execution, StepRun
 from dormant.workflow.history import ErrorInfo, QueuedMessage, WorkflowRecord, WorkflowState
 from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted, WakeRestart
+from dormant.workflow.state_cell import StateCell
 from dormant.workflow.throttle import Granted, Refused, SlotAsk
 
 log = logging.getLogger("dormant.runtime.wake")
@@ -49,8 +51,9 @@ class ActorHost:
     """The engine's view of one actor during one wake-up (implements WorkflowHost)."""
 
     def __init__(self, service: ActorService, definition: ActorDefinition, snapshot: ActorSnapshot,
-                 state: StateCell, vars: Any, version: Callable[[], int]) -> None:
+                 state: StateCell, vars: Any, version: Callable[[], int], search: dict[str, Any]) -> None:
         self._service = service
+        self._search = search  # the execution's live search attributes (Execution.search)
         self._version = version
         self._definition = definition
         self._snapshot = snapshot
@@ -85,7 +88,7 @@ class ActorHost:
         return StepContext(run=run, service=self._service,
                            definition=self._definition, ref=ref, state=self._state, vars=self._vars,
                            events=run.events, ids=deterministic_ids(f"{ref.id}|{run.location}"),
-                           actor_input=self._snapshot.meta.input)
+                           actor_input=self._snapshot.meta.input, search=self._search)
 
 
 async def wake_actor(service: ActorService, ref: ActorRef, *, budget: float | None = None,
@@ -263,17 +266,21 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
     await call_hook(definition.on_wake_fn, hook_context)
     version = snapshot.version
     consumed: dict[str, float] = {}
+    search = visible(definition.search, snapshot.search)
+    retired = stale(definition.search, snapshot.search)  # dropped or retyped by this deploy: unset, riding along
 
     async def commit(draft: CommitDraft) -> None:
-        nonlocal version
+        nonlocal version, retired
+        if retired:
+            draft.search, retired = {**retired, **(draft.search or {})}, {}
         started = service.clock.now()  # what it consumes was read (so stored) before
         version = await service.store.commit(snapshot.ref, version, draft)
         consumed.update(dict.fromkeys(draft.consumed_ids, started))
 
     inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at, sender=m.sender)
              for m in snapshot.inbox if m.kind == "queue"]
-    execution = Execution(host=ActorHost(service, definition, snapshot, state, vars, lambda: version),
-                          entries=snapshot.history,
+    execution = Execution(host=ActorHost(service, definition, snapshot, state, vars, lambda: version, search),
+                          entries=snapshot.history, search=search,
                           record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
                           checkpointer=commit, serial=serial, workflow_input=snapshot.meta.input,
                           race_winners=race_winners,

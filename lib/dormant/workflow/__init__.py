@@ -20,12 +20,13 @@ from dormant.workflow.errors import (
     StepTimeoutError,
     WorkflowDefinitionError,
 )
-from dormant.workflow.execution import CommitDraft, Execution, StateCell, StepRun, WorkflowHost
+from dormant.workflow.execution import CommitDraft, Execution, StepRun, WorkflowHost
 from dormant.workflow.history import HistoryEntry, QueuedMessage, WorkflowRecord, WorkflowState
 from dormant.workflow.loops import Loop
 from dormant.workflow.map_result import MapItem, MapItemStatus, MapResult
 from dormant.workflow.queues import QueueMessage
 from dormant.workflow.runner import run_workflow
+from dormant.workflow.state_cell import StateCell
 
 __all__ = [
     "BranchError", "Caller", "CommitDraft", "DormantError", "EntryInProgressError", "Execution", "HistoryDivergedError",

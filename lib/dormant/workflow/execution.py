@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import to_jsonable_python
 
 from dormant.workflow.entries import Entry
-from dormant.workflow.errors import InvalidJsonError, InvalidStateError
+from dormant.workflow.errors import InvalidJsonError
 from dormant.workflow.history import (
     EntryKind,
     ErrorInfo,
@@ -29,7 +28,8 @@ from dormant.workflow.history import (
 )
 from dormant.workflow.replay import HistoryIndex
 from dormant.workflow.signals import WakeAborted, WakeRestart
-from dormant.workflow.values import check_json, describe_errors
+from dormant.workflow.state_cell import StateCell
+from dormant.workflow.values import check_json
 from dormant.workflow.waits import WaitPort
 
 if TYPE_CHECKING:
@@ -70,38 +70,7 @@ class StepRun:
     attempt: int
     events: list[tuple[str, Any]] = field(default_factory=list)
     touched_state: bool = False  # set by the host when the attempt reads or writes the actor state
-
-
-class StateCell:
-    """The actor's state model plus the JSON of its last commit (for revert and dirty checks)."""
-
-    def __init__(self, model_type: type[BaseModel], committed: dict[str, Any]) -> None:
-        self.model_type = model_type
-        self.committed = committed
-        self.value: BaseModel = model_type.model_validate(committed)
-
-    def dump(self) -> dict[str, Any]:
-        return self.value.model_dump(mode="json")
-
-    def revert(self) -> None:
-        self.value = self.model_type.model_validate(self.committed)
-
-    def check(self, after: str) -> dict[str, Any]:
-        """The state's JSON, proven to load back into its model; InvalidStateError (naming fields and rules,
-        never values) if `after` (a step, an action...) left it otherwise. Run before anything commits it."""
-        name = self.model_type.__name__
-        try:
-            dump = self.value.model_dump(mode="json", warnings=False)
-        except PydanticSerializationError:
-            raise InvalidStateError(f"{after} left the state ({name}) holding a value that cannot be "
-                                    "serialized") from None
-        check_json(dump, f"the state ({name}) after {after}")
-        try:
-            self.model_type.model_validate(dump)
-        except ValidationError as error:
-            raise InvalidStateError(f"{after} left the state not matching {name}: {describe_errors(error)}"
-                                    ) from None
-        return dump
+    search: dict[str, Any] = field(default_factory=dict)  # search attributes it set (None: unset): kept if it succeeds
 
 
 class WorkflowHost(Protocol):
@@ -146,10 +115,11 @@ class CommitDraft:
     events: list[tuple[str, Any]]
     workflow: WorkflowRecord | None  # None: unchanged (actions)
     committed_at: float = 0.0  # the clock when the draft was made (stamps events)
+    search: dict[str, Any] | None = None  # search attributes set (name -> [type code, value]) or unset (None)
 
     def is_empty(self) -> bool:
         return not (self.upserts or self.deleted_prefixes or self.state is not None or self.consumed_ids
-                    or self.responses or self.events)
+                    or self.responses or self.events or self.search)
 
 
 Checkpointer = Callable[[CommitDraft], Awaitable[None]]
@@ -192,7 +162,8 @@ class Execution:
     def __init__(self, *, host: WorkflowHost, entries: Sequence[HistoryEntry], record: WorkflowRecord,
                  state: StateCell, inbox: Sequence[QueuedMessage], now: Now, checkpointer: Checkpointer,
                  serial: bool = False, workflow_input: Any = None,
-                 race_winners: dict[str, str] | None = None, waits: WaitPort | None = None) -> None:
+                 race_winners: dict[str, str] | None = None, waits: WaitPort | None = None,
+                 search: dict[str, Any] | None = None) -> None:
         self.host = host
         self.index = HistoryIndex([Entry.from_model(e) for e in entries])
         self.loaded_record = record
@@ -214,6 +185,10 @@ class Execution:
         self._consumed: list[str] = []
         self._responses: dict[str, Any] = {}
         self.events: list[tuple[str, Any]] = []
+        # The actor's search attributes with the changes of the steps that succeeded (the host's step contexts read
+        # this very dict), and the changes the next commit stores.
+        self.search: dict[str, Any] = search if search is not None else {}
+        self._search_changes: dict[str, Any] = {}
         self.state_touched = False  # a step or handler used the state since the last draft (see _draft)
         self._running: tuple[WorkflowRecord, Mode, WorkflowRecord] | None = None
         self._stored_record: WorkflowRecord | None = None  # the record object the last commit stored
@@ -278,6 +253,15 @@ class Execution:
     def add_response(self, message_id: str, response: Any) -> None:
         self._responses[message_id] = response
 
+    def set_search(self, changes: dict[str, Any]) -> None:
+        """A step (or rollback handler) that set search attributes succeeded: they go out with the next commit."""
+        for name, value in changes.items():
+            if value is None:
+                self.search.pop(name, None)
+            else:
+                self.search[name] = value
+        self._search_changes.update(changes)
+
     def check_storable(self, entry: Entry, output: Any, state: dict[str, Any] | None,
                        events: list[tuple[str, Any]]) -> None:
         """Raise if `entry` completed with `output` (and `state`, `events`) could not be committed: called before
@@ -291,14 +275,15 @@ class Execution:
             upserts=upserts, deleted_prefixes=list(self._deleted), consumed_ids=list(self._consumed),
             state=state if state is not None and state != self.state.committed else None,
             responses=dict(self._responses), events=[*self.events, *events], workflow=None,
-            committed_at=self.now()))
+            committed_at=self.now(), search=dict(self._search_changes) or None))
 
     def check_response(self, message_id: str, response: Any) -> None:
         """Raise if a completable message's response could not be committed (before it is recorded)."""
         self.host.check_commit(CommitDraft(
             upserts=[e.to_json() for e in self._dirty.values()], deleted_prefixes=list(self._deleted),
             consumed_ids=list(self._consumed), state=None, responses={**self._responses, message_id: response},
-            events=list(self.events), workflow=None, committed_at=self.now()))
+            events=list(self.events), workflow=None, committed_at=self.now(),
+            search=dict(self._search_changes) or None))
 
     # ---- rollback handlers ---------------------------------------------------------------
     def register_rollback(self, entry: Entry, handler: RollbackHandler) -> None:
@@ -323,8 +308,9 @@ class Execution:
         draft = CommitDraft(upserts=upserts, deleted_prefixes=self._deleted, consumed_ids=self._consumed,
                             state=state if changed else None,
                             responses=self._responses, events=self.events, workflow=record,
-                            committed_at=self.now())
+                            committed_at=self.now(), search=self._search_changes or None)
         self._dirty, self._deleted, self._consumed, self._responses, self.events = {}, [], [], {}, []
+        self._search_changes = {}
         # No step is in flight when a draft is taken, so this state is a clean baseline for reverting
         # a later failed attempt, even while this commit is still under way (if it fails, the
         # wake-up is void anyway: see _aborted).

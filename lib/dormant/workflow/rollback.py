@@ -72,4 +72,6 @@ async def compensate(ex: Execution) -> None:
         entry.rollback_error = None
         ex.touch(entry)
         ex.events.extend(run.events)
+        if run.search:
+            ex.set_search(run.search)
         await ex.checkpoint()

@@ -153,6 +153,8 @@ async def _attempt(ctx: WorkflowContext, entry: Any, name: str, fn: Callable[[An
     entry.retry_at = None
     ex.touch(entry)
     ex.events.extend(run.events)
+    if run.search:
+        ex.set_search(run.search)
     ex.step_succeeded()
     if rollback is not None:
         ex.register_rollback(entry, rollback)

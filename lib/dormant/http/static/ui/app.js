@@ -200,7 +200,8 @@ async function typesView(view) {
         found.count ? el("a", { href: `#/type/${encodeURIComponent(type.name)}?status=${status}`, text }) : text);
     }),
     el("td", { text: type.queues.join(", ") || "-" }),
-    el("td", { text: type.actions.join(", ") || "-" })));
+    el("td", { text: type.actions.join(", ") || "-" }),
+    el("td", { class: "search-names", text: Object.keys(type.search || {}).join(", ") || "-" })));
   const select = el("select", { id: "open-type" }, types.map((t) => el("option", { value: t.name, text: t.name })));
   const key = el("input", { id: "open-key", placeholder: "key as in URLs (main, tenant,42)", required: true });
   fill(view,
@@ -210,7 +211,7 @@ async function typesView(view) {
       : el("p", { id: "no-attention", class: "muted", text: refused ? "-" : "nothing needs an operator" }),
     truncated ? el("p", { class: "muted", text: "more are listed per type and status below" }) : null,
     el("h2", { text: "Actor types" }),
-    table("types", ["type", ...STATUSES, "queues", "actions"], typeRows),
+    table("types", ["type", ...STATUSES, "queues", "actions", "search attributes"], typeRows),
     el("h2", { text: "Open an actor" }),
     el("form", { class: "toolbar", onsubmit: (event) => {
       event.preventDefault();
@@ -218,33 +219,128 @@ async function typesView(view) {
     } }, select, key, el("button", { type: "submit", text: "open" })));
 }
 
+// -- a type's actors, by status, or found by their search attributes ------------------------------------------------
+const SEARCH_OPERATORS = {
+  str: ["=", "^=", "<", "<=", ">", ">="], int: ["=", "<", "<=", ">", ">="], float: ["=", "<", "<=", ">", ">="],
+  datetime: ["=", "<", "<=", ">", ">="], bool: ["="],
+};
+const OPERATOR_WORDS = { "=": "=", "^=": "starts with", "<": "<", "<=": "≤", ">": ">", ">=": "≥" };
+const SEARCH_HINTS = { str: "text", int: "e.g. 100", float: "e.g. 12.5", bool: "true or false",
+  datetime: "e.g. 2026-01-31T12:00:00Z" };
+const CONDITION = /^([A-Za-z_][A-Za-z0-9_]*)(<=|>=|\^=|=|<|>)(.*)$/s;
+
+function listHash(name, status, where, cursor) {
+  const query = new URLSearchParams();
+  if (status) query.set("status", status);
+  for (const condition of where) query.append("where", condition);
+  if (cursor) query.set("cursor", cursor);
+  const text = query.toString();
+  return `#/type/${encodeURIComponent(name)}` + (text ? `?${text}` : "");
+}
+
+function attributeText(value) {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+// The conditions as rows (attribute, operator, value); the API reads them (`where`), and refuses what it cannot.
+function searchForm(name, declared, status, where) {
+  const rows = el("div", { id: "where-rows" });
+  const addRow = (text) => {
+    const found = CONDITION.exec(text);
+    const attribute = el("select", { class: "where-attribute", "aria-label": "search attribute" },
+      Object.entries(declared).map(([n, type]) => el("option", { value: n, text: `${n} (${type})` })));
+    const operator = el("select", { class: "where-op", "aria-label": "operator" });
+    const value = el("input", { class: "where-value", "aria-label": "value" });
+    const operators = () => {
+      const type = declared[attribute.value];
+      operator.replaceChildren(...SEARCH_OPERATORS[type].map((op) => el("option", { value: op, text: OPERATOR_WORDS[op] })));
+      value.placeholder = SEARCH_HINTS[type];
+    };
+    attribute.addEventListener("change", operators);
+    if (found && declared[found[1]]) attribute.value = found[1];
+    operators();
+    if (found && declared[found[1]]) {
+      operator.value = found[2];
+      value.value = found[3];
+    }
+    const row = el("div", { class: "where-row" }, attribute, operator, value,
+      el("button", { type: "button", class: "where-remove", title: "remove this condition", text: "✕",
+        onclick: () => row.remove() }));
+    rows.append(row);
+  };
+  (where.length ? where : [""]).forEach(addRow);
+  return el("form", { id: "where-form", class: "where", onsubmit: (event) => {
+    event.preventDefault();
+    const conditions = [...rows.querySelectorAll(".where-row")]
+      .map((row) => [row.querySelector(".where-attribute").value, row.querySelector(".where-op").value,
+        row.querySelector(".where-value").value])
+      .filter(([, , value]) => value !== "")  // a row left empty is no condition
+      .map((parts) => parts.join(""));
+    location.hash = listHash(name, status, conditions);
+  } },
+  el("span", { class: "muted", text: "find by search attributes (all must hold)" }), rows,
+  el("div", { class: "where-foot" },
+    el("button", { type: "button", id: "where-add", text: "+ condition", onclick: () => addRow("") }),
+    el("button", { type: "submit", id: "where-search", class: "primary", text: "search" }),
+    where.length ? el("a", { id: "where-clear", href: listHash(name, status, []), text: "clear" }) : null));
+}
+
+function matchCounts(name, where, counts) {
+  if (counts === null) return null;
+  if (counts instanceof ApiError) return el("p", { id: "where-counts", class: "muted", text: `counts: ${counts.message}` });
+  const found = STATUSES.filter((status) => counts.counts[status] && counts.counts[status].count);
+  if (!found.length) return el("p", { id: "where-counts", class: "muted", text: "no actor matches" });
+  return el("p", { id: "where-counts" }, "matches: ", found.flatMap((status, index) => {
+    const count = counts.counts[status];
+    return [index ? " · " : "", el("a", { href: listHash(name, status, where), "data-status": status,
+      text: `${count.count}${count.exact ? "" : "+"} ${status}` })];
+  }));
+}
+
 async function listView(view, name, params) {
   const status = params.get("status") || "";
   const cursor = params.get("cursor") || "";
+  const where = params.getAll("where");
   const query = new URLSearchParams({ limit: "20" });
   if (status) query.set("status", status);
   if (cursor) query.set("cursor", cursor);
-  const page = await api("GET", `actors/${encodeURIComponent(name)}?${query}`);
-  const filter = el("select", { id: "status-filter", onchange: () => {
-    location.hash = `#/type/${encodeURIComponent(name)}` + (filter.value ? `?status=${filter.value}` : "");
-  } }, el("option", { value: "", text: "any status" }), STATUSES.map((s) => el("option", { value: s, text: s })));
+  const conditions = new URLSearchParams();
+  for (const condition of where) conditions.append("where", condition);
+  const types = await api("GET", "actors");
+  const declared = (types.find((t) => t.name === name) || {}).search || {};
+  const [page, counts] = await Promise.all([
+    api("GET", `actors/${encodeURIComponent(name)}?${query}${where.length ? "&" + conditions : ""}`)
+      .catch((error) => error),
+    where.length ? api("GET", `actors/${encodeURIComponent(name)}/counts?${conditions}`).catch((error) => error) : null]);
+  if (page instanceof ApiError && page.code !== "invalid_where") throw page;
+  const filter = el("select", { id: "status-filter", onchange: () => { location.hash = listHash(name, filter.value, where); } },
+    el("option", { value: "", text: "any status" }), STATUSES.map((s) => el("option", { value: s, text: s })));
   filter.value = status;
-  const rows = page.actors.map((actor) => {
+  const searching = where.length > 0;
+  const names = searching ? Object.keys(declared) : [];
+  const rows = page instanceof ApiError ? [] : page.actors.map((actor) => {
     const waits = el("td", { class: "waits muted", text: "…" });
     api("GET", `${actorPath(name, actor.segment)}/status`).then((found) => { waits.textContent = waitsFor(found); })
       .catch((error) => { waits.textContent = error.message; });
+    const values = actor.attributes || {};
     return el("tr", { "data-key": actor.key.join(",") },
       el("td", {}, actorLink(name, actor.segment, keyText(actor.key))),
       el("td", {}, statusBadge(actor.status)), el("td", { text: when(actor.since) }),
-      el("td", { text: String(actor.version) }), waits);
+      searching ? null : el("td", { text: String(actor.version) }),
+      names.map((n) => el("td", { "data-attribute": n, text: n in values ? attributeText(values[n]) : "-" })), waits);
   });
-  const next = page.cursor ? el("a", { id: "next-page", href: `#/type/${encodeURIComponent(name)}?` +
-    new URLSearchParams({ ...(status ? { status } : {}), cursor: page.cursor }), text: "next page →" }) : null;
+  const next = page instanceof ApiError || !page.cursor ? null
+    : el("a", { id: "next-page", href: listHash(name, status, where, page.cursor), text: "next page →" });
+  const columns = ["key", "status", "since", ...(searching ? names : ["version"]), "what it waits for"];
   fill(view,
     el("h1", {}, `${name}: actors`),
+    Object.keys(declared).length ? searchForm(name, declared, status, where) : null,
     el("div", { class: "toolbar" }, el("label", {}, "status ", filter), next),
-    rows.length ? table("actors", ["key", "status", "since", "version", "what it waits for"], rows)
-      : el("p", { id: "no-actors", class: "muted", text: "no actors" + (status ? ` in status ${status}` : "") }));
+    page instanceof ApiError ? el("p", { id: "where-error", class: "status failed", text: page.message }) : null,
+    searching && !(page instanceof ApiError) ? matchCounts(name, where, counts) : null,
+    page instanceof ApiError ? null : rows.length ? table("actors", columns, rows)
+      : el("p", { id: "no-actors", class: "muted", text: (searching ? "no actors match" : "no actors")
+        + (status ? ` in status ${status}` : "") }));
 }
 
 // -- one actor's history ------------------------------------------------------------------------------------
@@ -486,6 +582,12 @@ async function actorView(view, name, segment, generation) {
     const parts = [
       el("div", {}, statusBadge(found.workflow), ` version ${found.version}`),
       el("p", { id: "waits", text: HINTS[found.workflow] || waitsFor(found) })];
+    const attributes = Object.entries(found.search || {});
+    if (attributes.length) {
+      parts.push(el("p", { id: "search-attributes" }, el("span", { class: "muted", text: "search attributes " }),
+        attributes.map(([n, value]) => el("span", { class: "attribute", "data-name": n }, `${n} = `,
+          el("code", { text: attributeText(value) })))));
+    }
     if (found.divergence) {
       parts.push(el("h2", { text: "divergence" }), el("pre", { id: "divergence", text: found.divergence.message }));
     } else if (found.error) {
