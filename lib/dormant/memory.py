@@ -32,12 +32,14 @@ from dormant.ports import (
     Creation,
     EventRecord,
     InboxMessage,
+    VersionInfo,
     WakeError,
     check_attention_cursor,
     check_cursor,
     listed_status,
     listing_key,
 )
+from dormant.runtime.versions import VersionRing, describe, pick, snapshot_of
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
@@ -66,6 +68,10 @@ class _Actor:
     wake_error: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None  # the listing entry: rewritten only when the listed status changes
     attention: dict[str, Any] | None = None  # its attention mark (AttentionMark's JSON), if any
+    kept: VersionRing | None = None  # the versions a fork or reset can start from (dormant.runtime.versions)
+
+    def full(self) -> dict[str, Any]:  # a kept snapshot (entries are replaced on upsert, never changed: shallow)
+        return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": dict(self.history)}
 
 
 @dataclass
@@ -78,9 +84,11 @@ class CommitLogEntry:
 class MemoryEventStore:
     """EventStore in memory, with fault injection and a log of every commit."""
 
-    def __init__(self, *, keep_commit_log: bool = True) -> None:
-        """`keep_commit_log` records every commit (crash-safety tests read it); long runs can turn it off."""
+    def __init__(self, *, keep_commit_log: bool = True, snapshot_every: int = 16) -> None:
+        """`keep_commit_log` records every commit (crash-safety tests read it); long runs can turn it off.
+        `snapshot_every`: the versions kept per actor, as the DynamoDB store's setting (dormant.runtime.versions)."""
         self._keep_commit_log = keep_commit_log
+        self._snapshot_every = snapshot_every
         self._actors: dict[str, _Actor] = {}
         self._early: dict[str, _Actor] = {}  # inboxes of actors that do not exist yet
         self._changed = asyncio.Condition()
@@ -146,6 +154,7 @@ class MemoryEventStore:
                         workflow=workflow.model_dump(mode="json"), history={},
                         inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else {})
         self._append_events(record, events, meta.created_at)
+        record.kept = VersionRing(self._snapshot_every, record.full(), meta.created_at)
         record.summary = ActorSummary(name=ref.name, key=ref.key, status=listed_status(workflow.state),
                                       since=meta.created_at, version=1,
                                       created_at=meta.created_at).model_dump(mode="json")
@@ -195,6 +204,9 @@ class MemoryEventStore:
         record.responses.update(draft.responses)
         self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
+        if record.kept is not None:
+            record.kept.add(record.version, draft, record.workflow if draft.workflow is not None else None,
+                            record.full)
         if draft.workflow is not None and record.summary is not None:
             listed = listed_status(draft.workflow.state)
             if listed.value != record.summary["status"]:
@@ -357,6 +369,16 @@ class MemoryEventStore:
         await self._notify()
         self._leave(when, "delete")
         return existed
+
+    async def retained_versions(self, ref: ActorRef) -> list[VersionInfo] | None:
+        record = self._actors.get(ref.id)
+        return describe(record.kept.versions()) if record is not None and record.kept is not None else None
+
+    async def load_version(self, ref: ActorRef, version: int) -> ActorSnapshot | None:
+        record = self._actors.get(ref.id)
+        if record is None or record.kept is None:
+            return None
+        return snapshot_of(ref, pick(record.kept.versions(), version))
 
     # -- helpers for tests and tools -------------------------------------------------------------
     def actor_ids(self) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from dormant.aws import deletion, inbox
+from dormant.aws import deletion, inbox, versions
 from dormant.aws.batches import ConditionFailed, present, put_all
 from dormant.aws.blobs import BlobMissing, S3Blobs
 from dormant.aws.items import (
@@ -53,6 +53,7 @@ from dormant.ports import (
     AttentionReason,
     EventRecord,
     InboxMessage,
+    VersionInfo,
     WakeError,
     listed_status,
 )
@@ -303,6 +304,12 @@ class DynamoEventStore:
 
     async def delete(self, ref: ActorRef) -> bool:
         return await deletion.delete_actor(self, ref)
+
+    async def retained_versions(self, ref: ActorRef) -> list[VersionInfo] | None:
+        return await versions.retained_versions(self, ref)  # dormant.aws.versions
+
+    async def load_version(self, ref: ActorRef, version: int) -> ActorSnapshot | None:
+        return await versions.load_version(self, ref, version)
 
     # -- reading the ring ----------------------------------------------------------------------------
     async def _query_ring(self, ref: ActorRef) -> list[dict[str, Any]]:

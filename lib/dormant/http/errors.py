@@ -22,6 +22,7 @@ from dormant.errors import (
     SendFailedError,
     StorageError,
     TransportError,
+    WouldDivergeError,
 )
 from dormant.http.error_codes import ERROR_CODES
 from dormant.workflow.errors import InvalidJsonError
@@ -83,6 +84,8 @@ def from_exception(error: Exception) -> ApiError | None:
                 detail = {"limit": error.limit.name, "maximum": error.limit.maximum, "unit": error.limit.unit}
             elif isinstance(error, SendFailedError):
                 detail = {"id": error.message_id, "stored": error.stored}
+            elif isinstance(error, WouldDivergeError):  # the diff, as still_diverged carries it
+                detail = error.divergence
             elif isinstance(error, (StorageError, TransportError)) and code in _UNAVAILABLE:
                 log.warning("%s: %s", code, error)
                 message = _UNAVAILABLE[code]

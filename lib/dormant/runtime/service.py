@@ -20,6 +20,7 @@ from dormant.actor import ActorDefinition, Registry
 from dormant.errors import (
     ActorFinishedError,
     ActorNotFoundError,
+    ActorPausedError,
     IdempotencyConflictError,
     ItemTooLargeError,
     SendFailedError,
@@ -63,8 +64,9 @@ REFUSING_STATES: frozenset[WorkflowState] = frozenset(FINISHED)
 """An ended workflow (completed, terminated) consumes nothing more: a send is refused (409 actor_finished) and
 nothing is stored."""
 HOLDING_STATES: frozenset[WorkflowState] = frozenset({WorkflowState.FAILED, WorkflowState.DIVERGED,
-                                                      WorkflowState.ROLLING_BACK})
-"""Stopped by an error: a send is stored and runs after an operator resumes the actor (202 with the status)."""
+                                                      WorkflowState.ROLLING_BACK, WorkflowState.PAUSED})
+"""Stopped by an error, or paused by an operator: a send is stored and runs after an operator resumes (unpauses) the
+actor (202 with the status)."""
 
 
 def send_rule(state: WorkflowState) -> SendRule:
@@ -257,6 +259,9 @@ class ActorService:
         for _ in range(MAX_CONFLICT_RETRIES):
             # Created (on_create, workflow started) only now that the action is known to exist.
             snapshot = await self._load(ref, create=True, actor_input=actor_input, caller=caller)
+            if snapshot.workflow.state is WorkflowState.PAUSED:  # (a pause after this load wins the commit race)
+                raise ActorPausedError("the actor is paused by an operator: actions are refused until it is "
+                                       "unpaused (messages sent to it are kept and run then)")
             try:
                 result, _ = await self._run_action(definition, snapshot, fn, list(args), ids, consumed=None,
                                                    caller=caller)
@@ -347,7 +352,7 @@ class ActorService:
             # Shown until a later commit: the last wake-up failed (a poison message is on its way to the DLQ).
             error = f"wake-up failed ({wake_error.receive_count} receive(s)): {wake_error.message}"
         return ActorStatus(workflow=record.state, error=error, divergence=record.divergence, output=record.output,
-                           version=snapshot.version,
+                           version=snapshot.version, paused=record.paused, rewritten=record.rewritten,
                            waiting_for=WaitingFor(queues=record.waiting_for, deadline=record.deadline,
                                                   retry_at=record.retry_at))
 
