@@ -80,7 +80,7 @@ class AttentionPageBody(AttentionList):
 
 
 class TerminateBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not version 1, nor "yes" a flag
     reason: str | None = Field(None, min_length=1, max_length=500)
 
 
