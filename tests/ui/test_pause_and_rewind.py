@@ -16,8 +16,8 @@ from tests.ui.test_dashboard import _apps, _until, browser, moto, stack, watch
 __all__ = ["browser", "moto"]  # the fixtures, imported to be used here
 
 
-async def test_pause_unpause_fork_and_reset_from_the_actor_page(browser: BrowserContext, moto: MotoServer,
-                                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_pause_unpause_fork_and_reset_from_the_actor_page(
+        browser: BrowserContext, moto: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # (the shop's payment provider is up: no ./payments.down)
     shop, _ = _apps()
     suffix = uuid.uuid4().hex[:8]

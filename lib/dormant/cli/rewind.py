@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json as jsonlib
 import time
+from collections.abc import Awaitable
 from typing import Annotated
 
 import typer
@@ -19,12 +20,14 @@ from dormant.cli.common import (
     UrlOption,
     client,
     command,
+    err,
     key_parts,
     key_text,
     out,
     print_json,
 )
 from dormant.cli.render import print_table, print_whole, relative, shown, shown_key, styled, timeline, when
+from dormant.errors import WouldDivergeError
 from dormant.models import OperationResult
 from dormant.ports import VersionInfo
 from dormant.safetext import printable
@@ -39,6 +42,18 @@ def register(app: typer.Typer) -> None:
     app.command("versions")(versions)
     app.command("fork")(fork)
     app.command("reset")(reset)
+
+
+async def _refusing(call: Awaitable[OperationResult], json: bool) -> int:
+    """The result, or a refusal for divergence: its diff printed line by line (exit 2), as `dormant replay` shows it."""
+    try:
+        return _show(await call, json)
+    except WouldDivergeError as error:
+        first, _, diff = str(error).partition("\n")
+        err.print(f"[red]error:[/red] WouldDivergeError: {shown(first)}", highlight=False)
+        for line in diff.split("\n"):
+            err.print(shown(line), highlight=False)
+        return 2
 
 
 def _show(result: OperationResult, json: bool) -> int:
@@ -113,8 +128,8 @@ async def fork(actor: ActorArgument, key: KeyArgument, at: VersionOption,
     it run on with the code deployed now. The kept history is first replayed against that code: if it would
     diverge, nothing is created and the diff is shown. The new actor's inbox starts empty."""
     async with client(url, token) as http:
-        return _show(await http.get_or_create(actor, key_parts(key)).fork(at, list(key_parts(new_key)),
-                                                                          reason=reason, paused=paused), json)
+        return await _refusing(http.get_or_create(actor, key_parts(key)).fork(at, list(key_parts(new_key)),
+                                                                              reason=reason, paused=paused), json)
 
 
 @command
@@ -135,4 +150,4 @@ async def reset(actor: ActorArgument, key: KeyArgument, to: VersionOption, reaso
         if not confirmed:
             raise CliError("not reset (answer y, or pass --yes)")
     async with client(url, token) as http:
-        return _show(await http.get_or_create(actor, parts).reset(to, reason=reason), json)
+        return await _refusing(http.get_or_create(actor, parts).reset(to, reason=reason), json)

@@ -80,10 +80,11 @@ async def unpause(host: OperatorHost, ref: ActorRef, *, by: str | None = None) -
             continue
         await wake_restored(host, ref, restored, f"unpause:{version}")
         waiting = sum(1 for m in snapshot.inbox if m.kind == "queue")
-        since = f"paused {describe_pause(record.paused)}"
-        who = f" by {by}" if by else ""
+        who = f"by {by}" if by else "by the application"
+        held = f"{now - record.paused.at:.1f} s" if now >= record.paused.at else "a while"
         return result(ref, "unpause", "unpaused", WorkflowState.PAUSED,
-                      f"paused -> {previous.value}{who} ({since}); woken: {waiting} waiting message(s) run now")
+                      f"paused -> {previous.value}, unpaused {who} (paused {describe_pause(record.paused)} for "
+                      f"{held}); woken: {waiting} waiting message(s) run now")
     raise WakeFailedError(f"unpause of {ref} lost {MAX_RACES} version races in a row")
 
 

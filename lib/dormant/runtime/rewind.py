@@ -59,7 +59,7 @@ async def check_replays(host: OperatorHost, snapshot: ActorSnapshot, what: str) 
     if report.outcome == "diverged":
         raise WouldDivergeError(
             f"{what} refused: version {snapshot.version} of {snapshot.ref} does not replay against the code deployed "
-            f"here, so the actor would diverge at once (nothing was changed):\n{report.detail}",
+            f"here, so the actor would diverge at once (nothing was stored):\n{report.detail}",
             divergence=report.divergence.model_dump(mode="json") if report.divergence else {})
 
 
@@ -86,7 +86,7 @@ async def fork(host: OperatorHost, ref: ActorRef, version: int, new_key: Sequenc
     if target.id == ref.id:
         raise ActorExistsError("a fork needs a new key: this one is the actor's own (to go back in place, reset it)")
     snapshot = await kept_version(host, ref, version)
-    await check_replays(host, snapshot, "the fork")
+    await check_replays(host, snapshot, "fork")
     now = host.clock.now()
     origin = f"forked from {ref} at version {version}"
     note = OperatorNote(action="fork", by=by, reason=reason, at=now, version=version, detail=origin)
@@ -136,7 +136,7 @@ async def reset(host: OperatorHost, ref: ActorRef, version: int, *, reason: str 
                 by: str | None = None) -> OperationResult:
     """Give `ref` kept version `version`'s history, state and record back, in place (see the module docstring)."""
     kept = await kept_version(host, ref, version)
-    await check_replays(host, kept, "the reset")
+    await check_replays(host, kept, "reset")
     for _ in range(MAX_RACES):
         current = await load_existing(host, ref)
         if current.version == version:
@@ -184,7 +184,8 @@ def _received_after(versions: list[VersionInfo], version: int) -> list[str]:
 
 
 def _reset_words(current: ActorSnapshot, version: int, deleted: list[str], received: list[str], paused: bool) -> str:
-    words = f"version {current.version} -> version {version}: {len(deleted)} entry(ies) recorded since are gone"
+    gone = f"{len(deleted)} history entr{'y' if len(deleted) == 1 else 'ies'} recorded since deleted"
+    words = f"version {current.version} -> version {version}: state and history as they were then ({gone})"
     if received:
         shown = ", ".join(received[:SHOWN_IDS]) + (" ..." if len(received) > SHOWN_IDS else "")
         words += (f"; {len(received)} message(s) received after version {version} are not given back ({shown}): "
