@@ -219,3 +219,50 @@ async def test_a_deadline_that_passed_since_the_kept_version_fires_as_soon_as_th
         await handle.fork(napping, "n2")
         await env.run_until_idle()
         assert (await env.client.get_or_create("ledger", ["n2"]).state()).log == ["woke"]
+
+
+def relay_registry() -> Registry:
+    inbox = actor("inbox", state=Counter, queues={"note": queue(Item)})
+
+    @inbox.workflow
+    async def collect(ctx: WorkflowContext) -> None:
+        async def iteration(loop: WorkflowContext) -> None:
+            message = await loop.queue.next("take")
+
+            def keep(s: StepContext) -> None:
+                s.state.log.append(message.body.n)
+            await loop.step("keep", keep)
+        await ctx.loop("main", iteration)
+
+    relay = actor("relay", state=Counter, queues={"go": queue(Item)})
+
+    @relay.workflow
+    async def forward(ctx: WorkflowContext) -> None:
+        message = await ctx.queue.next("take")
+
+        async def tell(s: StepContext) -> None:
+            await s.client().get_or_create("inbox", ["i"]).send("note", {"n": message.body.n})
+        await ctx.step("tell", tell)
+
+    return setup(inbox, relay)
+
+
+async def test_steps_run_again_after_a_reset_do_not_send_twice_but_a_forks_do() -> None:
+    async with TestEnv(relay_registry()) as env:
+        relay = env.client.get_or_create("relay", ["r"])
+        await relay.status()
+        await env.run_until_idle()
+        before = (await relay.status()).version
+        await relay.send("go", {"n": 7})
+        await env.run_until_idle()
+        receiver = env.client.get_or_create("inbox", ["i"])
+        assert (await receiver.state()).log == [7]
+        await relay.reset(before)
+        await relay.send("go", {"n": 7})
+        await env.run_until_idle()
+        assert (await relay.status()).workflow is WorkflowState.COMPLETED
+        assert (await receiver.state()).log == [7]  # the re-run step's send carried the same id: kept once
+        await relay.fork(before, "r2")
+        await env.client.get_or_create("relay", ["r2"]).send("go", {"n": 7})
+        await env.run_until_idle()
+        assert (await receiver.state()).log == [7, 7]  # the fork's step is another actor's: a new message

@@ -27,6 +27,7 @@ from dormant.cli.common import (
 from dormant.cli.render import print_table, results_table, shown, shown_key
 from dormant.http.client import HttpClient
 from dormant.models import OperationPage, OperationResult
+from dormant.ports import FINISHED
 from dormant.safetext import printable
 
 OptionalActor = Annotated[str | None, typer.Argument(help="The actor type (with --all: optional)",
@@ -125,7 +126,9 @@ async def _bulk(action: str, actor: str | None, types: list[str] | None, key: st
     async with client(url, token) as http:
         chosen = [actor] if actor else list(types or []) or await served_types(http, with_workflow=with_workflow)
         listed = {t: [s async for s in http.actors(t, status=status)] for t in chosen}
-        total = sum(len(rows) for rows in listed.values())
+        # (a pause without --status leaves the finished ones out: they are not counted either)
+        total = sum(1 for rows in listed.values() for row in rows
+                    if not (action == "pause" and status is None and row.status in FINISHED))
         with Progress(TextColumn(verb), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=json or total == 0) as progress:
             task = progress.add_task(verb, total=total)
