@@ -9,8 +9,26 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from dormant.models import ActorCounts, ActorStatus, AttentionList, Inbox, OperationPage, OperationResult, SendResult
-from dormant.ports import ActorPage, ActorRef, ActorSummary, Clock, EventRecord, EventStore, Transport
+from dormant.models import (
+    ActorCounts,
+    ActorStatus,
+    AttentionList,
+    Inbox,
+    KeptVersion,
+    OperationPage,
+    OperationResult,
+    SendResult,
+)
+from dormant.ports import (
+    ActorPage,
+    ActorRef,
+    ActorSummary,
+    Clock,
+    EventRecord,
+    EventStore,
+    Transport,
+    VersionInfo,
+)
 from dormant.runtime import search
 from dormant.runtime.ids import IdSource
 from dormant.runtime.operations import Operator
@@ -163,6 +181,39 @@ class ActorHandle(ActionShortcuts):
         self._created = False
         return result
 
+    @property
+    def _by(self) -> str | None:
+        return str(self._caller) if self._caller is not None else None
+
+    async def pause(self, reason: str | None = None) -> OperationResult:
+        """Hold the actor: no wake-up runs it until `unpause()`; messages sent meanwhile are kept, timers keep
+        their time; actions are refused (ActorPausedError)."""
+        return await Operator(self._service).pause(self.ref, reason, by=self._by)
+
+    async def unpause(self) -> OperationResult:
+        """Let a paused actor run again: woken now, its waiting messages and due timers run."""
+        return await Operator(self._service).unpause(self.ref, by=self._by)
+
+    async def versions(self) -> list[VersionInfo]:
+        """The versions of the actor a fork or reset can start from, oldest first."""
+        return await Operator(self._service).versions(self.ref)
+
+    async def version(self, version: int) -> KeptVersion:
+        """The actor as it was at a kept version: state, workflow record, history (no inbox)."""
+        return await Operator(self._service).version(self.ref, version)
+
+    async def fork(self, at: int, new_key: str | Sequence[str], *, reason: str | None = None,
+                   paused: bool = False) -> OperationResult:
+        """A new actor `new_key` from kept version `at` of this one (refused with the diff if this code would
+        diverge from it, or if `new_key` exists); it runs on (`paused=True`: it waits for an unpause)."""
+        key = (new_key,) if isinstance(new_key, str) else tuple(new_key)
+        return await Operator(self._service).fork(self.ref, at, key, reason=reason, by=self._by, paused=paused)
+
+    async def reset(self, to: int, *, reason: str | None = None) -> OperationResult:
+        """Take this actor back to kept version `to`, in place (refused with the diff if this code would diverge
+        from it); messages it received since are not given back (their ids are in the result)."""
+        return await Operator(self._service).reset(self.ref, to, reason=reason, by=self._by)
+
 
 class Client:
     """In-process client over the actor operations (an ActorService).
@@ -220,12 +271,32 @@ class Client:
                          page_size: int = 25) -> list[OperationResult]:
         """Resume every actor of a type (optionally in one status); refusals are reported per actor."""
         operator = Operator(self._service)
-        results: list[OperationResult] = []
-        cursor: str | None = None
-        while True:
-            page: OperationPage = await operator.resume_page(
-                actor_type, status=WorkflowState(status) if status else None, limit=page_size, cursor=cursor)
-            results += page.results
-            if page.cursor is None:
-                return results
-            cursor = page.cursor
+        listed = WorkflowState(status) if status else None
+        return await _all_pages(lambda cursor: operator.resume_page(actor_type, status=listed, limit=page_size,
+                                                                    cursor=cursor))
+
+    async def pause_all(self, actor_type: str, *, status: WorkflowState | str | None = None,
+                        reason: str | None = None, page_size: int = 25) -> list[OperationResult]:
+        """Pause every live actor of a type (or those in `status`); refusals are reported per actor."""
+        operator, by = Operator(self._service), str(self.caller) if self.caller else None
+        listed = WorkflowState(status) if status else None
+        return await _all_pages(lambda cursor: operator.pause_page(actor_type, status=listed, limit=page_size,
+                                                                   cursor=cursor, reason=reason, by=by))
+
+    async def unpause_all(self, actor_type: str, *, page_size: int = 25) -> list[OperationResult]:
+        """Unpause every paused actor of a type; each is woken."""
+        operator, by = Operator(self._service), str(self.caller) if self.caller else None
+        return await _all_pages(lambda cursor: operator.unpause_page(actor_type, limit=page_size, cursor=cursor,
+                                                                     by=by))
+
+
+async def _all_pages(page: Callable[[str | None], Awaitable[OperationPage]]) -> list[OperationResult]:
+    """Every result of a bulk action, page after page (`page(cursor)` runs the page after `cursor`)."""
+    results: list[OperationResult] = []
+    cursor: str | None = None
+    while True:
+        done = await page(cursor)
+        results += done.results
+        if done.cursor is None:
+            return results
+        cursor = done.cursor

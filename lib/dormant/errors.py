@@ -141,3 +141,24 @@ class NoTimerError(DormantError):
 
 class ForbiddenError(DormantError):
     """The actor's authorization hook refused the caller this operation (HTTP 403 `forbidden`)."""
+
+
+class ActorPausedError(DormantError):
+    """The actor is paused by an operator: actions and resumes are refused until it is unpaused (sends are
+    stored and wait)."""
+
+
+class ActorExistsError(DormantError):
+    """A fork was refused: an actor with the new key exists already."""
+
+
+class VersionNotRetainedError(DormantError):
+    """A fork or reset named a version the store no longer keeps (or never had): the message gives the range kept."""
+
+
+class WouldDivergeError(DormantError):
+    """A fork or reset was refused: the kept history, replayed against the code deployed here, diverges."""
+
+    def __init__(self, message: str, divergence: dict[str, object] | None = None) -> None:
+        self.divergence = divergence or {}
+        super().__init__(message)

@@ -31,12 +31,14 @@ from dormant.ports import (
     EventRecord,
     InboxMessage,
     MatchCount,
+    VersionInfo,
     WakeError,
     check_attention_cursor,
     check_cursor,
     listed_status,
     listing_key,
 )
+from dormant.runtime.versions import VersionRing, describe, pick, snapshot_of
 from dormant.search import apply_changes, plain
 from dormant.searchplan import SearchPlan, select
 from dormant.workflow.execution import CommitDraft
@@ -69,6 +71,10 @@ class _Actor:
     attention: dict[str, Any] | None = None  # its attention mark (AttentionMark's JSON), if any
     search: dict[str, list[Any]] = field(default_factory=dict)  # its search attributes: name -> [type code, value]
     search_version: int = 1  # the version that last changed its attributes or listed status (what a search shows)
+    kept: VersionRing | None = None  # the versions a fork or reset can start from (dormant.runtime.versions)
+
+    def full(self) -> dict[str, Any]:  # a kept snapshot (entries are replaced on upsert, never changed: shallow)
+        return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": dict(self.history)}
 
 
 @dataclass
@@ -81,9 +87,11 @@ class CommitLogEntry:
 class MemoryEventStore:
     """EventStore in memory, with fault injection and a log of every commit."""
 
-    def __init__(self, *, keep_commit_log: bool = True) -> None:
-        """`keep_commit_log` records every commit (crash-safety tests read it); long runs can turn it off."""
+    def __init__(self, *, keep_commit_log: bool = True, snapshot_every: int = 16) -> None:
+        """`keep_commit_log` records every commit (crash-safety tests read it); long runs can turn it off.
+        `snapshot_every`: the versions kept per actor, as the DynamoDB store's setting (dormant.runtime.versions)."""
         self._keep_commit_log = keep_commit_log
+        self._snapshot_every = snapshot_every
         self._actors: dict[str, _Actor] = {}
         self._early: dict[str, _Actor] = {}  # inboxes of actors that do not exist yet
         self._deleted_at: dict[str, float] = {}  # when each actor was last deleted (it outlives the actor)
@@ -153,6 +161,7 @@ class MemoryEventStore:
                         inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else {},
                         search=apply_changes({}, search or {}))
         self._append_events(record, events, meta.created_at)
+        record.kept = VersionRing(self._snapshot_every, record.full(), meta.created_at)
         record.summary = ActorSummary(name=ref.name, key=ref.key, status=listed_status(workflow.state),
                                       since=meta.created_at, version=1,
                                       created_at=meta.created_at).model_dump(mode="json")
@@ -204,6 +213,9 @@ class MemoryEventStore:
         record.version += 1
         if draft.search and apply_changes(record.search, draft.search) != record.search:
             record.search, record.search_version = apply_changes(record.search, draft.search), record.version
+        if record.kept is not None:
+            record.kept.add(record.version, draft, record.workflow if draft.workflow is not None else None,
+                            record.full)
         if draft.workflow is not None and record.summary is not None:
             listed = listed_status(draft.workflow.state)
             if listed.value != record.summary["status"]:
@@ -386,6 +398,16 @@ class MemoryEventStore:
 
     async def deleted_at(self, ref: ActorRef) -> float | None:
         return self._deleted_at.get(ref.id)
+
+    async def retained_versions(self, ref: ActorRef) -> list[VersionInfo] | None:
+        record = self._actors.get(ref.id)
+        return describe(record.kept.versions()) if record is not None and record.kept is not None else None
+
+    async def load_version(self, ref: ActorRef, version: int) -> ActorSnapshot | None:
+        record = self._actors.get(ref.id)
+        if record is None or record.kept is None:
+            return None
+        return snapshot_of(ref, pick(record.kept.versions(), version))
 
     # -- helpers for tests and tools -------------------------------------------------------------
     def actor_ids(self) -> list[str]:

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from dormant.workflow.history import DivergenceInfo, WorkflowState
+from dormant.workflow.history import DivergenceInfo, HistoryEntry, OperatorNote, WorkflowRecord, WorkflowState
 
 
 class SendResult(BaseModel):
@@ -41,6 +41,10 @@ class ActorStatus(BaseModel):
     output: Any = None
     version: int = 0
     search: dict[str, Any] = Field(default_factory=dict, description="Its search attributes (datetimes as ISO 8601)")
+    paused: OperatorNote | None = Field(None, description="While paused: who paused it, why, when, and the state "
+                                                          "unpause restores")
+    rewritten: OperatorNote | None = Field(None, description="The last reset of its history, or the fork that "
+                                                             "created it: who, why, when, from which version")
 
 
 class OperationResult(BaseModel):
@@ -48,9 +52,9 @@ class OperationResult(BaseModel):
 
     actor: str
     key: list[str]
-    operation: Literal["resume", "terminate", "delete", "fire_timer"]
+    operation: Literal["resume", "terminate", "delete", "fire_timer", "pause", "unpause", "fork", "reset"]
     outcome: Literal["resumed", "retrying", "woken", "terminated", "deleted", "unchanged", "not_found", "refused",
-                     "fired"]
+                     "fired", "paused", "unpaused", "forked", "reset"]
     status: WorkflowState | None = Field(None, description="The workflow's status before the action")
     message: str
 
@@ -113,3 +117,12 @@ class PendingMessage(BaseModel):
 class Inbox(BaseModel):
     messages: list[PendingMessage] = Field(description="In send order, at most `limit`")
     total: int = Field(description="Messages waiting in all")
+
+
+class KeptVersion(BaseModel):
+    """An actor as it was at a version its store still keeps (what a fork or reset would start from)."""
+
+    version: int
+    state: dict[str, Any]
+    workflow: WorkflowRecord
+    history: list[HistoryEntry] = Field(description="Its live history then, in recorded order")

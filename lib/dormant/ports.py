@@ -194,6 +194,21 @@ class MatchCount(BaseModel):
     exact: bool = Field(description="False when counting stopped at the limit (there are more)")
 
 
+class VersionInfo(BaseModel):
+    """One version of an actor that its store still keeps: a fork or a reset can start from it."""
+
+    version: int
+    committed_at: float = Field(description="When its commit was stored (epoch seconds)")
+    status: WorkflowState = Field(description="The workflow's state at this version")
+    entries: int = Field(description="Live history entries at this version")
+    changed: list[str] | None = Field(None, description="Locations its commit wrote or removed (at most 20; null "
+                                                        "for the oldest kept version, whose commit is not kept)")
+    more_changed: int = Field(0, description="How many more locations it changed than `changed` lists")
+    received: list[str] | None = Field(None, description="Ids of the messages its commit recorded as received "
+                                                         "(null for the oldest kept version)")
+    consumed: int = Field(description="Inbox messages its commit consumed (received, run or discarded)")
+
+
 class ActorCount(BaseModel):
     """How many actors of a type are listed in one status, counted up to a limit."""
 
@@ -382,6 +397,18 @@ class EventStore(Protocol):
     async def release_slot(self, lease: SlotLease, now: float) -> list[ActorRef]:
         """Free the slot (if the holder still holds it) and take the oldest waiter out of the line: the actors to
         wake (at most one)."""
+        ...
+
+    # -- kept versions (dormant.runtime.versions: which versions a store keeps, and why) ------------------
+    async def retained_versions(self, ref: ActorRef) -> list[VersionInfo] | None:
+        """The versions of the actor the store can still rebuild, oldest first (None: no such actor). Bounded:
+        at most `snapshot_every` of them, the newest included."""
+        ...
+
+    async def load_version(self, ref: ActorRef, version: int) -> ActorSnapshot | None:
+        """The actor as it was at `version`: meta, state, workflow record and live history (values kept elsewhere
+        read back; the inbox and held ids empty). None: no such actor; VersionNotRetainedError (naming the kept
+        range) for a version the store does not keep."""
         ...
 
 

@@ -100,7 +100,7 @@ async def test_every_route_needs_the_verified_caller_and_operator_routes_the_tok
             guarded = []
             for path, method in routes:
                 concrete = path.replace("{actor}", "account").replace("{key}", "a").replace(
-                    "{queue}", "deposit").replace("{action}", "get_state")
+                    "{queue}", "deposit").replace("{action}", "get_state").replace("{version}", "1")
                 for headers in ({}, {"Authorization": "Bearer the-token"}, {"X-Dormant-Operator-Token": "the-token"}):
                     response = await anonymous.request(method, concrete, headers=headers)
                     assert response.status_code == 401, (path, headers, response.text)

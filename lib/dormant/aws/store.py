@@ -20,7 +20,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from dormant.aws import deletion, inbox, search, slots
+from dormant.aws import deletion, inbox, search, slots, versions
 from dormant.aws.batches import ConditionFailed, present, put_all
 from dormant.aws.blobs import BlobMissing, S3Blobs
 from dormant.aws.items import (
@@ -87,6 +87,8 @@ class DynamoEventStore:
     acquire_slot, renew_slot, release_slot = slots.acquire_slot, slots.renew_slot, slots.release_slot  # (aws.slots)
     search_actors = search.search_actors  # EventStore.search_actors: Queries the `search` index (dormant.aws.search)
     count_matches = search.count_matches
+    deleted_at = deletion.deleted_at  # EventStore.deleted_at: the deletion mark (dormant.aws.deletion)
+    retained_versions, load_version = versions.retained_versions, versions.load_version  # fork/reset (aws.versions)
 
     def __init__(self, client: Any, settings: Settings | None = None, *, settle_on_load: bool = True,
                  cache_size: int = 512, clock: Callable[[], float] = time.time, blobs: S3Blobs | None = None) -> None:
@@ -305,9 +307,6 @@ class DynamoEventStore:
 
     async def delete(self, ref: ActorRef, *, at: float | None = None) -> bool:
         return await deletion.delete_actor(self, ref, at)
-
-    async def deleted_at(self, ref: ActorRef) -> float | None:
-        return await deletion.deleted_at(self, ref)
 
     # -- reading the ring ----------------------------------------------------------------------------
     async def _query_ring(self, ref: ActorRef) -> list[dict[str, Any]]:

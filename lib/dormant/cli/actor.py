@@ -118,6 +118,11 @@ def send_outcome(result: SendResult, timeout: float) -> str:
             return (f"{line}: the actor's workflow has ended ({stopped}); the message was not processed and never "
                     "will be")
         return f"{line}: the workflow took the message, then ended ({stopped}) without answering it"
+    if stopped == "paused":
+        if result.status == "queued":
+            return (f"{line}: the actor is paused; the message waits in its inbox and runs once an operator "
+                    "unpauses it (dormant unpause)")
+        return f"{line}: the workflow took the message, then was paused before answering it"
     if stopped is not None:
         if result.status == "queued":
             return (f"{line}: the actor's workflow is {stopped}; the message waits in its inbox and runs after an "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -23,8 +24,9 @@ from dormant.cli.common import (
     out,
     print_json,
 )
-from dormant.cli.render import print_whole, shown, shown_key, timeline
+from dormant.cli.render import note_words, print_whole, shown, shown_key, timeline
 from dormant.http.keys import encode_key
+from dormant.models import ActorStatus
 from dormant.runtime.offline import parse_export
 from dormant.safetext import json_text
 from dormant.workflow.errors import DormantError
@@ -47,12 +49,16 @@ async def show(actor: ActorArgument, key: KeyPartsArgument, url: UrlOption = DEF
     """The actor's history as a timeline: steps with results and durations, loop iterations, sleeps,
     messages received, errors."""
     parts = _key(key)
-    async with client(url, token) as http:
-        entries = [HistoryEntry.model_validate(e) for e in await read(http, actor, encode_key(parts), "/history")]
+    async with client(url, token) as http:  # the status with its history: one operator read (the token allows it)
+        payload = await read(http, actor, encode_key(parts), "/status?history=true")
+    entries = [HistoryEntry.model_validate(e) for e in payload.pop("history")]
     if json:
         print_json(entries)
-    else:
-        print_whole(out, timeline(entries, f"[bold]{shown(actor)}[/bold] {shown_key(parts)}: {len(entries)} entries"))
+        return 0
+    status = ActorStatus.model_validate(payload)
+    title = f"[bold]{shown(actor)}[/bold] {shown_key(parts)}: {len(entries)} entries"
+    notes = [note_words(note, time.time()) for note in (status.rewritten, status.paused) if note is not None]
+    print_whole(out, timeline(entries, "\n".join([title, *notes])))  # a reset or fork, a pause: who, why, when
     return 0
 
 

@@ -29,11 +29,13 @@ from dormant.workflow.history import (
     EntryKind,
     EntryStatus,
     HistoryEntry,
+    OperatorNote,
     WorkflowState,
 )
 
 STATUS_STYLE = {"completed": "green", "failed": "red", "diverged": "magenta", "terminated": "dim",
-                "rolling_back": "yellow", "sleeping": "cyan", "pending": "blue", "running": "cyan"}
+                "rolling_back": "yellow", "sleeping": "cyan", "pending": "blue", "running": "cyan",
+                "paused": "yellow"}
 MARK = {EntryStatus.COMPLETED: "[green]✓[/green]", EntryStatus.FAILED: "[red]✗[/red]",
         EntryStatus.PENDING: "[yellow]…[/yellow]", EntryStatus.CANCELLED: "[dim]⊘[/dim]"}
 
@@ -112,6 +114,15 @@ def status_words(status: ActorStatus, now: float) -> str:
     elif state is WorkflowState.ROLLING_BACK:
         retry = f"; the next try at {when(waits.retry_at, now)}" if waits.retry_at else ""
         lines.append(f"compensating (rollback handlers run newest-first){retry}")
+    elif state is WorkflowState.PAUSED and status.paused is not None:
+        lines.append(f"{note_words(status.paused, now)}; no wake-up runs it: messages sent to it wait, its "
+                     "timers keep their time")
+        was = status.paused.previous.value if status.paused.previous else "sleeping"
+        kept = [f"queue(s) {', '.join(shown(q) for q in waits.queues)}" if waits.queues else "",
+                f"deadline {when(waits.deadline, now)}" if waits.deadline is not None else "",
+                f"retry {when(waits.retry_at, now)}" if waits.retry_at is not None else ""]
+        lines.append(f"it was {styled(was)}" + (" (it waited for " + ", ".join(k for k in kept if k) + ")"
+                                                if any(kept) else "") + "; `dormant unpause` lets it run again")
     if status.error:
         label = {"diverged": "divergence", "terminated": "reason"}.get(state.value, "error")
         lines.append(f"[red]{label}:[/red] {shown(status.error)}")
@@ -122,12 +133,22 @@ def status_words(status: ActorStatus, now: float) -> str:
         lines.append("deploy code that matches its history, then `dormant resume` it")
     elif state is WorkflowState.FAILED:
         lines.append("fix the cause, then `dormant resume` retries the failed step")
+    if status.rewritten is not None:
+        lines.append(note_words(status.rewritten, now))
     return "\n".join(lines)
 
 
 def attribute(value: Any) -> str:
     """A search attribute's value: a string as it is (escaped), anything else as JSON."""
     return shown(value) if isinstance(value, str) else compact(value)
+
+
+def note_words(note: OperatorNote, now: float) -> str:
+    """An operator's action kept on the record, in words: what, who, why, when."""
+    who = f"by {shown(note.by)}" if note.by else "by the application"
+    why = f" ({shown(note.reason)})" if note.reason else ""
+    what = {"pause": "paused", "reset": shown(note.detail or "reset"), "fork": shown(note.detail or "forked")}
+    return f"[yellow]{what[note.action]}[/yellow] {who}{why}, {when(note.at, now)}"
 
 
 def summaries_tables(rows: Sequence[ActorSummary], now: float) -> list[Table]:

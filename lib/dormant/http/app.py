@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dormant.actor import ActorDefinition, Registry
-from dormant.errors import StorageError, TransportError, VersionConflict, WakeFailedError
+from dormant.errors import ActorPausedError, StorageError, TransportError, VersionConflict, WakeFailedError
 from dormant.http.credentials import TokenSource, require_operator, token_source
 from dormant.http.errors import ApiError, install_error_handlers
 from dormant.http.identity import request_caller
@@ -232,11 +232,12 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
                                                                   operation=operation, target=target))
         return definition, ref, caller
 
-    async def authorize(request: Request) -> None:
+    async def authorize(request: Request) -> Caller:
         """An operator route: who is calling first (401 in iam/jwt mode without a verified identity, as on every
-        route), then the operator token (docs/http-api.md, "Auth")."""
-        request_caller(request, settings)
+        route), then the operator token (docs/http-api.md, "Auth"). Returns the caller (who paused, reset...)."""
+        caller = request_caller(request, settings)
         await require_operator(request, settings, operator_source)
+        return caller
 
     async def existing(ref: ActorRef) -> ActorService:
         svc = await holder.get()
@@ -321,8 +322,8 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         svc = await holder.get()
         try:
             result = await svc.call(ref, action, args, caller=caller)
-        except (StorageError, VersionConflict, WakeFailedError, TransportError):
-            raise
+        except (StorageError, VersionConflict, WakeFailedError, TransportError, ActorPausedError):
+            raise  # (ActorPausedError: 409 actor_paused, nothing ran)
         except InvalidStateError as error:  # the action left the state invalid: nothing was committed
             raise ApiError(500, "action_failed", f"InvalidStateError: {error}") from None
         except Exception as error:  # the action's own failure (or its on_create's): nothing was committed
@@ -341,9 +342,11 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     @app.get("/actors/{actor}/{key}/status", include_in_schema=False)
     async def status(request: Request, actor: str, key: str, history: bool = False) -> dict[str, Any]:
-        if history:
+        if history:  # an operator's read, like GET .../history: the token, not the actor's hook, allows it
             await authorize(request)
-        _, ref, _ = await allowed(request, actor, key, "status")
+            _, ref = resolve(request, actor, key)
+        else:
+            _, ref, _ = await allowed(request, actor, key, "status")
         svc = await existing(ref)
         payload = (await svc.status(ref)).model_dump(mode="json")
         if history:

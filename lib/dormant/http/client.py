@@ -44,6 +44,7 @@ from dormant.errors import (
     InvalidMessageError,
     SendFailedError,
     StillDivergedError,
+    WouldDivergeError,
 )
 from dormant.http.error_codes import EXCEPTION_BY_CODE
 from dormant.http.headers import OPERATOR_HEADER
@@ -100,6 +101,8 @@ def error_from_response(response: httpx.Response) -> DormantError:
         return SendFailedError(message, message_id=str(detail.get("id", "")), stored=bool(detail.get("stored")))
     if code == "still_diverged":
         return StillDivergedError(message, detail if isinstance(detail, dict) else None)
+    if code == "would_diverge":
+        return WouldDivergeError(message, detail if isinstance(detail, dict) else None)
     if code in EXCEPTION_BY_CODE:
         return EXCEPTION_BY_CODE[code](message)
     if code == "unauthorized":

@@ -4,8 +4,10 @@ and by the HTTP client (code -> exception). No web framework here: the client im
 from __future__ import annotations
 
 from dormant.errors import (
+    ActorExistsError,
     ActorFinishedError,
     ActorNotFoundError,
+    ActorPausedError,
     ForbiddenError,
     IdempotencyConflictError,
     InvalidArgumentsError,
@@ -27,7 +29,9 @@ from dormant.errors import (
     UnknownEventError,
     UnknownQueueError,
     VersionConflict,
+    VersionNotRetainedError,
     WakeFailedError,
+    WouldDivergeError,
 )
 from dormant.workflow.errors import DormantError, InvalidJsonError
 
@@ -44,6 +48,10 @@ ERROR_CODES: list[tuple[type[DormantError], int, str]] = [
     (InvalidCursorError, 400, "invalid_cursor"),
     (InvalidSearchConditionError, 400, "invalid_where"),
     (ActorFinishedError, 409, "actor_finished"),
+    (ActorPausedError, 409, "actor_paused"),
+    (ActorExistsError, 409, "actor_exists"),
+    (VersionNotRetainedError, 409, "version_not_retained"),
+    (WouldDivergeError, 409, "would_diverge"),
     (StillDivergedError, 409, "still_diverged"),
     (NotResumableError, 409, "not_resumable"),
     (NoTimerError, 409, "no_timer"),

@@ -23,6 +23,7 @@ from dormant.errors import (
     SendFailedError,
     StorageError,
     TransportError,
+    WouldDivergeError,
 )
 from dormant.http.error_codes import ERROR_CODES
 from dormant.workflow.errors import InvalidJsonError
@@ -86,6 +87,8 @@ def from_exception(error: Exception) -> ApiError | None:
                 detail = {"stored": error.stored_ids, "unstored": error.unstored_ids}
             elif isinstance(error, SendFailedError):
                 detail = {"id": error.message_id, "stored": error.stored}
+            elif isinstance(error, WouldDivergeError):  # the diff, as still_diverged carries it
+                detail = error.divergence
             elif isinstance(error, (StorageError, TransportError)) and code in _UNAVAILABLE:
                 log.warning("%s: %s", code, error)
                 message = _UNAVAILABLE[code]

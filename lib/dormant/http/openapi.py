@@ -149,15 +149,15 @@ def _actor_paths(definition: ActorDefinition, schemas: _Schemas) -> dict[str, An
             responses={
                 "202": _json({"type": "object", "required": ["status", "id"], "properties": {
                     "status": {"const": "queued"}, "id": {"type": "string"},
-                    "workflow": {"enum": ["failed", "diverged", "rolling_back", "completed", "terminated"],
-                                 "description": "Set when the workflow has stopped on an error (the message is "
-                                                "stored and runs after an operator resumes the actor) or, "
-                                                "during a wait, ended (it never runs)"}}},
+                    "workflow": {"enum": ["failed", "diverged", "rolling_back", "paused", "completed", "terminated"],
+                                 "description": "Set when the workflow has stopped on an error or is paused (the "
+                                                "message is stored and runs after an operator resumes or "
+                                                "unpauses the actor) or, during a wait, ended (it never runs)"}}},
                     "Queued"),
                 "200": _json({"type": "object", "required": ["status", "id"], "properties": {
                     "status": {"enum": ["completed", "received", "timedOut"]}, "id": {"type": "string"},
                     "response": response,
-                    "workflow": {"enum": ["failed", "diverged", "rolling_back", "completed", "terminated"],
+                    "workflow": {"enum": ["failed", "diverged", "rolling_back", "paused", "completed", "terminated"],
                                  "description": "With received: the workflow took the message, then stopped "
                                                 "or ended without answering"}}},
                     "Completed (with the response), received without an answer, or timed out"),

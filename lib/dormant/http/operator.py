@@ -10,6 +10,14 @@
     POST   /actors/{actor}/{key}/terminate               {"reason": "..."} (optional)
     POST   /actors/{actor}/{key}/fire-timer              fire its next timer now (only under `dormant dev`)
     DELETE /actors/{actor}/{key}                         every item of the actor
+    POST   /actors/{actor}/{key}/pause                   {"reason": "..."} (optional): hold it (pausing.py)
+    POST   /actors/{actor}/{key}/unpause                 let it run again, woken now
+    POST   /actors/{actor}/pause?status=&limit=&cursor=  pause one page of a listing; results per actor
+    POST   /actors/{actor}/unpause?limit=&cursor=        unpause one page of the paused ones
+    GET    /actors/{actor}/{key}/versions                the versions kept, which a fork or reset can start from
+    GET    /actors/{actor}/{key}/versions/{version}      the actor as it was at one of them
+    POST   /actors/{actor}/{key}/fork                    {"version": V, "key": [...], "reason"?, "paused"?}
+    POST   /actors/{actor}/{key}/reset                   {"version": V, "reason"?}
 
 Cursors are opaque (base64url of the listing key); a cursor that this listing did not hand out is 400
 `invalid_cursor`. The logic is dormant.runtime.operations; docs/http-api.md and docs/operations.md tell more.
@@ -21,9 +29,9 @@ import base64
 import binascii
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -31,21 +39,31 @@ from dormant.actor import Registry
 from dormant.errors import InvalidCursorError, StillDivergedError
 from dormant.http.errors import ApiError, ErrorBody
 from dormant.http.keys import decode_key, encode_key
-from dormant.models import ActorCounts, AttentionActor, AttentionList, Inbox, OperationPage, OperationResult
-from dormant.ports import ActorRef, ActorSummary
+from dormant.models import (
+    ActorCounts,
+    AttentionActor,
+    AttentionList,
+    Inbox,
+    KeptVersion,
+    OperationPage,
+    OperationResult,
+)
+from dormant.ports import ActorRef, ActorSummary, VersionInfo
 from dormant.runtime.operations import Operator
 from dormant.runtime.search import match_counts, search_actors
 from dormant.runtime.service import ActorService
 from dormant.runtime.timers import fire_next_timer
+from dormant.workflow.caller import Caller
 from dormant.workflow.history import WorkflowState
 
-ListedStatus = Literal["pending", "sleeping", "completed", "failed", "diverged", "rolling_back", "terminated"]
+ListedStatus = Literal["pending", "sleeping", "completed", "failed", "diverged", "rolling_back", "terminated",
+                       "paused"]
 MAX_CURSOR = 3072  # base64 of a search's cursor: an attribute, an index key (529 bytes) and an actor id (1,011)
 MAX_OPERATOR_BODY = 4096
 GetService = Callable[[], Awaitable[ActorService]]
 WHERE = ("A search condition on a declared search attribute, repeatable (all must hold): `name=value`, `name<value`, "
          "`<=`, `>`, `>=`, or `name^=prefix` (strings); e.g. customer=42, amount>100, due<2026-01-01T00:00:00Z")
-Authorize = Callable[[Request], Awaitable[None]]  # async: the operator token may be read from SSM
+Authorize = Callable[[Request], Awaitable[Caller]]  # async: the operator token may be read from SSM
 
 
 class ListedActor(ActorSummary):
@@ -66,8 +84,22 @@ class AttentionPageBody(AttentionList):
 
 
 class TerminateBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not version 1, nor "yes" a flag
     reason: str | None = Field(None, min_length=1, max_length=500)
+
+
+class ForkBody(TerminateBody):
+    version: int = Field(ge=1, description="The kept version to fork at (GET .../versions lists them)")
+    key: list[str] = Field(min_length=1, description="The new actor's key (its parts)")
+    paused: bool = Field(False, description="Leave the new actor paused instead of waking it")
+
+
+class ResetBody(TerminateBody):
+    version: int = Field(ge=1, description="The kept version to go back to (GET .../versions lists them)")
+
+
+class VersionList(BaseModel):
+    versions: list[VersionInfo] = Field(description="Oldest first; the last is the current version")
 
 
 def encode_cursor(cursor: str | None) -> str | None:
@@ -89,24 +121,34 @@ def _status(value: ListedStatus | None) -> WorkflowState | None:
     return WorkflowState(value) if value is not None else None
 
 
-async def _reason(request: Request) -> str | None:
+Body = TypeVar("Body", bound=BaseModel)
+REASON_ONLY = '{"reason": "<1 to 500 characters>"} or empty'
+
+
+async def _body(request: Request, model: type[Body], shape: str, *, required: bool = False) -> Body | None:
+    """The small JSON body of an operator route as `model`; 422 naming the field (never the value) otherwise."""
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_OPERATOR_BODY:
             raise ApiError(413, "payload_too_large", f"the body is over the limit of {MAX_OPERATOR_BODY} bytes")
-    if not body.strip():
+    if not body.strip() and not required:
         return None
     try:
-        return TerminateBody.model_validate(json.loads(bytes(body))).reason
+        return model.model_validate(json.loads(bytes(body)))
     except (ValueError, RecursionError):
-        raise ApiError(422, "invalid_request", 'the body must be {"reason": "<1 to 500 characters>"} or empty',
-                       detail=_errors(bytes(body))) from None
+        raise ApiError(422, "invalid_request", f"the body must be {shape}",
+                       detail=_errors(model, bytes(body))) from None
 
 
-def _errors(body: bytes) -> Any:
+async def _reason(request: Request) -> str | None:
+    parsed = await _body(request, TerminateBody, REASON_ONLY)
+    return parsed.reason if parsed is not None else None
+
+
+def _errors(model: type[BaseModel], body: bytes) -> Any:
     try:
-        TerminateBody.model_validate_json(body)
+        model.model_validate_json(body)
     except ValidationError as error:
         return error.errors(include_url=False, include_input=False, include_context=False)
     return None
@@ -218,6 +260,92 @@ def operator_router(registry: Registry, get_service: GetService, authorize: Auth
             await authorize(request)
             target = ref(actor, key)
             return await fire_next_timer(await get_service(), target)
+
+    async def operating(request: Request) -> tuple[Operator, str]:
+        """The operator actions and who is asking (recorded by pause, fork and reset)."""
+        caller = await authorize(request)
+        return Operator(await get_service()), str(caller)
+
+    @router.post("/actors/{actor}/{key}/pause", response_model=OperationResult, summary="Pause one actor",
+                 operation_id="operator-pause", responses={409: {"model": ErrorBody, "description": "actor_finished"}})
+    async def pause(request: Request, actor: str, key: str) -> OperationResult:
+        """No wake-up runs it until it is unpaused: sends are stored and wait, timers keep their deadlines,
+        actions are refused (409 actor_paused). Body: optional `{"reason": "..."}`; who asked is recorded."""
+        ops, by = await operating(request)
+        target = ref(actor, key)
+        return await ops.pause(target, await _reason(request), by=by)
+
+    @router.post("/actors/{actor}/{key}/unpause", response_model=OperationResult, summary="Unpause one actor",
+                 operation_id="operator-unpause")
+    async def unpause(request: Request, actor: str, key: str) -> OperationResult:
+        """Back to the state the pause left, woken now: waiting messages run, due timers fire."""
+        ops, by = await operating(request)
+        target = ref(actor, key)
+        await _reason(request)  # (checked like the others; an unpause keeps no reason)
+        return await ops.unpause(target, by=by)
+
+    @router.post("/actors/{actor}/pause", response_model=OperationPage, summary="Pause a page of actors",
+                 operation_id="operator-pause-page")
+    async def pause_page(request: Request, actor: str, status: ListedStatus | None = None,
+                         limit: int = Query(25, ge=1, le=100), cursor: str | None = None) -> OperationPage:
+        """Pause the actors of one listing page (without `status`, finished ones are left out)."""
+        ops, by = await operating(request)
+        reason = await _reason(request)
+        page = await ops.pause_page(actor, status=_status(status), limit=limit, cursor=decode_cursor(cursor),
+                                    reason=reason, by=by)
+        return OperationPage(results=page.results, cursor=encode_cursor(page.cursor))
+
+    @router.post("/actors/{actor}/unpause", response_model=OperationPage, summary="Unpause a page of actors",
+                 operation_id="operator-unpause-page")
+    async def unpause_page(request: Request, actor: str, limit: int = Query(25, ge=1, le=100),
+                           cursor: str | None = None) -> OperationPage:
+        """Unpause one page of the type's paused actors (the listing of `paused`)."""
+        ops, by = await operating(request)
+        page = await ops.unpause_page(actor, limit=limit, cursor=decode_cursor(cursor), by=by)
+        return OperationPage(results=page.results, cursor=encode_cursor(page.cursor))
+
+    @router.get("/actors/{actor}/{key}/versions", response_model=VersionList, summary="The versions kept",
+                operation_id="operator-versions")
+    async def versions(request: Request, actor: str, key: str) -> VersionList:
+        """The versions a fork or reset can start from: the oldest snapshot still in the actor's commit ring and
+        every version after it (docs/storage.md, "Kept versions"), each with its status and what its commit did."""
+        ops = await operator(request)
+        target = ref(actor, key)
+        return VersionList(versions=await ops.versions(target))
+
+    @router.get("/actors/{actor}/{key}/versions/{version}", response_model=KeptVersion,
+                summary="The actor at a kept version", operation_id="operator-version",
+                responses={409: {"model": ErrorBody, "description": "version_not_retained"}})
+    async def version(request: Request, actor: str, key: str, version: int = Path(ge=1)) -> KeptVersion:
+        """Its state, workflow record and live history as they were at that version."""
+        ops = await operator(request)
+        target = ref(actor, key)
+        return await ops.version(target, version)
+
+    @router.post("/actors/{actor}/{key}/fork", response_model=OperationResult, summary="Fork an actor",
+                 operation_id="operator-fork", responses={409: {"model": ErrorBody, "description":
+                     "would_diverge (detail: the divergence), actor_exists or version_not_retained"}})
+    async def fork(request: Request, actor: str, key: str) -> OperationResult:
+        """A new actor (`key`) from a kept version of this one: its input, state, history and record, replayed
+        against this code first; then woken (or left paused). Its inbox starts empty."""
+        ops, by = await operating(request)
+        target = ref(actor, key)
+        body = await _body(request, ForkBody, '{"version": <n>, "key": ["<part>", ...], "reason"?, "paused"?}',
+                           required=True)
+        assert body is not None
+        return await ops.fork(target, body.version, body.key, reason=body.reason, by=by, paused=body.paused)
+
+    @router.post("/actors/{actor}/{key}/reset", response_model=OperationResult, summary="Reset an actor",
+                 operation_id="operator-reset", responses={409: {"model": ErrorBody, "description":
+                     "would_diverge (detail: the divergence) or version_not_retained"}})
+    async def reset(request: Request, actor: str, key: str) -> OperationResult:
+        """Its history, state and record taken back to a kept version, in place (replayed against this code
+        first); who and why are kept on its record. Messages received since are not given back (listed)."""
+        ops, by = await operating(request)
+        target = ref(actor, key)
+        body = await _body(request, ResetBody, '{"version": <n>, "reason"?}', required=True)
+        assert body is not None
+        return await ops.reset(target, body.version, reason=body.reason, by=by)
 
     @router.delete("/actors/{actor}/{key}", response_model=OperationResult, summary="Delete one actor",
                    operation_id="operator-delete")

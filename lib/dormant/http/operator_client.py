@@ -1,5 +1,6 @@
 """The operator routes in the HTTP client (dormant.http.operator): listing, counts, attention, resume, terminate,
-delete, an actor's inbox, and firing its next timer (`dormant dev` only).
+delete, pause and unpause, kept versions, fork and reset, an actor's inbox, and firing its next timer (`dormant
+dev` only).
 
 Mixed into HttpClient and HttpActorHandle; every call needs the inspector token (or a dev-mode server).
 """
@@ -12,8 +13,8 @@ from urllib.parse import quote
 
 import httpx
 
-from dormant.models import ActorCounts, AttentionList, Inbox, OperationPage, OperationResult
-from dormant.ports import ActorPage, ActorSummary, every_summary
+from dormant.models import ActorCounts, AttentionList, Inbox, KeptVersion, OperationPage, OperationResult
+from dormant.ports import ActorPage, ActorSummary, VersionInfo, every_summary
 from dormant.workflow.history import WorkflowState
 
 Request = Callable[..., Awaitable[httpx.Response]]
@@ -67,14 +68,32 @@ class OperatorCalls:
 
     async def resume_all(self, actor_type: str, *, status: WorkflowState | str | None = None,
                          page_size: int = 25) -> list[OperationResult]:
-        results: list[OperationResult] = []
-        cursor: str | None = None
-        while True:
-            page = await self.resume_page(actor_type, status=status, limit=page_size, cursor=cursor)
-            results += page.results
-            if page.cursor is None:
-                return results
-            cursor = page.cursor
+        return await _all_pages(lambda cursor: self.resume_page(actor_type, status=status, limit=page_size,
+                                                                cursor=cursor))
+
+    async def pause_page(self, actor_type: str, *, status: WorkflowState | str | None = None, limit: int = 25,
+                         cursor: str | None = None, reason: str | None = None) -> OperationPage:
+        """Pause one page of a listing (without `status`, its finished actors are left out)."""
+        response = await self.request("POST", f"/actors/{quote(actor_type, safe='')}/pause",
+                                      params=_listing_params(status, limit, cursor), json=_reason(reason),
+                                      idempotent=True)
+        return OperationPage.model_validate(response.json())
+
+    async def pause_all(self, actor_type: str, *, status: WorkflowState | str | None = None,
+                        reason: str | None = None, page_size: int = 25) -> list[OperationResult]:
+        """Pause every live actor of a type (or those in `status`); refusals are reported per actor."""
+        return await _all_pages(lambda cursor: self.pause_page(actor_type, status=status, limit=page_size,
+                                                               cursor=cursor, reason=reason))
+
+    async def unpause_page(self, actor_type: str, *, limit: int = 25, cursor: str | None = None) -> OperationPage:
+        """Unpause one page of the type's paused actors."""
+        response = await self.request("POST", f"/actors/{quote(actor_type, safe='')}/unpause",
+                                      params=_listing_params(None, limit, cursor), idempotent=True)
+        return OperationPage.model_validate(response.json())
+
+    async def unpause_all(self, actor_type: str, *, page_size: int = 25) -> list[OperationResult]:
+        """Unpause every paused actor of a type; each is woken."""
+        return await _all_pages(lambda cursor: self.unpause_page(actor_type, limit=page_size, cursor=cursor))
 
 
 class HandleOperatorCalls:
@@ -105,6 +124,41 @@ class HandleOperatorCalls:
         response = await self._client.request("POST", f"{self.path}/fire-timer", idempotent=False)
         return OperationResult.model_validate(response.json())
 
+    async def pause(self, reason: str | None = None) -> OperationResult:
+        """Hold the actor: no wake-up runs it until `unpause()`; sends are kept, actions refused."""
+        response = await self._client.request("POST", f"{self.path}/pause", json=_reason(reason), idempotent=True)
+        return OperationResult.model_validate(response.json())
+
+    async def unpause(self) -> OperationResult:
+        """Let a paused actor run again: woken now."""
+        response = await self._client.request("POST", f"{self.path}/unpause", idempotent=True)
+        return OperationResult.model_validate(response.json())
+
+    async def versions(self) -> list[VersionInfo]:
+        """The versions a fork or reset can start from, oldest first."""
+        response = await self._client.request("GET", f"{self.path}/versions", idempotent=True)
+        return [VersionInfo.model_validate(v) for v in response.json()["versions"]]
+
+    async def version(self, version: int) -> KeptVersion:
+        """The actor as it was at a kept version."""
+        response = await self._client.request("GET", f"{self.path}/versions/{int(version)}", idempotent=True)
+        return KeptVersion.model_validate(response.json())
+
+    async def fork(self, at: int, new_key: str | Sequence[str], *, reason: str | None = None,
+                   paused: bool = False) -> OperationResult:
+        """A new actor `new_key` from kept version `at` (WouldDivergeError, ActorExistsError as in-process)."""
+        key = [new_key] if isinstance(new_key, str) else list(new_key)
+        body: dict[str, Any] = {"version": at, "key": key, "paused": paused, **_reason(reason)}
+        # Not retried on its own: a fork that got through but lost its answer is refused as actor_exists.
+        response = await self._client.request("POST", f"{self.path}/fork", json=body, idempotent=False)
+        return OperationResult.model_validate(response.json())
+
+    async def reset(self, to: int, *, reason: str | None = None) -> OperationResult:
+        """Take the actor back to kept version `to`, in place (WouldDivergeError as in-process)."""
+        body: dict[str, Any] = {"version": to, **_reason(reason)}
+        response = await self._client.request("POST", f"{self.path}/reset", json=body, idempotent=False)
+        return OperationResult.model_validate(response.json())
+
     async def delete(self) -> OperationResult:
         """Remove every item of the actor; the next request creates it afresh."""
         response = await self._client.request("DELETE", self.path, idempotent=True)
@@ -116,6 +170,21 @@ def _where(where: Sequence[str] | None) -> dict[str, Any]:
     if isinstance(where, str):
         raise TypeError("where is a list of conditions, e.g. [\"customer=42\", \"amount>100\"]")
     return {"where": list(where)} if where else {}
+
+
+def _reason(reason: str | None) -> dict[str, Any]:
+    return {"reason": reason} if reason else {}
+
+
+async def _all_pages(page: Callable[[str | None], Awaitable[OperationPage]]) -> list[OperationResult]:
+    results: list[OperationResult] = []
+    cursor: str | None = None
+    while True:
+        done = await page(cursor)
+        results += done.results
+        if done.cursor is None:
+            return results
+        cursor = done.cursor
 
 
 def _listing_params(status: WorkflowState | str | None, limit: int, cursor: str | None) -> dict[str, Any]:

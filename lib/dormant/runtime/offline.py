@@ -18,7 +18,7 @@ from dormant.flow import Limit, unknown_limit
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
 from dormant.workflow.errors import DormantError
 from dormant.workflow.execution import CommitDraft, Execution, StepRun
-from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.history import DivergenceInfo, HistoryEntry, WorkflowRecord, WorkflowState
 from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted
 from dormant.workflow.state_cell import StateCell
@@ -43,6 +43,7 @@ class ReplayReport:
     outcome: str  # "ok" or "diverged"
     detail: str
     replayed: int
+    divergence: DivergenceInfo | None = None  # where and how, when it diverged
 
 
 
@@ -120,6 +121,9 @@ async def replay_snapshot(registry: Registry, snapshot: ActorSnapshot) -> Replay
         return None
 
     record = snapshot.workflow
+    if record.state is WorkflowState.PAUSED:  # replayed as what it was when paused (rolling back replays so)
+        record = record.model_copy(update={"state": record.paused.previous if record.paused and
+                                           record.paused.previous else WorkflowState.SLEEPING, "paused": None})
     if record.state in (*TERMINAL, WorkflowState.DIVERGED):
         # Replay finished actors too: re-run as if still running, to check the code still matches.
         record = record.model_copy(update={"state": WorkflowState.RUNNING})
@@ -134,6 +138,7 @@ async def replay_snapshot(registry: Registry, snapshot: ActorSnapshot) -> Replay
     except WakeAborted as aborted:  # pragma: no cover - the checkpointer never fails
         raise aborted.cause from None
     if result.state is WorkflowState.DIVERGED and result.divergence is not None:
-        return ReplayReport(snapshot.ref, "diverged", result.divergence.message, execution.replayed)
+        return ReplayReport(snapshot.ref, "diverged", result.divergence.message, execution.replayed,
+                            result.divergence)
     return ReplayReport(snapshot.ref, "ok", f"history replays cleanly; the workflow is {result.state.value}",
                         execution.replayed)

@@ -11,20 +11,23 @@
 - **delete**: every item of the actor is removed (EventStore.delete); a later request starts a new actor.
 - **inspect**: counts per listed status, the actors that need attention (dormant.runtime.attention), an actor's
   pending inbox; and, under `dormant dev`, firing its next timer (dormant.runtime.timers).
+- **pause / unpause** (dormant.runtime.pausing) and **fork / reset** from a kept version (dormant.runtime.rewind;
+  which versions are kept: dormant.runtime.versions).
 
-Single-actor refusals raise (NotResumableError, StillDivergedError, ActorFinishedError, ActorNotFoundError);
-bulk resumes report them per actor.
+Single-actor refusals raise (NotResumableError, StillDivergedError, ActorFinishedError, ActorPausedError,
+ActorNotFoundError, ...); bulk resumes, pauses and unpauses report them per actor.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from typing import Any
 
 from dormant.errors import (
     ActorFinishedError,
     ActorNotFoundError,
+    ActorPausedError,
     NotResumableError,
     StillDivergedError,
     VersionConflict,
@@ -34,6 +37,7 @@ from dormant.models import (
     ActorCounts,
     AttentionList,
     Inbox,
+    KeptVersion,
     OperationPage,
     OperationResult,
     PendingMessage,
@@ -46,14 +50,15 @@ from dormant.ports import (
     ActorRef,
     ActorSnapshot,
     ActorSummary,
-    Clock,
-    EventStore,
     InboxMessage,
-    Transport,
+    VersionInfo,
     every_summary,
 )
+from dormant.runtime import pausing, rewind
 from dormant.runtime.attention import attention_list
 from dormant.runtime.offline import replay_snapshot
+from dormant.runtime.outcomes import MAX_RACES, OperatorHost, load_existing
+from dormant.runtime.outcomes import result as _result
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import (
     SEPARATOR,
@@ -67,20 +72,7 @@ from dormant.workflow.history import (
     WorkflowState,
 )
 
-if TYPE_CHECKING:
-    from dormant.actor import Registry
-
-MAX_RACES = 20  # lost version races before an action gives up (as the service's)
 PREVIEW_CHARS = 200  # of a pending message's body in the inbox view
-
-
-class OperatorHost(Protocol):
-    """What the operator actions need: the ports and the registry (an ActorService has them)."""
-
-    registry: Registry
-    store: EventStore
-    transport: Transport
-    clock: Clock
 
 
 def reset_failure(history: list[HistoryEntry], record: WorkflowRecord) -> tuple[list[HistoryEntry], WorkflowRecord]:
@@ -144,6 +136,9 @@ class Operator:
                 raise NotResumableError(f"actor type {ref.name} has no workflow: there is nothing to resume")
             if state in FINISHED:
                 raise ActorFinishedError(f"the actor is {state.value}: its workflow has ended and cannot resume")
+            if state is WorkflowState.PAUSED and snapshot.workflow.paused is not None:
+                raise ActorPausedError(f"the actor is paused {pausing.describe_pause(snapshot.workflow.paused)}: "
+                                       "unpause it to let it run (a resume never undoes a pause)")
             if state is WorkflowState.DIVERGED:
                 return await self._resume_diverged(snapshot)
             if state is not WorkflowState.FAILED:
@@ -194,12 +189,59 @@ class Operator:
         return OperationPage(results=results, cursor=page.cursor)
 
     async def _resume_reporting(self, ref: ActorRef, listed: WorkflowState) -> OperationResult:
-        try:
-            return await self.resume(ref)
-        except ActorNotFoundError as error:
-            return _result(ref, "resume", "not_found", listed, str(error))
-        except (NotResumableError, ActorFinishedError) as error:
-            return _result(ref, "resume", "refused", listed, str(error))
+        return await _reporting("resume", ref, listed, self.resume(ref))
+
+    # -- pause and unpause (dormant.runtime.pausing) -------------------------------------------------------
+    async def pause(self, ref: ActorRef, reason: str | None = None, *, by: str | None = None) -> OperationResult:
+        """Hold the actor: no wake-up runs it until it is unpaused; messages are kept, timers keep their time."""
+        return await pausing.pause(self.host, ref, reason=reason, by=by)
+
+    async def unpause(self, ref: ActorRef, *, by: str | None = None) -> OperationResult:
+        """Let a paused actor run again from where it was paused: woken now."""
+        return await pausing.unpause(self.host, ref, by=by)
+
+    async def pause_page(self, actor_type: str, *, status: WorkflowState | None = None, limit: int = 25,
+                         cursor: str | None = None, reason: str | None = None, by: str | None = None
+                         ) -> OperationPage:
+        """Pause one page of the listing (without `status`, the finished actors in it are left out, unreported)."""
+        page = await self.list_actors(actor_type, status=status, limit=limit, cursor=cursor)
+        results = [await _reporting("pause", ref, s.status, self.pause(ref, reason, by=by))
+                   for s in page.actors if status is not None or s.status not in FINISHED
+                   for ref in (ActorRef(name=s.name, key=s.key),)]
+        return OperationPage(results=results, cursor=page.cursor)
+
+    async def unpause_page(self, actor_type: str, *, limit: int = 25, cursor: str | None = None,
+                           by: str | None = None) -> OperationPage:
+        """Unpause one page of the type's paused actors."""
+        page = await self.list_actors(actor_type, status=WorkflowState.PAUSED, limit=limit, cursor=cursor)
+        results = [await _reporting("unpause", ref, s.status, self.unpause(ref, by=by))
+                   for s in page.actors for ref in (ActorRef(name=s.name, key=s.key),)]
+        return OperationPage(results=results, cursor=page.cursor)
+
+    # -- kept versions, fork and reset (dormant.runtime.versions, rewind) ------------------------------------
+    async def versions(self, ref: ActorRef) -> list[VersionInfo]:
+        """The versions of the actor a fork or reset can start from, oldest first."""
+        self.host.registry.get(ref.name)
+        found = await self.host.store.retained_versions(ref)
+        if found is None:
+            raise ActorNotFoundError("the actor does not exist")
+        return found
+
+    async def version(self, ref: ActorRef, version: int) -> KeptVersion:
+        """The actor as it was at a kept version: state, workflow record, live history."""
+        kept = await rewind.kept_version(self.host, ref, version)
+        return KeptVersion(version=kept.version, state=kept.state, workflow=kept.workflow,
+                           history=sorted(kept.history, key=lambda e: e.seq))
+
+    async def fork(self, ref: ActorRef, version: int, new_key: Sequence[str], *, reason: str | None = None,
+                   by: str | None = None, paused: bool = False) -> OperationResult:
+        """A new actor from a kept version of this one (replayed against this code first); it runs on."""
+        return await rewind.fork(self.host, ref, version, new_key, reason=reason, by=by, paused=paused)
+
+    async def reset(self, ref: ActorRef, version: int, *, reason: str | None = None,
+                    by: str | None = None) -> OperationResult:
+        """The actor's history, state and record taken back to a kept version (replayed first), in place."""
+        return await rewind.reset(self.host, ref, version, reason=reason, by=by)
 
     # -- inspect -------------------------------------------------------------------------------------------
     async def counts(self, actor_type: str, *, limit: int = 1000) -> ActorCounts:
@@ -233,7 +275,7 @@ class Operator:
                 return _result(ref, "terminate", "unchanged", state, f"already {state.value}")
             record = snapshot.workflow.model_copy(update={
                 "state": WorkflowState.TERMINATED, "waiting_for": [], "deadline": None, "retry_at": None,
-                "error": ErrorInfo(type="Terminated", message=text)})
+                "error": ErrorInfo(type="Terminated", message=text), "paused": None})
             discarded = [m.id for m in snapshot.inbox if m.kind == "queue"]
             draft = CommitDraft(upserts=[], deleted_prefixes=[], state=None, consumed_ids=discarded, responses={},
                                 events=[], workflow=record, committed_at=self.host.clock.now())
@@ -256,16 +298,18 @@ class Operator:
         return _result(ref, "delete", "deleted", status, f"every item of actor {ref} was removed")
 
     async def _load(self, ref: ActorRef) -> ActorSnapshot:
-        snapshot = await self.host.store.load(ref)
-        if snapshot is None:
-            raise ActorNotFoundError("the actor does not exist")  # (errors never repeat the key a client sent)
-        return snapshot
+        return await load_existing(self.host, ref)
 
 
-def _result(ref: ActorRef, operation: str, outcome: str, status: WorkflowState | None,
-            message: str) -> OperationResult:
-    return OperationResult.model_validate({"actor": ref.name, "key": list(ref.key), "operation": operation,
-                                           "outcome": outcome, "status": status, "message": message})
+async def _reporting(operation: str, ref: ActorRef, listed: WorkflowState,
+                     action: Awaitable[OperationResult]) -> OperationResult:
+    """A bulk action's result for one actor: its refusal reported, not raised."""
+    try:
+        return await action
+    except ActorNotFoundError as error:
+        return _result(ref, operation, "not_found", listed, str(error))
+    except (NotResumableError, ActorFinishedError, ActorPausedError) as error:
+        return _result(ref, operation, "refused", listed, str(error))
 
 
 def _pending(message: InboxMessage, preview: int) -> PendingMessage:

@@ -6,9 +6,9 @@ intervals, no write) and ends as soon as that says no answer will come:
 
 - the workflow took the message with a receive that does not answer (not `completable=True`), or took it
   in a loop iteration that has finished without completing it: status "received";
-- the workflow has stopped (failed, diverged, rolling back): the result carries its state, with status
-  "queued" while the message is still in the inbox (it runs after a resume) or "received" if the workflow
-  took it before stopping;
+- the workflow has stopped (failed, diverged, rolling back, paused): the result carries its state, with status
+  "queued" while the message is still in the inbox (it runs after a resume or unpause) or "received" if the
+  workflow took it before stopping;
 - the workflow has ended (completed, terminated) with the message still in the inbox, or discarded by a
   terminate ("queued"), or taken by a completable receive it never answered ("received"): with its state.
 
@@ -41,8 +41,8 @@ STILL_FIRST, STILL_MAX = 0.02, 0.2
 on news that is already there."""
 
 HALTED: frozenset[WorkflowState] = frozenset({WorkflowState.FAILED, WorkflowState.DIVERGED,
-                                              WorkflowState.ROLLING_BACK})
-"""Stopped by an error: nothing runs until an operator resumes the actor."""
+                                              WorkflowState.ROLLING_BACK, WorkflowState.PAUSED})
+"""Stopped by an error, or paused: nothing runs until an operator resumes (unpauses) the actor."""
 STOPPED: frozenset[WorkflowState] = HALTED | frozenset(FINISHED)
 """Workflow states in which no answer comes (until an operator resumes a halted one)."""
 

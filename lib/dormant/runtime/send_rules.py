@@ -16,8 +16,9 @@ REFUSING_STATES: frozenset[WorkflowState] = frozenset(FINISHED)
 """An ended workflow (completed, terminated) consumes nothing more: a send is refused (409 actor_finished) and
 nothing is stored."""
 HOLDING_STATES: frozenset[WorkflowState] = frozenset({WorkflowState.FAILED, WorkflowState.DIVERGED,
-                                                      WorkflowState.ROLLING_BACK})
-"""Stopped by an error: a send is stored and runs after an operator resumes the actor (202 with the status)."""
+                                                      WorkflowState.ROLLING_BACK, WorkflowState.PAUSED})
+"""Stopped by an error, or paused by an operator: a send is stored and runs after an operator resumes (unpauses) the
+actor (202 with the status)."""
 
 
 def send_rule(state: WorkflowState) -> SendRule:

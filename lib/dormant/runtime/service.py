@@ -20,6 +20,7 @@ from dormant.actor import ActorDefinition, Registry
 from dormant.errors import (
     ActorFinishedError,
     ActorNotFoundError,
+    ActorPausedError,
     IdempotencyConflictError,
     SendFailedError,
     StorageError,
@@ -256,6 +257,9 @@ class ActorService:
         for _ in range(MAX_CONFLICT_RETRIES):
             # Created (on_create, workflow started) only now that the action is known to exist.
             snapshot = await self._load(ref, create=True, actor_input=actor_input, caller=caller)
+            if snapshot.workflow.state is WorkflowState.PAUSED:  # (a pause after this load wins the commit race)
+                raise ActorPausedError("the actor is paused by an operator: actions are refused until it is "
+                                       "unpaused (messages sent to it are kept and run then)")
             try:
                 result, _ = await self._run_action(definition, snapshot, fn, list(args), ids, consumed=None,
                                                    caller=caller)
@@ -352,6 +356,7 @@ class ActorService:
         definition = self.registry.get(ref.name)
         return ActorStatus(workflow=record.state, error=error, divergence=record.divergence, output=record.output,
                            version=snapshot.version, search=plain(visible(definition.search, snapshot.search)),
+                           paused=record.paused, rewritten=record.rewritten,
                            waiting_for=WaitingFor(queues=record.waiting_for, deadline=record.deadline,
                                                   retry_at=record.retry_at,
                                                   limits=record.limits if record.state in _WAITING else []))

@@ -120,7 +120,8 @@ async def fire_next_timer(service: ActorService, ref: ActorRef) -> OperationResu
                     else "nothing is scheduled")
             raise NoTimerError(f"the actor ({state.value}) has no timer to fire: {what}")
         if state not in FIREABLE:
-            raise NoTimerError(f"the actor is {state.value}: its timers wait until an operator resumes it")
+            unblocks = "unpauses" if state is WorkflowState.PAUSED else "resumes"
+            raise NoTimerError(f"the actor is {state.value}: its timers wait until an operator {unblocks} it")
         due = [t for t in timers if t.at == timers[0].at]
         now = service.clock.now()
         try:

@@ -133,6 +133,10 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
         if before is None:
             before = snapshot.workflow
             had_wake_error = current_wake_error(snapshot) is not None
+        if snapshot.workflow.state is WorkflowState.PAUSED:
+            # Held by an operator (dormant.runtime.pausing): nothing runs, nothing commits, no timer is sent; what
+            # woke it stays stored (messages in the inbox, deadlines on the record) until the unpause wakes it.
+            return WakeReport(ref=ref, outcome="paused", record=snapshot.workflow, attempts=attempt)
         now = service.clock.now()
         due = [m for m in snapshot.inbox if m.kind == "action" and (m.not_before or 0.0) <= now]
         try:

@@ -6,7 +6,7 @@ Everything here crosses the storage boundary, so it is pydantic and JSON-only.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -116,6 +116,7 @@ class WorkflowState(StrEnum):
     DIVERGED = "diverged"
     ROLLING_BACK = "rolling_back"
     TERMINATED = "terminated"  # ended by an operator (dormant.runtime.operations); never runs again
+    PAUSED = "paused"  # held by an operator: no wake-up runs it until unpaused (dormant.runtime.pausing)
 
 
 class DivergenceInfo(BaseModel):
@@ -124,6 +125,22 @@ class DivergenceInfo(BaseModel):
     requested: str | None
     code_site: str | None
     message: str
+
+
+def _unset(value: Any) -> bool:
+    return value is None
+
+
+class OperatorNote(BaseModel):
+    """An operator's action kept on the workflow record: what, who asked, why and when."""
+
+    action: Literal["pause", "reset", "fork"]
+    by: str | None = Field(None, description="Who asked (`kind:id` of the caller); null: the application itself")
+    reason: str | None = None
+    at: float = Field(description="When (epoch seconds)")
+    detail: str | None = Field(None, description="What it did, e.g. which version a reset went back to")
+    version: int | None = Field(None, description="reset and fork: the version of the history taken")
+    previous: WorkflowState | None = Field(None, description="pause: the state that unpause restores")
 
 
 class WorkflowRecord(BaseModel):
@@ -138,6 +155,11 @@ class WorkflowRecord(BaseModel):
     retry_at: float | None = None
     rollback_attempts: int = 0
     limits: list[str] = Field(default_factory=list)  # the limits whose slots it waits for (then `deadline`: next try)
+    # Written only when set (exclude_if): an actor no operator touched stores exactly what it stored before.
+    paused: OperatorNote | None = Field(None, exclude_if=_unset)
+    """While `paused`: who paused it, why, when, and the state to go back to."""
+    rewritten: OperatorNote | None = Field(None, exclude_if=_unset)
+    """The last time an operator rewrote this history: a reset in place, or the fork that created the actor."""
 
 
 class QueuedMessage(BaseModel):

@@ -26,7 +26,7 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
     WakeAborted and WakeRestart propagate to the caller (the runtime retries from storage).
     """
     loaded = ex.record
-    if loaded.state in TERMINAL:
+    if loaded.state in TERMINAL or loaded.state is WorkflowState.PAUSED:  # a paused actor runs nothing
         return loaded
     if ex.rolling_back and loaded.retry_at is not None and loaded.retry_at > ex.now():
         return loaded  # an early wake-up while a failed compensation waits for its retry

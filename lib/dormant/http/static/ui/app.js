@@ -1,7 +1,7 @@
 // The Dormant dashboard: one page over the API's own routes (see dormant/http/ui.py). Everything from the
 // server is inserted as text, never as HTML.
 
-const STATUSES = ["pending", "sleeping", "completed", "failed", "diverged", "rolling_back", "terminated"];
+const STATUSES = ["pending", "sleeping", "completed", "failed", "diverged", "rolling_back", "paused", "terminated"];
 const ATTENTION = {
   failed: "failed", diverged: "diverged", rolling_back: "rolling back", retrying: "retrying",
   wake_error: "wake-up failed",
@@ -136,8 +136,48 @@ function waitsFor(status) {
     case "running": return "a wake-up is running it";
     case "completed": return `finished: ${short(status.output)}`;
     case "rolling_back": return "compensating" + (waits.retry_at ? `; next try ${when(waits.retry_at)}` : "");
+    case "paused": return status.paused ? `${noteText(status.paused)}; it was ${status.paused.previous || "sleeping"}`
+      + ": no wake-up runs it until Unpause (messages sent meanwhile wait, its timers keep their time)" : "paused";
     default: return (status.error || "").split("\n")[0];
   }
+}
+
+// An operator's action kept on the record (a pause, a reset, the fork that made the actor): what, who, why, when.
+function noteText(note) {
+  const what = note.action === "pause" ? "paused" : note.detail || note.action;
+  return `${what} by ${note.by || "the application"}${note.reason ? ` (${note.reason})` : ""}, ${when(note.at)}`;
+}
+
+// A key typed as in URLs (parts joined by ",", other characters ~XX: dormant.http.keys) -> its parts.
+function decodeKey(text) {
+  return text.split(",").map((part) => {
+    if (!part) throw new Error("a key part is empty (two commas in a row, or one at an end)");
+    const bytes = [];
+    for (let i = 0; i < part.length; i += 1) {
+      if (part[i] === "~") {
+        const pair = part.slice(i + 1, i + 3);
+        if (!/^[0-9a-fA-F]{2}$/.test(pair)) throw new Error("'~' must be followed by two hex digits");
+        bytes.push(parseInt(pair, 16));
+        i += 2;
+      } else {
+        bytes.push(...new TextEncoder().encode(part[i]));
+      }
+    }
+    return new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array(bytes));
+  });
+}
+
+function versionsTable(kept, onFork, onReset, onShow) {
+  const rows = kept.versions.slice().reverse().map((v) => el("tr", { "data-version": String(v.version) },
+    el("td", { text: String(v.version) }), el("td", { text: when(v.committed_at) }),
+    el("td", {}, statusBadge(v.status)), el("td", { text: String(v.entries) }),
+    el("td", { text: v.received === null ? "-" : String(v.received.length) }),
+    el("td", { class: "detail-cell", text: v.changed === null ? "(its commit is not kept)"
+      : (v.changed.join(", ") || "-") + (v.more_changed ? ` (+${v.more_changed} more)` : "") }),
+    el("td", {}, el("button", { class: "show-version", text: "show", onclick: () => onShow(v.version) }),
+      el("button", { class: "fork", text: "fork…", onclick: () => onFork(v.version) }),
+      el("button", { class: "reset danger", text: "reset to", onclick: () => onReset(v.version) }))));
+  return table("versions", ["version", "committed", "status", "entries", "received", "changed", ""], rows);
 }
 
 const HINTS = {
@@ -593,13 +633,25 @@ async function actorView(view, name, segment, generation) {
     } else if (found.error) {
       parts.push(el("pre", { id: "error", text: found.error }));
     }
+    if (found.rewritten) parts.push(el("p", { id: "rewritten", class: "muted", text: noteText(found.rewritten) }));
     statusCard.replaceChildren(...parts);
+    pauseButton.hidden = found.workflow === "paused" || ["completed", "terminated"].includes(found.workflow);
+    unpauseButton.hidden = found.workflow !== "paused";
   };
+  const pauseButton = el("button", { id: "pause", text: "Pause", onclick: () => {
+    const reason = prompt("Pause: no wake-up runs it until Unpause; messages sent meanwhile wait. Reason?",
+      "paused from the dashboard");
+    if (reason !== null) operate("pause", "POST", "pause", reason ? { reason } : {});
+  } });
+  const unpauseButton = el("button", { id: "unpause", class: "primary", text: "Unpause",
+    onclick: () => operate("unpause", "POST", "unpause") });
   fillStatus(status);
   const events = el("ul", { id: "events", class: "events" });
   const stateBox = el("pre", { id: "state", text: JSON.stringify(value, null, 2) });
   const timelineBox = el("div", { id: "history" });
   const inboxBox = el("div", { id: "inbox-box" });
+  const versionsBox = el("div", { id: "versions-box" });
+  const versionState = el("pre", { id: "version-state", hidden: true });
   const readHistory = async () => {
     try {
       const open = new Set([...timelineBox.querySelectorAll("details[open]")].map((d) => d.dataset.value));
@@ -615,6 +667,41 @@ async function actorView(view, name, segment, generation) {
       inboxBox.replaceChildren(el("p", { class: "muted", text: `inbox: ${error.message}` }));
     }
   };
+  const forkAt = (at) => {
+    const typed = prompt(`Fork version ${at} as a new ${name} actor (its key, as in URLs). Its history is replayed `
+      + "against the deployed code first; the new actor starts with that version's state and runs on.", "");
+    if (!typed) return;
+    let key;
+    try {
+      key = decodeKey(typed.trim());
+    } catch (error) {
+      flash(`fork refused: bad key: ${error.message}`, "error");
+      return;
+    }
+    operate("fork", "POST", "fork", { version: at, key });
+  };
+  const resetTo = (at) => {
+    const reason = prompt(`Reset ${name} ${segment} to version ${at}? What it did since is dropped from its history `
+      + "and state (messages received since are not given back). Reason?", "reset from the dashboard");
+    if (reason !== null) operate("reset", "POST", "reset", reason ? { version: at, reason } : { version: at });
+  };
+  const showVersion = async (at) => {
+    try {
+      const kept = await api("GET", `${base}/versions/${at}`);
+      versionState.textContent = `version ${kept.version} (${kept.workflow.state}), state:\n`
+        + JSON.stringify(kept.state, null, 2);
+      versionState.hidden = false;
+    } catch (error) {
+      flash(`version ${at}: ${explain(error)}`, "error");
+    }
+  };
+  const readVersions = async () => {
+    try {
+      versionsBox.replaceChildren(versionsTable(await api("GET", `${base}/versions`), forkAt, resetTo, showVersion));
+    } catch (error) {
+      versionsBox.replaceChildren(el("p", { class: "muted", text: `versions: ${error.message}` }));
+    }
+  };
   const refresh = async (force = false) => {
     if (generation !== session.generation) return;
     try {
@@ -623,7 +710,7 @@ async function actorView(view, name, segment, generation) {
       if (!force && found.version === version) return;  // nothing committed since: nothing else changed
       version = found.version;
       stateBox.textContent = JSON.stringify(await api("GET", `${base}/state`), null, 2);
-      await Promise.all([readHistory(), readInbox()]);
+      await Promise.all([readHistory(), readInbox(), readVersions()]);
     } catch (error) {
       if (error.status === 404) flash(`${name} ${segment}: ${error.message}`, "error");
     }
@@ -637,9 +724,10 @@ async function actorView(view, name, segment, generation) {
     }
     await refresh(true);
   };
-  await Promise.all([readHistory(), readInbox()]);
+  await Promise.all([readHistory(), readInbox(), readVersions()]);
   const actions = el("div", { class: "actions" },
     el("button", { id: "resume", class: "primary", text: "Resume", onclick: () => operate("resume", "POST", "resume") }),
+    pauseButton, unpauseButton,
     session.dev && definition.workflow ? el("button", { id: "fire-timer", text: "Fire next timer",
       title: "dormant dev: its earliest deadline, retry or scheduled action is due now",
       onclick: () => operate("fire timer", "POST", "fire-timer") }) : null,
@@ -658,7 +746,8 @@ async function actorView(view, name, segment, generation) {
         el("h2", { text: "waiting messages" }), inboxBox,
         ...(await forms(name, base, definition, () => refresh(true))),
         el("h2", { text: "live events" }), events),
-      el("section", {}, el("h2", { text: "history" }), timelineBox)));
+      el("section", {}, el("h2", { text: "history" }), timelineBox,
+        el("h2", { text: "kept versions (fork or reset from one)" }), versionsBox, versionState)));
   pollStatus(refresh, generation);
   followEvents(base, events, generation);
 }
