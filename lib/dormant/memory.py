@@ -29,10 +29,12 @@ from dormant.ports import (
     AttentionMark,
     AttentionPage,
     AttentionReason,
+    CallbackRecord,
     Creation,
     EventRecord,
     InboxMessage,
     WakeError,
+    callback_record,
     check_attention_cursor,
     check_cursor,
     listed_status,
@@ -83,6 +85,7 @@ class MemoryEventStore:
         self._keep_commit_log = keep_commit_log
         self._actors: dict[str, _Actor] = {}
         self._early: dict[str, _Actor] = {}  # inboxes of actors that do not exist yet
+        self.callbacks: dict[str, dict[str, Any]] = {}  # callback lookup records by token hash (outlive actors)
         self._changed = asyncio.Condition()
         self._waiting = 0  # callers inside _wait_until
         self.calls = 0
@@ -195,6 +198,11 @@ class MemoryEventStore:
         record.responses.update(draft.responses)
         self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
+        for change in draft.callbacks:  # an open record is written once; a closed one only over an open one
+            known = self.callbacks.get(change.token_hash)
+            if known is None or (change.state != "open" and known["state"] == "open"):
+                self.callbacks[change.token_hash] = callback_record(
+                    ref, float(record.meta["created_at"]), record.version, change, draft.committed_at).model_dump()
         if draft.workflow is not None and record.summary is not None:
             listed = listed_status(draft.workflow.state)
             if listed.value != record.summary["status"]:
@@ -349,6 +357,21 @@ class MemoryEventStore:
         self._leave(when, "list_attention")
         page = marked[:max(1, limit)]
         return AttentionPage(marks=[mark for _, mark in page], cursor=page[-1][0] if len(marked) > len(page) else None)
+
+    async def read_callback(self, token_hash: str) -> CallbackRecord | None:
+        when = self._enter("read_callback")
+        found = self.callbacks.get(token_hash)
+        self._leave(when, "read_callback")
+        return CallbackRecord.model_validate(found) if found is not None else None
+
+    async def heartbeat_callback(self, token_hash: str, heartbeat_deadline: float, now: float) -> bool:
+        when = self._enter("heartbeat_callback")
+        found = self.callbacks.get(token_hash) or {}
+        moved = found.get("state") == "open" and (found.get("heartbeat_deadline") or 0.0) > now
+        if moved:
+            found["heartbeat_deadline"] = max(found["heartbeat_deadline"], heartbeat_deadline)
+        self._leave(when, "heartbeat_callback")
+        return moved
 
     async def delete(self, ref: ActorRef) -> bool:
         when = self._enter("delete")

@@ -19,7 +19,7 @@ from dormant.errors import InvalidCursorError, InvalidKeyError
 from dormant.limits import ACTOR_ID, CARRIED_MESSAGE, KEY_PART, check_actor_id
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft
-from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.history import CallbackChange, CallbackState, HistoryEntry, WorkflowRecord, WorkflowState
 
 MAX_KEY_PART = KEY_PART.maximum
 MAX_CARRIED_BYTES = CARRIED_MESSAGE.maximum
@@ -73,7 +73,7 @@ class InboxMessage(BaseModel):
     queue: str
     body: Any = None
     created_at: float
-    kind: Literal["queue", "action"] = "queue"
+    kind: Literal["queue", "action", "callback"] = "queue"
     args: list[Any] = Field(default_factory=list)
     not_before: float | None = None
     sender: Caller | None = None
@@ -225,6 +225,47 @@ async def every_summary(list_page: Callable[[str | None], Awaitable[ActorPage]])
         cursor = page.cursor
 
 
+CALLBACK_RETENTION = 24 * 3600.0
+"""Seconds a closed callback's lookup record is kept (the DynamoDB store: `response_ttl_seconds`), for
+`GET /callbacks/{token}` and for a retried completion to be answered as the same one."""
+
+
+class CallbackRecord(BaseModel):
+    """A callback's lookup record, kept by the store under the token's hash: which actor holds the callback
+    (`POST /callbacks/{token}` knows no key), and what the commits of that actor say of it."""
+
+    token_hash: str
+    callback_id: str
+    name: str
+    location: str
+    actor: str
+    key: tuple[str, ...]
+    actor_created_at: float = Field(description="The actor's creation: a re-created actor is another one")
+    state: CallbackState
+    deadline: float | None = None
+    heartbeat_timeout: float | None = None
+    heartbeat_deadline: float | None = Field(None, description="Moved by each heartbeat")
+    version: int = Field(description="The actor's version whose commit wrote this state")
+    at: float = Field(description="When that commit wrote it")
+    expires_at: float | None = Field(None, description="When the store may forget it (None: while it is open "
+                                                       "without a deadline)")
+
+    @property
+    def ref(self) -> ActorRef:
+        return ActorRef(name=self.actor, key=self.key)
+
+
+def callback_record(ref: ActorRef, created_at: float, version: int, change: CallbackChange, at: float,
+                    retention: float = CALLBACK_RETENTION) -> CallbackRecord:
+    """The lookup record a commit of `change` writes (open: kept past its deadline; closed: `retention` more)."""
+    if change.state != "open":
+        expires: float | None = at + retention
+    else:
+        expires = change.deadline + retention if change.deadline is not None else None
+    return CallbackRecord(**change.model_dump(), actor=ref.name, key=ref.key, actor_created_at=created_at,
+                          version=version, at=at, expires_at=expires)
+
+
 class EventStore(Protocol):
     """Durable per-actor storage. Every `commit` is atomic and conditional on `expected_version`."""
 
@@ -327,6 +368,21 @@ class EventStore(Protocol):
     async def delete(self, ref: ActorRef) -> bool:
         """Remove every item of the actor; True if it existed. Safe to re-run after an interruption; while
         it runs the actor loads as missing; afterwards a create starts it afresh."""
+        ...
+
+    # Callbacks (dormant.workflow.callbacks): a commit's `draft.callbacks` open and close lookup records, written
+    # with the commit (the DynamoDB store writes them right after its commit item, and again on a load of that
+    # version if it crashed in between). An open record is written once, a closed one over an open one only: a
+    # record never goes back, and a heartbeat's move is never undone by a re-written commit.
+    async def read_callback(self, token_hash: str) -> CallbackRecord | None:
+        """The lookup record of the callback whose token hashes to `token_hash` (one read; None if unknown). It
+        may be past `expires_at`: the caller says what that means."""
+        ...
+
+    async def heartbeat_callback(self, token_hash: str, heartbeat_deadline: float, now: float) -> bool:
+        """Move an open callback's heartbeat deadline forward to `heartbeat_deadline` (one conditional write,
+        nothing else: the actor is not woken). False, changing nothing, when the record is gone, closed, or its
+        heartbeat deadline passed before `now`."""
         ...
 
 

@@ -14,7 +14,7 @@ from dormant.aws.offload import refs_in_text, resolve, sha_of
 from dormant.errors import ItemTooLargeError
 from dormant.limits import ITEM, Limit
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
-from dormant.workflow.history import HistoryEntry, WorkflowRecord
+from dormant.workflow.history import CallbackChange, HistoryEntry, WorkflowRecord
 
 ITEM_LIMIT = ITEM.maximum  # every item the store writes stays within this (dormant.limits: moto's is lower than AWS's)
 RING_PREFIX = "c#"
@@ -74,18 +74,22 @@ class Side:
     events: list[list[Any]] = field(default_factory=list)  # [seq, name, payload, at]
     at: float = 0.0
     listed: tuple[str, float] | None = None  # (status, since) when this commit changed the listed status
+    callbacks: list[CallbackChange] = field(default_factory=list)  # lookup items to write (dormant.aws.callbacks)
 
     def payload(self) -> dict[str, Any]:
         payload: dict[str, Any] = {"c": self.consumed, "r": self.responses, "e": self.events}
         if self.listed is not None:
             payload["l"] = list(self.listed)
+        if self.callbacks:
+            payload["k"] = [change.model_dump(mode="json", exclude_defaults=True) for change in self.callbacks]
         return payload
 
     @staticmethod
     def from_payload(payload: dict[str, Any], at: float) -> Side:
         listed = payload.get("l")
         return Side(list(payload.get("c", [])), dict(payload.get("r", {})), list(payload.get("e", [])), at,
-                    (str(listed[0]), float(listed[1])) if listed else None)
+                    (str(listed[0]), float(listed[1])) if listed else None,
+                    [CallbackChange.model_validate(change) for change in payload.get("k", ())])
 
 
 @dataclass

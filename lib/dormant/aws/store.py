@@ -20,7 +20,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from dormant.aws import deletion, inbox
+from dormant.aws import callbacks, deletion, inbox
 from dormant.aws.batches import ConditionFailed, present, put_all
 from dormant.aws.blobs import BlobMissing, S3Blobs
 from dormant.aws.items import (
@@ -84,6 +84,7 @@ class DynamoEventStore:
     commit's responses/events were written; the actor's next commit still makes sure of it.
     """
     wait_inbox = inbox.wait_inbox  # EventStore.wait_inbox: polls the `pending` index (dormant.aws.inbox)
+    read_callback, heartbeat_callback = callbacks.read_callback, callbacks.heartbeat_callback  # their lookup items
 
     def __init__(self, client: Any, settings: Settings | None = None, *, settle_on_load: bool = True,
                  cache_size: int = 512, clock: Callable[[], float] = time.time, blobs: S3Blobs | None = None) -> None:
@@ -102,6 +103,7 @@ class DynamoEventStore:
                                  dedupe_ttl_seconds=self.settings.dedupe_ttl_seconds)
         self.status_items = StatusItems(self._call, self._put_if, self.table)
         self.attention_items = AttentionItems(self._call, self.table)
+        self.callback_items = callbacks.CallbackItems(self._call, self.table, self.settings)
 
     @classmethod
     @asynccontextmanager
@@ -186,7 +188,7 @@ class DynamoEventStore:
         base = await self._base(ref, expected_version)
         version = expected_version + 1
         now = self._now()
-        draft = await self.values.store_draft(ref, base, version, draft)  # big values to S3 first
+        draft = callbacks.carry(draft, await self.values.store_draft(ref, base, version, draft))  # big values: S3
         side, delta = delta_of(base, draft, now)
         upsert_sizes = [sized(entry) for entry in draft.upserts]
         head = base.advance(version, delta, side, upsert_sizes)
@@ -383,6 +385,7 @@ class DynamoEventStore:
         if side.listed is not None and STATUS_SK not in found:
             await self.status_items.put(ref, status=side.listed[0], since=side.listed[1], version=head.version,
                                         created_at=float(head.meta["created_at"]), incarnation=head.incarnation)
+        await self.callback_items.write(ref, head)
         if probe and (derived or (side.listed and STATUS_SK not in found)):
             log.info("settled version %d of %s: re-wrote its derived item(s)", head.version, ref)
         head.settled = True
@@ -438,4 +441,4 @@ class DynamoEventStore:
 
 
 _SNAKE = {"GetItem": "get_item", "PutItem": "put_item", "Query": "query", "BatchWriteItem": "batch_write_item",
-          "BatchGetItem": "batch_get_item", "DeleteItem": "delete_item"}
+          "BatchGetItem": "batch_get_item", "DeleteItem": "delete_item", "UpdateItem": "update_item"}

@@ -45,6 +45,7 @@ from dormant.ports import (
     Transport,
 )
 from dormant.runtime.access import AccessRequest, Operation, check_access
+from dormant.runtime.callbacks import waiting_callbacks
 from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.replies import await_reply
@@ -88,11 +89,14 @@ class _Creation:
 class ActorService:
     """Application service over the ports; holds no per-actor state of its own."""
 
-    def __init__(self, registry: Registry, store: EventStore, transport: Transport, clock: Clock) -> None:
+    def __init__(self, registry: Registry, store: EventStore, transport: Transport, clock: Clock, *,
+                 public_url: str | None = None) -> None:
+        """`public_url`: where the HTTP API is reached from outside (callback URLs: `cb.url`)."""
         self.registry = registry
         self.store = store
         self.transport = transport
         self.clock = clock
+        self.public_url = public_url
 
     def ref(self, actor_name: str, key: str | Sequence[str]) -> ActorRef:
         self.registry.get(actor_name)
@@ -196,6 +200,11 @@ class ActorService:
         """Wait for the answer to a stored message, or until it is clear that none will come, at most `timeout`
         seconds of the service's clock (dormant.runtime.replies)."""
         return await await_reply(self.store, self.clock, ref, message_id, timeout)
+
+    async def deliver(self, ref: ActorRef, message: InboxMessage, *, compare: bool = False) -> None:
+        """Store a checked, prepared message of an existing actor as a send does (its wake-up first); with
+        `compare`, IdempotencyConflictError when its id holds another message (a callback's completion)."""
+        await self._deliver(ref, message, compare=compare)
 
     async def _deliver(self, ref: ActorRef, message: InboxMessage, *, creation: Creation | None = None,
                        at: float | None = None, compare: bool = False) -> None:
@@ -349,7 +358,8 @@ class ActorService:
         return ActorStatus(workflow=record.state, error=error, divergence=record.divergence, output=record.output,
                            version=snapshot.version,
                            waiting_for=WaitingFor(queues=record.waiting_for, deadline=record.deadline,
-                                                  retry_at=record.retry_at))
+                                                  retry_at=record.retry_at,
+                                                  callbacks=await waiting_callbacks(self.store, snapshot.history)))
 
     async def history(self, ref: ActorRef) -> list[HistoryEntry]:
         return sorted((await self._load(ref, create=True)).history, key=lambda e: e.seq)

@@ -1,10 +1,17 @@
 """The pure workflow engine: no boto, no HTTP, no file or network I/O."""
 
 from dormant.workflow.branches import RaceResult
+from dormant.workflow.callbacks import Callback
 from dormant.workflow.caller import Caller
 from dormant.workflow.context import WorkflowContext
 from dormant.workflow.errors import (
     BranchError,
+    CallbackCancelledError,
+    CallbackError,
+    CallbackFailedError,
+    CallbackHeartbeatTimeoutError,
+    CallbackTimeoutError,
+    CallbackUrlError,
     DormantError,
     EntryInProgressError,
     HistoryDivergedError,
@@ -26,9 +33,11 @@ from dormant.workflow.queues import QueueMessage
 from dormant.workflow.runner import run_workflow
 
 __all__ = [
-    "BranchError", "Caller", "CommitDraft", "DormantError", "EntryInProgressError", "Execution", "HistoryDivergedError",
-    "HistoryEntry", "JoinError", "Loop", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
-    "QueuedMessage", "RaceError", "RaceResult", "RecordedError", "RollbackCheckpointError", "StateCell",
-    "StepExhaustedError", "StepOnlyError", "StepRun", "StepTimeoutError", "WorkflowContext", "WorkflowDefinitionError",
-    "WorkflowHost", "WorkflowRecord", "WorkflowState", "run_workflow",
+    "BranchError", "Callback", "CallbackCancelledError", "CallbackError", "CallbackFailedError",
+    "CallbackHeartbeatTimeoutError", "CallbackTimeoutError", "CallbackUrlError", "Caller", "CommitDraft",
+    "DormantError", "EntryInProgressError", "Execution", "HistoryDivergedError", "HistoryEntry", "JoinError", "Loop",
+    "NonRetryableError", "QueueMessage", "QueueTimeoutError", "QueuedMessage", "RaceError", "RaceResult",
+    "RecordedError", "RollbackCheckpointError", "StateCell", "StepExhaustedError", "StepOnlyError", "StepRun",
+    "StepTimeoutError", "WorkflowContext", "WorkflowDefinitionError", "WorkflowHost", "WorkflowRecord",
+    "WorkflowState", "run_workflow",
 ]

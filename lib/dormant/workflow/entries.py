@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from dormant.workflow.history import (
     BranchRecord,
+    CallbackInfo,
     EntryKind,
     EntryStatus,
     ErrorInfo,
@@ -36,7 +37,7 @@ class Entry:
     Entries without messages or branches share immutable empty ones (one object fewer each for the
     collector): a queue wait assigns its `messages`, a join or race is created with its own `branches`."""
 
-    __slots__ = ("attempts", "branches", "created_at", "deadline", "ended_at", "error", "iteration", "kind",
+    __slots__ = ("attempts", "branches", "callback", "created_at", "deadline", "ended_at", "error", "iteration", "kind",
                  "location", "loop_state", "messages", "name", "output", "removed_kind", "retry_at", "rollback_done",
                  "rollback_error", "seq", "started_at", "status", "timed_out", "updated_at", "winner")
 
@@ -47,7 +48,8 @@ class Entry:
                  loop_state: Any = None, messages: list[RecordedMessage] = _NO_MESSAGES, timed_out: bool = False,
                  branches: dict[str, BranchRecord] = _NO_BRANCHES, winner: str | None = None,
                  removed_kind: str | None = None, created_at: float = 0.0, updated_at: float = 0.0,
-                 started_at: float | None = None, ended_at: float | None = None) -> None:
+                 started_at: float | None = None, ended_at: float | None = None,
+                 callback: CallbackInfo | None = None) -> None:
         self.location = location
         self.kind = kind
         self.name = name
@@ -69,6 +71,7 @@ class Entry:
         self.branches = branches  # join / race
         self.winner = winner
         self.removed_kind = removed_kind  # removed placeholder
+        self.callback = callback  # callback
         self.created_at = created_at
         self.updated_at = updated_at
 
@@ -84,7 +87,8 @@ class Entry:
             model.iteration, model.loop_state,
             [m.model_copy() for m in model.messages] if model.messages else _NO_MESSAGES, model.timed_out,
             {b: r.model_copy() for b, r in model.branches.items()} if model.branches else _NO_BRANCHES,
-            model.winner, model.removed_kind, model.created_at, model.updated_at, model.started_at, model.ended_at)
+            model.winner, model.removed_kind, model.created_at, model.updated_at, model.started_at, model.ended_at,
+            model.callback.model_copy() if model.callback is not None else None)
 
     def to_model(self) -> HistoryEntry:
         return HistoryEntry.model_validate(self.to_json())
@@ -127,6 +131,8 @@ class Entry:
             data["winner"] = self.winner
         if self.removed_kind is not None:
             data["removed_kind"] = self.removed_kind
+        if self.callback is not None:
+            data["callback"] = self.callback.model_dump(mode="json", exclude_defaults=True)
         if self.created_at != 0.0:
             data["created_at"] = self.created_at
         if self.updated_at != 0.0:

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import to_jsonable_python
 
 from dormant.workflow.entries import Entry
-from dormant.workflow.errors import InvalidJsonError, InvalidStateError
+from dormant.workflow.errors import InvalidJsonError
 from dormant.workflow.history import (
+    CallbackChange,
     EntryKind,
     ErrorInfo,
     HistoryEntry,
@@ -29,8 +29,12 @@ from dormant.workflow.history import (
 )
 from dormant.workflow.replay import HistoryIndex
 from dormant.workflow.signals import WakeAborted, WakeRestart
-from dormant.workflow.values import check_json, describe_errors
+from dormant.workflow.state import StateCell
+from dormant.workflow.values import check_json
 from dormant.workflow.waits import WaitPort
+
+__all__ = ["Checkpointer", "CommitDraft", "Execution", "Mode", "StateCell", "StepRun", "WorkflowHost", "error_info",
+           "to_json"]
 
 
 def to_json(value: Any, what: str = "the value") -> Any:
@@ -69,38 +73,6 @@ class StepRun:
     touched_state: bool = False  # set by the host when the attempt reads or writes the actor state
 
 
-class StateCell:
-    """The actor's state model plus the JSON of its last commit (for revert and dirty checks)."""
-
-    def __init__(self, model_type: type[BaseModel], committed: dict[str, Any]) -> None:
-        self.model_type = model_type
-        self.committed = committed
-        self.value: BaseModel = model_type.model_validate(committed)
-
-    def dump(self) -> dict[str, Any]:
-        return self.value.model_dump(mode="json")
-
-    def revert(self) -> None:
-        self.value = self.model_type.model_validate(self.committed)
-
-    def check(self, after: str) -> dict[str, Any]:
-        """The state's JSON, proven to load back into its model; InvalidStateError (naming fields and rules,
-        never values) if `after` (a step, an action...) left it otherwise. Run before anything commits it."""
-        name = self.model_type.__name__
-        try:
-            dump = self.value.model_dump(mode="json", warnings=False)
-        except PydanticSerializationError:
-            raise InvalidStateError(f"{after} left the state ({name}) holding a value that cannot be "
-                                    "serialized") from None
-        check_json(dump, f"the state ({name}) after {after}")
-        try:
-            self.model_type.model_validate(dump)
-        except ValidationError as error:
-            raise InvalidStateError(f"{after} left the state not matching {name}: {describe_errors(error)}"
-                                    ) from None
-        return dump
-
-
 class WorkflowHost(Protocol):
     """What the engine needs from the actor definition and the runtime."""
 
@@ -117,6 +89,19 @@ class WorkflowHost(Protocol):
         be stored; no I/O. How a step whose result or state change is too big to store fails that attempt."""
         ...
 
+    # callbacks (dormant.workflow.callbacks)
+    def callback_names(self) -> Sequence[str]: ...
+
+    def decode_callback_result(self, name: str, value: Any) -> Any: ...
+
+    def new_callback_token(self, location: str) -> str:
+        """A new unguessable token for the callback at `location` (recorded: replays reuse it)."""
+        ...
+
+    def callback_url(self, token: str) -> str | None:
+        """The public URL of `POST /callbacks/{token}`, or None when no public URL is configured."""
+        ...
+
 
 @dataclass
 class CommitDraft:
@@ -130,10 +115,11 @@ class CommitDraft:
     events: list[tuple[str, Any]]
     workflow: WorkflowRecord | None  # None: unchanged (actions)
     committed_at: float = 0.0  # the clock when the draft was made (stamps events)
+    callbacks: list[CallbackChange] = field(default_factory=list)  # callbacks opened or closed (their lookups)
 
     def is_empty(self) -> bool:
         return not (self.upserts or self.deleted_prefixes or self.state is not None or self.consumed_ids
-                    or self.responses or self.events)
+                    or self.responses or self.events or self.callbacks)
 
 
 Checkpointer = Callable[[CommitDraft], Awaitable[None]]
@@ -182,7 +168,9 @@ class Execution:
         self.loaded_record = record
         self.record = record.model_copy(deep=True)
         self.state = state
-        self.inbox = list(inbox)
+        self.inbox: list[QueuedMessage] = []
+        self.callback_messages: dict[str, QueuedMessage] = {}  # completions by message id (dormant.workflow.callbacks)
+        self.add_inbox(inbox)
         self.now = now
         self.serial = serial
         # Winners decided by an earlier attempt of this wake-up (race location -> branch): a serial
@@ -196,6 +184,8 @@ class Execution:
         self._deleted: list[str] = []
         self._consumed: list[str] = []
         self._responses: dict[str, Any] = {}
+        self._callbacks: list[CallbackChange] = []
+        self.deleted_callbacks: list[Entry] = []
         self.events: list[tuple[str, Any]] = []
         self.state_touched = False  # a step or handler used the state since the last draft (see _draft)
         self._running: tuple[WorkflowRecord, Mode, WorkflowRecord] | None = None
@@ -235,6 +225,9 @@ class Execution:
         self._dirty[entry.location] = entry
 
     def delete_prefix(self, prefix: str) -> None:
+        # An open callback deleted with its scope (a compacted loop iteration) is over: closed before the run's end
+        # (dormant.workflow.callbacks.close_ended).
+        self.deleted_callbacks += [e for e in self.index.under(prefix) if e.kind is EntryKind.CALLBACK]
         if not self.index.remove_prefix(prefix):
             return  # nothing stored under it (already compacted)
         for loc in [loc for loc in self._dirty if loc == prefix or loc.startswith(prefix + "/")]:
@@ -255,8 +248,21 @@ class Execution:
         return taken
 
     def add_inbox(self, messages: Sequence[QueuedMessage]) -> None:
-        """Messages that arrived while the wake-up waited in process (see dormant.workflow.waits)."""
-        self.inbox.extend(messages)
+        """Messages loaded, or arrived while the wake-up waited in process (see dormant.workflow.waits)."""
+        for message in messages:
+            if message.kind == "callback":
+                self.callback_messages[message.id] = message
+            else:
+                self.inbox.append(message)
+
+    def consume(self, message_id: str) -> None:
+        """The message leaves the inbox with the next commit (a callback's completion, taken or dropped)."""
+        self.callback_messages.pop(message_id, None)
+        self._consumed.append(message_id)
+
+    def callback_changed(self, change: CallbackChange) -> None:
+        """A callback opened or closed: its lookup record follows the next commit."""
+        self._callbacks.append(change)
 
     def add_response(self, message_id: str, response: Any) -> None:
         self._responses[message_id] = response
@@ -306,8 +312,9 @@ class Execution:
         draft = CommitDraft(upserts=upserts, deleted_prefixes=self._deleted, consumed_ids=self._consumed,
                             state=state if changed else None,
                             responses=self._responses, events=self.events, workflow=record,
-                            committed_at=self.now())
+                            committed_at=self.now(), callbacks=self._callbacks)
         self._dirty, self._deleted, self._consumed, self._responses, self.events = {}, [], [], {}, []
+        self._callbacks = []
         # No step is in flight when a draft is taken, so this state is a clean baseline for reverting
         # a later failed attempt, even while this commit is still under way (if it fails, the
         # wake-up is void anyway: see _aborted).
@@ -337,6 +344,14 @@ class Execution:
         if cancelled:
             raise asyncio.CancelledError()  # delivered once the commit is settled
         return True
+
+    async def commit_now(self) -> None:
+        """Commit what is pending before going on, once no step runs in another branch (a callback's token must
+        be stored before anything can hand it out)."""
+        self._commit_wanted = True
+        while self._commit_wanted:
+            await self.when_idle()
+            await self.checkpoint()
 
     def want_commit(self) -> None:
         """A step finished: its result goes out with the next commit (see `flush`)."""

@@ -6,7 +6,7 @@ Everything here crosses the storage boundary, so it is pydantic and JSON-only.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +26,7 @@ class EntryKind(StrEnum):
     JOIN = "join"
     RACE = "race"
     REMOVED = "removed"
+    CALLBACK = "callback"
 
 
 KIND_ALIASES: dict[str, EntryKind] = {k.value: k for k in EntryKind} | {"queue": EntryKind.MESSAGE}
@@ -68,6 +69,35 @@ class RecordedMessage(BaseModel):
     completable: bool | None = None
 
 
+CallbackOutcome = Literal["completed", "failed", "timed_out", "heartbeat_timed_out", "cancelled"]
+CallbackState = Literal["open", "completed", "failed", "timed_out", "cancelled"]
+
+
+class CallbackInfo(BaseModel):
+    """What a callback entry records beside its deadline (the entry's `deadline`: the timeout), its result
+    (`output`) and its failure (`error`): the token handed out, so a replay hands out the same one."""
+
+    token: str
+    id: str  # the first 32 hex digits of the token's SHA-256: names the callback's completion message
+    heartbeat_timeout: float | None = None
+    heartbeat_deadline: float | None = None  # as last read by the workflow; heartbeats move it (docs/semantics.md)
+    outcome: CallbackOutcome | None = None
+
+
+class CallbackChange(BaseModel):
+    """A callback opened or closed by a commit: the store keeps a lookup record per callback, by the token's hash
+    (never the token), so that `POST /callbacks/{token}` finds the actor without knowing its key."""
+
+    token_hash: str
+    callback_id: str
+    name: str
+    location: str
+    state: CallbackState
+    deadline: float | None = None
+    heartbeat_timeout: float | None = None
+    heartbeat_deadline: float | None = None
+
+
 class HistoryEntry(BaseModel):
     """One recorded workflow decision, addressed by its location path."""
 
@@ -98,6 +128,8 @@ class HistoryEntry(BaseModel):
     winner: str | None = None
     # removed placeholder
     removed_kind: str | None = None
+    # callback
+    callback: CallbackInfo | None = None
     created_at: float = 0.0
     updated_at: float = 0.0
 
@@ -142,6 +174,7 @@ class QueuedMessage(BaseModel):
     body: Any
     created_at: float
     sender: Caller | None = None
+    kind: Literal["queue", "callback"] = "queue"  # a callback's completion: its body says which and how
 
 
 def child_location(parent: str, name: str) -> str:

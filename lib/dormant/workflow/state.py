@@ -1,0 +1,43 @@
+"""`StateCell`: the actor's state during a run, with the JSON of its last commit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from dormant.workflow.errors import InvalidStateError
+from dormant.workflow.values import check_json, describe_errors
+
+
+class StateCell:
+    """The actor's state model plus the JSON of its last commit (for revert and dirty checks)."""
+
+    def __init__(self, model_type: type[BaseModel], committed: dict[str, Any]) -> None:
+        self.model_type = model_type
+        self.committed = committed
+        self.value: BaseModel = model_type.model_validate(committed)
+
+    def dump(self) -> dict[str, Any]:
+        return self.value.model_dump(mode="json")
+
+    def revert(self) -> None:
+        self.value = self.model_type.model_validate(self.committed)
+
+    def check(self, after: str) -> dict[str, Any]:
+        """The state's JSON, proven to load back into its model; InvalidStateError (naming fields and rules,
+        never values) if `after` (a step, an action...) left it otherwise. Run before anything commits it."""
+        name = self.model_type.__name__
+        try:
+            dump = self.value.model_dump(mode="json", warnings=False)
+        except PydanticSerializationError:
+            raise InvalidStateError(f"{after} left the state ({name}) holding a value that cannot be "
+                                    "serialized") from None
+        check_json(dump, f"the state ({name}) after {after}")
+        try:
+            self.model_type.model_validate(dump)
+        except ValidationError as error:
+            raise InvalidStateError(f"{after} left the state not matching {name}: {describe_errors(error)}"
+                                    ) from None
+        return dump
