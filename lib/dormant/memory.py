@@ -202,7 +202,7 @@ class MemoryEventStore:
             known = self.callbacks.get(change.token_hash)
             if known is None or (change.state != "open" and known["state"] == "open"):
                 self.callbacks[change.token_hash] = callback_record(
-                    ref, float(record.meta["created_at"]), record.version, change, draft.committed_at).model_dump()
+                    ref, float(record.meta["created_at"]), record.version, change).model_dump()
         if draft.workflow is not None and record.summary is not None:
             listed = listed_status(draft.workflow.state)
             if listed.value != record.summary["status"]:

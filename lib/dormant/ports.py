@@ -246,7 +246,7 @@ class CallbackRecord(BaseModel):
     heartbeat_timeout: float | None = None
     heartbeat_deadline: float | None = Field(None, description="Moved by each heartbeat")
     version: int = Field(description="The actor's version whose commit wrote this state")
-    at: float = Field(description="When that commit wrote it")
+    at: float = Field(description="When the workflow opened or closed it")
     expires_at: float | None = Field(None, description="When the store may forget it (None: while it is open "
                                                        "without a deadline)")
 
@@ -255,15 +255,15 @@ class CallbackRecord(BaseModel):
         return ActorRef(name=self.actor, key=self.key)
 
 
-def callback_record(ref: ActorRef, created_at: float, version: int, change: CallbackChange, at: float,
+def callback_record(ref: ActorRef, created_at: float, version: int, change: CallbackChange,
                     retention: float = CALLBACK_RETENTION) -> CallbackRecord:
     """The lookup record a commit of `change` writes (open: kept past its deadline; closed: `retention` more)."""
     if change.state != "open":
-        expires: float | None = at + retention
+        expires: float | None = change.at + retention
     else:
         expires = change.deadline + retention if change.deadline is not None else None
     return CallbackRecord(**change.model_dump(), actor=ref.name, key=ref.key, actor_created_at=created_at,
-                          version=version, at=at, expires_at=expires)
+                          version=version, expires_at=expires)
 
 
 class EventStore(Protocol):

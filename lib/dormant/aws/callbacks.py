@@ -64,8 +64,7 @@ class CallbackItems:
     async def write(self, ref: ActorRef, head: Head) -> None:
         """The lookup items of the callbacks `head`'s commit opened or closed (idempotent: see the module)."""
         for change in head.side.callbacks:
-            record = callback_record(ref, float(head.meta["created_at"]), head.version, change, head.side.at,
-                                     self._retention)
+            record = callback_record(ref, float(head.meta["created_at"]), head.version, change, self._retention)
             item: dict[str, dict[str, Any]] = {
                 **self.key(record.token_hash), "d": {"S": record.model_dump_json()}, "st": {"S": record.state},
                 "v": {"N": str(record.version)}}

@@ -8,14 +8,14 @@ from typing import Annotated
 
 import typer
 
-from dormant.cli import actor, actors, dev, history, operate, replay, waiting
+from dormant.cli import actor, actors, callbacks, dev, history, operate, replay, waiting
 
 app = typer.Typer(name="dormant", help="Durable actor workflows on AWS: run them locally, inspect and operate them.",
                   no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
                   rich_markup_mode="markdown", pretty_exceptions_enable=False, add_completion=False)
 app.add_typer(actors.app, name="actors")
 app.add_typer(history.app, name="history")
-for module in (dev, actor, operate, replay, waiting):
+for module in (dev, actor, operate, replay, waiting, callbacks):
     module.register(app)
 
 

@@ -194,17 +194,17 @@ def _close(ex: Execution, entry: Entry, outcome: CallbackOutcome, *, output: Any
     entry.ended_at = ex.now()
     entry.timed_out = outcome in ("timed_out", "heartbeat_timed_out")
     ex.touch(entry)
-    ex.callback_changed(change_of(entry, _STATES[outcome]))
+    ex.callback_changed(change_of(entry, _STATES[outcome], ex.now()))
 
 
-def change_of(entry: Entry, state: CallbackState) -> CallbackChange:
+def change_of(entry: Entry, state: CallbackState, at: float) -> CallbackChange:
     """The lookup record's change for a callback entry (`state`: open, or how it closed)."""
     info = entry.callback
     assert info is not None
     hashed = token_hash(info.token)
     return CallbackChange(token_hash=hashed, callback_id=info.id, name=entry.name, location=entry.location,
                           state=state, deadline=entry.deadline, heartbeat_timeout=info.heartbeat_timeout,
-                          heartbeat_deadline=info.heartbeat_deadline)
+                          heartbeat_deadline=info.heartbeat_deadline, at=at)
 
 
 async def run_callback(ctx: WorkflowContext, name: str, *, timeout: float | timedelta | None,
@@ -235,7 +235,7 @@ async def run_callback(ctx: WorkflowContext, name: str, *, timeout: float | time
     entry = ex.new_entry(EntryKind.CALLBACK, location, name, deadline=now + limit if limit is not None else None,
                          callback=info)
     ex.touch(entry)
-    ex.callback_changed(change_of(entry, "open"))
+    ex.callback_changed(change_of(entry, "open", now))
     # Stored before anything can hand the token out: a step that sends it runs after this commit, and a crash
     # before it leaves no token behind that the next run would not make again.
     await ex.commit_now()
@@ -252,7 +252,7 @@ def close_ended(ex: Execution, record: WorkflowRecord) -> None:
     for entry in ex.deleted_callbacks:
         if entry.status is EntryStatus.PENDING:
             entry.status = EntryStatus.CANCELLED  # deleted from history: only its lookup record is closed
-            ex.callback_changed(change_of(entry, "cancelled"))
+            ex.callback_changed(change_of(entry, "cancelled", ex.now()))
     ex.deleted_callbacks = []
     open_ids: set[str] = set()
     for location in list(ex.index.callbacks):

@@ -96,6 +96,7 @@ class CallbackChange(BaseModel):
     deadline: float | None = None
     heartbeat_timeout: float | None = None
     heartbeat_deadline: float | None = None
+    at: float = 0.0  # when the workflow opened or closed it (its clock)
 
 
 class HistoryEntry(BaseModel):
