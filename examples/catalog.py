@@ -37,4 +37,5 @@ PATTERNS: dict[str, str] = {
 
 MORE_PATTERNS: dict[str, str] = {
     "Request -> human -> reply (a completable request answered after a decision)": "request_human_reply",
+    "Callback from an outside system (a payment provider's webhook: ctx.callback)": "payment_webhook",
 }
