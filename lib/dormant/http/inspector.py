@@ -23,7 +23,7 @@ class IterationMarker(BaseModel):
 
 
 class EntryKindInfo(BaseModel):
-    """`tag` is the entry kind (step, loop, sleep, message, rollback_checkpoint, join, race, removed);
+    """`tag` is the entry kind (step, loop, sleep, message, rollback_checkpoint, join, race, removed, callback);
     `val` holds that kind's recorded values."""
 
     tag: EntryKind
@@ -90,6 +90,12 @@ def _kind_value(entry: HistoryEntry) -> dict[str, Any]:
             return {"name": entry.name, "branches": branches}
         case EntryKind.RACE:
             return {"name": entry.name, "winner": entry.winner, "branches": branches}
+        case EntryKind.CALLBACK:
+            info = entry.callback
+            return {"name": entry.name, "deadline": entry.deadline, "output": entry.output,
+                    "token": info.token if info else None, "outcome": info.outcome if info else None,
+                    "heartbeatTimeout": info.heartbeat_timeout if info else None,
+                    "heartbeatDeadline": info.heartbeat_deadline if info else None}
         case EntryKind.REMOVED:
             return {"name": entry.name, "originalType": entry.removed_kind, "originalName": entry.name}
         case _:  # rollback_checkpoint

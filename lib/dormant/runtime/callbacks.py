@@ -36,6 +36,7 @@ from dormant.errors import (
 from dormant.models import CallbackStatus, CallbackStatusName, WaitingCallback
 from dormant.ports import FINISHED, ActorRef, CallbackRecord, Clock, EventStore, InboxMessage
 from dormant.workflow.callbacks import message_id, token_hash
+from dormant.workflow.execution import to_json
 from dormant.workflow.history import EntryKind, EntryStatus, HistoryEntry
 from dormant.workflow.values import check_json
 
@@ -121,7 +122,8 @@ class CallbackOperations:
         hashed = check_token(token)
         record = await self._find(hashed)
         spec = self._spec(record)
-        value = spec.validate_result(record.name, result)  # InvalidMessageError names the field, never the value
+        given = to_json(result, "the result")  # what HTTP sends: JSON the store can hold (InvalidJsonError)
+        value = spec.validate_result(record.name, given)  # InvalidMessageError names the field, never the value
         return await self._deliver(record, {"token_hash": hashed, "outcome": "completed", "result": value})
 
     async def fail(self, token: str, error_type: str, message: str = "") -> CallbackStatus:

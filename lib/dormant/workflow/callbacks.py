@@ -46,7 +46,7 @@ from dormant.workflow.history import (
     WorkflowState,
     validate_name,
 )
-from dormant.workflow.signals import RollbackStop, Suspend
+from dormant.workflow.signals import RollbackStop, Suspend, WakeAborted
 from dormant.workflow.waits import Outcome, wait_in_process
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class Callback:
                     type="CallbackTimeoutError", message="no completion within the timeout"))
                 break
             if info.heartbeat_deadline is not None and now >= info.heartbeat_deadline:
-                fresh = await ex.waits.heartbeat_deadline(token_hash(info.token)) if ex.waits is not None else None
+                fresh = await _heartbeat_deadline(ex, info)
                 if fresh is not None and fresh > info.heartbeat_deadline:  # heartbeats moved it: record that
                     info.heartbeat_deadline = fresh
                     ex.touch(entry)
@@ -161,6 +161,16 @@ class Callback:
                 else copy.deepcopy(entry.output)
             return ex.host.decode_callback_result(self.name, value)
         raise recorded_error(entry.name, info.outcome, entry.error)
+
+
+async def _heartbeat_deadline(ex: Execution, info: CallbackInfo) -> float | None:
+    """The heartbeat deadline heartbeats moved (the lookup record), read once the recorded one has passed."""
+    if ex.waits is None:  # offline replay: the record is all there is
+        return None
+    try:
+        return await ex.waits.heartbeat_deadline(token_hash(info.token))
+    except Exception as error:  # a storage error under the read: the wake-up is void, as for a commit
+        raise WakeAborted(error) from error
 
 
 def recorded_error(name: str, outcome: CallbackOutcome | None, error: ErrorInfo | None) -> CallbackError:
