@@ -340,7 +340,7 @@ function inboxTable(inbox) {
 
 // Open callbacks (ctx.callback): their deadlines; under `dormant dev` their tokens too (the API shows tokens only
 // there), with a form that posts the outside system's completion, failure or heartbeat.
-function callbacksCard(waiting, entries, done) {
+function callbacksCard(waiting, entries, done, drafts) {
   if (!waiting.length) return el("p", { id: "no-callbacks", class: "muted", text: "no open callbacks" });
   const tokens = new Map(entries.filter((e) => e.callback).map((e) => [e.location, e.callback.token]));
   const rows = waiting.map((c) => {
@@ -348,7 +348,9 @@ function callbacksCard(waiting, entries, done) {
     const cells = [el("td", { text: c.name }), el("td", { text: c.location }), el("td", { text: when(c.deadline) }),
       el("td", { text: c.heartbeat_deadline ? when(c.heartbeat_deadline) : "-" })];
     if (session.dev) {
-      const result = el("textarea", { class: "callback-result", rows: 2, text: "null" });
+      // what was typed survives the card being drawn again (a refresh, a refused post)
+      const result = el("textarea", { class: "callback-result", rows: 2, text: drafts.get(c.location) ?? "null",
+        oninput: (event) => drafts.set(c.location, event.target.value) });
       const post = (body, label) => async () => {
         try {
           const found = await api("POST", `callbacks/${token}`, body());
@@ -499,7 +501,8 @@ async function actorView(view, name, segment, generation) {
   const callbacksBox = el("div", { id: "callbacks-box" });
   let entries = [];
   let waiting = (status.waiting_for || {}).callbacks || [];
-  const showCallbacks = () => callbacksBox.replaceChildren(callbacksCard(waiting, entries, () => refresh(true)));
+  const drafts = new Map();
+  const showCallbacks = () => callbacksBox.replaceChildren(callbacksCard(waiting, entries, () => refresh(true), drafts));
   const readHistory = async () => {
     try {
       const open = new Set([...timelineBox.querySelectorAll("details[open]")].map((d) => d.dataset.value));
