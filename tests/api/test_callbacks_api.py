@@ -38,6 +38,7 @@ from tests.api.conftest import Connect
 from tests.api.support import TOKEN, dump_store, http_api_v2_event, lambda_body, mangum_harness, raw_request, serve
 
 LIMIT = 8192
+PRINCIPAL = {"iam": {"userArn": "arn:aws:iam::123456789012:user/ops"}}
 JSON = {"Content-Type": "application/json"}
 CARD = "4111 1111 1111 1111"
 
@@ -320,11 +321,10 @@ async def test_history_shows_callback_tokens_only_in_dev_mode() -> None:
         for dev in (False, True):
             app = create_app(registry, _settings(dev=dev), service=env.service)
             headers = {"X-Dormant-Operator-Token": TOKEN}
-            principal = {"iam": {"userArn": "arn:aws:iam::123456789012:user/ops"}}
 
             async def gateway(scope: dict[str, Any], receive: Any, send: Any, app: Any = app) -> None:
                 if scope["type"] == "http":
-                    scope = {**scope, "aws.event": {"version": "2.0", "requestContext": {"authorizer": principal}}}
+                    scope = {**scope, "aws.event": {"version": "2.0", "requestContext": {"authorizer": PRINCIPAL}}}
                 await app(scope, receive, send)
 
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gateway), base_url="http://api") as ops:
@@ -348,11 +348,10 @@ async def test_the_access_log_never_shows_a_token(caplog: pytest.LogCaptureFixtu
         token = await _token(env, "k")
         app = AccessLog(create_app(registry, _settings(), service=env.service))
         with caplog.at_level(logging.INFO, logger="dormant.http"):
-            async with serve(app) as url:  # type: ignore[arg-type]
-                async with httpx.AsyncClient(base_url=url) as outside:
-                    await outside.get(f"/callbacks/{token}")
-                    await outside.post(f"/callbacks/{token}", json={"heartbeat": True})
-                    await outside.post("/callbacks/not-a-token", json={"heartbeat": True})
+            async with serve(app) as url, httpx.AsyncClient(base_url=url) as outside:  # type: ignore[arg-type]
+                await outside.get(f"/callbacks/{token}")
+                await outside.post(f"/callbacks/{token}", json={"heartbeat": True})
+                await outside.post("/callbacks/not-a-token", json={"heartbeat": True})
         logged = [record for record in caplog.records if record.name == "dormant.http"]
         assert len(logged) >= 3
         text = "\n".join(f"{r.getMessage()} {getattr(r, 'http', '')}" for r in logged)

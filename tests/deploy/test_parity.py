@@ -150,6 +150,11 @@ def _routes(routes: list[Any]) -> list[Any]:
     return found
 
 
+CALLBACK_ROUTE_TF = ('route_key          = "POST /callbacks/{token}"\n'
+                     '  target             = "integrations/${aws_apigatewayv2_integration.api.id}"\n'
+                     "  authorization_type = ")
+
+
 def _terraform_with(old: str, new: str, values: dict[str, Any] | None = None) -> Description:
     texts = {path.name: path.read_text() for path in INFRA.glob("*.tf")}
     holding = [name for name, text in texts.items() if old in text]
@@ -161,9 +166,8 @@ def _terraform_with(old: str, new: str, values: dict[str, Any] | None = None) ->
 @pytest.mark.parametrize(("old", "new", "where", "code_rule"), [
     ('range_key                   = "sk"', 'range_key                   = "sort"', "tables.table.keys",
      "table keys"),
-    ('route_key          = "POST /callbacks/{token}"\n  target             = "integrations/${aws_apigatewayv2_integration.api.id}"\n  authorization_type = "NONE"',
-     'route_key          = "POST /callbacks/{token}"\n  target             = "integrations/${aws_apigatewayv2_integration.api.id}"\n  authorization_type = local.authorization_type',
-     "http.routes", "an outside system holds only the token"),
+    (CALLBACK_ROUTE_TF + '"NONE"', CALLBACK_ROUTE_TF + "local.authorization_type", "http.routes",
+     "an outside system holds only the token"),
     ('"dynamodb:Query", "dynamodb:UpdateItem"]', '"dynamodb:Query"]', "iam.",
      "api_role grants"),
     ("batch_size              = 10", "batch_size              = 20", "event_sources",
@@ -194,8 +198,8 @@ def _terraform_with(old: str, new: str, values: dict[str, Any] | None = None) ->
      "\"aws_cloudwatch_metric_alarm\" \"worker_errors\"",
      "  tags                = local.tags\n}\n\nresource \"aws_cloudwatch_metric_alarm\" \"worker_errors\"",
      "alarms.timers_dlq_alarm.ok_actions", "alarm timers_dlq_alarm notifies"),
-], ids=["table-key", "callback-route-authorized", "iam-action", "batch-size", "redrive", "queue-unencrypted-unretained", "route-open",
-        "token-in-env", "throttling", "ssm-any-region", "reserved-concurrency", "alarm-actions"])
+], ids=["table-key", "callback-route-authorized", "iam-action", "batch-size", "redrive", "queue-unencrypted-unretained",
+        "route-open", "token-in-env", "throttling", "ssm-any-region", "reserved-concurrency", "alarm-actions"])
 def test_a_mismatched_terraform_copy_is_caught(old: str, new: str, where: str, code_rule: str,
                                                translated: dict[str, Any]) -> None:
     values = SCENARIOS["operations"] if "alarm" in code_rule else {}

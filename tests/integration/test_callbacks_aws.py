@@ -145,7 +145,7 @@ async def test_hostile_callback_requests_through_the_app_leave_the_table_as_it_w
         aws_endpoints: dict[str, str]) -> None:
     async with AwsTestEnv(registry, settings=Settings(**aws_endpoints)) as env:
         _, token = await _started(env, "order-4")
-        done, used = await _started(env, "order-5")
+        _, used = await _started(env, "order-5")
         await env.client.complete_callback(used, True)
         await env.run_until_idle()
         before = sorted(map(_readable, await _scan(env)))

@@ -16,7 +16,6 @@ from dormant import (
     CallbackCompletedError,
     CallbackError,
     CallbackExpiredError,
-    CallbackFailedError,
     CallbackHeartbeatTimeoutError,
     CallbackNotFoundError,
     CallbackTimeoutError,
@@ -455,9 +454,9 @@ async def test_an_unknown_token_is_not_found_and_an_invalid_result_is_refused_wi
         assert "secret" not in str(raised.value)
         with pytest.raises(InvalidJsonError):
             await env.client.fail_callback(token, "Bad", "a lone surrogate \ud800")
-        with pytest.raises(InvalidMessageError, match="error.type"):
+        with pytest.raises(InvalidMessageError, match=r"error\.type"):
             await env.client.fail_callback(token, "")
-        with pytest.raises(InvalidMessageError, match="error.message"):
+        with pytest.raises(InvalidMessageError, match=r"error\.message"):
             await env.client.fail_callback(token, "Long", "x" * 5000)
         await env.run_until_idle()
         assert _dump(env) == before
@@ -583,7 +582,7 @@ async def test_a_completion_arriving_while_the_wake_up_waits_in_process_is_taken
             GATE["slow"].set()
             await env.run_until_idle()
         assert (await handle.state()).outcome == "slow done / Result 4"
-        first = [r for r in env.reports if r.ref == handle.ref][0]
+        first = next(r for r in env.reports if r.ref == handle.ref)
         assert first.outcome == "completed"  # the wake-up that was running took the completion
 
 

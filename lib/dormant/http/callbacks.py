@@ -29,6 +29,7 @@ from dormant.http.errors import ApiError, ErrorBody
 from dormant.models import CallbackStatus
 from dormant.runtime.callbacks import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, CallbackOperations, check_token
 from dormant.runtime.service import ActorService
+from dormant.workflow.values import describe_errors
 
 GetService = Callable[[], Awaitable[ActorService]]
 ReadJson = Callable[[Request], Awaitable[tuple[bool, Any]]]
@@ -69,9 +70,9 @@ def _parse(body: Any) -> CallbackRequest:
                                                '..., "message": ...}} or {"heartbeat": true}')
     try:
         parsed = CallbackRequest.model_validate(body)
-    except ValidationError as error:
+    except ValidationError as error:  # the fields and rules, never the values
         raise ApiError(422, "invalid_request", 'the body must be {"result": ...}, {"error": {"type": ..., '
-                                               '"message": ...}} or {"heartbeat": true}',
+                                               f'"message": ...}} or {{"heartbeat": true}}: {describe_errors(error)}',
                        detail=error.errors(include_url=False, include_input=False)) from None
     if len(parsed.model_fields_set) != 1:
         raise ApiError(422, "invalid_request", "give exactly one of result, error and heartbeat")
