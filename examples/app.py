@@ -7,7 +7,8 @@ Lambda functions load only the actors: nothing dev-only in their import path.
 from __future__ import annotations
 
 from dormant import setup
-from examples import approval_gate, counter, cross_actor_saga, request_response, timers
+from examples import approval_gate, counter, cross_actor_saga, payment_webhook, request_response, timers
 
-registry = setup(*[definition for module in (counter, request_response, approval_gate, timers, cross_actor_saga)
+registry = setup(*[definition for module in (counter, request_response, approval_gate, timers, cross_actor_saga,
+                                             payment_webhook)
                    for definition in module.registry.actors.values()])

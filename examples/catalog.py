@@ -40,4 +40,5 @@ MORE_PATTERNS: dict[str, str] = {
     "Flow control across actors (a payment provider's concurrency and rate)": "payment_limits",
     "Bounded map (a quorum write: two replicas at a time, done at three acknowledgements)": "bounded_map",
     "Search attributes (find actors by what their steps set)": "order_search",
+    "Callback from an outside system (a payment provider's webhook: ctx.callback)": "payment_webhook",
 }

@@ -1,5 +1,6 @@
 # The HTTP API: every route to the API function, on the $default stage (paths carry no stage prefix). One route,
-# $default, with the deploy-time authentication (auth_mode), in front of every path: the operator routes (history,
+# $default, with the deploy-time authentication (auth_mode), in front of every path (but the two callback routes
+# below, authorized by their token): the operator routes (history,
 # inspector, listing, resume, terminate, delete) need a verified caller like every other route, then the operator
 # token (X-Dormant-Operator-Token), which the app checks (docs/http-api.md, "Auth").
 
@@ -49,8 +50,25 @@ resource "aws_apigatewayv2_route" "default" {
   authorizer_id      = var.auth_mode == "jwt" ? aws_apigatewayv2_authorizer.jwt[0].id : null
 }
 
+# The callback routes: the one way in without the auth mode's authorization. An outside system (a payment
+# provider's webhook, a link in an email) holds a callback's token and nothing else; the token, checked by the app,
+# is the authorization (../docs/http-api.md, "Callbacks"). The access log records the path, token included.
+resource "aws_apigatewayv2_route" "callback" {
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "POST /callbacks/{token}"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "callback_status" {
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "GET /callbacks/{token}"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
 resource "aws_cloudwatch_log_group" "api_access" {
-  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; the logs hold no secrets
+  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; the logs hold no secrets but live callback tokens in paths
   #checkov:skip=CKV_AWS_338:Retention is a variable (log_retention_days, default 30 days, as template.yaml)
   name              = "/aws/http-api/${local.prefix}-access"
   retention_in_days = var.log_retention_days

@@ -4,7 +4,7 @@
 # on the bucket, to sweep an actor's orphans.
 
 locals {
-  store_actions        = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]
+  store_actions        = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
   value_actions        = ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
   send_actions         = ["sqs:SendMessage"]
   event_source_actions = ["sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"]

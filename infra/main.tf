@@ -35,6 +35,8 @@ locals {
     DORMANT_FIFO_DLQ_NAME    = aws_sqs_queue.wake_dlq.name
     DORMANT_FIFO_DLQ_URL     = aws_sqs_queue.wake_dlq.url
     DORMANT_MAX_RECEIVES     = tostring(var.max_receives)
+    # the base of callback URLs (cb.url): var.public_url, or the HTTP API's own URL
+    DORMANT_PUBLIC_URL = var.public_url != "" ? var.public_url : "https://${aws_apigatewayv2_api.http.id}.execute-api.${data.aws_region.current.name}.${data.aws_partition.current.dns_suffix}"
   }
 }
 

@@ -45,13 +45,24 @@ variable "layer_zip" {
 
 # -- who may call (../docs/deploy.md, "Authentication") --------------------------------------------------------
 variable "auth_mode" {
-  description = "How API Gateway authenticates callers of every route, the operator routes too (DORMANT_AUTH_MODE): iam (SigV4), jwt (jwt_issuer, jwt_audience) or none (anyone: demos only)."
+  description = "How API Gateway authenticates callers of every route, the operator routes too, but the callback routes, whose token is their authorization (DORMANT_AUTH_MODE): iam (SigV4), jwt (jwt_issuer, jwt_audience) or none (anyone: demos only)."
   type        = string
   default     = "iam"
 
   validation {
     condition     = contains(["iam", "jwt", "none"], var.auth_mode)
     error_message = "auth_mode must be iam, jwt or none."
+  }
+}
+
+variable "public_url" {
+  description = "Where callers reach the API (DORMANT_PUBLIC_URL), e.g. a custom domain: the base of callback URLs (cb.url, POST /callbacks/{token}). Empty: the HTTP API's own execute-api URL."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^(https?://[^\\s?#]+)?$", var.public_url))
+    error_message = "public_url must be empty or an http(s) URL without spaces, query or fragment."
   }
 }
 

@@ -59,7 +59,7 @@ from dormant.ports import ActorRef, Creation, EventRecord, EventStore, InboxMess
 from dormant.runtime.clocks import OffsetClock, sleeping_party
 from dormant.runtime.wake import WakeReport
 from dormant.settings import Settings
-from dormant.testing import DEFAULT_START, PATIENCE, EnvService
+from dormant.testing import DEFAULT_START, PATIENCE, TEST_PUBLIC_URL, EnvService
 from dormant.workflow.history import WorkflowState
 
 IDLE_TIMEOUT = 60.0
@@ -197,7 +197,7 @@ class AwsTestEnv:
         self.urls = await create_queues(sqs, self.settings, visibility_timeout=self.visibility_timeout)
         transport = SqsTransport(sqs, self.urls, self.clock, max_delay=self.settings.timer_hop_max_delay)
         tracking = _TrackingTransport(transport, self.known, send_timers=self.clock.frozen_at is None)
-        self.service = EnvService(self.registry, self.store, tracking, self.clock)
+        self.service = EnvService(self.registry, self.store, tracking, self.clock, public_url=TEST_PUBLIC_URL)
         self.service.patience, self.service.activity = self.patience, self._work_under_way
         self.client = Client(self.service)
         self.worker = Worker(self.service, transport, self.settings)

@@ -1,23 +1,35 @@
 """Dormant: durable actor workflows in Python that run serverless on AWS."""
 
-from dormant.actor import ActorDefinition, Registry, actor, event, queue, setup
+from dormant.actor import ActorDefinition, Registry, actor, callback, event, queue, setup
 from dormant.client import ActorHandle, Client
 from dormant.errors import (
     ActorNotFoundError,
+    CallbackCompletedError,
+    CallbackExpiredError,
+    CallbackNotFoundError,
     ForbiddenError,
+    InvalidCallbackTokenError,
     InvalidKeyError,
     InvalidMessageError,
     UnknownActionError,
     UnknownActorError,
+    UnknownCallbackError,
     UnknownEventError,
     UnknownQueueError,
     VersionConflict,
 )
 from dormant.flow import Limit
-from dormant.models import ActorStatus, SendResult
+from dormant.models import ActorStatus, CallbackStatus, SendResult
 from dormant.runtime.access import AccessRequest
 from dormant.runtime.contexts import ActionContext, HookContext, StepContext
 from dormant.workflow import (
+    Callback,
+    CallbackCancelledError,
+    CallbackError,
+    CallbackFailedError,
+    CallbackHeartbeatTimeoutError,
+    CallbackTimeoutError,
+    CallbackUrlError,
     Caller,
     HistoryDivergedError,
     JoinError,
@@ -40,10 +52,13 @@ from dormant.workflow import (
 
 __all__ = [
     "AccessRequest", "ActionContext", "ActorDefinition", "ActorHandle", "ActorNotFoundError", "ActorStatus",
-    "Caller", "Client", "ForbiddenError", "HistoryDivergedError", "HookContext", "InvalidKeyError",
-    "InvalidMessageError", "JoinError", "Limit", "Loop", "MapError", "MapItem", "MapItemStatus", "MapResult",
-    "NonRetryableError", "QueueMessage", "QueueTimeoutError",
+    "Callback", "CallbackCancelledError", "CallbackCompletedError", "CallbackError", "CallbackExpiredError",
+    "CallbackFailedError", "CallbackHeartbeatTimeoutError", "CallbackNotFoundError", "CallbackStatus",
+    "CallbackTimeoutError", "CallbackUrlError", "Caller", "Client", "ForbiddenError", "HistoryDivergedError",
+    "HookContext", "InvalidCallbackTokenError", "InvalidKeyError", "InvalidMessageError", "JoinError", "Limit", "Loop",
+    "MapError", "MapItem", "MapItemStatus", "MapResult", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
     "RaceError", "RaceResult", "Registry", "SendResult", "StepContext", "StepExhaustedError", "StepOnlyError",
-    "StepTimeoutError", "UnknownActionError", "UnknownActorError", "UnknownEventError", "UnknownQueueError",
-    "VersionConflict", "WorkflowContext", "WorkflowState", "actor", "event", "queue", "setup",
+    "StepTimeoutError", "UnknownActionError", "UnknownActorError", "UnknownCallbackError", "UnknownEventError",
+    "UnknownQueueError", "VersionConflict", "WorkflowContext", "WorkflowState", "actor", "callback", "event", "queue",
+    "setup",
 ]

@@ -1,4 +1,4 @@
-"""Actor definitions: `actor()`, `queue()`, `event()`, `setup()` and the registry."""
+"""Actor definitions: `actor()`, `queue()`, `event()`, `callback()`, `setup()` and the registry."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from dormant.errors import (
     InvalidMessageError,
     UnknownActionError,
     UnknownActorError,
+    UnknownCallbackError,
     UnknownEventError,
     UnknownQueueError,
 )
@@ -22,6 +23,7 @@ from dormant.flow import Limit, check_limits
 from dormant.search import check_declaration
 from dormant.workflow.errors import WorkflowDefinitionError
 from dormant.workflow.execution import to_json
+from dormant.workflow.history import validate_name
 from dormant.workflow.values import describe_errors
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -58,6 +60,21 @@ class EventSpec:
     payload: Any
 
 
+@dataclass(frozen=True)
+class CallbackSpec:
+    """A callback's result type: what `POST /callbacks/{token}` must carry as `result` (validated before anything
+    is stored), and what `cb.result()` returns (decoded into it)."""
+
+    result: Any = Any
+
+    def validate_result(self, name: str, value: Any) -> Any:
+        return to_json(_validate(self.result, value, f'callback "{name}" result'),
+                       f'the result of callback "{name}"')
+
+    def decode(self, value: Any) -> Any:
+        return _adapter(self.result).validate_python(value)
+
+
 def queue(body: Any = Any, *, response: Any = None) -> QueueSpec[Any]:
     """Declare a queue whose messages validate against `body` (a pydantic model or any type)."""
     return QueueSpec(body=body, response=response)
@@ -66,6 +83,11 @@ def queue(body: Any = Any, *, response: Any = None) -> QueueSpec[Any]:
 def event(payload: Any = Any) -> EventSpec:
     """Declare an event whose broadcasts validate against `payload`."""
     return EventSpec(payload=payload)
+
+
+def callback(result: Any = Any) -> CallbackSpec:
+    """Declare a callback (`ctx.callback(name)`) whose result validates against `result` (a model or any type)."""
+    return CallbackSpec(result=result)
 
 
 _ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
@@ -168,6 +190,7 @@ class ActorDefinition:
     state: type[BaseModel] = NoState
     queues: Mapping[str, QueueSpec[Any]] = field(default_factory=dict)
     events: Mapping[str, EventSpec] = field(default_factory=dict)
+    callbacks: Mapping[str, CallbackSpec] = field(default_factory=dict)
     vars: Callable[[], Any] | None = None
     workflow_fn: Callable[..., Awaitable[Any]] | None = None
     actions: dict[str, Callable[..., Any]] = field(default_factory=dict)
@@ -225,6 +248,13 @@ class ActorDefinition:
                                     f"declared queues: {sorted(self.queues)}")
         return spec
 
+    def callback_spec(self, name: str) -> CallbackSpec:
+        spec = self.callbacks.get(name)
+        if spec is None:
+            raise UnknownCallbackError(f'actor "{self.name}" declares no callback of that name; '
+                                       f"declared callbacks: {sorted(self.callbacks)}")
+        return spec
+
     def action_fn(self, action_name: str) -> Callable[..., Any]:
         fn = self.actions.get(action_name)
         if fn is None:
@@ -261,8 +291,9 @@ class ActorDefinition:
 
 
 def actor(name: str, *, state: type[BaseModel] | None = None, queues: Mapping[str, QueueSpec[Any]] | None = None,
-          events: Mapping[str, EventSpec] | None = None, vars: Callable[[], Any] | None = None,
-          search: Mapping[str, type] | None = None, **options: Any) -> ActorDefinition:
+          events: Mapping[str, EventSpec] | None = None, callbacks: Mapping[str, CallbackSpec] | None = None,
+          vars: Callable[[], Any] | None = None, search: Mapping[str, type] | None = None,
+          **options: Any) -> ActorDefinition:
     """Define an actor type. Decorate its workflow, actions and hooks on the returned object.
 
     `search` declares its search attributes, name -> str, int, float, bool or datetime (dormant.search): steps and
@@ -272,8 +303,14 @@ def actor(name: str, *, state: type[BaseModel] | None = None, queues: Mapping[st
     for queue_name in queues or {}:
         if not queue_name or "/" in queue_name:
             raise WorkflowDefinitionError(f"queue name must be non-empty and free of '/', got {queue_name!r}")
+    for callback_name, spec in (callbacks or {}).items():
+        validate_name(callback_name, "callback")
+        if not isinstance(spec, CallbackSpec):
+            raise WorkflowDefinitionError(f'callback "{callback_name}": declare it with callback(ResultModel), '
+                                          f"not {type(spec).__name__}")
     return ActorDefinition(name=name, state=state or NoState, queues=dict(queues or {}), events=dict(events or {}),
-                           vars=vars, search=check_declaration(name, search or {}), options=options)
+                           callbacks=dict(callbacks or {}), vars=vars, search=check_declaration(name, search or {}),
+                           options=options)
 
 
 class Registry:

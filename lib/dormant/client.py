@@ -13,6 +13,7 @@ from dormant.models import (
     ActorCounts,
     ActorStatus,
     AttentionList,
+    CallbackStatus,
     Inbox,
     KeptVersion,
     OperationPage,
@@ -26,10 +27,12 @@ from dormant.ports import (
     Clock,
     EventRecord,
     EventStore,
+    InboxMessage,
     Transport,
     VersionInfo,
 )
 from dormant.runtime import search
+from dormant.runtime.callbacks import CallbackOperations, error_parts
 from dormant.runtime.ids import IdSource
 from dormant.runtime.operations import Operator
 from dormant.workflow.caller import Caller
@@ -75,6 +78,8 @@ class ActorOperations(Protocol):
     async def history(self, ref: ActorRef) -> list[HistoryEntry]: ...
 
     def events(self, ref: ActorRef, *, after: int = 0, follow: bool = True) -> AsyncIterator[EventRecord]: ...
+
+    async def deliver(self, ref: ActorRef, message: InboxMessage, *, compare: bool = False) -> None: ...
 
 
 class ActionShortcuts:
@@ -234,6 +239,24 @@ class Client:
     def get_or_create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> ActorHandle:
         return ActorHandle(self._service, self._service.ref(actor_name, key), actor_input=input, ids=self._ids,
                            caller=self.caller)
+
+    # -- callbacks (ctx.callback): what the outside system does, by the token alone ---------------------------
+    async def complete_callback(self, token: str, result: Any = None) -> CallbackStatus:
+        """Complete a callback with `result` (validated against its declared model); `accepted` once stored."""
+        return await CallbackOperations(self._service).complete(token, result)
+
+    async def fail_callback(self, token: str, error: str | BaseException, message: str | None = None
+                            ) -> CallbackStatus:
+        """Fail a callback: its `cb.result()` raises CallbackFailedError (`error`: an exception, or a type name)."""
+        return await CallbackOperations(self._service).fail(token, *error_parts(error, message))
+
+    async def heartbeat_callback(self, token: str) -> CallbackStatus:
+        """Say the outside system is still at work: moves the callback's heartbeat deadline (wakes nothing)."""
+        return await CallbackOperations(self._service).heartbeat(token)
+
+    async def callback_status(self, token: str) -> CallbackStatus:
+        """Where a callback stands: open, completed, failed, timed_out, cancelled or expired."""
+        return await CallbackOperations(self._service).status(token)
 
     # -- operator actions --------------------------------------------------------------------------------
     async def list_actors(self, actor_type: str, *, status: WorkflowState | str | None = None, limit: int = 100,

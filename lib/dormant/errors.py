@@ -26,6 +26,10 @@ class UnknownEventError(DormantError):
     """The actor declares no event with this name."""
 
 
+class UnknownCallbackError(DormantError):
+    """The actor declares no callback with this name."""
+
+
 class InvalidMessageError(DormantError):
     """A queue message body, response, event payload or action input failed validation."""
 
@@ -162,3 +166,20 @@ class WouldDivergeError(DormantError):
     def __init__(self, message: str, divergence: dict[str, object] | None = None) -> None:
         self.divergence = divergence or {}
         super().__init__(message)
+
+
+class InvalidCallbackTokenError(DormantError):
+    """A string that is not a callback token (tokens are `dcb_` and 43 URL-safe characters: `cb.token`)."""
+
+
+class CallbackNotFoundError(DormantError):
+    """No callback has this token (never had, or it ended over a day ago and was forgotten)."""
+
+
+class CallbackExpiredError(DormantError):
+    """The callback is over without a completion (timed out, cancelled, its actor gone or finished): nothing is
+    stored."""
+
+
+class CallbackCompletedError(DormantError):
+    """The callback was completed (or failed) already, with another result: a second completion is refused."""

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
+from dormant.callback_records import CallbackRecord, callback_record
+from dormant.cursors import check_attention_cursor, check_cursor, listing_key
 from dormant.errors import StorageError, VersionConflict
 from dormant.limits import check_values, draft_values
 from dormant.memory_slots import MemorySlots
@@ -33,10 +35,7 @@ from dormant.ports import (
     MatchCount,
     VersionInfo,
     WakeError,
-    check_attention_cursor,
-    check_cursor,
     listed_status,
-    listing_key,
 )
 from dormant.runtime.versions import VersionRing, describe, pick, snapshot_of
 from dormant.search import apply_changes, plain
@@ -95,6 +94,7 @@ class MemoryEventStore:
         self._actors: dict[str, _Actor] = {}
         self._early: dict[str, _Actor] = {}  # inboxes of actors that do not exist yet
         self._deleted_at: dict[str, float] = {}  # when each actor was last deleted (it outlives the actor)
+        self.callbacks: dict[str, dict[str, Any]] = {}  # callback lookup records by token hash (outlive actors)
         self._changed = asyncio.Condition()
         self._waiting = 0  # callers inside _wait_until
         self.calls = 0
@@ -216,6 +216,11 @@ class MemoryEventStore:
         if record.kept is not None:
             record.kept.add(record.version, draft, record.workflow if draft.workflow is not None else None,
                             record.full)
+        for change in draft.callbacks:  # an open record is written once; a closed one only over an open one
+            known = self.callbacks.get(change.token_hash)
+            if known is None or (change.state != "open" and known["state"] == "open"):
+                self.callbacks[change.token_hash] = callback_record(
+                    ref, float(record.meta["created_at"]), record.version, change).model_dump()
         if draft.workflow is not None and record.summary is not None:
             listed = listed_status(draft.workflow.state)
             if listed.value != record.summary["status"]:
@@ -385,6 +390,21 @@ class MemoryEventStore:
         self._leave(when, "list_attention")
         page = marked[:max(1, limit)]
         return AttentionPage(marks=[mark for _, mark in page], cursor=page[-1][0] if len(marked) > len(page) else None)
+
+    async def read_callback(self, token_hash: str) -> CallbackRecord | None:
+        when = self._enter("read_callback")
+        found = self.callbacks.get(token_hash)
+        self._leave(when, "read_callback")
+        return CallbackRecord.model_validate(found) if found is not None else None
+
+    async def heartbeat_callback(self, token_hash: str, heartbeat_deadline: float, now: float) -> bool:
+        when = self._enter("heartbeat_callback")
+        found = self.callbacks.get(token_hash) or {}
+        moved = found.get("state") == "open" and (found.get("heartbeat_deadline") or 0.0) > now
+        if moved:
+            found["heartbeat_deadline"] = max(found["heartbeat_deadline"], heartbeat_deadline)
+        self._leave(when, "heartbeat_callback")
+        return moved
 
     async def delete(self, ref: ActorRef, *, at: float | None = None) -> bool:
         when = self._enter("delete")

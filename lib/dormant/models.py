@@ -25,12 +25,38 @@ class SendResult(BaseModel):
     A send to a failed or diverged actor says so at once, with or without `wait`."""
 
 
+class WaitingCallback(BaseModel):
+    """An open callback (`ctx.callback`): an outside system may complete it. Its token is never shown here."""
+
+    name: str
+    location: str
+    deadline: float | None = Field(None, description="When it times out (epoch seconds); null: never")
+    heartbeat_deadline: float | None = Field(None, description="When it times out unless a heartbeat comes first")
+
+
 class WaitingFor(BaseModel):
     queues: list[str] = Field(default_factory=list)
     deadline: float | None = None
     retry_at: float | None = None
     limits: list[str] = Field(default_factory=list, description="Flow-control limits (setup(limits=...)) a step "
                               "waits for a slot of; `deadline` is then its next try (a release wakes it sooner)")
+    callbacks: list[WaitingCallback] = Field(default_factory=list)
+
+
+CallbackStatusName = Literal["accepted", "open", "completed", "failed", "timed_out", "cancelled", "expired"]
+
+
+class CallbackStatus(BaseModel):
+    """What a callback request did, or where a callback stands (`GET /callbacks/{token}`).
+
+    `accepted`: this completion is stored for the workflow (its wake-up is on its way); `open`: waiting (a
+    heartbeat answers this); `completed` / `failed`: the workflow took a completion (a retry of the same one
+    answers this); `timed_out`, `cancelled`: over without one; `expired`: past its deadline, not yet recorded."""
+
+    status: CallbackStatusName
+    callback: str = Field(description="The callback's name (as declared on the actor)")
+    deadline: float | None = None
+    heartbeat_deadline: float | None = None
 
 
 class ActorStatus(BaseModel):
@@ -104,8 +130,8 @@ class PendingMessage(BaseModel):
     """A message waiting in an actor's inbox: a queue message, or an action scheduled for later."""
 
     id: str
-    kind: Literal["queue", "action"]
-    queue: str = Field(description="The queue, or the scheduled action's name")
+    kind: Literal["queue", "action", "callback"]
+    queue: str = Field(description="The queue, the scheduled action's name, or the callback's (a completion)")
     created_at: float
     not_before: float | None = Field(None, description="A scheduled action's due time")
     sender: str | None = Field(None, description="Who sent it, as `kind:id`")

@@ -8,20 +8,22 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dormant.errors import InvalidCursorError, InvalidKeyError
+from dormant.errors import InvalidKeyError
 from dormant.limits import ACTOR_ID, CARRIED_MESSAGE, KEY_PART, check_actor_id
 from dormant.searchplan import SearchPlan
 from dormant.slot_types import SlotLease, SlotRefusal, SlotRequest
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
+
+if TYPE_CHECKING:  # (callback_records imports ActorRef from here)
+    from dormant.callback_records import CallbackRecord
 
 MAX_KEY_PART = KEY_PART.maximum
 MAX_CARRIED_BYTES = CARRIED_MESSAGE.maximum
@@ -75,7 +77,7 @@ class InboxMessage(BaseModel):
     queue: str
     body: Any = None
     created_at: float
-    kind: Literal["queue", "action"] = "queue"
+    kind: Literal["queue", "action", "callback"] = "queue"
     args: list[Any] = Field(default_factory=list)
     not_before: float | None = None
     sender: Caller | None = None
@@ -152,22 +154,6 @@ LISTED_STATUSES = tuple(state for state in WorkflowState if state is not Workflo
 FINISHED = (WorkflowState.COMPLETED, WorkflowState.TERMINATED)  # ended workflows: they take no more messages
 
 
-def listing_key(status: WorkflowState, ref: ActorRef) -> str:
-    """An actor's place in its type's listing: by status, then by storage id. Also the pagination cursor."""
-    return f"{status.value}#{ref.id}"
-
-
-def check_cursor(actor_type: str, status: WorkflowState | None, cursor: str) -> str:
-    """`cursor` if it is a listing key of `actor_type` (and of `status`, when filtering); else InvalidCursorError."""
-    listed, _, actor_id = cursor.partition("#")
-    type_prefix = quote(actor_type, safe="") + "/"
-    if (listed not in {s.value for s in LISTED_STATUSES} or not actor_id.startswith(type_prefix)
-            or len(actor_id) == len(type_prefix) or (status is not None and listed != status.value)):
-        raise InvalidCursorError("the cursor was not handed out by this listing (pass back the `cursor` of the "
-                                 "previous page unchanged, with the same actor type and status)")
-    return cursor
-
-
 class ActorSummary(BaseModel):
     """One actor in a listing: what the store keeps per actor for listing it (docs/storage.md)."""
 
@@ -234,27 +220,6 @@ class AttentionMark(BaseModel):
 class AttentionPage(BaseModel):
     marks: list[AttentionMark]
     cursor: str | None = Field(None, description="Pass back to get the next page; null: this was the last")
-
-
-def check_attention_cursor(actor_type: str, cursor: str) -> str:
-    """`cursor` if it is the storage id of an actor of `actor_type` (where an attention page stopped)."""
-    type_prefix = quote(actor_type, safe="") + "/"
-    if not cursor.startswith(type_prefix) or len(cursor) == len(type_prefix):
-        raise InvalidCursorError("the cursor was not handed out by this attention list (pass back the `cursor` of "
-                                 "the previous page unchanged, with the same actor type)")
-    return cursor
-
-
-async def every_summary(list_page: Callable[[str | None], Awaitable[ActorPage]]) -> AsyncIterator[ActorSummary]:
-    """The summaries of a listing, page after page: `list_page(cursor)` gives the page after `cursor`."""
-    cursor: str | None = None
-    while True:
-        page = await list_page(cursor)
-        for summary in page.actors:
-            yield summary
-        if page.cursor is None:
-            return
-        cursor = page.cursor
 
 
 class EventStore(Protocol):
@@ -409,6 +374,21 @@ class EventStore(Protocol):
         """The actor as it was at `version`: meta, state, workflow record and live history (values kept elsewhere
         read back; the inbox and held ids empty). None: no such actor; VersionNotRetainedError (naming the kept
         range) for a version the store does not keep."""
+        ...
+
+    # Callbacks (dormant.workflow.callbacks): a commit's `draft.callbacks` open and close lookup records, written
+    # with the commit (the DynamoDB store writes them right after its commit item, and again on a load of that
+    # version if it crashed in between). An open record is written once, a closed one over an open one only: a
+    # record never goes back, and a heartbeat's move is never undone by a re-written commit.
+    async def read_callback(self, token_hash: str) -> CallbackRecord | None:
+        """The lookup record of the callback whose token hashes to `token_hash` (one read; None if unknown). It
+        may be past `expires_at`: the caller says what that means."""
+        ...
+
+    async def heartbeat_callback(self, token_hash: str, heartbeat_deadline: float, now: float) -> bool:
+        """Move an open callback's heartbeat deadline forward to `heartbeat_deadline` (one conditional write,
+        nothing else: the actor is not woken). False, changing nothing, when the record is gone, closed, or its
+        heartbeat deadline passed before `now`."""
         ...
 
 

@@ -127,6 +127,11 @@ class Settings(BaseSettings):
     at a time: there the API's reserved concurrency bounds them."""
     dev: bool = False
     """Dev mode (DORMANT_DEV): inspector routes need no token."""
+    public_url: str | None = None
+    """Where the HTTP API is reached from outside (DORMANT_PUBLIC_URL, e.g. https://api.example.com): the base of
+    callback URLs (`cb.url` = <public_url>/callbacks/<token>). template.yaml and infra/ set it on the worker to the
+    API's own URL (or their PublicUrl parameter); `dormant dev` to its own. Unset: `cb.url` raises CallbackUrlError
+    (`cb.token` always works)."""
     max_body_bytes: int = Field(5 * 1024 * 1024, ge=1)
     """Largest request body the HTTP API accepts (DORMANT_MAX_BODY_BYTES); larger ones get 413."""
     max_response_bytes: int | None = Field(None, ge=1024)
@@ -136,6 +141,17 @@ class Settings(BaseSettings):
     api_max_wait: float = Field(25.0, gt=0)
     """Longest the HTTP API holds a request for `send(wait=True)` or an events long-poll
     (DORMANT_API_MAX_WAIT); API Gateway cuts requests at 30 s."""
+
+    @field_validator("public_url")
+    @classmethod
+    def _check_public_url(cls, url: str | None) -> str | None:
+        if not url:
+            return None
+        if not url.startswith(("https://", "http://")) or any(ch.isspace() for ch in url) or "?" in url \
+                or "#" in url:
+            raise ValueError("public_url (DORMANT_PUBLIC_URL) must be an http(s) URL without spaces, query or "
+                             "fragment, e.g. https://api.example.com")
+        return url.rstrip("/")
 
     @field_validator("table")
     @classmethod

@@ -41,6 +41,7 @@ PATIENCE = 10.0
 holds it: `run_until_idle`/`advance` on wake-ups that neither finish nor touch the store (a step that waits for
 something the test would only do later), a waiting send on an env where nothing runs and the clock stands."""
 POLL = 0.005  # real seconds between looks at wake-ups that may start waiting on the clock
+TEST_PUBLIC_URL = "https://dormant.test"  # callback URLs under TestEnv (.test is reserved for tests: RFC 2606)
 
 
 class VirtualClock:
@@ -177,6 +178,10 @@ class EnvService(ActorService):
     async def create_actor(self, *args: Any, **kwargs: Any) -> bool:
         with self.requests.opened():
             return await super().create_actor(*args, **kwargs)
+
+    async def deliver(self, *args: Any, **kwargs: Any) -> None:
+        with self.requests.opened():
+            await super().deliver(*args, **kwargs)
 
 
 @dataclass
@@ -329,19 +334,20 @@ class TestEnv:
 
     `patience`: real seconds `run_until_idle()` and `advance()` wait for wake-ups that make no progress, and a
     waiting send waits while nothing in the env runs and the clock stands, before raising TimeoutError with what
-    holds them (None: no limit)."""
+    holds them (None: no limit). `public_url`: the base of callback URLs (`cb.url`)."""
 
     __test__ = False  # not a pytest test class
 
     def __init__(self, registry: Registry, *, store: MemoryEventStore | None = None,
-                 start: float | None = None, patience: float | None = PATIENCE) -> None:
+                 start: float | None = None, patience: float | None = PATIENCE,
+                 public_url: str | None = TEST_PUBLIC_URL) -> None:
         self.registry = registry
         self.store = store if store is not None else MemoryEventStore()
         self.clock = VirtualClock(start if start is not None else DEFAULT_START)
         if store is not None:
             self.clock = VirtualClock(max(self.clock.now(), _latest_time(store)))
         self.transport = MemoryTransport()
-        self.service = EnvService(registry, self.store, self.transport, self.clock)
+        self.service = EnvService(registry, self.store, self.transport, self.clock, public_url=public_url)
         self.client = Client(self.service)
         self._runner = _Runner(self.service, self.transport, self.clock, self.store, patience)
         self.service.patience, self.service.activity = patience, self._work_under_way

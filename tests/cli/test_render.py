@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from dormant.cli.render import duration, status_words, timeline, when
-from dormant.models import ActorStatus, WaitingFor
+from dormant.models import ActorStatus, WaitingCallback, WaitingFor
 from dormant.workflow.history import (
     BranchRecord,
     BranchStatus,
@@ -41,6 +41,13 @@ def plain(markup: str | object) -> str:
      "waits for a timer: 2026-01-01 02:00:00 UTC (in 2h 0m)"),
     (ActorStatus(workflow=WorkflowState.SLEEPING, waiting_for=WaitingFor(retry_at=NOW + 2)),
      "waits for the retry of a failed step at 2026-01-01 00:00:02 UTC (in 2.0 s)"),
+    (ActorStatus(workflow=WorkflowState.SLEEPING, waiting_for=WaitingFor(deadline=NOW + 60, callbacks=[
+        WaitingCallback(name="payment", location="payment", deadline=NOW + 3600, heartbeat_deadline=NOW + 60)])),
+     "or callback payment from an outside system (times out 2026-01-01 01:00:00 UTC (in 1h 0m), a heartbeat by "
+     "2026-01-01 00:01:00 UTC (in 1m 0s))"),
+    (ActorStatus(workflow=WorkflowState.SLEEPING, waiting_for=WaitingFor(callbacks=[
+        WaitingCallback(name="approval", location="loop/~2/approval")])),
+     "waits for callback approval from an outside system\n"),
     (ActorStatus(workflow=WorkflowState.FAILED, error="StepExhaustedError: boom"),
      "error: StepExhaustedError: boom"),
     (ActorStatus(workflow=WorkflowState.DIVERGED, error="history diverged at x",

@@ -36,6 +36,8 @@ ENVIRONMENT = {
     "DORMANT_DLQ_URL": "{timers_dlq.url}", "DORMANT_DLQ_NAME": "{timers_dlq.name}",
     "DORMANT_FIFO_DLQ_URL": "{wake_dlq.url}", "DORMANT_FIFO_DLQ_NAME": "{wake_dlq.name}",
     "DORMANT_APP": "{param.app}", "DORMANT_MAX_RECEIVES": "{param.max_receives}",
+    # callback URLs (cb.url): the HTTP API's own URL unless public_url names another (the scenarios leave it empty)
+    "DORMANT_PUBLIC_URL": "https://{http_api.id}.execute-api.{AWS::Region}.{AWS::URLSuffix}",
 }
 # what the API function alone is given: how callers authenticate, where the operator token is
 API_ENVIRONMENT = {
@@ -45,9 +47,11 @@ API_ENVIRONMENT = {
 }
 # auth mode -> the $default route's API Gateway authorization
 AUTHORIZATION = {"iam": "AWS_IAM", "jwt": "JWT", "none": "NONE"}
-# The one route of the HTTP API: every path, the operator routes too, behind the auth mode's authorization (the app
-# then checks the operator token on those; tests/deploy/test_parity.py checks both layers)
-ROUTES = {"$default"}
+# The routes of the HTTP API: $default, every path, the operator routes too, behind the auth mode's authorization (the
+# app then checks the operator token on those; tests/deploy/test_parity.py checks both layers), and the callback
+# routes, without authorization in every mode: their token is their authorization (the app checks it)
+CALLBACK_ROUTES = {"POST /callbacks/{token}", "GET /callbacks/{token}"}
+ROUTES = {"$default", *CALLBACK_ROUTES}
 OPERATOR_TOKEN_ARN = ("arn:{AWS::Partition}:ssm:{AWS::Region}:{AWS::AccountId}:"
                       "parameter{param.inspector_token_parameter}")
 # queue role -> the Settings field holding its default name ("dormant" + the suffix every deployment uses)
@@ -354,8 +358,11 @@ def _http_mismatches(d: Description, scenario: dict[str, Any]) -> list[str]:
     routes = http["routes"]
     mode = scenario.get("auth_mode")
     if set(routes) != ROUTES:
-        problems.append(f"routes {sorted(routes)}: expected only $default (every path behind the auth mode, the "
-                        "operator routes too: docs/http-api.md, Auth)")
+        problems.append(f"routes {sorted(routes)}: expected $default (every path behind the auth mode, the "
+                        "operator routes too: docs/http-api.md, Auth) and the callback routes")
+    for key in CALLBACK_ROUTES & set(routes):
+        if (routes[key]["authorization"], routes[key].get("authorizer")) != ("NONE", None):
+            problems.append(f"route {key}: an outside system holds only the token: no authorization, no authorizer")
     for key, route in routes.items():
         if (route["target"], route["payload"], route["integration"]) != ("api_alias", "2.0", "AWS_PROXY"):
             problems.append(f"route {key}: expected the API function's alias through AWS_PROXY, payload 2.0")

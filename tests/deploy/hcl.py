@@ -21,6 +21,7 @@ ABSENT = object()  # null: the argument is not set
 # data sources that stand for the template's pseudo parameters
 _PSEUDO = {"data.aws_partition.current.partition": "{AWS::Partition}",
            "data.aws_region.current.name": "{AWS::Region}",
+           "data.aws_partition.current.dns_suffix": "{AWS::URLSuffix}",
            "data.aws_caller_identity.current.account_id": "{AWS::AccountId}"}
 _TF_ATTRIBUTE = {"url": "url", "arn": "arn", "name": "name", "function_name": "name", "id": "id", "bucket": "name",
                  "invoke_arn": "invoke_arn", "execution_arn": "execution_arn"}

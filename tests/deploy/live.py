@@ -23,6 +23,7 @@ def tokens_of(state: dict[str, dict[str, Any]], *, prefix: str, values: dict[str
               account: str) -> dict[str, Any]:
     """token -> value, from Terraform's state (resource attributes) and the applied variable values."""
     tokens: dict[str, Any] = {"{prefix}": prefix, "{AWS::Region}": region, "{AWS::Partition}": "aws",
+                              "{AWS::URLSuffix}": "amazonaws.com",
                               "{AWS::AccountId}": account}
     for address, attributes in state.items():
         role = TF_ROLES.get(address)

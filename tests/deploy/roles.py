@@ -19,6 +19,7 @@ SAM_ROLES = {
     "WorkerRole": "worker_role", "ApiRole": "api_role", "WorkerLogGroup": "worker_logs", "ApiLogGroup": "api_logs",
     "ApiAccessLogGroup": "api_access_logs", "HttpApi": "http_api", "ApiIntegration": "api_integration",
     "JwtAuthorizer": "jwt_authorizer", "DefaultRoute": "default_route", "ApiStage": "stage",
+    "CallbackRoute": "callback_route", "CallbackStatusRoute": "callback_status_route",
     "ApiInvokePermission": "api_permission",
     "WakeDeadLetterAlarm": "wake_dlq_alarm", "TimerDeadLetterAlarm": "timers_dlq_alarm",
     "WorkerErrorsAlarm": "worker_errors_alarm",
@@ -35,6 +36,8 @@ TF_ROLES = {
     "aws_lambda_layer_version.dependencies": "layer", "aws_apigatewayv2_api.http": "http_api",
     "aws_apigatewayv2_integration.api": "api_integration", "aws_apigatewayv2_authorizer.jwt": "jwt_authorizer",
     "aws_apigatewayv2_route.default": "default_route", "aws_apigatewayv2_stage.default": "stage",
+    "aws_apigatewayv2_route.callback": "callback_route",
+    "aws_apigatewayv2_route.callback_status": "callback_status_route",
     "aws_lambda_permission.http": "api_permission", "aws_cloudwatch_metric_alarm.wake_dlq": "wake_dlq_alarm",
     "aws_cloudwatch_metric_alarm.timers_dlq": "timers_dlq_alarm",
     "aws_cloudwatch_metric_alarm.worker_errors": "worker_errors_alarm",
@@ -50,6 +53,7 @@ PARAMETERS = {
     "WorkerReservedConcurrency": "worker_reserved_concurrency", "WorkerMaxConcurrency": "worker_max_concurrency",
     "DataNamePrefix": "data_name_prefix", "AlarmTopicArn": "alarm_topic_arn", "SnapStart": "snap_start",
     "ValueBucketName": "value_bucket_name",
+    "PublicUrl": "public_url",
 }
 _TOKEN = re.compile(r"\{param\.(\w+)\}")
 

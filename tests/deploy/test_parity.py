@@ -20,7 +20,7 @@ from dormant.http.app import create_app
 from dormant.settings import Settings
 from dormant.testing import TestEnv
 from tests.api.apps import registry
-from tests.deploy.code_rules import ROUTES, code_mismatches
+from tests.deploy.code_rules import CALLBACK_ROUTES, ROUTES, code_mismatches
 from tests.deploy.describe import SCENARIOS, Description, Unsupported, describe_sam, describe_terraform, differences
 from tests.deploy.support import INFRA, TEMPLATE, load_template, translate
 
@@ -118,6 +118,31 @@ async def test_every_route_needs_the_verified_caller_and_operator_routes_the_tok
     assert set(guarded) == OPERATOR_PATHS
 
 
+async def test_the_callback_routes_are_the_only_ones_without_a_caller_and_the_token_guards_them() -> None:
+    """Both deployments route POST/GET /callbacks/{token} without authorization (CALLBACK_ROUTES, checked above for
+    every scenario). In the app those are the only routes that serve a request with no verified caller (beside the
+    static pages and the OpenAPI document), and what guards them is the token: one that is not a token is 400, one
+    no callback has is 404, and neither reads or writes an actor."""
+    settings = Settings(auth_mode="iam", inspector_token="the-token")  # type: ignore[arg-type]
+    static = {"GET /openapi.json", "HEAD /openapi.json", "GET /ui", "GET /ui/", "GET /ui/config.json",
+              "GET /ui/assets/{name}", "GET /docs/assets/{name}", "GET /docs"}
+    async with TestEnv(registry) as env:
+        app = create_app(registry, settings, service=env.service)
+        open_routes = {f"{method} {r.path}" for r in _routes(app.routes) if not r.path.startswith("/actors")
+                       for method in r.methods}
+        assert open_routes - static == CALLBACK_ROUTES
+        anonymous = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api")
+        async with anonymous:
+            for body in ({"result": 1}, {"heartbeat": True}):
+                response = await anonymous.post("/callbacks/not-a-token", json=body)
+                assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_callback_token")
+                response = await anonymous.post("/callbacks/dcb_" + "A" * 43, json=body)
+                assert (response.status_code, response.json()["error"]["code"]) == (404, "callback_not_found")
+            response = await anonymous.get("/callbacks/dcb_" + "A" * 43)
+            assert response.status_code == 404
+        assert env.store.actor_ids() == []
+
+
 def _routes(routes: list[Any]) -> list[Any]:
     """The app's routes, those of included routers too (FastAPI wraps them)."""
     found = []
@@ -127,6 +152,11 @@ def _routes(routes: list[Any]) -> list[Any]:
         elif hasattr(route, "path") and hasattr(route, "methods"):
             found.append(route)
     return found
+
+
+CALLBACK_ROUTE_TF = ('route_key          = "POST /callbacks/{token}"\n'
+                     '  target             = "integrations/${aws_apigatewayv2_integration.api.id}"\n'
+                     "  authorization_type = ")
 
 
 def _terraform_with(old: str, new: str, values: dict[str, Any] | None = None) -> Description:
@@ -140,7 +170,9 @@ def _terraform_with(old: str, new: str, values: dict[str, Any] | None = None) ->
 @pytest.mark.parametrize(("old", "new", "where", "code_rule"), [
     ('range_key                   = "sk"', 'range_key                   = "sort"', "tables.table.keys",
      "table keys"),
-    ('"dynamodb:PutItem", "dynamodb:Query"]', '"dynamodb:PutItem"]', "iam.",
+    (CALLBACK_ROUTE_TF + '"NONE"', CALLBACK_ROUTE_TF + "local.authorization_type", "http.routes",
+     "an outside system holds only the token"),
+    ('"dynamodb:Query", "dynamodb:UpdateItem"]', '"dynamodb:Query"]', "iam.",
      "api_role grants"),
     ("batch_size              = 10", "batch_size              = 20", "event_sources",
      "a FIFO queue takes no batching window and at most 10 messages"),
@@ -179,9 +211,10 @@ def _terraform_with(old: str, new: str, values: dict[str, Any] | None = None) ->
     ('resources = ["${aws_s3_bucket.values.arn}/*"]', 'resources = ["*"]', "iam.worker_role", "worker_role grants"),
     ("DORMANT_BUCKET           = aws_s3_bucket.values.bucket", "DORMANT_BUCKET           = aws_s3_bucket.values.arn",
      "functions.", "DORMANT_BUCKET = '{values.arn}', expected {values.name}"),
-], ids=["table-key", "iam-action", "batch-size", "redrive", "queue-unencrypted-unretained", "route-open",
-        "token-in-env", "throttling", "ssm-any-region", "reserved-concurrency", "alarm-actions", "bucket-unretained",
-        "lifecycle-expires-actors", "bucket-public", "bucket-iam-wildcard", "bucket-env"])
+], ids=["table-key", "callback-route-authorized", "iam-action", "batch-size", "redrive",
+        "queue-unencrypted-unretained", "route-open", "token-in-env", "throttling", "ssm-any-region",
+        "reserved-concurrency", "alarm-actions", "bucket-unretained", "lifecycle-expires-actors", "bucket-public",
+        "bucket-iam-wildcard", "bucket-env"])
 def test_a_mismatched_terraform_copy_is_caught(old: str, new: str, where: str, code_rule: str,
                                                translated: dict[str, Any]) -> None:
     values = SCENARIOS["operations"] if "alarm" in code_rule else {}
@@ -214,6 +247,10 @@ def _template_with(old: str, new: str) -> dict[str, Any]:
     ("AuthorizationType: !If [IamAuth, AWS_IAM, !If [JwtAuth, JWT, NONE]]",
      "AuthorizationType: !If [JwtAuth, JWT, NONE]", "auth mode iam"),
     ("      RouteKey: $default", "      RouteKey: GET /actors/{actor}/{key}/history", "routes ["),
+    ("      RouteKey: POST /callbacks/{token}\n      Target: !Sub integrations/${ApiIntegration}\n"
+     "      AuthorizationType: NONE",
+     "      RouteKey: POST /callbacks/{token}\n      Target: !Sub integrations/${ApiIntegration}\n"
+     "      AuthorizationType: AWS_IAM", "route POST /callbacks/{token}: an outside system holds only the token"),
     ("Dimensions: [{ Name: FunctionName, Value: !Ref WorkerFunction }]",
      "Dimensions: [{ Name: FunctionName, Value: !Ref ApiFunction }]", "alarm worker_errors_alarm watches"),
     ("DestinationArn: !GetAtt ApiAccessLogGroup.Arn", "DestinationArn: !GetAtt ApiLogGroup.Arn",
@@ -228,8 +265,8 @@ def _template_with(old: str, new: str) -> dict[str, Any]:
     ("          - ObjectOwnership: BucketOwnerEnforced", "          - ObjectOwnership: ObjectWriter",
      "expected all four blocks and ACLs disabled"),
 ], ids=["visibility", "env", "ttl", "iam-wildcard", "queue-attributes", "table-replaced", "protection-off",
-        "route-open", "route-not-default", "alarm-function", "access-log", "lifecycle-expires-actors", "not-tls-only",
-        "bucket-env", "bucket-replaced", "acls-on"])
+        "route-open", "route-not-default", "callback-route-authorized", "alarm-function", "access-log",
+        "lifecycle-expires-actors", "not-tls-only", "bucket-env", "bucket-replaced", "acls-on"])
 def test_a_template_that_does_not_fit_the_code_is_caught(old: str, new: str, problem: str,
                                                          terraform_description: Description) -> None:
     broken = describe_sam(_template_with(old, new))

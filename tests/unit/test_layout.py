@@ -15,7 +15,7 @@ MAX_LINES = 450
 CORE_TOP = {"dormant.actor", "dormant.client", "dormant.errors", "dormant.models", "dormant.ports",
             "dormant.settings", "dormant.testing", "dormant.memory", "dormant.limits", "dormant.safetext", "dormant",
             "dormant.flow", "dormant.memory_slots", "dormant.search", "dormant.searchplan", "dormant.slot_types",
-            "dormant.memory_transport"}
+            "dormant.memory_transport", "dormant.callback_records", "dormant.cursors"}
 INWARD = {
     "dormant.workflow": set(),
     "dormant.runtime": {"dormant.workflow"},

@@ -15,7 +15,7 @@ from dormant.errors import ItemTooLargeError
 from dormant.limits import ITEM, ServiceLimit
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
 from dormant.search import apply_changes
-from dormant.workflow.history import HistoryEntry, WorkflowRecord
+from dormant.workflow.history import CallbackChange, HistoryEntry, WorkflowRecord
 
 ITEM_LIMIT = ITEM.maximum  # every item the store writes stays within this (dormant.limits: moto's is lower than AWS's)
 RING_PREFIX = "c#"
@@ -76,6 +76,7 @@ class Side:
     at: float = 0.0
     listed: tuple[str, float] | None = None  # (status, since) when this commit changed the listed status
     unset: list[str] | None = None  # when this commit changed search attributes: the ones it unset (dormant.aws.search)
+    callbacks: list[CallbackChange] = field(default_factory=list)  # lookup items to write (dormant.aws.callbacks)
 
     def payload(self) -> dict[str, Any]:
         payload: dict[str, Any] = {"c": self.consumed, "r": self.responses, "e": self.events}
@@ -83,13 +84,16 @@ class Side:
             payload["l"] = list(self.listed)
         if self.unset is not None:
             payload["sx"] = self.unset
+        if self.callbacks:
+            payload["k"] = [change.model_dump(mode="json", exclude_defaults=True) for change in self.callbacks]
         return payload
 
     @staticmethod
     def from_payload(payload: dict[str, Any], at: float) -> Side:
         listed, unset = payload.get("l"), payload.get("sx")
         return Side(list(payload.get("c", [])), dict(payload.get("r", {})), list(payload.get("e", [])), at,
-                    (str(listed[0]), float(listed[1])) if listed else None, list(unset) if unset is not None else None)
+                    (str(listed[0]), float(listed[1])) if listed else None, list(unset) if unset is not None else None,
+                    [CallbackChange.model_validate(change) for change in payload.get("k", ())])
 
 
 @dataclass

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -129,9 +130,9 @@ class LargeValues:
         events = [(name, keep(payload, f"the payload of event {name!r}", ephemeral)) for name, payload in
                   draft.events]
         await self._put(*results)
-        return CommitDraft(upserts=upserts, deleted_prefixes=draft.deleted_prefixes, state=state,
-                           consumed_ids=draft.consumed_ids, responses=responses, events=events, workflow=workflow,
-                           committed_at=draft.committed_at)
+        # (replace: every other field of the draft — search changes, callbacks... — is carried as it is)
+        return dataclasses.replace(draft, upserts=upserts, state=state, responses=responses, events=events,
+                                   workflow=workflow)
 
     async def store_creation(self, ref: ActorRef, state: dict[str, Any], events: list[tuple[str, Any]]
                              ) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
@@ -177,14 +178,12 @@ class LargeValues:
         def estimate(value: Any, what: str) -> Any:
             return self._estimate(ref, value, what)
 
-        return CommitDraft(
-            upserts=[self._entry(entry, estimate) if json_bytes(entry) > self.threshold else entry
-                     for entry in draft.upserts], deleted_prefixes=draft.deleted_prefixes,
+        return dataclasses.replace(
+            draft, upserts=[self._entry(entry, estimate) if json_bytes(entry) > self.threshold else entry
+                            for entry in draft.upserts],
             state=estimate(draft.state, "the state") if draft.state is not None else None,
-            consumed_ids=draft.consumed_ids,
             responses={mid: estimate(value, "a response") for mid, value in draft.responses.items()},
-            events=[(name, estimate(payload, "an event payload")) for name, payload in draft.events],
-            workflow=draft.workflow, committed_at=draft.committed_at)
+            events=[(name, estimate(payload, "an event payload")) for name, payload in draft.events])
 
     @staticmethod
     def _entry(entry: dict[str, Any], keep: Any) -> dict[str, Any]:

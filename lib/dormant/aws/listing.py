@@ -25,18 +25,8 @@ from urllib.parse import quote
 
 from dormant.aws.batches import ConditionFailed
 from dormant.aws.table import STATUS_INDEX
-from dormant.ports import (
-    ActorCount,
-    ActorPage,
-    ActorRef,
-    ActorSummary,
-    AttentionMark,
-    AttentionPage,
-    AttentionReason,
-    check_attention_cursor,
-    check_cursor,
-    listing_key,
-)
+from dormant.cursors import check_attention_cursor, check_cursor, listing_key
+from dormant.ports import ActorCount, ActorPage, ActorRef, ActorSummary, AttentionMark, AttentionPage, AttentionReason
 from dormant.workflow.history import WorkflowState
 
 STATUS_SK = "s#"

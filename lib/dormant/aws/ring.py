@@ -59,7 +59,7 @@ def delta_of(base: Head, draft: CommitDraft, now: float) -> tuple[Side, dict[str
     """What a commit of `draft` on `base` stores: its side work and its delta payload."""
     side = Side(consumed=list(draft.consumed_ids), responses=dict(draft.responses),
                 events=[[base.event_seq + i + 1, name, payload, draft.committed_at] for i, (name, payload) in
-                        enumerate(draft.events)], at=now)
+                        enumerate(draft.events)], at=now, callbacks=list(draft.callbacks))
     delta: dict[str, Any] = {"u": draft.upserts, "x": draft.deleted_prefixes}
     if draft.state is not None:
         delta["s"] = draft.state

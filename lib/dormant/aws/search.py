@@ -27,7 +27,6 @@ from dormant.aws.table import SEARCH_INDEX
 from dormant.ports import ActorPage, ActorRef, ActorSummary, MatchCount, listed_status
 from dormant.search import plain
 from dormant.searchplan import SearchPlan, index_key, index_partition
-from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowState
 
 if TYPE_CHECKING:
@@ -38,13 +37,6 @@ MAX_SEARCH_PAGES = 10  # Query pages one page of results may read (each at most 
 MAX_COUNT_PAGES = 20
 FILTERED_PAGE = 200  # items a Query reads at a time when other conditions (or the status) filter them
 _NEWER = "attribute_not_exists(pk) OR c < :c OR (c = :c AND v < :v)"
-
-
-def with_search(stored: CommitDraft, draft: CommitDraft) -> CommitDraft:
-    """`stored` (the draft as the large-value store rewrote it) with `draft`'s search attributes."""
-    stored.search = draft.search
-    return stored
-
 
 def sort_keys(head: Head) -> list[str]:
     """The search items the settling of `head` writes (none unless its commit changed the attributes or the listed

@@ -34,5 +34,5 @@ async def open_aws_service(registry: Registry, settings: Settings) -> AsyncItera
         # Loads need not settle a crashed commit's side items: the actor's next commit (a wake-up, or an
         # action run here) does that.
         store = DynamoEventStore(dynamodb, settings, settle_on_load=False, clock=clock.now, blobs=blobs)
-        yield ActorService(registry, store, transport, clock)
+        yield ActorService(registry, store, transport, clock, public_url=settings.public_url)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from dormant.aws import deletion, inbox, search, slots, versions
+from dormant.aws import callbacks, deletion, inbox, search, slots, versions
 from dormant.aws.batches import ConditionFailed, present, put_all
 from dormant.aws.blobs import BlobMissing, S3Blobs
 from dormant.aws.items import (
@@ -89,6 +89,7 @@ class DynamoEventStore:
     count_matches = search.count_matches
     deleted_at = deletion.deleted_at  # EventStore.deleted_at: the deletion mark (dormant.aws.deletion)
     retained_versions, load_version = versions.retained_versions, versions.load_version  # fork/reset (aws.versions)
+    read_callback, heartbeat_callback = callbacks.read_callback, callbacks.heartbeat_callback  # their lookup items
 
     def __init__(self, client: Any, settings: Settings | None = None, *, settle_on_load: bool = True,
                  cache_size: int = 512, clock: Callable[[], float] = time.time, blobs: S3Blobs | None = None) -> None:
@@ -107,6 +108,7 @@ class DynamoEventStore:
                                  dedupe_ttl_seconds=self.settings.dedupe_ttl_seconds)
         self.status_items = StatusItems(self._call, self._put_if, self.table)
         self.attention_items = AttentionItems(self._call, self.table)
+        self.callback_items = callbacks.CallbackItems(self._call, self.table, self.settings)
 
     @classmethod
     @asynccontextmanager
@@ -191,7 +193,7 @@ class DynamoEventStore:
         base = await self._base(ref, expected_version)
         version = expected_version + 1
         now = self._now()
-        draft = search.with_search(await self.values.store_draft(ref, base, version, draft), draft)  # big values first
+        draft = await self.values.store_draft(ref, base, version, draft)  # big values first (dormant.aws.large_values)
         side, delta = delta_of(base, draft, now)
         upsert_sizes = [sized(entry) for entry in draft.upserts]
         head = base.advance(version, delta, side, upsert_sizes)
@@ -390,6 +392,7 @@ class DynamoEventStore:
             await self.status_items.put(ref, status=side.listed[0], since=side.listed[1], version=head.version,
                                         created_at=float(head.meta["created_at"]), incarnation=head.incarnation)
         searched = await search.settle(self, ref, head, found)  # its search items (dormant.aws.search)
+        await self.callback_items.write(ref, head)
         if probe and (derived or (side.listed and STATUS_SK not in found) or searched):
             log.info("settled version %d of %s: re-wrote its derived item(s)", head.version, ref)
         head.settled = True
@@ -444,4 +447,4 @@ class DynamoEventStore:
 
 
 _SNAKE = {"GetItem": "get_item", "PutItem": "put_item", "Query": "query", "BatchWriteItem": "batch_write_item",
-          "BatchGetItem": "batch_get_item", "DeleteItem": "delete_item"}
+          "BatchGetItem": "batch_get_item", "DeleteItem": "delete_item", "UpdateItem": "update_item"}

@@ -301,7 +301,8 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
         observer = observer or Observer()
         store = cast(EventStore, ObservedStore(store, observer))  # an EventStore by delegation
         transport = await SqsTransport.from_settings(sqs, settings, clock)
-        yield Worker(ActorService(registry, store, transport, clock), transport, settings, observer=observer)
+        yield Worker(ActorService(registry, store, transport, clock, public_url=settings.public_url), transport,
+                     settings, observer=observer)
 
 
 class LambdaWorker:

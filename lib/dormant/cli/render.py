@@ -104,6 +104,11 @@ def status_words(status: ActorStatus, now: float) -> str:
             parts.append(f"{'its deadline' if waits.queues else 'a timer'}: {when(waits.deadline, now)}")
         if waits.retry_at is not None:
             parts.append(f"the retry of a failed step at {when(waits.retry_at, now)}")
+        for cb in waits.callbacks:
+            beat = f", a heartbeat by {when(cb.heartbeat_deadline, now)}" if cb.heartbeat_deadline is not None else ""
+            ends = f"times out {when(cb.deadline, now)}" if cb.deadline is not None else "no timeout"
+            until = f" ({ends}{beat})" if cb.deadline is not None or beat else ""
+            parts.append(f"callback [bold]{shown(cb.name)}[/bold] from an outside system{until}")
         lines.append("waits for " + (" or ".join(parts) if parts else "nothing (a wake-up is due)"))
     elif state is WorkflowState.PENDING:
         lines.append("created; its workflow has not started yet (its first wake-up is on its way)")
@@ -278,6 +283,10 @@ def _label(entry: HistoryEntry, items: list[HistoryEntry] | None = None) -> str:
         case EntryKind.MESSAGE:
             received = "; ".join(f"{shown(m.name)} {compact(m.body)}" for m in entry.messages)
             text = f"{mark} wait {name}: " + ("timed out" if entry.timed_out else f"received {received or '-'}")
+        case EntryKind.CALLBACK:
+            outcome = entry.callback.outcome if entry.callback else None
+            result = f"→ {compact(entry.output)}" if outcome == "completed" else (outcome or "open").replace("_", " ")
+            text = f"{mark} callback {name}: {result}"
         case EntryKind.JOIN | EntryKind.RACE:
             branches = ", ".join(f"{shown(b)} {r.status.value}" for b, r in entry.branches.items())
             winner = f", winner {shown(entry.winner)}" if entry.winner else ""

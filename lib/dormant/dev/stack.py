@@ -162,7 +162,10 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
             await create_bucket(s3, bucket, settings.region)
         except Exception as error:
             raise DevStackError(f"cannot create the table, queues and bucket at {endpoint}: {error}") from error
-        settings = settings.model_copy(update={"queue_url": urls.wake, "timer_queue_url": urls.timers})
+        # Callback URLs (cb.url) point at this stack's API unless DORMANT_PUBLIC_URL says otherwise (a tunnel).
+        settings = settings.model_copy(update={"queue_url": urls.wake, "timer_queue_url": urls.timers,
+                                               "public_url": settings.public_url
+                                               or f"http://{options.host}:{options.port}"})
         worker = await stack.enter_async_context(open_worker(settings, registry))
         wait = options.poll_wait_seconds if moto is not None else min(options.poll_wait_seconds, 1)
         pollers = [SqsPoller(sqs, url, worker.handle, wait_seconds=wait, region=settings.region)

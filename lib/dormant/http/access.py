@@ -23,6 +23,13 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+def logged_path(path: str) -> str:
+    """The path as logged: a callback's token (its authorization) cut out of `/callbacks/{token}`."""
+    if path.startswith("/callbacks/"):
+        return "/callbacks/<token>"
+    return path
+
+
 def actor_of(path: str) -> tuple[str | None, str | None]:
     """("actor type", "encoded key") of an /actors/{actor}/{key}/... path."""
     parts = path.split("/")
@@ -63,7 +70,7 @@ class AccessLog:
         level = logging.ERROR if status >= 500 else logging.INFO
         if not self.log.isEnabledFor(level):
             return
-        method, path = scope.get("method", "?"), scope.get("path", "?")
+        method, path = scope.get("method", "?"), logged_path(str(scope.get("path", "?")))
         actor, key = actor_of(path)
         fields: dict[str, Any] = {"http": {"method": method, "path": path, "status": status,
                                            "duration_ms": round(duration_ms, 2)}}

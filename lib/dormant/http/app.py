@@ -26,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dormant.actor import ActorDefinition, Registry
 from dormant.errors import ActorPausedError, StorageError, TransportError, VersionConflict, WakeFailedError
+from dormant.http.callbacks import PATH as CALLBACK_PATH
+from dormant.http.callbacks import callback_router
 from dormant.http.credentials import TokenSource, require_operator, token_source
 from dormant.http.errors import ApiError, install_error_handlers
 from dormant.http.identity import request_caller
@@ -41,6 +43,7 @@ from dormant.ports import ActorRef
 from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.batches import MAX_BATCH
 from dormant.runtime.batches import describe as describe_batch
+from dormant.runtime.callbacks import without_tokens
 from dormant.runtime.offline import export_lines
 from dormant.runtime.service import ActorService
 from dormant.search import TYPE_NAMES
@@ -48,6 +51,7 @@ from dormant.settings import Settings
 from dormant.workflow.caller import Caller
 from dormant.workflow.errors import InvalidJsonError, InvalidStateError
 from dormant.workflow.execution import to_json
+from dormant.workflow.history import HistoryEntry
 from dormant.workflow.values import check_json, describe_errors
 
 ServiceFactory = Callable[[], AbstractAsyncContextManager[ActorService]]
@@ -207,9 +211,13 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = merge_openapi(
+            document = merge_openapi(
                 build_openapi(registry, title=app.title, version=app.version, description=app.description),
                 operator_routes, title=app.title, version=app.version)
+            document = merge_openapi(document, callback_routes, title=app.title, version=app.version)
+            for operation in document["paths"][CALLBACK_PATH].values():
+                operation["security"] = []  # the token in the path is the authorization
+            app.openapi_schema = document
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -248,6 +256,10 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     def capped(seconds: float | None) -> float:
         return max_wait if seconds is None else min(seconds, max_wait)
+
+    def shown(entries: list[HistoryEntry]) -> list[HistoryEntry]:
+        """History as a reader sees it: callback tokens cut out, except in dev mode (docs/http-api.md)."""
+        return entries if settings.dev else without_tokens(entries)
 
     # -- routes --------------------------------------------------------------------------------------
     @app.get("/actors", include_in_schema=False)
@@ -350,14 +362,14 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         svc = await existing(ref)
         payload = (await svc.status(ref)).model_dump(mode="json")
         if history:
-            payload["history"] = [e.model_dump(mode="json") for e in await svc.history(ref)]
+            payload["history"] = [e.model_dump(mode="json") for e in shown(await svc.history(ref))]
         return payload
 
     @app.get("/actors/{actor}/{key}/history", include_in_schema=False)
     async def history(request: Request, actor: str, key: str) -> list[dict[str, Any]]:
         await authorize(request)
         _, ref = resolve(request, actor, key)
-        return [e.model_dump(mode="json") for e in await (await existing(ref)).history(ref)]
+        return [e.model_dump(mode="json") for e in shown(await (await existing(ref)).history(ref))]
 
     @app.get("/actors/{actor}/{key}/events", include_in_schema=False)
     async def events(request: Request, actor: str, key: str, after: int = Query(0, ge=0),
@@ -380,7 +392,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         svc = await existing(ref)
         enabled = definition.workflow_fn is not None
         current = (await svc.status(ref)).workflow.value if enabled else None
-        entries = await svc.history(ref) if enabled else []
+        entries = shown(await svc.history(ref)) if enabled else []
         return workflow_history(enabled=enabled, workflow_state=current, entries=entries).model_dump(mode="json")
 
     @app.get("/actors/{actor}/{key}/inspector/export", include_in_schema=False)
@@ -392,9 +404,16 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         snapshot = await svc.store.load(ref)
         if snapshot is None:  # deleted between the two reads: as if it never existed
             raise ApiError(404, "actor_not_found", "the actor does not exist")
+        snapshot.history = shown(snapshot.history)
         return PlainTextResponse("\n".join(export_lines(snapshot)) + "\n", media_type="application/x-ndjson")
 
     operator_routes = operator_router(registry, holder.get, authorize, dev=settings.dev)  # list, resume, ...
     app.include_router(operator_routes)
+
+    async def read_callback_body(request: Request) -> tuple[bool, Any]:
+        return await _read_json(request, limit, required=True)
+
+    callback_routes = callback_router(holder.get, read_callback_body)  # outside the callers' auth: the token
+    app.include_router(callback_routes)
     app.include_router(ui_router(dev=settings.dev, title=app.title))  # /ui and /docs, from packaged files
     return app

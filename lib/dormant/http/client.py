@@ -46,6 +46,7 @@ from dormant.errors import (
     StillDivergedError,
     WouldDivergeError,
 )
+from dormant.http.callback_client import CallbackCalls
 from dormant.http.error_codes import EXCEPTION_BY_CODE
 from dormant.http.headers import OPERATOR_HEADER
 from dormant.http.keys import encode_key
@@ -129,7 +130,7 @@ class RetryPolicy:
         return min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
 
-class HttpClient(OperatorCalls):
+class HttpClient(OperatorCalls, CallbackCalls):
     """Async client of the HTTP API, with the in-process client's handle API."""
 
     def __init__(self, base_url: str, token: str | None = None, *, registry: Registry | None = None,

@@ -24,7 +24,7 @@ class IterationMarker(BaseModel):
 
 class EntryKindInfo(BaseModel):
     """`tag` is the entry kind (step, loop, sleep, message, rollback_checkpoint, join, race, map, map_item,
-    removed); `val` holds that kind's recorded values."""
+    removed, callback); `val` holds that kind's recorded values."""
 
     tag: EntryKind
     val: dict[str, Any]
@@ -94,6 +94,12 @@ def _kind_value(entry: HistoryEntry) -> dict[str, Any]:
             return {"name": entry.name, "items": entry.items or []}
         case EntryKind.MAP_ITEM:
             return {"name": entry.name, "index": int(entry.name), "output": entry.output}
+        case EntryKind.CALLBACK:
+            info = entry.callback
+            return {"name": entry.name, "deadline": entry.deadline, "output": entry.output,
+                    "token": info.token if info else None, "outcome": info.outcome if info else None,
+                    "heartbeatTimeout": info.heartbeat_timeout if info else None,
+                    "heartbeatDeadline": info.heartbeat_deadline if info else None}
         case EntryKind.REMOVED:
             return {"name": entry.name, "originalType": entry.removed_kind, "originalName": entry.name}
         case _:  # rollback_checkpoint

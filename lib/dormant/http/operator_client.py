@@ -13,8 +13,9 @@ from urllib.parse import quote
 
 import httpx
 
+from dormant.cursors import every_summary
 from dormant.models import ActorCounts, AttentionList, Inbox, KeptVersion, OperationPage, OperationResult
-from dormant.ports import ActorPage, ActorSummary, VersionInfo, every_summary
+from dormant.ports import ActorPage, ActorSummary, VersionInfo
 from dormant.workflow.history import WorkflowState
 
 Request = Callable[..., Awaitable[httpx.Response]]

@@ -110,6 +110,18 @@ class _ReplayHost:
     async def release_limit(self, granted: Granted) -> None:
         """Never granted offline."""
 
+    def callback_names(self) -> list[str]:
+        return sorted(self._definition.callbacks)
+
+    def decode_callback_result(self, name: str, value: Any) -> Any:
+        return self._definition.callback_spec(name).decode(value)
+
+    def new_callback_token(self, location: str) -> str:
+        raise _Frontier(location)  # a new callback: replay stops there, as at a new step
+
+    def callback_url(self, token: str) -> str | None:
+        return None
+
 
 async def replay_snapshot(registry: Registry, snapshot: ActorSnapshot) -> ReplayReport:
     definition = registry.get(snapshot.ref.name)

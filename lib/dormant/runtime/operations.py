@@ -24,6 +24,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 
+from dormant.cursors import every_summary
 from dormant.errors import (
     ActorFinishedError,
     ActorNotFoundError,
@@ -52,7 +53,6 @@ from dormant.ports import (
     ActorSummary,
     InboxMessage,
     VersionInfo,
-    every_summary,
 )
 from dormant.runtime import pausing, rewind
 from dormant.runtime.attention import attention_list

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from dormant.cursors import every_summary
 from dormant.models import ActorCounts, StatusCount
-from dormant.ports import LISTED_STATUSES, ActorPage, ActorSummary, EventStore, every_summary
+from dormant.ports import LISTED_STATUSES, ActorPage, ActorSummary, EventStore
 from dormant.search import parse_conditions
 from dormant.searchplan import SearchPlan, plan_search
 from dormant.workflow.history import WorkflowState

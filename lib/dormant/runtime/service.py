@@ -44,6 +44,7 @@ from dormant.ports import (
 )
 from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.batches import send_many
+from dormant.runtime.callbacks import waiting_callbacks
 from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.replies import await_reply
@@ -76,11 +77,14 @@ class _Creation:
 class ActorService:
     """Application service over the ports; holds no per-actor state of its own."""
 
-    def __init__(self, registry: Registry, store: EventStore, transport: Transport, clock: Clock) -> None:
+    def __init__(self, registry: Registry, store: EventStore, transport: Transport, clock: Clock, *,
+                 public_url: str | None = None) -> None:
+        """`public_url`: where the HTTP API is reached from outside (callback URLs: `cb.url`)."""
         self.registry = registry
         self.store = store
         self.transport = transport
         self.clock = clock
+        self.public_url = public_url
 
     def ref(self, actor_name: str, key: str | Sequence[str]) -> ActorRef:
         self.registry.get(actor_name)
@@ -195,6 +199,11 @@ class ActorService:
         """Wait for the answer to a stored message, or until it is clear that none will come, at most `timeout`
         seconds of the service's clock (dormant.runtime.replies)."""
         return await await_reply(self.store, self.clock, ref, message_id, timeout)
+
+    async def deliver(self, ref: ActorRef, message: InboxMessage, *, compare: bool = False) -> None:
+        """Store a checked, prepared message of an existing actor as a send does (its wake-up first); with
+        `compare`, IdempotencyConflictError when its id holds another message (a callback's completion)."""
+        await self._deliver(ref, message, compare=compare)
 
     async def _deliver(self, ref: ActorRef, message: InboxMessage, *, creation: Creation | None = None,
                        at: float | None = None, compare: bool = False) -> None:
@@ -359,7 +368,8 @@ class ActorService:
                            paused=record.paused, rewritten=record.rewritten,
                            waiting_for=WaitingFor(queues=record.waiting_for, deadline=record.deadline,
                                                   retry_at=record.retry_at,
-                                                  limits=record.limits if record.state in _WAITING else []))
+                                                  limits=record.limits if record.state in _WAITING else [],
+                                                  callbacks=await waiting_callbacks(self.store, snapshot.history)))
 
     async def history(self, ref: ActorRef) -> list[HistoryEntry]:
         return sorted((await self._load(ref, create=True)).history, key=lambda e: e.seq)

@@ -2,11 +2,11 @@
 
 A user who wants to see a 24-hour timeout fire should not have to edit their code. The actor's next due time is
 the earliest of: a sleep's deadline (`ctx.sleep`, `sleep_until`, a race's timer branch), a `queue.next(timeout=)`
-deadline, a step's or a compensation's `retry_at`, and a scheduled action's due time. Firing it moves that time
-to now in one commit (conditional on the version read, like any commit), then wakes the actor: the workflow sees
-the deadline as reached, exactly as if the clock had got there, and since the history records the moved time,
-every later replay agrees. A scheduled action is run at once instead (consumed in the same commit as its effects,
-as when it falls due). Timers that fall due together are fired together.
+deadline, a callback's timeout, a step's or a compensation's `retry_at`, and a scheduled action's due time. Firing it
+moves that time to now in one commit (conditional on the version read, like any commit), then wakes the actor: the
+workflow sees the deadline as reached, exactly as if the clock had got there, and since the history records the
+moved time, every later replay agrees. A scheduled action is run at once instead (consumed in the same commit as its
+effects, as when it falls due). Timers that fall due together are fired together.
 
 A wake-up that is already waiting for that deadline in process (deadlines within its time budget) notices only
 when its wait ends: its commit then loses the version race, and the wake-up re-runs against the fired time.
@@ -60,6 +60,9 @@ def pending_timers(snapshot: ActorSnapshot) -> list[Timer]:
             found.append(Timer(entry.deadline, f"sleep {entry.location}", entry.location))
         elif entry.kind is EntryKind.MESSAGE and entry.deadline is not None:
             found.append(Timer(entry.deadline, f"the timeout of queue wait {entry.location}", entry.location))
+        elif entry.kind is EntryKind.CALLBACK and entry.deadline is not None:
+            # (its heartbeat deadline is not fired: heartbeats move it, in the callback's lookup record)
+            found.append(Timer(entry.deadline, f"the timeout of callback {entry.location}", entry.location))
         elif entry.kind is EntryKind.STEP and entry.retry_at is not None:
             found.append(Timer(entry.retry_at, f"the retry of step {entry.location}", entry.location, "retry_at"))
         elif (entry.kind is EntryKind.STEP and entry.throttled_since is not None and record.limits

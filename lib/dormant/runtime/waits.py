@@ -45,8 +45,13 @@ class WakeWaits:
     async def new_messages(self, timeout: float) -> list[QueuedMessage]:
         found = await self._store.wait_inbox(self._ref, self._known, timeout)
         self._known.update(m.id for m in found)
-        return [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at)
-                for m in found if m.kind == "queue"]
+        return [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at, sender=m.sender,
+                              kind="callback" if m.kind == "callback" else "queue")
+                for m in found if m.kind != "action"]
+
+    async def heartbeat_deadline(self, token_hash: str) -> float | None:
+        record = await self._store.read_callback(token_hash)
+        return record.heartbeat_deadline if record is not None and record.state == "open" else None
 
 
 def horizon(started: float, budget: float | None) -> float:

@@ -12,6 +12,7 @@ from dormant.actor import ActorDefinition
 from dormant.errors import InvalidMessageIdError, StorageRefusedError, VersionConflict, WakeFailedError
 from dormant.ports import ActorRef, ActorSnapshot, Creation, InboxMessage
 from dormant.runtime.attention import current_wake_error, track_retry
+from dormant.runtime.callbacks import callback_url, new_token
 from dormant.runtime.collector import relaxed_collector
 from dormant.runtime.contexts import HookContext, StepContext, call_hook
 from dormant.runtime.ids import deterministic_ids
@@ -82,6 +83,18 @@ class ActorHost:
 
     async def release_limit(self, granted: Granted) -> None:
         await self._slots.release(granted)
+
+    def callback_names(self) -> list[str]:
+        return sorted(self._definition.callbacks)
+
+    def decode_callback_result(self, name: str, value: Any) -> Any:
+        return self._definition.callback_spec(name).decode(value)
+
+    def new_callback_token(self, location: str) -> str:
+        return new_token()
+
+    def callback_url(self, token: str) -> str | None:
+        return callback_url(self._service.public_url, token)
 
     def step_context(self, run: StepRun) -> StepContext:
         ref = self._snapshot.ref
@@ -281,8 +294,9 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
         version = await service.store.commit(snapshot.ref, version, draft)
         consumed.update(dict.fromkeys(draft.consumed_ids, started))
 
-    inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at, sender=m.sender)
-             for m in snapshot.inbox if m.kind == "queue"]
+    inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at, sender=m.sender,
+                           kind="callback" if m.kind == "callback" else "queue")
+             for m in snapshot.inbox if m.kind != "action"]
     execution = Execution(host=ActorHost(service, definition, snapshot, state, vars, lambda: version, search),
                           entries=snapshot.history, search=search,
                           record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,

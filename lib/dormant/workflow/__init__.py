@@ -1,10 +1,17 @@
 """The pure workflow engine: no boto, no HTTP, no file or network I/O."""
 
 from dormant.workflow.branches import RaceResult
+from dormant.workflow.callbacks import Callback
 from dormant.workflow.caller import Caller
 from dormant.workflow.context import WorkflowContext
 from dormant.workflow.errors import (
     BranchError,
+    CallbackCancelledError,
+    CallbackError,
+    CallbackFailedError,
+    CallbackHeartbeatTimeoutError,
+    CallbackTimeoutError,
+    CallbackUrlError,
     DormantError,
     EntryInProgressError,
     HistoryDivergedError,
@@ -20,8 +27,9 @@ from dormant.workflow.errors import (
     StepTimeoutError,
     WorkflowDefinitionError,
 )
-from dormant.workflow.execution import CommitDraft, Execution, StepRun, WorkflowHost
+from dormant.workflow.execution import CommitDraft, Execution, StepRun
 from dormant.workflow.history import HistoryEntry, QueuedMessage, WorkflowRecord, WorkflowState
+from dormant.workflow.host import WorkflowHost
 from dormant.workflow.loops import Loop
 from dormant.workflow.map_result import MapItem, MapItemStatus, MapResult
 from dormant.workflow.queues import QueueMessage
@@ -29,9 +37,10 @@ from dormant.workflow.runner import run_workflow
 from dormant.workflow.state_cell import StateCell
 
 __all__ = [
-    "BranchError", "Caller", "CommitDraft", "DormantError", "EntryInProgressError", "Execution", "HistoryDivergedError",
-    "HistoryEntry", "JoinError", "Loop", "MapError", "MapItem", "MapItemStatus", "MapResult", "NonRetryableError",
-    "QueueMessage", "QueueTimeoutError",
+    "BranchError", "Callback", "CallbackCancelledError", "CallbackError", "CallbackFailedError",
+    "CallbackHeartbeatTimeoutError", "CallbackTimeoutError", "CallbackUrlError", "Caller", "CommitDraft",
+    "DormantError", "EntryInProgressError", "Execution", "HistoryDivergedError", "HistoryEntry", "JoinError", "Loop",
+    "MapError", "MapItem", "MapItemStatus", "MapResult", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
     "QueuedMessage", "RaceError", "RaceResult", "RecordedError", "RollbackCheckpointError", "StateCell",
     "StepExhaustedError", "StepOnlyError", "StepRun", "StepTimeoutError", "WorkflowContext", "WorkflowDefinitionError",
     "WorkflowHost", "WorkflowRecord", "WorkflowState", "run_workflow",

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from dormant.workflow import branches, loops, maps, queues, rollback, sleeps, steps
+from dormant.workflow import branches, callbacks, loops, maps, queues, rollback, sleeps, steps
 from dormant.workflow.errors import StepOnlyError
 from dormant.workflow.execution import Execution
 from dormant.workflow.map_result import MapResult
@@ -79,6 +79,14 @@ class WorkflowContext:
 
     async def sleep_until(self, name: str, when: datetime | float) -> None:
         await sleeps.run_sleep_until(self, name, sleeps.epoch_seconds(when))
+
+    async def callback(self, name: str, *, timeout: float | timedelta | None = None,
+                       heartbeat_timeout: float | timedelta | None = None) -> callbacks.Callback:
+        """Create a callback an outside system completes with `POST /callbacks/{cb.token}` (or `cb.url`); it is
+        stored when this returns. Hand the token out in a step, then `await cb.result()`. `timeout`: how long it
+        may take in all; `heartbeat_timeout`: how long between heartbeats. `name` must be declared on the actor
+        (`callbacks={name: callback(Model)}`)."""
+        return await callbacks.run_callback(self, name, timeout=timeout, heartbeat_timeout=heartbeat_timeout)
 
     async def join(self, name: str, branch_fns: Mapping[str, branches.Branch]) -> dict[str, Any]:
         return await branches.run_join(self, name, branch_fns)

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from dormant.workflow.history import (
     BranchRecord,
+    CallbackInfo,
     EntryKind,
     EntryStatus,
     ErrorInfo,
@@ -37,10 +38,10 @@ class Entry:
     collector): a queue wait assigns its `messages`, a join or race is created with its own `branches`.
     A map's `items` is the list it was created with, never changed in place."""
 
-    __slots__ = ("attempts", "branches", "created_at", "deadline", "ended_at", "error", "items", "iteration",
-                 "kind", "location", "loop_state", "messages", "name", "output", "removed_kind", "retry_at",
-                 "rollback_done", "rollback_error", "seq", "started_at", "status", "throttled_since", "timed_out",
-                 "updated_at", "winner")
+    __slots__ = ("attempts", "branches", "callback", "created_at", "deadline", "ended_at", "error", "items",
+                 "iteration", "kind", "location", "loop_state", "messages", "name", "output", "removed_kind",
+                 "retry_at", "rollback_done", "rollback_error", "seq", "started_at", "status", "throttled_since",
+                 "timed_out", "updated_at", "winner")
 
     def __init__(self, location: str, kind: EntryKind, name: str, seq: int,
                  status: EntryStatus = EntryStatus.PENDING, output: Any = None, error: ErrorInfo | None = None,
@@ -50,7 +51,7 @@ class Entry:
                  branches: dict[str, BranchRecord] = _NO_BRANCHES, winner: str | None = None,
                  items: list[Any] | None = None, removed_kind: str | None = None, created_at: float = 0.0,
                  updated_at: float = 0.0, started_at: float | None = None, ended_at: float | None = None,
-                 throttled_since: float | None = None) -> None:
+                 throttled_since: float | None = None, callback: CallbackInfo | None = None) -> None:
         self.location = location
         self.kind = kind
         self.name = name
@@ -74,6 +75,7 @@ class Entry:
         self.winner = winner
         self.items = items  # map
         self.removed_kind = removed_kind  # removed placeholder
+        self.callback = callback  # callback
         self.created_at = created_at
         self.updated_at = updated_at
 
@@ -90,7 +92,7 @@ class Entry:
             [m.model_copy() for m in model.messages] if model.messages else _NO_MESSAGES, model.timed_out,
             {b: r.model_copy() for b, r in model.branches.items()} if model.branches else _NO_BRANCHES,
             model.winner, model.items, model.removed_kind, model.created_at, model.updated_at, model.started_at,
-            model.ended_at, model.throttled_since)
+            model.ended_at, model.throttled_since, model.callback.model_copy() if model.callback is not None else None)
 
     def to_model(self) -> HistoryEntry:
         return HistoryEntry.model_validate(self.to_json())
@@ -137,6 +139,8 @@ class Entry:
             data["items"] = self.items
         if self.removed_kind is not None:
             data["removed_kind"] = self.removed_kind
+        if self.callback is not None:
+            data["callback"] = self.callback.model_dump(mode="json", exclude_defaults=True)
         if self.created_at != 0.0:
             data["created_at"] = self.created_at
         if self.updated_at != 0.0:

@@ -142,3 +142,38 @@ class RollbackCheckpointError(WorkflowDefinitionError):
 
 class EntryInProgressError(WorkflowDefinitionError):
     """Two entries were started at once in one scope (a missing `await`?)."""
+
+
+class CallbackError(DormantError):
+    """A callback's wait ended without a result (`cb.result()`); `.callback` is its name. Catchable, recorded: a
+    replay raises the same error."""
+
+    def __init__(self, callback: str, message: str) -> None:
+        self.callback = callback
+        super().__init__(message)
+
+
+class CallbackFailedError(CallbackError):
+    """The outside system failed the callback (`{"error": {"type": ..., "message": ...}}`)."""
+
+    def __init__(self, callback: str, error_type: str, error_message: str) -> None:
+        self.error_type = error_type
+        self.error_message = error_message
+        super().__init__(callback, f'callback "{callback}" was failed by the outside system: {error_type}: '
+                                   f"{error_message}")
+
+
+class CallbackTimeoutError(CallbackError):
+    """The callback's `timeout` passed before a completion arrived."""
+
+
+class CallbackHeartbeatTimeoutError(CallbackTimeoutError):
+    """No heartbeat (and no completion) arrived within the callback's `heartbeat_timeout`."""
+
+
+class CallbackCancelledError(CallbackError):
+    """The callback's scope ended before its result was awaited (a loop iteration, a race branch that lost)."""
+
+
+class CallbackUrlError(DormantError):
+    """`cb.url` with no public URL configured: set DORMANT_PUBLIC_URL (`dormant dev` sets its own URL)."""

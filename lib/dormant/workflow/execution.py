@@ -12,13 +12,14 @@ import copy
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
 
 from dormant.workflow.entries import Entry
 from dormant.workflow.errors import InvalidJsonError
 from dormant.workflow.history import (
+    CallbackChange,
     EntryKind,
     ErrorInfo,
     HistoryEntry,
@@ -26,6 +27,7 @@ from dormant.workflow.history import (
     WorkflowRecord,
     WorkflowState,
 )
+from dormant.workflow.host import WorkflowHost
 from dormant.workflow.replay import HistoryIndex
 from dormant.workflow.signals import WakeAborted, WakeRestart
 from dormant.workflow.state_cell import StateCell
@@ -33,7 +35,7 @@ from dormant.workflow.values import check_json
 from dormant.workflow.waits import WaitPort
 
 if TYPE_CHECKING:
-    from dormant.workflow.throttle import Granted, Refused, SlotAsk
+    pass
 
 
 def to_json(value: Any, what: str = "the value") -> Any:
@@ -73,36 +75,6 @@ class StepRun:
     search: dict[str, Any] = field(default_factory=dict)  # search attributes it set (None: unset): kept if it succeeds
 
 
-class WorkflowHost(Protocol):
-    """What the engine needs from the actor definition and the runtime."""
-
-    def queue_names(self) -> Sequence[str]: ...
-
-    def decode_body(self, queue: str, body: Any) -> Any: ...
-
-    def encode_response(self, queue: str, response: Any) -> Any: ...
-
-    def step_context(self, run: StepRun) -> Any: ...
-
-    def check_commit(self, draft: CommitDraft) -> None:
-        """Raise (an exception naming the limit) if a commit of `draft` on the actor's current version could not
-        be stored; no I/O. How a step whose result or state change is too big to store fails that attempt."""
-        ...
-
-    # Flow control (ctx.step(..., limit=...), dormant.workflow.throttle): asked only by steps that name a limit.
-    def check_limit(self, step: str, limit: str) -> None:
-        """Raise WorkflowDefinitionError if `limit` is not a declared limit (no I/O)."""
-        ...
-
-    async def acquire_limit(self, ask: SlotAsk) -> Granted | Refused:
-        """A slot of the limit for the step's next attempt, or when to try again."""
-        ...
-
-    async def release_limit(self, granted: Granted) -> None:
-        """Give the slot back (the attempt ended, however); never raises for the store's sake."""
-        ...
-
-
 @dataclass
 class CommitDraft:
     """Everything one commit stores, atomically: entries, state, consumed messages, responses, events."""
@@ -116,10 +88,11 @@ class CommitDraft:
     workflow: WorkflowRecord | None  # None: unchanged (actions)
     committed_at: float = 0.0  # the clock when the draft was made (stamps events)
     search: dict[str, Any] | None = None  # search attributes set (name -> [type code, value]) or unset (None)
+    callbacks: list[CallbackChange] = field(default_factory=list)  # callbacks opened or closed (their lookups)
 
     def is_empty(self) -> bool:
         return not (self.upserts or self.deleted_prefixes or self.state is not None or self.consumed_ids
-                    or self.responses or self.events or self.search)
+                    or self.responses or self.events or self.search or self.callbacks)
 
 
 Checkpointer = Callable[[CommitDraft], Awaitable[None]]
@@ -169,7 +142,9 @@ class Execution:
         self.loaded_record = record
         self.record = record.model_copy(deep=True)
         self.state = state
-        self.inbox = list(inbox)
+        self.inbox: list[QueuedMessage] = []
+        self.callback_messages: dict[str, QueuedMessage] = {}  # completions by message id (dormant.workflow.callbacks)
+        self.add_inbox(inbox)
         self.now = now
         self.serial = serial
         # Winners decided by an earlier attempt of this wake-up (race location -> branch; map location -> the
@@ -184,6 +159,8 @@ class Execution:
         self._deleted: list[str] = []
         self._consumed: list[str] = []
         self._responses: dict[str, Any] = {}
+        self._callbacks: list[CallbackChange] = []
+        self.deleted_callbacks: list[Entry] = []
         self.events: list[tuple[str, Any]] = []
         # The actor's search attributes with the changes of the steps that succeeded (the host's step contexts read
         # this very dict), and the changes the next commit stores.
@@ -227,6 +204,9 @@ class Execution:
         self._dirty[entry.location] = entry
 
     def delete_prefix(self, prefix: str) -> None:
+        # An open callback deleted with its scope (a compacted loop iteration) is over: closed before the run's end
+        # (dormant.workflow.callbacks.close_ended).
+        self.deleted_callbacks += [e for e in self.index.under(prefix) if e.kind is EntryKind.CALLBACK]
         if not self.index.remove_prefix(prefix):
             return  # nothing stored under it (already compacted)
         for loc in [loc for loc in self._dirty if loc == prefix or loc.startswith(prefix + "/")]:
@@ -247,8 +227,21 @@ class Execution:
         return taken
 
     def add_inbox(self, messages: Sequence[QueuedMessage]) -> None:
-        """Messages that arrived while the wake-up waited in process (see dormant.workflow.waits)."""
-        self.inbox.extend(messages)
+        """Messages loaded, or arrived while the wake-up waited in process (see dormant.workflow.waits)."""
+        for message in messages:
+            if message.kind == "callback":
+                self.callback_messages[message.id] = message
+            else:
+                self.inbox.append(message)
+
+    def consume(self, message_id: str) -> None:
+        """The message leaves the inbox with the next commit (a callback's completion, taken or dropped)."""
+        self.callback_messages.pop(message_id, None)
+        self._consumed.append(message_id)
+
+    def callback_changed(self, change: CallbackChange) -> None:
+        """A callback opened or closed: its lookup record follows the next commit."""
+        self._callbacks.append(change)
 
     def add_response(self, message_id: str, response: Any) -> None:
         self._responses[message_id] = response
@@ -308,9 +301,9 @@ class Execution:
         draft = CommitDraft(upserts=upserts, deleted_prefixes=self._deleted, consumed_ids=self._consumed,
                             state=state if changed else None,
                             responses=self._responses, events=self.events, workflow=record,
-                            committed_at=self.now(), search=self._search_changes or None)
+                            committed_at=self.now(), search=self._search_changes or None, callbacks=self._callbacks)
         self._dirty, self._deleted, self._consumed, self._responses, self.events = {}, [], [], {}, []
-        self._search_changes = {}
+        self._search_changes, self._callbacks = {}, []
         # No step is in flight when a draft is taken, so this state is a clean baseline for reverting
         # a later failed attempt, even while this commit is still under way (if it fails, the
         # wake-up is void anyway: see _aborted).
@@ -340,6 +333,14 @@ class Execution:
         if cancelled:
             raise asyncio.CancelledError()  # delivered once the commit is settled
         return True
+
+    async def commit_now(self) -> None:
+        """Commit what is pending before going on, once no step runs in another branch (a callback's token must
+        be stored before anything can hand it out)."""
+        self._commit_wanted = True
+        while self._commit_wanted:
+            await self.when_idle()
+            await self.checkpoint()
 
     def want_commit(self) -> None:
         """A step finished: its result goes out with the next commit (see `flush`)."""

@@ -28,6 +28,7 @@ class EntryKind(StrEnum):
     MAP = "map"  # ctx.map: the items and how the map ended; each started item has a MAP_ITEM child
     MAP_ITEM = "map_item"  # one item of a map (named by its index): pending while it runs, then its outcome
     REMOVED = "removed"
+    CALLBACK = "callback"
 
 
 KIND_ALIASES: dict[str, EntryKind] = {k.value: k for k in EntryKind} | {"queue": EntryKind.MESSAGE}
@@ -70,6 +71,36 @@ class RecordedMessage(BaseModel):
     completable: bool | None = None
 
 
+CallbackOutcome = Literal["completed", "failed", "timed_out", "heartbeat_timed_out", "cancelled"]
+CallbackState = Literal["open", "completed", "failed", "timed_out", "cancelled"]
+
+
+class CallbackInfo(BaseModel):
+    """What a callback entry records beside its deadline (the entry's `deadline`: the timeout), its result
+    (`output`) and its failure (`error`): the token handed out, so a replay hands out the same one."""
+
+    token: str
+    id: str  # the first 32 hex digits of the token's SHA-256: names the callback's completion message
+    heartbeat_timeout: float | None = None
+    heartbeat_deadline: float | None = None  # as last read by the workflow; heartbeats move it (docs/semantics.md)
+    outcome: CallbackOutcome | None = None
+
+
+class CallbackChange(BaseModel):
+    """A callback opened or closed by a commit: the store keeps a lookup record per callback, by the token's hash
+    (never the token), so that `POST /callbacks/{token}` finds the actor without knowing its key."""
+
+    token_hash: str
+    callback_id: str
+    name: str
+    location: str
+    state: CallbackState
+    deadline: float | None = None
+    heartbeat_timeout: float | None = None
+    heartbeat_deadline: float | None = None
+    at: float = 0.0  # when the workflow opened or closed it (its clock)
+
+
 class HistoryEntry(BaseModel):
     """One recorded workflow decision, addressed by its location path."""
 
@@ -103,6 +134,8 @@ class HistoryEntry(BaseModel):
     items: list[Any] | None = None
     # removed placeholder
     removed_kind: str | None = None
+    # callback
+    callback: CallbackInfo | None = None
     created_at: float = 0.0
     updated_at: float = 0.0
 
@@ -170,6 +203,7 @@ class QueuedMessage(BaseModel):
     body: Any
     created_at: float
     sender: Caller | None = None
+    kind: Literal["queue", "callback"] = "queue"  # a callback's completion: its body says which and how
 
 
 def child_location(parent: str, name: str) -> str:

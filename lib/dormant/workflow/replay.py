@@ -49,9 +49,9 @@ class HistoryIndex:
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
         self.by_location: dict[str, Entry] = {}
         self._children: dict[str, list[Entry]] = defaultdict(list)
+        self.callbacks: set[str] = set()  # locations of callback entries (dormant.workflow.callbacks)
         for entry in sorted(entries, key=lambda e: e.seq):
-            self.by_location[entry.location] = entry
-            self._children[parent_location(entry.location)].append(entry)
+            self.add(entry)
         self.next_seq = max((e.seq for e in self.by_location.values()), default=0) + 1
 
     def children(self, scope: str) -> list[Entry]:
@@ -59,14 +59,22 @@ class HistoryIndex:
 
     def add(self, entry: Entry) -> None:
         self.by_location[entry.location] = entry
+        if entry.kind is EntryKind.CALLBACK:
+            self.callbacks.add(entry.location)
         # A scope being run gets new entries only after all of its recorded ones (see Scope).
         self._children[parent_location(entry.location)].append(entry)
+
+    def under(self, prefix: str) -> list[Entry]:
+        """The entries at or under `prefix`."""
+        below = prefix + "/"
+        return [e for loc, e in self.by_location.items() if loc == prefix or loc.startswith(below)]
 
     def remove_prefix(self, prefix: str) -> int:
         """Drop every entry at or under `prefix`; returns how many were dropped."""
         doomed = [loc for loc in self.by_location if loc == prefix or loc.startswith(prefix + "/")]
         for loc in doomed:
             del self.by_location[loc]
+            self.callbacks.discard(loc)
         for scope in [s for s in self._children if s == prefix or s.startswith(prefix + "/")]:
             del self._children[scope]
         return len(doomed)

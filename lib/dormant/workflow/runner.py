@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from dormant.workflow.callbacks import close_ended
 from dormant.workflow.context import WorkflowContext
 from dormant.workflow.errors import HistoryDivergedError
 from dormant.workflow.execution import Execution, Mode, error_info, to_json
@@ -70,6 +71,7 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
             return await _finish_rollback(ex, base)
         record = base.model_copy(update={"state": WorkflowState.COMPLETED, "output": output,
                                          "error": None})
+    close_ended(ex, record)
     await ex.finish(record)
     return record
 

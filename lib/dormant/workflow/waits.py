@@ -38,8 +38,12 @@ class WaitPort(Protocol):
     async def sleep_until(self, moment: float) -> None: ...
 
     async def new_messages(self, timeout: float) -> list[QueuedMessage]:
-        """Queue messages stored since the wake-up loaded (not returned before), as soon as there is one,
-        or [] after `timeout` seconds."""
+        """Queue messages and callback completions stored since the wake-up loaded (not returned before), as
+        soon as there is one, or [] after `timeout` seconds."""
+        ...
+
+    async def heartbeat_deadline(self, token_hash: str) -> float | None:
+        """A callback's heartbeat deadline as its heartbeats moved it (its lookup record), None if unknown."""
         ...
 
 

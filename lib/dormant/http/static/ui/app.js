@@ -130,6 +130,9 @@ function waitsFor(status) {
       }
       if (waits.deadline && (queued || !limits.length)) parts.push(`${queued ? "its deadline" : "a timer"}: ${when(waits.deadline)}`);
       if (waits.retry_at) parts.push(`a retry at ${when(waits.retry_at)}`);
+      if (waits.callbacks && waits.callbacks.length) {
+        parts.push(`the outside system: callback ${waits.callbacks.map((c) => c.name).join(", ")}`);
+      }
       return parts.length ? "waits for " + parts.join(" or ") : "a wake-up is due";
     }
     case "pending": return "created; its first wake-up is on its way";
@@ -411,6 +414,12 @@ function entryLabel(entry, items) {
       parts.push(`wait ${entry.name}: ` + (entry.timed_out ? "timed out" : entry.messages.length
         ? "received " + entry.messages.map((m) => `${m.name} ${short(m.body, 60)}`).join("; ") : "waiting"));
       break;
+    case "callback": {
+      const outcome = (entry.callback || {}).outcome;
+      parts.push(`callback ${entry.name}: ` + (outcome === "completed" ? `→ ${short(entry.output)}`
+        : outcome ? outcome.replaceAll("_", " ") : "open") + (!outcome && entry.deadline ? `, times out ${when(entry.deadline)}` : ""));
+      break;
+    }
     case "join": case "race":
       parts.push(`${entry.kind} ${entry.name} ${entry.status}: ` + Object.entries(entry.branches || {}).map(
         ([b, r]) => `${b} ${r.status}`).join(", ") + (entry.winner ? `, winner ${entry.winner}` : ""));
@@ -471,6 +480,7 @@ function entryValues(entry) {
     case "join": case "race": values.push(["branches", entry.branches]); break;
     case "map": values.push(["items", entry.items || []]); break;
     case "map_item": if (entry.status === "completed") values.push(["result", entry.output]); break;
+    case "callback": if (entry.status === "completed") values.push(["result", entry.output]); break;
     default: break;
   }
   return values;
@@ -503,12 +513,50 @@ function timeline(entries, open) {
 function inboxTable(inbox) {
   if (!inbox.messages.length) return el("p", { id: "no-inbox", class: "muted", text: "no messages waiting" });
   const rows = inbox.messages.map((m) => el("tr", { "data-id": m.id },
-    el("td", { text: m.id }), el("td", { text: m.kind === "queue" ? m.queue : `${m.queue} (scheduled action)` }),
+    el("td", { text: m.id }), el("td", { text: m.kind === "queue" ? m.queue
+      : m.kind === "callback" ? `${m.queue} (callback completion)` : `${m.queue} (scheduled action)` }),
     el("td", { text: when(m.created_at) }), el("td", { text: m.not_before ? when(m.not_before) : "-" }),
     el("td", { text: m.sender || "-" }), el("td", { text: String(m.bytes) }),
     el("td", {}, el("code", { text: m.preview + (m.truncated ? "…" : "") }))));
   return el("div", {}, table("inbox", ["id", "queue", "sent", "due", "from", "bytes", "body"], rows),
     inbox.total > inbox.messages.length ? el("p", { class: "muted", text: `${inbox.total} waiting in all` }) : null);
+}
+
+// Open callbacks (ctx.callback): their deadlines; under `dormant dev` their tokens too (the API shows tokens only
+// there), with a form that posts the outside system's completion, failure or heartbeat.
+function callbacksCard(waiting, entries, done, drafts) {
+  if (!waiting.length) return el("p", { id: "no-callbacks", class: "muted", text: "no open callbacks" });
+  const tokens = new Map(entries.filter((e) => e.callback).map((e) => [e.location, e.callback.token]));
+  const rows = waiting.map((c) => {
+    const token = session.dev ? tokens.get(c.location) : null;
+    const cells = [el("td", { text: c.name }), el("td", { text: c.location }), el("td", { text: when(c.deadline) }),
+      el("td", { text: c.heartbeat_deadline ? when(c.heartbeat_deadline) : "-" })];
+    if (session.dev) {
+      // what was typed survives the card being drawn again (a refresh, a refused post)
+      const result = el("textarea", { class: "callback-result", rows: 2, text: drafts.get(c.location) ?? "null",
+        oninput: (event) => drafts.set(c.location, event.target.value) });
+      const post = (body, label) => async () => {
+        try {
+          const found = await api("POST", `callbacks/${token}`, body());
+          flash(`callback ${c.name}: ${label} → ${found.status}`);
+        } catch (error) {
+          flash(`callback ${c.name}: ${label} refused: ${explain(error)}`, "error");
+        }
+        await done();
+      };
+      cells.push(el("td", {}, token ? el("code", { class: "callback-token", text: token }) : "-"),
+        el("td", {}, result,
+          el("button", { class: "callback-complete", text: "complete", onclick: post(() => {
+            try { return { result: JSON.parse(result.value) }; } catch { throw new ApiError(400, "invalid_json", "the result is not JSON"); }
+          }, "complete") }),
+          el("button", { class: "callback-fail", text: "fail", onclick: post(() => ({
+            error: { type: "FailedFromDashboard", message: "failed from the dashboard" } }), "fail") }),
+          el("button", { class: "callback-heartbeat", text: "heartbeat", onclick: post(() => ({ heartbeat: true }), "heartbeat") })));
+    }
+    return el("tr", { "data-callback": c.location }, cells);
+  });
+  const columns = ["callback", "location", "times out", "heartbeat due", ...(session.dev ? ["token", "as the outside system"] : [])];
+  return table("callbacks", columns, rows);
 }
 
 // -- forms to send a message or call an action, from the OpenAPI document's schemas -------------------------
@@ -652,13 +700,20 @@ async function actorView(view, name, segment, generation) {
   const inboxBox = el("div", { id: "inbox-box" });
   const versionsBox = el("div", { id: "versions-box" });
   const versionState = el("pre", { id: "version-state", hidden: true });
+  const callbacksBox = el("div", { id: "callbacks-box" });
+  let entries = [];
+  let waiting = (status.waiting_for || {}).callbacks || [];
+  const drafts = new Map();
+  const showCallbacks = () => callbacksBox.replaceChildren(callbacksCard(waiting, entries, () => refresh(true), drafts));
   const readHistory = async () => {
     try {
       const open = new Set([...timelineBox.querySelectorAll("details[open]")].map((d) => d.dataset.value));
-      timelineBox.replaceChildren(timeline(await api("GET", `${base}/history`), open));
+      entries = await api("GET", `${base}/history`);
+      timelineBox.replaceChildren(timeline(entries, open));
     } catch (error) {
       timelineBox.replaceChildren(el("p", { class: "muted", text: `history: ${error.message}` }));
     }
+    showCallbacks();
   };
   const readInbox = async () => {
     try {
@@ -707,6 +762,11 @@ async function actorView(view, name, segment, generation) {
     try {
       const found = await api("GET", `${base}/status`);
       fillStatus(found);
+      const beats = JSON.stringify((found.waiting_for || {}).callbacks || []);
+      if (beats !== JSON.stringify(waiting)) {  // a heartbeat moves a deadline without a commit
+        waiting = (found.waiting_for || {}).callbacks || [];
+        showCallbacks();
+      }
       if (!force && found.version === version) return;  // nothing committed since: nothing else changed
       version = found.version;
       stateBox.textContent = JSON.stringify(await api("GET", `${base}/state`), null, 2);
@@ -743,6 +803,7 @@ async function actorView(view, name, segment, generation) {
     statusCard, actions,
     el("div", { class: "grid" },
       el("section", {}, el("h2", { text: "state" }), stateBox,
+        el("h2", { text: "open callbacks" }), callbacksBox,
         el("h2", { text: "waiting messages" }), inboxBox,
         ...(await forms(name, base, definition, () => refresh(true))),
         el("h2", { text: "live events" }), events),

@@ -1,0 +1,49 @@
+"""A callback's lookup record: how `POST /callbacks/{token}`, which knows no actor key, finds the actor holding the
+callback, and what that actor's commits say of it (EventStore.read_callback; written by each store's commit)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from dormant.ports import ActorRef
+from dormant.workflow.history import CallbackChange, CallbackState
+
+CALLBACK_RETENTION = 24 * 3600.0
+"""Seconds a closed callback's lookup record is kept (the DynamoDB store: `response_ttl_seconds`), for
+`GET /callbacks/{token}` and for a retried completion to be answered as the same one."""
+
+
+class CallbackRecord(BaseModel):
+    """A callback's lookup record, kept by the store under the token's hash: which actor holds the callback
+    (`POST /callbacks/{token}` knows no key), and what the commits of that actor say of it."""
+
+    token_hash: str
+    callback_id: str
+    name: str
+    location: str
+    actor: str
+    key: tuple[str, ...]
+    actor_created_at: float = Field(description="The actor's creation: a re-created actor is another one")
+    state: CallbackState
+    deadline: float | None = None
+    heartbeat_timeout: float | None = None
+    heartbeat_deadline: float | None = Field(None, description="Moved by each heartbeat")
+    version: int = Field(description="The actor's version whose commit wrote this state")
+    at: float = Field(description="When the workflow opened or closed it")
+    expires_at: float | None = Field(None, description="When the store may forget it (None: while it is open "
+                                                       "without a deadline)")
+
+    @property
+    def ref(self) -> ActorRef:
+        return ActorRef(name=self.actor, key=self.key)
+
+
+def callback_record(ref: ActorRef, created_at: float, version: int, change: CallbackChange,
+                    retention: float = CALLBACK_RETENTION) -> CallbackRecord:
+    """The lookup record a commit of `change` writes (open: kept past its deadline; closed: `retention` more)."""
+    if change.state != "open":
+        expires: float | None = change.at + retention
+    else:
+        expires = change.deadline + retention if change.deadline is not None else None
+    return CallbackRecord(**change.model_dump(), actor=ref.name, key=ref.key, actor_created_at=created_at,
+                          version=version, expires_at=expires)

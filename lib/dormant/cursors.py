@@ -1,0 +1,48 @@
+"""Where an actor sits in its type's listing, the cursors a listing and the attention list hand out (checked
+before a store uses them), and walking a listing page after page."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from urllib.parse import quote
+
+from dormant.errors import InvalidCursorError
+from dormant.ports import LISTED_STATUSES, ActorPage, ActorRef, ActorSummary
+from dormant.workflow.history import WorkflowState
+
+
+def listing_key(status: WorkflowState, ref: ActorRef) -> str:
+    """An actor's place in its type's listing: by status, then by storage id. Also the pagination cursor."""
+    return f"{status.value}#{ref.id}"
+
+
+def check_cursor(actor_type: str, status: WorkflowState | None, cursor: str) -> str:
+    """`cursor` if it is a listing key of `actor_type` (and of `status`, when filtering); else InvalidCursorError."""
+    listed, _, actor_id = cursor.partition("#")
+    type_prefix = quote(actor_type, safe="") + "/"
+    if (listed not in {s.value for s in LISTED_STATUSES} or not actor_id.startswith(type_prefix)
+            or len(actor_id) == len(type_prefix) or (status is not None and listed != status.value)):
+        raise InvalidCursorError("the cursor was not handed out by this listing (pass back the `cursor` of the "
+                                 "previous page unchanged, with the same actor type and status)")
+    return cursor
+
+
+def check_attention_cursor(actor_type: str, cursor: str) -> str:
+    """`cursor` if it is the storage id of an actor of `actor_type` (where an attention page stopped)."""
+    type_prefix = quote(actor_type, safe="") + "/"
+    if not cursor.startswith(type_prefix) or len(cursor) == len(type_prefix):
+        raise InvalidCursorError("the cursor was not handed out by this attention list (pass back the `cursor` of "
+                                 "the previous page unchanged, with the same actor type)")
+    return cursor
+
+
+async def every_summary(list_page: Callable[[str | None], Awaitable[ActorPage]]) -> AsyncIterator[ActorSummary]:
+    """The summaries of a listing, page after page: `list_page(cursor)` gives the page after `cursor`."""
+    cursor: str | None = None
+    while True:
+        page = await list_page(cursor)
+        for summary in page.actors:
+            yield summary
+        if page.cursor is None:
+            return
+        cursor = page.cursor
