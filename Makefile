@@ -145,7 +145,7 @@ PYTEST_WORKERS ?= 0
 # With workers, the tests that time a stop or run for a set time on a loaded machine run after the others, alone:
 # beside two other workers on 2 cores, `dormant dev` stopped in 2.03-4.8 s (the bound is 2 s), the soak and the
 # operator walkthrough ran out of time.
-TIMED_TESTS ?= tests/e2e/test_dev_lifecycle.py tests/e2e/test_dev_soak.py tests/e2e/test_operations.py tests/reliability
+TIMED_TESTS ?= tests/e2e/test_dev_lifecycle.py tests/e2e/test_dev_limits.py tests/e2e/test_dev_soak.py tests/e2e/test_operations.py tests/reliability
 XDIST = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadscope $(addprefix --ignore=,$(TIMED_TESTS)))
 # pytest, then (with workers) the timed tests alone; $(1): the Python, $(2): its arguments
 define run_pytest

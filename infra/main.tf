@@ -198,7 +198,7 @@ resource "aws_lambda_layer_version" "dependencies" {
 }
 
 resource "aws_cloudwatch_log_group" "worker" {
-  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; the logs hold no secrets
+  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; reading them is an operator's right (the access log's paths hold callback tokens)
   #checkov:skip=CKV_AWS_338:Retention is a variable (log_retention_days, default 30 days, as template.yaml)
   name              = "/aws/lambda/${local.prefix}-worker"
   retention_in_days = var.log_retention_days
@@ -206,7 +206,7 @@ resource "aws_cloudwatch_log_group" "worker" {
 }
 
 resource "aws_cloudwatch_log_group" "api" {
-  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; the logs hold no secrets
+  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; reading them is an operator's right (the access log's paths hold callback tokens)
   #checkov:skip=CKV_AWS_338:Retention is a variable (log_retention_days, default 30 days, as template.yaml)
   name              = "/aws/lambda/${local.prefix}-api"
   retention_in_days = var.log_retention_days

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from dormant.cursors import every_result
 from dormant.models import (
     ActorCounts,
     ActorStatus,
@@ -16,7 +17,6 @@ from dormant.models import (
     CallbackStatus,
     Inbox,
     KeptVersion,
-    OperationPage,
     OperationResult,
     SendResult,
 )
@@ -295,7 +295,7 @@ class Client:
         """Resume every actor of a type (optionally in one status); refusals are reported per actor."""
         operator = Operator(self._service)
         listed = WorkflowState(status) if status else None
-        return await _all_pages(lambda cursor: operator.resume_page(actor_type, status=listed, limit=page_size,
+        return await every_result(lambda cursor: operator.resume_page(actor_type, status=listed, limit=page_size,
                                                                     cursor=cursor))
 
     async def pause_all(self, actor_type: str, *, status: WorkflowState | str | None = None,
@@ -303,23 +303,11 @@ class Client:
         """Pause every live actor of a type (or those in `status`); refusals are reported per actor."""
         operator, by = Operator(self._service), str(self.caller) if self.caller else None
         listed = WorkflowState(status) if status else None
-        return await _all_pages(lambda cursor: operator.pause_page(actor_type, status=listed, limit=page_size,
+        return await every_result(lambda cursor: operator.pause_page(actor_type, status=listed, limit=page_size,
                                                                    cursor=cursor, reason=reason, by=by))
 
     async def unpause_all(self, actor_type: str, *, page_size: int = 25) -> list[OperationResult]:
         """Unpause every paused actor of a type; each is woken."""
         operator, by = Operator(self._service), str(self.caller) if self.caller else None
-        return await _all_pages(lambda cursor: operator.unpause_page(actor_type, limit=page_size, cursor=cursor,
+        return await every_result(lambda cursor: operator.unpause_page(actor_type, limit=page_size, cursor=cursor,
                                                                      by=by))
-
-
-async def _all_pages(page: Callable[[str | None], Awaitable[OperationPage]]) -> list[OperationResult]:
-    """Every result of a bulk action, page after page (`page(cursor)` runs the page after `cursor`)."""
-    results: list[OperationResult] = []
-    cursor: str | None = None
-    while True:
-        done = await page(cursor)
-        results += done.results
-        if done.cursor is None:
-            return results
-        cursor = done.cursor

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import quote
 
 from dormant.errors import InvalidCursorError
+from dormant.models import OperationPage, OperationResult
 from dormant.ports import LISTED_STATUSES, ActorPage, ActorRef, ActorSummary
 from dormant.workflow.history import WorkflowState
 
@@ -46,3 +47,15 @@ async def every_summary(list_page: Callable[[str | None], Awaitable[ActorPage]])
         if page.cursor is None:
             return
         cursor = page.cursor
+
+
+async def every_result(page: Callable[[str | None], Awaitable[OperationPage]]) -> list[OperationResult]:
+    """Every result of a bulk action, page after page (`page(cursor)` runs the page after `cursor`)."""
+    results: list[OperationResult] = []
+    cursor: str | None = None
+    while True:
+        done = await page(cursor)
+        results += done.results
+        if done.cursor is None:
+            return results
+        cursor = done.cursor

@@ -24,7 +24,7 @@ from dormant.cli.common import (
     out,
     print_json,
 )
-from dormant.cli.render import print_table, results_table, shown, shown_key
+from dormant.cli.render import print_table, results_table, show_result
 from dormant.http.client import HttpClient
 from dormant.models import OperationPage, OperationResult
 from dormant.ports import FINISHED
@@ -49,15 +49,6 @@ def register(app: typer.Typer) -> None:
     app.command("delete")(delete)
 
 
-def _show(result: OperationResult, json: bool) -> int:
-    if json:
-        print_json(result)
-    else:
-        out.print(f"[bold]{shown(result.actor)}[/bold] {shown_key(result.key)}: {result.outcome} — "
-                  f"{shown(result.message)}")
-    return 0
-
-
 @command
 async def resume(actor: OptionalActor = None, key: OptionalKey = None,
                  every: Annotated[bool, typer.Option("--all", help="Resume every actor of the type (or of every "
@@ -70,7 +61,7 @@ async def resume(actor: OptionalActor = None, key: OptionalKey = None,
         if actor is None or key is None or status is not None:
             raise CliError("name an actor and its key, or use --all [--status S] [ACTOR]")
         async with client(url, token) as http:
-            return _show(await http.get_or_create(actor, key_parts(key)).resume(), json)
+            return show_result(await http.get_or_create(actor, key_parts(key)).resume(), json)
     listed = status.value if status else None
     return await _bulk("resume", actor, None, key, listed, url, token, json, with_workflow=True,
                        page=lambda http, t, cursor: http.resume_page(t, status=listed, limit=page, cursor=cursor))
@@ -90,7 +81,7 @@ async def pause(actor: OptionalActor = None, key: OptionalKey = None, reason: Re
         if actor is None or key is None or status is not None or types:
             raise CliError("name an actor and its key, or use --all [--type T] [--status S]")
         async with client(url, token) as http:
-            return _show(await http.get_or_create(actor, key_parts(key)).pause(reason), json)
+            return show_result(await http.get_or_create(actor, key_parts(key)).pause(reason), json)
     listed = status.value if status else None
     return await _bulk("pause", actor, types, key, listed, url, token, json, page=lambda http, t, cursor:
                        http.pause_page(t, status=listed, limit=page, cursor=cursor, reason=reason))
@@ -108,7 +99,7 @@ async def unpause(actor: OptionalActor = None, key: OptionalKey = None,
         if actor is None or key is None or types:
             raise CliError("name an actor and its key, or use --all [--type T]")
         async with client(url, token) as http:
-            return _show(await http.get_or_create(actor, key_parts(key)).unpause(), json)
+            return show_result(await http.get_or_create(actor, key_parts(key)).unpause(), json)
     return await _bulk("unpause", actor, types, key, "paused", url, token, json,
                        page=lambda http, t, cursor: http.unpause_page(t, limit=page, cursor=cursor))
 
@@ -158,7 +149,7 @@ async def terminate(actor: Annotated[str, typer.Argument(help="The actor type", 
                     url: UrlOption = DEFAULT_URL, token: TokenOption = None, json: JsonOption = False) -> int:
     """End the actor's workflow as `terminated` (waiting messages are discarded; later sends answer 409)."""
     async with client(url, token) as http:
-        return _show(await http.get_or_create(actor, key_parts(key)).terminate(reason), json)
+        return show_result(await http.get_or_create(actor, key_parts(key)).terminate(reason), json)
 
 
 @command
@@ -177,4 +168,4 @@ async def delete(actor: Annotated[str, typer.Argument(help="The actor type", sho
         if not confirmed:
             raise CliError("not deleted (answer y, or pass --yes)")
     async with client(url, token) as http:
-        return _show(await http.get_or_create(actor, key_parts(key)).delete(), json)
+        return show_result(await http.get_or_create(actor, key_parts(key)).delete(), json)

@@ -19,7 +19,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.tree import Tree
 
-from dormant.cli.common import key_text
+from dormant.cli.common import key_text, out, print_json
 from dormant.models import ActorCounts, ActorStatus, OperationResult
 from dormant.ports import LISTED_STATUSES, ActorSummary
 from dormant.safetext import json_text, printable
@@ -325,3 +325,13 @@ def _parent_node(nodes: dict[str, Tree], location: str) -> Tree:
     label = f"iteration {shown(last[1:])}" if last.startswith(ITERATION_MARK) else f"branch {shown(last)}"
     nodes[location] = parent.add(f"[dim]{label}[/dim]")
     return nodes[location]
+
+
+def show_result(result: OperationResult, json: bool) -> int:
+    """An operator action's one result (resume, pause, fork...): its line, or its JSON; exit code 0."""
+    if json:
+        print_json(result)
+    else:
+        out.print(f"[bold]{shown(result.actor)}[/bold] {shown_key(result.key)}: {result.outcome} — "
+                  f"{shown(result.message)}")
+    return 0

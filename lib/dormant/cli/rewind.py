@@ -26,7 +26,7 @@ from dormant.cli.common import (
     out,
     print_json,
 )
-from dormant.cli.render import print_table, print_whole, relative, shown, shown_key, styled, timeline, when
+from dormant.cli.render import print_table, print_whole, relative, show_result, shown, shown_key, styled, timeline, when
 from dormant.errors import WouldDivergeError
 from dormant.models import OperationResult
 from dormant.ports import VersionInfo
@@ -47,22 +47,13 @@ def register(app: typer.Typer) -> None:
 async def _refusing(call: Awaitable[OperationResult], json: bool) -> int:
     """The result, or a refusal for divergence: its diff printed line by line (exit 2), as `dormant replay` shows it."""
     try:
-        return _show(await call, json)
+        return show_result(await call, json)
     except WouldDivergeError as error:
         first, _, diff = str(error).partition("\n")
         err.print(f"[red]error:[/red] WouldDivergeError: {shown(first)}", highlight=False)
         for line in diff.split("\n"):
             err.print(shown(line), highlight=False)
         return 2
-
-
-def _show(result: OperationResult, json: bool) -> int:
-    if json:
-        print_json(result)
-    else:
-        out.print(f"[bold]{shown(result.actor)}[/bold] {shown_key(result.key)}: {result.outcome} — "
-                  f"{shown(result.message)}")
-    return 0
 
 
 @command

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import httpx
 
-from dormant.cursors import every_summary
+from dormant.cursors import every_result, every_summary
 from dormant.models import ActorCounts, AttentionList, Inbox, KeptVersion, OperationPage, OperationResult
 from dormant.ports import ActorPage, ActorSummary, VersionInfo
 from dormant.workflow.history import WorkflowState
@@ -69,7 +69,7 @@ class OperatorCalls:
 
     async def resume_all(self, actor_type: str, *, status: WorkflowState | str | None = None,
                          page_size: int = 25) -> list[OperationResult]:
-        return await _all_pages(lambda cursor: self.resume_page(actor_type, status=status, limit=page_size,
+        return await every_result(lambda cursor: self.resume_page(actor_type, status=status, limit=page_size,
                                                                 cursor=cursor))
 
     async def pause_page(self, actor_type: str, *, status: WorkflowState | str | None = None, limit: int = 25,
@@ -83,7 +83,7 @@ class OperatorCalls:
     async def pause_all(self, actor_type: str, *, status: WorkflowState | str | None = None,
                         reason: str | None = None, page_size: int = 25) -> list[OperationResult]:
         """Pause every live actor of a type (or those in `status`); refusals are reported per actor."""
-        return await _all_pages(lambda cursor: self.pause_page(actor_type, status=status, limit=page_size,
+        return await every_result(lambda cursor: self.pause_page(actor_type, status=status, limit=page_size,
                                                                cursor=cursor, reason=reason))
 
     async def unpause_page(self, actor_type: str, *, limit: int = 25, cursor: str | None = None) -> OperationPage:
@@ -94,7 +94,7 @@ class OperatorCalls:
 
     async def unpause_all(self, actor_type: str, *, page_size: int = 25) -> list[OperationResult]:
         """Unpause every paused actor of a type; each is woken."""
-        return await _all_pages(lambda cursor: self.unpause_page(actor_type, limit=page_size, cursor=cursor))
+        return await every_result(lambda cursor: self.unpause_page(actor_type, limit=page_size, cursor=cursor))
 
 
 class HandleOperatorCalls:
@@ -175,17 +175,6 @@ def _where(where: Sequence[str] | None) -> dict[str, Any]:
 
 def _reason(reason: str | None) -> dict[str, Any]:
     return {"reason": reason} if reason else {}
-
-
-async def _all_pages(page: Callable[[str | None], Awaitable[OperationPage]]) -> list[OperationResult]:
-    results: list[OperationResult] = []
-    cursor: str | None = None
-    while True:
-        done = await page(cursor)
-        results += done.results
-        if done.cursor is None:
-            return results
-        cursor = done.cursor
 
 
 def _listing_params(status: WorkflowState | str | None, limit: int, cursor: str | None) -> dict[str, Any]:
