@@ -213,8 +213,8 @@ async def test_reminders_fire_on_time_through_sqs_delays_and_timer_hops(
             handle = Client(service).get_or_create("reminder", ["e2e"])
             start = clock.now()
             # 2 s: one SQS delay; then 7.5 s more, over the 2 s limit even after LocalStack shows the first delay a
-        # second late (its ~1 s tick): a 2 s hop from up to +3 s is seen by +6 s, still before the call's time.
-        due = {"tea": start + 2, "call": start + 9.5}
+            # second late (its ~1 s tick): a 2 s hop from up to +3 s is seen by +6 s, still before the call's time.
+            due = {"tea": start + 2, "call": start + 9.5}
             for text, at in due.items():
                 await handle.send("reminders", {"text": text, "at": at})
             fired_at: dict[str, float] = {}
