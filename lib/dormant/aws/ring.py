@@ -15,9 +15,9 @@ from dormant.workflow.history import WorkflowState
 RELEASES = "r"  # a commit item's attribute: the S3 objects its version released (dormant.aws.large_values)
 
 
-def materialize(items: list[dict[str, Any]], cached: Callable[[int], Head | None]) -> tuple[Head, list[Side]] | None:
-    """The newest version: its snapshot plus the deltas after it. Returns it and the chain's side work; None when
-    there is no live actor (no slot 0, or a deletion's marker there). `cached(version)`: a head already built."""
+def live_items(items: list[dict[str, Any]]) -> dict[int, dict[str, Any]] | None:
+    """The ring's items of the live actor by version; None when there is none (no slot 0, a deletion's marker there,
+    or a deletion under way)."""
     anchor = next((item for item in items if item["sk"]["S"] == ring_key(1, 1)), None)
     if anchor is None or "gone" in anchor:
         return None
@@ -25,9 +25,19 @@ def materialize(items: list[dict[str, Any]], cached: Callable[[int], Head | None
     # Slot 0 is written by the create and never deleted but by a deletion: items of another incarnation
     # are what a wake-up of a deleted actor committed late (dormant.aws.deletion); they are not this actor.
     by_version = {int(item["v"]["N"]): item for item in items if item.get("c", {}).get("S", "") == incarnation}
-    newest = max(by_version)
-    if "gone" in by_version[newest]:  # being deleted (dormant.aws.deletion)
+    if "gone" in by_version[max(by_version)]:  # being deleted (dormant.aws.deletion)
         return None
+    return by_version
+
+
+def materialize(items: list[dict[str, Any]], cached: Callable[[int], Head | None]) -> tuple[Head, list[Side]] | None:
+    """The newest version: its snapshot plus the deltas after it. Returns it and the chain's side work; None when
+    there is no live actor (no slot 0, or a deletion's marker there). `cached(version)`: a head already built."""
+    by_version = live_items(items)
+    if by_version is None:
+        return None
+    newest = max(by_version)
+    incarnation = by_version[newest].get("c", {}).get("S", "")  # (every live item has it)
     chain: list[dict[str, Any]] = []
     version = newest
     while True:

@@ -8,7 +8,8 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from dormant.aws.blobs import BlobMissing
-from dormant.aws.items import Head, Side, TornRead, commit_payload, ring_key
+from dormant.aws.items import Head, Side, TornRead, commit_payload
+from dormant.aws.ring import live_items
 from dormant.errors import StorageError
 from dormant.ports import ActorRef, ActorSnapshot, VersionInfo
 from dormant.runtime.versions import Materialized, describe, not_retained
@@ -55,14 +56,11 @@ async def load_version(store: DynamoEventStore, ref: ActorRef, version: int) -> 
 def kept_heads(items: list[dict[str, Any]]) -> list[tuple[Head, Side]] | None:
     """Every version the ring's items can rebuild, oldest first, with its commit's side work; None when there is no
     live actor. TornRead when a commit overwrote slots while the Query read them (read again)."""
-    anchor = next((item for item in items if item["sk"]["S"] == ring_key(1, 1)), None)
-    if anchor is None or "gone" in anchor:
+    by_version = live_items(items)
+    if by_version is None:
         return None
-    incarnation = anchor.get("c", {}).get("S", "")
-    by_version = {int(item["v"]["N"]): item for item in items if item.get("c", {}).get("S", "") == incarnation}
     newest = max(by_version)
-    if "gone" in by_version[newest]:  # being deleted (dormant.aws.deletion)
-        return None
+    incarnation = by_version[newest].get("c", {}).get("S", "")  # (every live item has it)
     oldest = newest
     while oldest - 1 in by_version:
         oldest -= 1
