@@ -13,9 +13,9 @@ is stored. Every CLI output and every plain-text log line goes through this modu
 - `PrintableFormatter` is a logging formatter whose records keep to their line: the message escaped as by
   `printable`, a traceback's lines escaped one by one and indented below it.
 - `json_text(text)` makes JSON text safe for a terminal without changing what it means: JSON escapes C0
-  controls inside strings itself, and the other characters above may only occur inside its strings, where
-  ``\\uXXXX`` is the same character (the tabs and line feeds of indented JSON, whitespace between its tokens,
-  stay).
+  controls inside strings itself, and the other characters above may only occur inside its strings, where a
+  four-hex-digit escape such as ``\\u001b`` is the same character (the tabs and line feeds of indented JSON,
+  whitespace between its tokens, stay).
 
 What counts as unsafe (`UNSAFE`): C0 controls and DEL, C1 controls (U+0080-U+009F), the bidi controls
 (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), the line and paragraph separators (U+2028, U+2029)
@@ -57,12 +57,12 @@ def printable_lines(text: str) -> str:
 
 
 def _json_escape(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"  # every unsafe character is in the BMP: one \uXXXX
+    return f"\\u{ord(match.group()):04x}"  # every unsafe character is in the BMP: one four-hex-digit \\u escape
 
 
 def json_text(text: str) -> str:
     """JSON text (as `json.dumps(..., ensure_ascii=False)` writes it) with every unsafe character inside its
-    strings written as a ``\\uXXXX`` escape: the same JSON value, nothing a terminal acts on."""
+    strings written as a four-hex-digit escape (``\\u001b``): the same JSON value, nothing a terminal acts on."""
     return _UNSAFE_IN_JSON.sub(_json_escape, text)
 
 

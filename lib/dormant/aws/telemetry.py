@@ -10,8 +10,8 @@
   `version`, `outcome`, `duration_ms`, `requests` ...) and the request records of dormant.http.access come
   out as JSON fields. Level: `POWERTOOLS_LOG_LEVEL` (or Lambda's `AWS_LAMBDA_LOG_LEVEL`), default INFO.
   JSON escapes C0 controls; powertools leaves the rest of non-ASCII raw (readable accents), so C1 controls,
-  DEL, bidi overrides and U+2028/U+2029 from keys or paths are written as \\uXXXX too (dormant.safetext:
-  the same JSON, nothing `aws logs tail` or a console shows reordered or acts on).
+  DEL, bidi overrides and U+2028/U+2029 from keys or paths are written as four-hex-digit escapes too (\\u202e;
+  dormant.safetext: the same JSON, nothing `aws logs tail` or a console shows reordered or acts on).
 - **Metrics**: powertools' `Metrics` writes CloudWatch embedded-metric-format documents to stdout at the
   end of each invocation; CloudWatch Logs turns them into metrics (namespace `DORMANT_METRICS_NAMESPACE`,
   default "Dormant"; dimension `service`), no API call and no extra latency.
