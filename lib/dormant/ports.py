@@ -21,6 +21,7 @@ from dormant.slot_types import SlotLease, SlotRefusal, SlotRequest
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.values import RESERVED_KEY, content_identity
 
 if TYPE_CHECKING:  # (callback_records imports ActorRef from here)
     from dormant.callback_records import CallbackRecord
@@ -84,9 +85,13 @@ class InboxMessage(BaseModel):
     """Who sent it (the workflow sees it as `message.sender`); None for messages stored before senders were."""
 
     def fingerprint(self) -> str:
-        """What makes two sends with one id the same request: kind, queue, body and arguments (not the times)."""
+        """What makes two sends with one id the same request: kind, queue, body and arguments (not the times, nor
+        which S3 objects hold its large values: each stored message has objects of its own, named by content)."""
         canonical = json.dumps([self.kind, self.queue, self.body, self.args], sort_keys=True, separators=(",", ":"),
                                ensure_ascii=False)
+        if RESERVED_KEY in canonical:
+            canonical = json.dumps([self.kind, self.queue, content_identity(self.body), content_identity(self.args)],
+                                   sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 

@@ -31,7 +31,8 @@ async def wait_inbox(store: DynamoEventStore, ref: ActorRef, known: AbstractSet[
             inbox = snapshot.inbox if snapshot is not None else []
         else:  # consumed messages not tombstoned yet are those of the chain since the last snapshot
             inbox = store._live_inbox(ref, pending, [Side(consumed=list(head.chain_consumed), at=head.side.at)])
-        fresh = await store.values.resolve_inbox(ref, [message for message in inbox if message.id not in known])
+        fresh = await store.values.resolve_inbox(ref, [message for message in inbox if message.id not in known],
+                                                 whole=False)
         remaining = give_up - loop.time()
         if fresh or remaining <= 0:
             return fresh

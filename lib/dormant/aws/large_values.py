@@ -7,24 +7,35 @@
 - **Back.** A load fetches the objects its live version and live inbox refer to, concurrently, through a bounded
   cache of immutable objects (dormant.aws.blobs): one GET per object per warm process, none for an object the
   process wrote itself.
+- **Owned.** Every object has exactly one owner, named in its key: the stored message that carried it
+  (`<sha>-m<random>`: each stored message's objects are its own, even when two messages carry the same content), or
+  the actor's versions (`<sha>-v<version that first stored it>`). A version refers again only to objects its base
+  version refers to (`Head.known_content`) and to those of the messages its own commit consumes: a consumed message
+  leaves the inbox in that commit, so its objects pass from the message to the versions, and nothing else can
+  refer to them. (Referring to another pending message's object, as the inbox's content map once did, let a
+  version release an object that message still needed: issue 26.)
 - **Deleted.** A commit records the objects its version no longer refers to (`r` on its commit item). They are
   deleted by the commit that overwrites that slot of the ring, a full lap later: no version a reader can still load
-  refers to them then, and a reader holding an older one reads again (`BlobMissing`). Keys name the version that
-  first stored their content, so a later version referring to the same content again refers to a new object, which
-  that deletion cannot touch. Objects nothing ever referred to (a commit that lost its race, a wake-up killed after
-  writing them) are swept every `blob_sweep_every` versions: the actor's prefix is listed and unreferenced objects
-  older than `blob_orphan_grace_seconds` are deleted. Deleting an actor deletes its prefixes.
+  refers to them then, and a reader holding an older one reads again (`BlobMissing`). By the ownership rule no
+  later version or message can refer to a released object; the deletion also skips any the newest version or the
+  inbox this process saw refer to, as a second guard. Objects nothing refers to (a commit that lost its race, a
+  wake-up killed after writing them, the parts of a deleted object made of parts) are swept every
+  `blob_sweep_every` versions: the actor's prefix is listed and objects that no kept version, pending message or
+  object they refer to names, older than `blob_orphan_grace_seconds`, are deleted. Deleting an actor deletes its
+  prefixes; `dormant doctor` checks an actor's references against the bucket and repairs what it can.
 - **Responses and events** go under `ephemeral/`: their items expire after a day, and so do their objects (a
   lifecycle rule deployed, the sweep locally).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
 import logging
 import time
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -75,7 +86,9 @@ class LargeValues:
         self.sweep_every = settings.blob_sweep_every
         self.grace = settings.blob_orphan_grace_seconds
         self.ephemeral_age = max(settings.response_ttl_seconds, settings.event_ttl_seconds) + _DAY
-        self._inbox_known: dict[str, dict[str, str]] = {}  # actor id -> content hash -> key, from its inbox
+        # actor id -> message id -> (content hash -> key) of the objects of its pending messages seen on loads: a
+        # commit that consumes one of them refers to that message's objects (they pass to the actor's versions)
+        self._inbox_known: dict[str, dict[str, dict[str, str]]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -89,7 +102,9 @@ class LargeValues:
         """The message as it is stored and carried: big body or arguments in S3 (written now)."""
         if not self.enabled:
             return message
-        origin = "m" + hashlib.sha256(message.id.encode()).hexdigest()[:16]
+        # A new owner per stored message (not per id: an id may come back once its dedupe window ends, while the
+        # versions still hold, and may delete, the objects of its first use).
+        origin = "m" + uuid.uuid4().hex[:16]
         offloader = self._offloader(ref, origin, DURABLE, {})
         body = self._store(ref, offloader, message.body, "the message body")
         args = self._store(ref, offloader, message.args, "the action's arguments")
@@ -110,7 +125,9 @@ class LargeValues:
         """`draft` with its values in stored form; the new objects are written before this returns."""
         if not self.enabled:
             return draft
-        known = {**self._inbox_known.get(ref.id, {}), **base.known_content()}
+        inbox = self._inbox_known.get(ref.id, {})
+        known = {sha: key for mid in draft.consumed_ids for sha, key in inbox.get(mid, {}).items()}
+        known.update(base.known_content())
         durable = self._offloader(ref, f"v{version}", DURABLE, known)
         ephemeral = self._offloader(ref, f"v{version}", EPHEMERAL, {})
         results: list[Offloaded] = []
@@ -231,18 +248,21 @@ class LargeValues:
             return records
         return [record.model_copy(update={"payload": await self.resolve(record.payload)}) for record in records]
 
-    async def resolve_inbox(self, ref: ActorRef, inbox: list[InboxMessage]) -> list[InboxMessage]:
-        """The live inbox with its bodies and arguments read back; remembers their objects (a consumed message's
-        body is then referred to by its history entry, not stored again)."""
-        known: dict[str, str] = {}
+    async def resolve_inbox(self, ref: ActorRef, inbox: list[InboxMessage], *, whole: bool = True
+                            ) -> list[InboxMessage]:
+        """The inbox messages with their bodies and arguments read back; remembers each message's objects (the
+        commit that consumes it refers to them instead of storing the content again). `whole`: `inbox` is the
+        whole live inbox (a load), so what is remembered of messages not in it is forgotten; else (a running
+        wake-up's look for new messages) it is added to."""
+        known: dict[str, dict[str, str]] = {} if whole else dict(self._inbox_known.get(ref.id, {}))
         resolved: list[InboxMessage] = []
         for message in inbox:
             keys = refs_in([message.body, message.args])
             if not keys:
                 resolved.append(message)
                 continue
-            known.update({sha_of(key): key for key in keys})
             fetched = await self.fetch(keys)
+            known[message.id] = {sha_of(key): key for key in fetched}  # (nested parts too)
             resolved.append(message.model_copy(update={"body": resolve(message.body, fetched),
                                                        "args": resolve(message.args, fetched)}))
         if known:
@@ -250,6 +270,26 @@ class LargeValues:
         else:
             self._inbox_known.pop(ref.id, None)
         return resolved
+
+    async def nested_keys(self, keys: Iterable[str]) -> set[str]:
+        """The keys of the parts that the objects `keys` (and their parts) name, read through the cache; an object
+        that is gone names nothing (a version a lap behind may have lost one: it is not loadable any more)."""
+        assert self.blobs is not None
+        seen: set[str] = set()
+        wanted = list(dict.fromkeys(keys))
+        found: set[str] = set()
+        while wanted:
+            seen.update(wanted)
+            got = await asyncio.gather(*(self.blobs.get_many([key]) for key in wanted), return_exceptions=True)
+            data = [raw for result in got if isinstance(result, dict) for raw in result.values()]
+            failed = [result for result in got if isinstance(result, BaseException) and not isinstance(
+                result, BlobMissing)]
+            if failed:
+                raise failed[0]
+            parts = {part for raw in data for part in refs_in_text(raw.decode())}
+            found |= parts
+            wanted = [part for part in parts if part not in seen]
+        return found
 
     async def head_values(self, head: Head) -> dict[str, Any]:
         """Every object `head` refers to, fetched (concurrently)."""
@@ -270,6 +310,14 @@ class LargeValues:
         prefixes. Failures are logged, never raised: the commit is durable, and the next sweep retries."""
         if self.blobs is None:
             return
+        if lapped:  # (a second guard: by the ownership rule, nothing can refer to them again)
+            referred = set(head.all_refs())
+            referred.update(key for keys in self._inbox_known.get(ref.id, {}).values() for key in keys.values())
+            kept = [key for key in lapped if key in referred]
+            if kept:
+                log.error("not deleting %d released S3 object(s) of %s that version %d or its inbox still refers "
+                          "to: %s (please report this)", len(kept), ref, head.version, ", ".join(kept))
+                lapped = tuple(key for key in lapped if key not in referred)
         try:
             if lapped:
                 await self.blobs.delete_many(lapped)
@@ -291,6 +339,9 @@ class LargeValues:
             reachable.update(refs_in_text(text))
         durable = [o.key for o in await self.blobs.list(self.prefix(ref)) if o.key not in reachable
                    and now - o.modified >= self.grace]
+        if durable:  # an object made of parts names them only in its own content: read the reachable ones
+            reachable |= await self.nested_keys(reachable)
+            durable = [key for key in durable if key not in reachable]
         ephemeral = [o.key for o in await self.blobs.list(self.prefix(ref, EPHEMERAL))
                      if now - o.modified >= self.ephemeral_age]
         if durable or ephemeral:

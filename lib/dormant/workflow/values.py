@@ -34,6 +34,19 @@ into text, so that sums of stored integers stay serializable."""
 RESERVED_KEY = "__dormant_blob__"
 """The one object key no stored value may have (the store's references to values it keeps in S3)."""
 _INT_BOUND = 10 ** MAX_INT_DIGITS
+
+
+def content_identity(value: Any) -> Any:
+    """`value` with each stored reference (`{RESERVED_KEY: "<...>/<sha256>-<origin>", "n": bytes}`) replaced by the
+    content hash its key names: two stored forms of the same content compare equal whichever objects they name
+    (a message's objects are its own: dormant.aws.large_values)."""
+    if isinstance(value, dict):
+        if RESERVED_KEY in value:
+            return {RESERVED_KEY: str(value[RESERVED_KEY]).rsplit("/", 1)[-1].rsplit("-", 1)[0]}
+        return {key: content_identity(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [content_identity(item) for item in value]
+    return value
 _MAX_KEY_SHOWN = 40
 
 
