@@ -13,7 +13,9 @@
   version refers to (`Head.known_content`) and to those of the messages its own commit consumes: a consumed message
   leaves the inbox in that commit, so its objects pass from the message to the versions, and nothing else can
   refer to them. (Referring to another pending message's object, as the inbox's content map once did, let a
-  version release an object that message still needed: issue 26.)
+  version release an object that message still needed: issue 26.) A big value made of big parts is an object that
+  names its parts; parts have keys of their own (`p/<sha>-<owner>`), never an item's, and are referred to again
+  only by a version whose objects already name them.
 - **Deleted.** A commit records the objects its version no longer refers to (`r` on its commit item). They are
   deleted by the commit that overwrites that slot of the ring, a full lap later: no version a reader can still load
   refers to them then, and a reader holding an older one reads again (`BlobMissing`). By the ownership rule no
@@ -36,7 +38,8 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from dormant.aws.blobs import BlobMissing, S3Blobs
@@ -61,6 +64,8 @@ from dormant.workflow.execution import CommitDraft
 log = logging.getLogger("dormant.aws.large_values")
 DURABLE, EPHEMERAL = "actors/", "ephemeral/"
 _DAY = 24 * 3600
+_PARTS = "p/"  # under an actor's prefix: objects only other objects name (dormant.aws.offload.Offloader)
+_PARTS_KEPT = 100_000
 _HEADER_FIELDS = frozenset({"location", "kind", "name", "seq", "status", "attempts", "retry_at", "deadline",
                             "iteration", "timed_out", "winner", "removed_kind", "created_at", "updated_at",
                             "rollback_done"})
@@ -80,15 +85,20 @@ def too_big(ref: ActorRef, what: str, size: int) -> ItemTooLargeError:
 class LargeValues:
     """The S3 side of one DynamoEventStore (see the module docstring); `blobs` None: nothing is offloaded."""
 
-    def __init__(self, blobs: S3Blobs | None, settings: Settings) -> None:
+    def __init__(self, blobs: S3Blobs | None, settings: Settings, *, clock: Callable[[], float] = time.time) -> None:
+        """`clock`: the store's (a sweep compares the objects' ages with it)."""
         self.blobs = blobs
+        self._now = clock
         self.threshold = settings.offload_threshold_bytes
         self.sweep_every = settings.blob_sweep_every
         self.grace = settings.blob_orphan_grace_seconds
         self.ephemeral_age = max(settings.response_ttl_seconds, settings.event_ttl_seconds) + _DAY
-        # actor id -> message id -> (content hash -> key) of the objects of its pending messages seen on loads: a
-        # commit that consumes one of them refers to that message's objects (they pass to the actor's versions)
+        # actor id -> message id -> (content hash -> key) of the objects the items of its pending messages name, as
+        # seen on loads: a commit that consumes one of them refers to those (they pass to the actor's versions)
         self._inbox_known: dict[str, dict[str, dict[str, str]]] = {}
+        # object made of parts -> the keys of its parts (immutable: the key names the content), as this process
+        # wrote or read them; bounded
+        self._parts: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 
     @property
     def enabled(self) -> bool:
@@ -104,7 +114,7 @@ class LargeValues:
             return message
         # A new owner per stored message (not per id: an id may come back once its dedupe window ends, while the
         # versions still hold, and may delete, the objects of its first use).
-        origin = "m" + uuid.uuid4().hex[:16]
+        origin = f"m{uuid.uuid4().hex[:16]}"
         offloader = self._offloader(ref, origin, DURABLE, {})
         body = self._store(ref, offloader, message.body, "the message body")
         args = self._store(ref, offloader, message.args, "the action's arguments")
@@ -117,7 +127,8 @@ class LargeValues:
         """An actor's input as it is stored and carried."""
         if not self.enabled:
             return value
-        stored = self._store(ref, self._offloader(ref, "input", DURABLE, {}), value, "the actor's input")
+        offloader = self._offloader(ref, f"i{uuid.uuid4().hex[:16]}", DURABLE, {})  # (the actor's, as a message's)
+        stored = self._store(ref, offloader, value, "the actor's input")
         await self._put(stored)
         return stored.value
 
@@ -126,9 +137,14 @@ class LargeValues:
         if not self.enabled:
             return draft
         inbox = self._inbox_known.get(ref.id, {})
-        known = {sha: key for mid in draft.consumed_ids for sha, key in inbox.get(mid, {}).items()}
+        # (forgotten once consumed: what no longer is in the inbox must not keep the lap's deletion from them)
+        consumed = [inbox.pop(mid) for mid in draft.consumed_ids if mid in inbox]
+        known = {sha: key for objects in consumed for sha, key in objects.items()}
         known.update(base.known_content())
-        durable = self._offloader(ref, f"v{version}", DURABLE, known)
+        # Parts are referred to again only where an object this version keeps names them: they live as long as it.
+        parts = self.parts_of([*base.all_refs(), *(key for objects in consumed for key in objects.values())])
+        known_parts = {sha_of(key): key for key in parts if _PARTS in key}  # (older parts may be top objects too)
+        durable = self._offloader(ref, f"v{version}", DURABLE, known, known_parts)
         ephemeral = self._offloader(ref, f"v{version}", EPHEMERAL, {})
         results: list[Offloaded] = []
 
@@ -147,6 +163,7 @@ class LargeValues:
         events = [(name, keep(payload, f"the payload of event {name!r}", ephemeral)) for name, payload in
                   draft.events]
         await self._put(*results)
+        self._learn(part for result in results for part in result.containers.items())
         # (replace: every other field of the draft — search changes, callbacks... — is carried as it is)
         return dataclasses.replace(draft, upserts=upserts, state=state, responses=responses, events=events,
                                    workflow=workflow)
@@ -209,9 +226,30 @@ class LargeValues:
         return {field: value if field in _HEADER_FIELDS else keep(value, f"history entry {entry['location']!r}")
                 for field, value in entry.items()}
 
-    def _offloader(self, ref: ActorRef, origin: str, kind: str, known: dict[str, str]) -> Offloader:
+    def _offloader(self, ref: ActorRef, origin: str, kind: str, known: dict[str, str],
+                   known_parts: dict[str, str] | None = None) -> Offloader:
         prefix = self.prefix(ref, kind)
-        return Offloader(self.threshold, lambda sha: f"{prefix}{sha}-{origin}", known)
+        return Offloader(self.threshold, lambda sha: f"{prefix}{sha}-{origin}", known,
+                         part_key_for=lambda sha: f"{prefix}{_PARTS}{sha}-{origin}", known_parts=known_parts or {})
+
+    def _learn(self, containers: Iterable[tuple[str, tuple[str, ...]]]) -> None:
+        for key, parts in containers:
+            self._parts[key] = parts
+            self._parts.move_to_end(key)
+        while len(self._parts) > _PARTS_KEPT:
+            self._parts.popitem(last=False)
+
+    def parts_of(self, keys: Iterable[str]) -> set[str]:
+        """Every part the objects `keys` name, transitively, as far as this process knows them."""
+        found: set[str] = set()
+        wanted = [key for key in keys if key in self._parts]
+        while wanted:
+            for part in self._parts[wanted.pop()]:
+                if part not in found:
+                    found.add(part)
+                    if part in self._parts:
+                        wanted.append(part)
+        return found
 
     @staticmethod
     def _store(ref: ActorRef, offloader: Offloader, value: Any, what: str) -> Offloaded:
@@ -236,6 +274,8 @@ class LargeValues:
             data = await self.blobs.get_many(wanted)
             parsed = {key: json.loads(raw) for key, raw in data.items()}
             fetched.update(parsed)
+            containers = [(key, tuple(refs_in(value))) for key, value in parsed.items()]
+            self._learn((key, parts) for key, parts in containers if parts)
             wanted = [key for key in nested_refs(parsed.values()) if key not in fetched]
         return fetched
 
@@ -262,7 +302,7 @@ class LargeValues:
                 resolved.append(message)
                 continue
             fetched = await self.fetch(keys)
-            known[message.id] = {sha_of(key): key for key in fetched}  # (nested parts too)
+            known[message.id] = {sha_of(key): key for key in keys}  # (its parts: through self._parts)
             resolved.append(message.model_copy(update={"body": resolve(message.body, fetched),
                                                        "args": resolve(message.args, fetched)}))
         if known:
@@ -313,6 +353,7 @@ class LargeValues:
         if lapped:  # (a second guard: by the ownership rule, nothing can refer to them again)
             referred = set(head.all_refs())
             referred.update(key for keys in self._inbox_known.get(ref.id, {}).values() for key in keys.values())
+            referred |= self.parts_of(referred)
             kept = [key for key in lapped if key in referred]
             if kept:
                 log.error("not deleting %d released S3 object(s) of %s that version %d or its inbox still refers "
@@ -331,7 +372,7 @@ class LargeValues:
         """Delete the actor's objects that nothing refers to and that are older than the grace period, and its
         ephemeral objects past their items' time to live. Returns how many were deleted."""
         assert self.blobs is not None
-        now = time.time()
+        now = self._now()
         reachable = set(head.all_refs())
         reachable.update(key for keys in head.releases.values() for key in keys)  # older versions in the ring
         texts = await pending_texts() if pending_texts is not None else []

@@ -6,9 +6,11 @@ parts keeps one object per part: a state holding 30 chunks of 100 KB is 30 objec
 and a step that appends a chunk writes one object, not the whole state again. A node that is still over the
 threshold once its parts are references becomes an object of its own.
 
-Objects are content-addressed: the key names the SHA-256 of the bytes. The key (`key_for`) also names the version
-that first stored the content (or the message that carried it), so an object released by one version is never the
-object a later version refers to: deleting it can never break a reference made since (dormant.aws.large_values).
+Objects are content-addressed: the key names the SHA-256 of the bytes. The key (`key_for`) also names its owner, the
+version that first stored the content or the message that carried it, so an object released by one version is never
+the object a later version refers to: deleting it can never break a reference made since (dormant.aws.large_values).
+Objects only other objects name (parts) have keys of their own (`part_key_for`), never shared with objects items
+name: see `Offloader`.
 
 `__dormant_blob__` is reserved: a user value with that key is refused before anything is stored
 (dormant.workflow.values), so a reference can never be forged.
@@ -107,19 +109,36 @@ class Offloaded:
 
     value: Any
     objects: dict[str, bytes] = field(default_factory=dict)
-    refs: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)  # every key it names, its objects' parts included
     size: int = 0  # JSON bytes of the stored form
     largest: int = 0  # JSON bytes of the largest value it stored (for the per-value ceiling)
+    # objects made of parts (new or known) -> the keys of their parts, as they name them
+    containers: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class Offloader:
-    """Turns values into their stored form. `key_for(sha)` names a new object; `known` maps content hashes to keys
-    of objects that exist already (the actor's current references): those are referred to again, not rewritten."""
+    """Turns values into their stored form.
 
-    def __init__(self, threshold: int, key_for: Callable[[str], str], known: dict[str, str] | None = None) -> None:
+    Keys live in two disjoint namespaces. A *top* object is one an item refers to: `key_for(sha)` names a new one,
+    and `known` (content hash -> key) lists those that exist already (the actor's current references), referred to
+    again instead of written again. A *part* is an object only other objects name (a big value made of big parts):
+    `part_key_for(sha)` names a new one, `known_parts` lists existing ones. A top object is deleted once no version
+    refers to it (a ring lap after it was released), a part only once no object that names it is left (a sweep):
+    so a part must never be a top object's key, nor the other way round (a release of the top object would delete
+    the part from under the objects that name it). Without `part_key_for` (tests) parts share `key_for`."""
+
+    def __init__(self, threshold: int, key_for: Callable[[str], str], known: dict[str, str] | None = None, *,
+                 part_key_for: Callable[[str], str] | None = None,
+                 known_parts: dict[str, str] | None = None) -> None:
         self.threshold = threshold
         self.key_for = key_for
+        self.part_key_for = part_key_for or key_for
         self.known = known if known is not None else {}
+        self.known_parts = known_parts if known_parts is not None else ({} if part_key_for else self.known)
+        # A reference's JSON is `{"__dormant_blob__":"<key>","n":<bytes>}`: keys of one offloader have one length
+        zero = "0" * 64
+        self._ref_frame = len(dumps(ref_to("", 0)).encode()) - 1 + max(
+            len(self.key_for(zero).encode()), len(self.part_key_for(zero).encode()))
 
     def store(self, value: Any) -> Offloaded:
         result = Offloaded(value)
@@ -127,35 +146,59 @@ class Offloader:
         if result.size <= self.threshold:
             result.refs = refs_in(value)  # already stored values (a carried message) keep their references
             return result
-        result.value, result.size = self._node(value, result)
+        # Which nodes become objects depends only on sizes (bottom-up, nothing hashed); whether an object is a part
+        # depends on its place (top-down): two passes.
+        plan: dict[int, tuple[int, bool]] = {}
+        self._plan(value, plan)
+        result.value = self._emit(value, plan, result, inside=False)
+        result.size = len(dumps(result.value).encode())
         return result
 
-    def _node(self, value: Any, result: Offloaded) -> tuple[Any, int]:
+    def _plan(self, value: Any, plan: dict[int, tuple[int, bool]]) -> int:
+        """The JSON bytes of `value` once its big parts are references; notes (size, becomes an object) per node.
+        Returns what the node takes in its parent (a reference's bytes: at most, whichever kind of key it gets)."""
+        if is_ref(value):
+            return len(dumps(value).encode())
+        known = plan.get(id(value))
+        if known is not None:
+            return self._ref_frame + len(str(known[0])) if known[1] else known[0]
+        if isinstance(value, dict):
+            size = 2 + sum(json_bytes(k) + 1 + self._plan(v, plan) for k, v in value.items()) + max(0, len(value) - 1)
+        elif isinstance(value, list):
+            size = 2 + sum(self._plan(v, plan) for v in value) + max(0, len(value) - 1)
+        else:
+            size = json_bytes(value)
+        plan[id(value)] = (size, size > self.threshold)
+        return self._ref_frame + len(str(size)) if size > self.threshold else size
+
+    def _emit(self, value: Any, plan: dict[int, tuple[int, bool]], result: Offloaded, *, inside: bool) -> Any:
+        """The stored form of `value`; `inside`: it is within an object (its objects are parts)."""
         if is_ref(value):
             result.refs.append(str(value[MARKER]))
-            return value, len(dumps(value).encode())
+            return value
+        becomes_object = plan[id(value)][1] if id(value) in plan else False
+        within = inside or becomes_object
         if isinstance(value, dict):
-            parts = {k: self._node(v, result) for k, v in value.items()}
-            node: Any = {k: stored for k, (stored, _) in parts.items()}
-            size = 2 + sum(len(dumps(k).encode()) + 1 + n for k, (_, n) in parts.items()) + max(0, len(parts) - 1)
+            node: Any = {k: self._emit(v, plan, result, inside=within) for k, v in value.items()}
         elif isinstance(value, list):
-            items = [self._node(v, result) for v in value]
-            node = [stored for stored, _ in items]
-            size = 2 + sum(n for _, n in items) + max(0, len(items) - 1)
+            node = [self._emit(v, plan, result, inside=within) for v in value]
         else:
-            node, size = value, json_bytes(value)
-        if size <= self.threshold:
-            return node, size
+            node = value
+        if not becomes_object:
+            return node
         data = dumps(node).encode()
         sha = hashlib.sha256(data).hexdigest()
-        key = self.known.get(sha)
+        known, key_for = (self.known_parts, self.part_key_for) if inside else (self.known, self.key_for)
+        key = known.get(sha)
         if key is None:
-            key = self.key_for(sha)
-            self.known[sha] = key
+            key = key_for(sha)
+            known[sha] = key
             result.objects[key] = data
+        parts = refs_in(node)
+        if parts:
+            result.containers[key] = tuple(parts)
         result.refs.append(key)
-        reference = ref_to(key, len(data))
-        return reference, len(dumps(reference).encode())
+        return ref_to(key, len(data))
 
 
 def stored_size(value: Any, threshold: int) -> tuple[int, int]:

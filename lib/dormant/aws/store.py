@@ -102,7 +102,7 @@ class DynamoEventStore:
         self._cache_size = cache_size
         self._now = clock
         self.sizes = SizeChecks()  # dormant.aws.sizes
-        self.values = LargeValues(blobs, self.settings)
+        self.values = LargeValues(blobs, self.settings, clock=clock)
         self._side = SideItems(self._call, self.table, self._expired)
         self._inbox = InboxItems(self._call, self._put_if, self._put_all, self.table, now=clock,
                                  dedupe_ttl_seconds=self.settings.dedupe_ttl_seconds)
