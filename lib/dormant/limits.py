@@ -170,13 +170,14 @@ VALUE = ServiceLimit(
 )
 
 RECORD_ROOM = ServiceLimit(
-    "room kept for a failure",
+    "workflow record in the room kept for a failure",
     2_048,
     "bytes",
-    "an actor's live history (its snapshot) keeps this much of a stored item free: a commit that adds history, state, "
-    "responses or events must leave it, and only a commit that adds nothing but a workflow record of at most this "
-    "size may use it (marking the actor failed, an operator's resume, terminate or pause, a workflow ending without "
-    "a new entry), so recording a failure always fits, however close to the limit the history has grown",
+    "an actor's live history (what one snapshot item holds) keeps 2,048 bytes of a stored item free: a commit that "
+    "adds history, state, responses or events must leave them, and only a commit that adds nothing but a workflow "
+    "record of at most 2,048 bytes may use them (marking the actor failed, an operator's resume, terminate or pause, "
+    "a workflow ending without a new entry), so recording a failure always fits, however close to the limit the "
+    "history has grown",
 )
 FAILURE_TEXT = ServiceLimit(
     "error text of an unstorable commit's failure",

@@ -56,8 +56,29 @@ async def run_fixed_stepper(ctx: WorkflowContext) -> str:
     return "fixed"
 
 
-registry = setup(stepper)
-fixed_registry = setup(fixed_stepper)
+compensated = actor("history-compensated")
+
+
+@compensated.workflow
+async def run_compensated(ctx: WorkflowContext) -> str:
+    """A first step with a rollback handler (`undo`: "ok" or "raise"), then steps up to the limit: the workflow
+    fails there, and the compensation's own commit is the one at the limit."""
+    spec: dict[str, Any] = ctx.input
+
+    def undo(s: Any, output: Any) -> None:
+        if spec["undo"] == "raise":
+            raise RuntimeError("the compensation fails")
+
+    await ctx.rollback_checkpoint("saga")
+    await ctx.step("reserve", lambda s: "booked", rollback=undo)
+    await ctx.step("filler", lambda s: noise(spec["filler"]), max_retries=0)
+    for index in range(spec["steps"]):
+        await ctx.step(f"s{index}", lambda s: noise(spec["pad"]), max_retries=0)
+    return "done"
+
+
+registry = setup(stepper, compensated)
+fixed_registry = setup(fixed_stepper, compensated)
 
 
 @pytest.fixture
@@ -128,3 +149,15 @@ async def test_the_findings_workflow_of_2000_steps_at_the_real_item_limit(env: A
     snapshot = await env.store.load(handle.ref)
     assert snapshot is not None and 1_000 < len(snapshot.history) < 2_000 and not env.failures
     await resume_fixed(env, [handle.ref])
+
+
+async def test_a_compensation_at_the_limit_ends_failed_whether_it_succeeds_or_fails(env: AwsTestEnv) -> None:
+    env.store.inner.item_limit = SCALED_LIMIT
+    handles = [env.client.get_or_create("history-compensated", [f"{undo}-{run}"], input={
+        "undo": undo, "filler": SCALED_LIMIT - RECORD_ROOM.maximum - 3_000 + 41 * run, "pad": 60 + 13 * run,
+        "steps": 60}) for undo in ("ok", "raise") for run in range(5)]
+    for handle in handles:
+        await handle.status()
+    await env.run_until_idle()
+    assert [await ended_cleanly(env, handle.ref) for handle in handles] == [WorkflowState.FAILED] * len(handles)
+    assert not env.failures

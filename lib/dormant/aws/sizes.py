@@ -52,8 +52,8 @@ class SizeChecks:
                 raise too_large(ref, f"the live history and state of version {head.version}", full_size,
                                 head.full_parts() + side_parts)
         elif full_size + RECORD_ROOM.maximum > self.item_limit:
-            raise too_large(ref, f"the live history and state of version {head.version}, with the "
-                                 f"{RECORD_ROOM.maximum:,} bytes kept free to record a failure,",
+            raise too_large(ref, f"the live history and state of version {head.version} (with the "
+                                 f"{RECORD_ROOM.maximum:,} bytes kept free to record a failure)",
                             full_size + RECORD_ROOM.maximum, head.full_parts() + side_parts)
 
 
