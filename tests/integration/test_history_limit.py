@@ -4,7 +4,8 @@ error that fails on every receive, at whatever byte offset the limit is crossed;
 
 Twenty runs, each with its own entry size and filler, cross the limit at different offsets (at a scaled item limit,
 to keep it quick: tests/unit/test_record_room.py covers every offset of the rule itself); one more is the workflow of
-the finding, 2,000 steps in one run at the real 400,000-byte limit."""
+the finding, 2,000 steps in one run at the real 400,000-byte limit. Ten more fail with a rollback handler whose
+compensation (succeeding or raising) is the commit at the limit."""
 
 from __future__ import annotations
 
