@@ -169,6 +169,24 @@ VALUE = ServiceLimit(
     "within a 512 MB Lambda function's memory (raise MemorySize for state of many small objects)",
 )
 
+RECORD_ROOM = ServiceLimit(
+    "workflow record in the room kept for a failure",
+    2_048,
+    "bytes",
+    "an actor's live history (what one snapshot item holds) keeps 2,048 bytes of a stored item free: a commit that "
+    "adds history, state, responses or events must leave them, and only a commit that adds nothing but a workflow "
+    "record of at most 2,048 bytes may use them (marking the actor failed, an operator's resume, terminate or pause, "
+    "a workflow ending without a new entry), so recording a failure always fits, however close to the limit the "
+    "history has grown",
+)
+FAILURE_TEXT = ServiceLimit(
+    "error text of an unstorable commit's failure",
+    1_024,
+    "bytes",
+    "an actor failed because a commit of its workflow cannot be stored keeps at most this much of the error's text "
+    "on its workflow record, within the room kept for a failure (the whole text is logged)",
+)
+
 # -- derived from the storage layout -----------------------------------------------------------------------------
 _LONGEST_STATUS = "rolling_back"  # dormant.workflow.history.WorkflowState's longest value
 ACTOR_ID = ServiceLimit(
@@ -278,6 +296,8 @@ LIMITS: tuple[ServiceLimit, ...] = (
     LAMBDA_PAYLOAD,
     API_GATEWAY_PAYLOAD,
     VALUE,
+    RECORD_ROOM,
+    FAILURE_TEXT,
     S3_OBJECT_KEY,
     BUCKET_NAME,
     SEARCH_ATTRIBUTES,
@@ -293,6 +313,22 @@ LIMITS: tuple[ServiceLimit, ...] = (
 # -- checks --------------------------------------------------------------------------------------------------------
 def utf8_size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
+
+
+def json_bytes(value: Any) -> int:
+    """Bytes of `value` as the stores write it: compact JSON, UTF-8."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
+def cut_text(text: str, maximum: int, note: str) -> str:
+    """`text` if it is at most `maximum` bytes of UTF-8, else its start and then `note`, within `maximum` in all
+    (cut between characters; an empty string if even `note` does not fit)."""
+    if utf8_size(text) <= maximum:
+        return text
+    room = maximum - utf8_size(note)
+    if room < 0:
+        return ""
+    return text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore") + note
 
 
 def check_actor_id(actor_id: str) -> None:

@@ -80,9 +80,8 @@ async def test_a_map_too_big_for_the_live_history_fails_the_actor_visibly(env: A
     await env.run_until_idle()
     status = await handle.status()
     # Every item is an item entry and a step entry in the live history, which must fit one DynamoDB item (400,000
-    # bytes): 873 items of this size do (about 430 bytes each). The commit past it is refused, and the actor fails
-    # with the error (even when the history has grown so close to the limit that the error's whole text would not
-    # fit).
+    # bytes, less the 2,048 kept for a failure): 869 items of this size do (about 430 bytes each). The commit past it
+    # is refused, and the actor fails with the error (a record that always fits in the room kept for it).
     assert status.workflow is WorkflowState.FAILED, status
     assert status.error is not None and status.error.startswith("ItemTooLargeError")
     history = await handle.history()

@@ -9,7 +9,7 @@ from typing import Any
 
 from dormant.aws.items import ITEM_LIMIT, Head, Side, item_size, json_size, too_large
 from dormant.errors import InvalidMessageIdError
-from dormant.limits import INDEXED_ITEM, ITEM, MESSAGE_ID, SORT_KEY, ServiceLimit
+from dormant.limits import INDEXED_ITEM, ITEM, MESSAGE_ID, RECORD_ROOM, SORT_KEY, ServiceLimit
 from dormant.ports import ActorRef
 
 SNAPSHOT_OVERHEAD = 256  # a snapshot item's keys, attributes and JSON framing around its parts
@@ -37,14 +37,34 @@ class SizeChecks:
                                             f"{SORT_KEY.name} may be ({MESSAGE_ID.name}: {MESSAGE_ID.describe()})")
         self.item(ref, "the message", item, parts, limit=INDEXED_ITEM)
 
-    def live(self, ref: ActorRef, head: Head, side: Side) -> None:
+    def live(self, ref: ActorRef, head: Head, side: Side, base: Head | None) -> None:
         """Every version must be able to become a snapshot, so the commit that makes the live history too big is
-        the one refused (not some later, unrelated one). Counted uncompressed: a snapshot always fits."""
+        the one refused (not some later, unrelated one). Counted uncompressed: a snapshot always fits.
+
+        `head` is the version a commit on `base` makes (None: the first). The room kept for a failure (RECORD_ROOM)
+        is left free unless the commit `adds_only_a_record`: so everything but the workflow record always fits
+        within `item_limit` - RECORD_ROOM (a commit that adds nothing else cannot grow it), and a record of at most
+        RECORD_ROOM always fits beside it (dormant.runtime.wake.failure_mark builds one)."""
         side_parts = side_parts_of(side)
         full_size = head.full_bytes() + sum(size for _, size in side_parts) + SNAPSHOT_OVERHEAD
-        if full_size > self.item_limit:
-            raise too_large(ref, f"the live history and state of version {head.version}", full_size,
-                            head.full_parts() + side_parts)
+        if adds_only_a_record(base, head, side):
+            if full_size > self.item_limit:  # only a history stored before the room was kept can get here
+                raise too_large(ref, f"the live history and state of version {head.version}", full_size,
+                                head.full_parts() + side_parts)
+        elif full_size + RECORD_ROOM.maximum > self.item_limit:
+            raise too_large(ref, f"the live history and state of version {head.version} (with the "
+                                 f"{RECORD_ROOM.maximum:,} bytes kept free to record a failure)",
+                            full_size + RECORD_ROOM.maximum, head.full_parts() + side_parts)
+
+
+def adds_only_a_record(base: Head | None, head: Head, side: Side) -> bool:
+    """Whether the commit that makes `head` from `base` may use the room kept for a failure (dormant.limits,
+    RECORD_ROOM): it adds no response or event, everything of its live history but the workflow record takes no
+    more bytes than in `base` (entries changed in place may shrink, none may grow), and its record is at most
+    RECORD_ROOM bytes."""
+    return (base is not None and not side.responses and not side.events
+            and head.workflow_bytes <= RECORD_ROOM.maximum
+            and head.full_bytes() - head.workflow_bytes <= base.full_bytes() - base.workflow_bytes)
 
 
 def side_parts_of(side: Side) -> list[tuple[str, int]]:

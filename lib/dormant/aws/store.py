@@ -200,7 +200,7 @@ class DynamoEventStore:
         released = self.values.released(base, head)
         if released:
             head.releases[version] = released
-        self.sizes.live(ref, head, side)
+        self.sizes.live(ref, head, side, base)
         side_parts = side_parts_of(side)
         delta_text_size = sum(size for size, _ in upsert_sizes) + json_size(draft.state) + json_size(delta.get("w"))
         snapshot = (version - base.snapshot_version >= base.ring
@@ -260,7 +260,7 @@ class DynamoEventStore:
             return  # not read here: the commit itself checks before it writes
         side, delta = delta_of(base, draft, draft.committed_at)
         head = base.advance(version + 1, delta, side)
-        self.sizes.live(ref, head, side)
+        self.sizes.live(ref, head, side, base)
 
     async def prepare_message(self, ref: ActorRef, message: InboxMessage) -> InboxMessage:
         return await self.values.prepare_message(ref, message)
@@ -352,7 +352,7 @@ class DynamoEventStore:
         head = Head.from_snapshot(1, self.settings.snapshot_every, full, side, incarnation)
         item = commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
         self.sizes.item(ref, "the first commit", item, head.full_parts() + side_parts_of(side))
-        self.sizes.live(ref, head, side)
+        self.sizes.live(ref, head, side, None)
         return head, item
 
     async def _base(self, ref: ActorRef, expected_version: int) -> Head:

@@ -10,6 +10,7 @@ from typing import Any
 
 from dormant.actor import ActorDefinition
 from dormant.errors import InvalidMessageIdError, StorageRefusedError, VersionConflict, WakeFailedError
+from dormant.limits import FAILURE_TEXT, RECORD_ROOM, cut_text, json_bytes, utf8_size
 from dormant.ports import ActorRef, ActorSnapshot, Creation, InboxMessage
 from dormant.runtime.attention import current_wake_error, track_retry
 from dormant.runtime.callbacks import callback_url, new_token
@@ -187,31 +188,47 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
 async def _fail_unstorable(service: ActorService, ref: ActorRef, error: StorageRefusedError,
                            attempt: int) -> WakeReport:
     """Record the actor `failed` with `error` (nothing else of the wake-up's unstored work is kept: the messages
-    it would have consumed stay in the inbox). `dormant resume` runs the workflow again from its last commit."""
+    it would have consumed stay in the inbox). `dormant resume` runs the workflow again from its last commit.
+
+    The commit adds nothing but a record of at most RECORD_ROOM bytes (`failure_mark`), which the stores always
+    take, however close to the item limit the history has grown (dormant.limits, RECORD_ROOM)."""
     log.error("%s failed: a commit of its workflow cannot be stored: %s", ref, error)
-    # A history grown up to the limit one commit at a time (a long map, say) may have no room for the error's whole
-    # text: then a short one, then the type alone (the log line above has it all).
-    messages = [str(error), "a commit of the workflow is over the store's item limit (the whole text is logged)", ""]
     for _ in range(MAX_CONFLICT_RETRIES):
         snapshot = await service.store.load(ref)
         if snapshot is None:
             return WakeReport(ref=ref, outcome="missing", attempts=attempt)
-        record = snapshot.workflow.model_copy(update={
-            "state": WorkflowState.FAILED, "error": ErrorInfo(type=type(error).__name__, message=messages[0]),
-            "waiting_for": [], "deadline": None, "retry_at": None})
+        record = failure_mark(snapshot.workflow, error)
         try:
             await service.store.commit(ref, snapshot.version, CommitDraft(
                 upserts=[], deleted_prefixes=[], state=None, consumed_ids=[], responses={}, events=[],
                 workflow=record, committed_at=service.clock.now()))
         except VersionConflict:
             continue
-        except StorageRefusedError:
-            if len(messages) == 1:
-                raise
-            messages.pop(0)
-            continue
         return WakeReport(ref=ref, outcome=WorkflowState.FAILED.value, record=record, commits=1, attempts=attempt)
     raise WakeFailedError(f"recording the failure of {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")
+
+
+CUT_NOTE = " [... cut: the whole text is in the worker's log]"
+MAX_TYPE_NAME = 128  # bytes of the error's type name kept
+
+
+def failure_mark(record: WorkflowRecord, error: BaseException) -> WorkflowRecord:
+    """`record` marked failed with `error`, at most RECORD_ROOM bytes as stored JSON (dormant.limits), so that the
+    commit that stores it fits whatever the history's size: nothing it waited for is kept, the error's text is cut
+    to FAILURE_TEXT (and shorter if the operator notes on the record leave less room), and those notes are dropped
+    only if even the error's type alone would not fit beside them."""
+    kind = cut_text(type(error).__name__, MAX_TYPE_NAME, "")
+    failed = record.model_copy(update={
+        "state": WorkflowState.FAILED, "output": None, "divergence": None, "waiting_for": [], "deadline": None,
+        "retry_at": None, "limits": [], "error": ErrorInfo(type=kind, message="")})
+    if json_bytes(failed.model_dump(mode="json")) > RECORD_ROOM.maximum:
+        failed = failed.model_copy(update={"paused": None, "rewritten": None})
+    room = min(FAILURE_TEXT.maximum, RECORD_ROOM.maximum - json_bytes(failed.model_dump(mode="json")))
+    # The room is counted in bytes of JSON: a character escaped in JSON (a quote, a newline) takes up to 6.
+    text = cut_text(str(error), room, CUT_NOTE)
+    while json_bytes(text) - 2 > room:
+        text = cut_text(text, utf8_size(text) - (json_bytes(text) - 2 - room), CUT_NOTE)
+    return failed.model_copy(update={"error": ErrorInfo(type=kind, message=text)})
 
 
 async def _complete_requests(service: ActorService, ref: ActorRef, snapshot: ActorSnapshot | None,
