@@ -23,6 +23,7 @@ from dormant.workflow.history import WorkflowState
 from examples.counter import registry as counter_registry
 from tests.aws_env import AwsTestEnv
 from tests.large_app import digest, registry
+from tests.references import dangling
 
 
 @pytest.fixture(params=["dynamodb_local", "moto"])
@@ -245,3 +246,29 @@ async def test_a_response_over_the_functions_limit_is_handed_out_through_s3(env:
             assert [chunk[:1] * 3 for chunk in state["chunks"]] == ["xxx", "yyy", "zzz"]
             assert [len(chunk) for chunk in state["chunks"]] == [100_000] * 3
     assert any(key.startswith("ephemeral/responses/") for key in await objects(env, EPHEMERAL))
+
+
+async def test_two_pending_messages_with_one_large_value_are_both_applied_and_nothing_dangles(
+        env: AwsTestEnv) -> None:
+    """Issue 26.1's repro: J and K carry the same 100 KB field, 20 messages apart, while the actor is paused; the
+    commits that compact J's iteration and lap the ring must not delete what K (its inbox item, then its entry) refers
+    to. Every message is applied, no item refers to a missing object, and later sends are applied."""
+    handle = env.client.get_or_create("large-notebook", ["shared"])
+    await handle.send("append", {"kb": 0})
+    await env.run_until_idle()
+    await handle.pause()
+    text = "j" * 100_000
+    await handle.send("echo", {"text": text})
+    for _ in range(20):
+        await handle.send("append", {"kb": 0})
+    await handle.send("echo", {"text": text})
+    await handle.send("append", {"kb": 0})
+    await handle.unpause()
+    await env.run_until_idle()
+    client = env.store.client  # type: ignore[attr-defined]
+    assert await dangling(client, env.s3, env.settings.table, env.settings.bucket) == {}
+    await handle.send("append", {"kb": 0})
+    await env.run_until_idle()
+    state = await handle.state()
+    assert state.digests == [digest(text)] * 2 and len(state.chunks) == 23 and not env.failures
+    assert await dangling(client, env.s3, env.settings.table, env.settings.bucket) == {}

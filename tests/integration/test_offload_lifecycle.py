@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import uuid
 import zlib
 from collections.abc import Awaitable, Callable
@@ -45,6 +44,7 @@ from dormant.runtime.wake import wake_actor
 from dormant.settings import Settings
 from dormant.workflow.errors import DormantError
 from tests.large_app import registry
+from tests.references import listing, parts, readable_references, scan
 
 EXAMPLES = int(os.environ.get("DORMANT_PROPERTY_EXAMPLES", "25"))
 STEPS = int(os.environ.get("DORMANT_OFFLOAD_STEPS", "40"))
@@ -52,7 +52,6 @@ GRACE = 1000.0  # seconds: more than any message waits in flight here (SQS keeps
 THRESHOLD = 1024  # the lowest the settings allow: values of ~1.5 KB go to S3, a state of a few chunks has parts
 # Shrinking replays hundreds of I/O-bound runs: only where asked (DORMANT_SHRINK=1), to read a failure's shortest form
 PHASES = list(Phase) if os.environ.get("DORMANT_SHRINK") == "1" else [Phase.explicit, Phase.reuse, Phase.generate]
-REFERENCE = re.compile(r'"__dormant_blob__":\s*"([^"]+)"')
 KILLS = strategies.none() | strategies.tuples(strategies.integers(0, 14), strategies.booleans())  # of a send
 SHARED = ["s" * 1500, "t" * 2500, "u" * 4000]  # contents that several messages carry
 
@@ -128,54 +127,6 @@ class Carrier:
         for index, message in enumerate(messages):
             await self.wake(ref, message=message, creation=creation if index == 0 else None)
         return [message.id for message in messages]
-
-
-async def scan(client: Any, table: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = await client.scan(**kwargs)
-        items += page.get("Items", [])
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-
-async def listing(client: Any, bucket: str) -> set[str]:
-    keys: set[str] = set()
-    kwargs: dict[str, Any] = {"Bucket": bucket}
-    while True:
-        page = await client.list_objects_v2(**kwargs)
-        keys.update(item["Key"] for item in page.get("Contents", []))
-        if not page.get("IsTruncated"):
-            return keys
-        kwargs["ContinuationToken"] = page["NextContinuationToken"]
-
-
-def readable_references(items: list[dict[str, Any]]) -> tuple[dict[str, str], set[str]]:
-    """(key -> where, for every reference an item a reader can load holds; the keys the ring's commits release).
-    Read from the raw items: the live incarnation's commits (slot 0's `c`), pending inbox items, responses and
-    events."""
-    anchor = next((item for item in items if item["sk"]["S"] == "c#000" and "gone" not in item), None)
-    incarnation = anchor.get("c", {}).get("S") if anchor is not None else None
-    found: dict[str, str] = {}
-    released: set[str] = set()
-    for item in items:
-        sk = item["sk"]["S"]
-        texts: list[str] = []
-        if sk.startswith("c#"):
-            if incarnation is None or item.get("c", {}).get("S") != incarnation or "z" not in item:
-                continue
-            texts.append(zlib.decompress(item["z"]["B"]).decode())
-            released.update(item.get("r", {}).get("SS", []))
-        elif sk.startswith("i#") and "m" in item:
-            texts.append(item["m"]["S"])
-        elif sk.startswith(("r#", "e#")) and "d" in item:
-            texts.append(item["d"]["S"])
-        for text in texts:
-            for key in REFERENCE.findall(text):
-                found.setdefault(key, sk)
-    return found, released
 
 
 class OffloadLifecycle(RuleBasedStateMachine):
@@ -303,23 +254,9 @@ class OffloadLifecycle(RuleBasedStateMachine):
         assert not missing, f"items refer to objects that are not in the bucket: {missing}"
         # References inside the objects (a value made of parts): those of a readable object must be there; those of
         # a released one (a version still in the ring) may go only with it.
-        readable = await self._parts(references, objects, must=True)
-        return references, released, readable | await self._parts(released & objects, objects, must=False)
-
-    async def _parts(self, keys: Any, objects: set[str], *, must: bool) -> set[str]:
-        """`keys` and every object they name, transitively."""
-        wanted, seen = list(keys), set(keys)
-        while wanted:
-            key = wanted.pop()
-            if key not in objects:
-                continue
-            body = await (await self.s3.get_object(Bucket=self.settings.bucket, Key=key))["Body"].read()
-            for part in REFERENCE.findall(body.decode()):
-                assert part in objects or not must, f"object {key} refers to {part}, which is not in the bucket"
-                if part not in seen:
-                    seen.add(part)
-                    wanted.append(part)
-        return seen
+        bucket = self.settings.bucket
+        readable = await parts(self.s3, bucket, references, objects, must=True)
+        return references, released, readable | await parts(self.s3, bucket, released & objects, objects, must=False)
 
     def teardown(self) -> None:
         try:
