@@ -19,6 +19,7 @@ from dormant.models import (
     KeptVersion,
     OperationResult,
     SendResult,
+    ValueCheck,
 )
 from dormant.ports import (
     ActorPage,
@@ -198,6 +199,11 @@ class ActorHandle(ActionShortcuts):
     async def unpause(self) -> OperationResult:
         """Let a paused actor run again: woken now, its waiting messages and due timers run."""
         return await Operator(self._service).unpause(self.ref, by=self._by)
+
+    async def check_values(self, *, repair: bool = False) -> ValueCheck:
+        """Its values kept outside its items (S3) checked; with `repair`, repaired where possible (`dormant
+        doctor`; docs/operations.md, "Lost values")."""
+        return await Operator(self._service).check_values(self.ref, repair=repair)
 
     async def versions(self) -> list[VersionInfo]:
         """The versions of the actor a fork or reset can start from, oldest first."""

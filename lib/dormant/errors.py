@@ -81,6 +81,10 @@ class ItemTooLargeError(StorageRefusedError):
     limit: ServiceLimit | None = None  # the limit it is over (dormant.limits), when Dormant's own check refused it
 
 
+class StoredValueLostError(StorageError):
+    """A value the actor stored in S3 is gone for good (`dormant doctor` found it; docs/operations.md)."""
+
+
 class TransportError(DormantError):
     """The wake-up transport (SQS) could not be reached; nothing was sent."""
 

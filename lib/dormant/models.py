@@ -152,3 +152,34 @@ class KeptVersion(BaseModel):
     state: dict[str, Any]
     workflow: WorkflowRecord
     history: list[HistoryEntry] = Field(description="Its live history then, in recorded order")
+
+
+class StoredValueProblem(BaseModel):
+    """A value an actor's items refer to in S3 whose object is not there (issue 26), and what became of it."""
+
+    where: str = Field(description="What refers to it: `version N: the state`, `version N: history entry 'x/y'`, "
+                                   "`inbox message <id>` ...")
+    object: str = Field(description="The S3 object key the reference names")
+    outcome: Literal["missing", "recovered", "lost"] = Field(
+        description="`missing`: found by a check; `recovered`: restored from another object with the same content "
+                    "(exact: keys name their content's SHA-256); `lost`: no copy exists")
+
+
+class ValueCheck(BaseModel):
+    """What `dormant doctor` found (and, with --repair, did) for one actor: every value it keeps outside its items
+    checked against the bucket (docs/operations.md, "Lost values")."""
+
+    actor: str
+    key: list[str]
+    outcome: Literal["intact", "repaired", "lost", "not_found"] = Field(
+        description="`intact`: every reference resolves; `repaired`: every missing object was recovered by its "
+                    "content; `lost`: some value has no copy (see `problems`)")
+    references: int = Field(description="References checked (items, and objects that name parts)")
+    problems: list[StoredValueProblem] = Field(default_factory=list)
+    intact_versions: list[int] = Field(default_factory=list, description="Kept versions whose every value is there "
+                                                                           "(a reset or fork can start from them)")
+    dropped_messages: list[str] = Field(default_factory=list, description="Inbox messages whose body was lost and "
+                                                                            "that a repair took out of the inbox")
+    marked_failed: bool = Field(False, description="A repair found values of the live version lost: it put a "
+                                                   "marker in their place and marked the actor failed")
+    message: str

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dormant.errors import InvalidKeyError
 from dormant.limits import ACTOR_ID, CARRIED_MESSAGE, KEY_PART, check_actor_id
+from dormant.models import ValueCheck
 from dormant.searchplan import SearchPlan
 from dormant.slot_types import SlotLease, SlotRefusal, SlotRequest
 from dormant.workflow.caller import Caller
@@ -379,6 +380,15 @@ class EventStore(Protocol):
         """The actor as it was at `version`: meta, state, workflow record and live history (values kept elsewhere
         read back; the inbox and held ids empty). None: no such actor; VersionNotRetainedError (naming the kept
         range) for a version the store does not keep."""
+        ...
+
+    # -- values kept outside the items (dormant.aws.large_values; `dormant doctor`) ----------------------------
+    async def check_values(self, ref: ActorRef, *, repair: bool = False) -> ValueCheck | None:
+        """Every value the actor keeps outside its items (S3), checked: what is missing, and which kept versions are
+        whole. With `repair`: a missing object is restored from another one with the same content; a pending
+        message whose body is lost is taken out of the inbox; a lost value of the live version is replaced by a
+        marker (the caller then marks the actor failed). None: no such actor. A store that keeps every value in its
+        items reports them intact."""
         ...
 
     # Callbacks (dormant.workflow.callbacks): a commit's `draft.callbacks` open and close lookup records, written

@@ -27,12 +27,17 @@ from typing import Any
 
 from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
+from dormant.actor import Registry
+from dormant.aws.blobs import S3Blobs
 from dormant.aws.store import DynamoEventStore, client_config, create_table
 from dormant.aws.transport import SqsTransport, create_queues
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
 from dormant.settings import Settings
 from examples.counter import registry
+from tests.large_app import digest
+from tests.large_app import registry as large_registry
+from tests.references import dangling
 
 ROOT = Path(__file__).resolve().parents[2]
 DURATION = float(os.environ.get("DORMANT_RELIABILITY_SECONDS", "15"))
@@ -45,9 +50,10 @@ CLIENT_KINDS = ("aiobotocore", "threads")
 class WorkerProcess:
     """tests/reliability/worker_process.py as a child process, killed and restarted at will."""
 
-    def __init__(self, settings: Settings, log: Path) -> None:
+    def __init__(self, settings: Settings, log: Path, app: str = "examples.counter:registry") -> None:
         self.settings = settings
         self.log = log
+        self.app = app
         self.process: asyncio.subprocess.Process | None = None
         self.kills = 0
         self.starts: Counter[str] = Counter()  # by client kind
@@ -61,7 +67,7 @@ class WorkerProcess:
                 sys.executable, "-m", "tests.reliability.worker_process", settings.model_dump_json(
                     include={"endpoint_url", "region", "table", "queue_url", "timer_queue_url", "queue_name",
                              "timer_queue_name", "dlq_name", "fifo_dlq_name", "max_receives", "wake_retry_base",
-                             "wake_retry_max", "aws_clients"}),
+                             "wake_retry_max", "aws_clients", "bucket", "dynamodb_endpoint_url"}), self.app,
                 cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=stderr)
         assert self.process.stdout is not None
         line = await asyncio.wait_for(self.process.stdout.readline(), 60)
@@ -80,22 +86,31 @@ class WorkerProcess:
 
 
 @asynccontextmanager
-async def resources(endpoint: str) -> AsyncIterator[tuple[Settings, ActorService, Any]]:
+async def resources(endpoint: str, *, app: Registry = registry, dynamodb: str | None = None,
+                    bucket: bool = False) -> AsyncIterator[tuple[Settings, ActorService, Any]]:
+    """A table, queues (and with `bucket`, a bucket for large values), and the service that sends to them."""
     suffix = uuid.uuid4().hex[:8]
-    settings = Settings(endpoint_url=endpoint, region="us-east-1", table=f"kill9-{suffix}",
-                        queue_name=f"kill9-{suffix}.fifo", timer_queue_name=f"kill9-timers-{suffix}",
-                        dlq_name=f"kill9-dlq-{suffix}", fifo_dlq_name=f"kill9-dlq-{suffix}.fifo", max_receives=5,
-                        wake_retry_base=0.5, wake_retry_max=4)
+    settings = Settings(endpoint_url=endpoint, dynamodb_endpoint_url=dynamodb, region="us-east-1",
+                        table=f"kill9-{suffix}", queue_name=f"kill9-{suffix}.fifo",
+                        timer_queue_name=f"kill9-timers-{suffix}", dlq_name=f"kill9-dlq-{suffix}",
+                        fifo_dlq_name=f"kill9-dlq-{suffix}.fifo", max_receives=5, wake_retry_base=0.5,
+                        wake_retry_max=4, bucket=f"kill9-{suffix}" if bucket else None)
     session = get_session()
     async with session.create_client("dynamodb", config=client_config(), **settings.client_kwargs("dynamodb")) as db, \
-            session.create_client("sqs", config=client_config(), **settings.client_kwargs("sqs")) as sqs:
+            session.create_client("sqs", config=client_config(), **settings.client_kwargs("sqs")) as sqs, \
+            session.create_client("s3", config=client_config(), **settings.client_kwargs("s3")) as s3:
         await create_table(db, settings)
+        blobs = None
+        if settings.bucket is not None:
+            await s3.create_bucket(Bucket=settings.bucket)
+            blobs = S3Blobs(s3, settings.bucket)
         urls = await create_queues(sqs, settings, visibility_timeout=VISIBILITY)
         settings = settings.model_copy(update={"queue_url": urls.wake, "timer_queue_url": urls.timers,
                                                "dlq_url": urls.timers_dlq, "fifo_dlq_url": urls.wake_dlq})
         clock = SystemClock()
-        yield settings, ActorService(registry, DynamoEventStore(db, settings), SqsTransport(sqs, urls, clock),
-                                     clock), sqs
+        service = ActorService(app, DynamoEventStore(db, settings, blobs=blobs), SqsTransport(sqs, urls, clock), clock)
+        service.s3 = s3  # type: ignore[attr-defined]  # (the check of the bucket reads it)
+        yield settings, service, sqs
 
 
 async def visible(sqs: Any, url: str | None) -> int:
@@ -162,3 +177,54 @@ async def test_healthy_wake_ups_never_reach_a_dlq_under_repeated_kill_9(moto_ser
             key: (total, count) for key, (total, count) in expected.items()}, figures  # each exactly once
         assert dead == {"wake": 0, "timers": 0}, figures
         assert "moved" not in log and "Traceback" not in log, log[-3000:]
+
+
+REPEATED = ["p" * 60_000, "q" * 90_000, "r" * 120_000]  # large bodies several messages carry (S3 objects)
+
+
+async def test_repeated_large_bodies_are_each_applied_once_and_nothing_dangles_under_kill_9(
+        moto_server: str, dynamodb_local_server: str, tmp_path: Path) -> None:
+    """Issue 26.1 under load: messages whose large bodies repeat (the same content pending in several messages at
+    once) and some unique ones, the worker killed with SIGKILL again and again; then every message was applied once,
+    and no item of the table refers to an object missing from the bucket."""
+    rng = random.Random(26)
+    async with resources(moto_server, app=large_registry, dynamodb=dynamodb_local_server, bucket=True) as (
+            settings, service, _):
+        worker = WorkerProcess(settings, tmp_path / "worker.log", app="tests.large_app:registry")
+        await worker.start()
+        expected: dict[str, list[str]] = {f"s{n}": [] for n in range(3)}  # actor key -> digests, in send order
+        stop = asyncio.Event()
+
+        async def killer() -> None:
+            while not stop.is_set():
+                await asyncio.sleep(rng.uniform(1.5, 4.0))
+                await worker.kill()
+                await worker.start()
+
+        killing = asyncio.create_task(killer())
+        started, sent = time.monotonic(), 0
+        while time.monotonic() - started < DURATION:
+            key = f"s{sent % len(expected)}"
+            text = rng.choice(REPEATED) if rng.random() < 0.7 else f"unique {sent} " + "u" * 50_000
+            await service.send(service.ref("large-notebook", [key]), "echo", {"text": text}, message_id=f"m{sent}")
+            expected[key].append(digest(text))
+            sent += 1
+            await asyncio.sleep(rng.uniform(0.0, 0.05))
+        stop.set()
+        await killing
+        load_ended = time.monotonic()
+        try:
+            while True:
+                states = {key: await service.state(service.ref("large-notebook", [key])) for key in expected}
+                if all(len(state.digests) >= len(expected[key]) for key, state in states.items()):
+                    break
+                assert time.monotonic() - load_ended < DRAIN_TIMEOUT, {k: len(s.digests) for k, s in states.items()}
+                await asyncio.sleep(0.25)
+        finally:
+            await worker.stop()
+        figures = {"seconds of load": DURATION, "messages sent": sent, "worker kills": worker.kills}
+        assert worker.kills >= max(2, int(DURATION / 10)), figures
+        # Each applied exactly once, in send order per actor (a FIFO group per actor).
+        assert {key: state.digests for key, state in states.items()} == expected, figures
+        store: Any = service.store
+        assert await dangling(store.client, service.s3, settings.table, settings.bucket) == {}, figures

@@ -17,7 +17,7 @@ from dormant.errors import ItemTooLargeError
 from dormant.limits import FAILURE_TEXT, RECORD_ROOM, json_bytes
 from dormant.ports import ActorRef
 from dormant.runtime.operations import reset_failure
-from dormant.runtime.wake import CUT_NOTE, failure_mark
+from dormant.runtime.failure_record import CUT_NOTE, failure_mark
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import ErrorInfo, OperatorNote, WorkflowRecord, WorkflowState
 

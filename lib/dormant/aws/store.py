@@ -20,7 +20,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from dormant.aws import callbacks, deletion, inbox, search, slots, versions
+from dormant.aws import callbacks, deletion, doctor, inbox, search, slots, versions
 from dormant.aws.batches import ConditionFailed, present, put_all
 from dormant.aws.blobs import BlobMissing, S3Blobs
 from dormant.aws.items import (
@@ -42,6 +42,7 @@ from dormant.aws.side import EVENTS_PREFIX, RESPONSE_PREFIX, SideItems
 from dormant.aws.sizes import SizeChecks, side_parts_of
 from dormant.aws.table import PENDING_INDEX, TTL_ATTRIBUTE, client_config, create_table, table_definition
 from dormant.errors import StorageError, StorageRefusedError, VersionConflict
+from dormant.models import ValueCheck
 from dormant.ports import (
     ActorCount,
     ActorMeta,
@@ -309,6 +310,23 @@ class DynamoEventStore:
 
     async def delete(self, ref: ActorRef, *, at: float | None = None) -> bool:
         return await deletion.delete_actor(self, ref, at)
+
+    async def check_values(self, ref: ActorRef, *, repair: bool = False) -> ValueCheck | None:
+        return await doctor.check_values(self, ref, repair=repair)  # (dormant.aws.doctor)
+
+    # -- raw reads and writes for the doctor (dormant.aws.doctor): an actor that cannot load is read this way -----
+    async def read_ring(self, ref: ActorRef) -> list[dict[str, Any]]:
+        """The raw items of the actor's commit ring (no S3 read)."""
+        return await self._query_ring(ref)
+
+    async def live_inbox_items(self, ref: ActorRef, head: Head) -> list[InboxMessage]:
+        """The pending messages a load of `head` hands the workflow, as stored (values in S3 not read back)."""
+        pending = [item for item in await self._query_pending(ref) if "m" in item]
+        return self._inbox.live(ref, pending, [Side(consumed=list(head.chain_consumed), at=head.side.at)])[0]
+
+    async def drop_messages(self, ref: ActorRef, message_ids: list[str], version: int) -> None:
+        """Take pending messages out of the inbox for good (their tombstones, as a commit consuming them writes)."""
+        await self._inbox.write_tombstones(ref, message_ids, version)
 
     # -- reading the ring ----------------------------------------------------------------------------
     async def _query_ring(self, ref: ActorRef) -> list[dict[str, Any]]:

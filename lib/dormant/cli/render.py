@@ -35,7 +35,8 @@ from dormant.workflow.history import (
 
 STATUS_STYLE = {"completed": "green", "failed": "red", "diverged": "magenta", "terminated": "dim",
                 "rolling_back": "yellow", "sleeping": "cyan", "pending": "blue", "running": "cyan",
-                "paused": "yellow"}
+                "paused": "yellow", "intact": "green", "repaired": "yellow", "recovered": "yellow", "lost": "red",
+                "missing": "red"}
 MARK = {EntryStatus.COMPLETED: "[green]✓[/green]", EntryStatus.FAILED: "[red]✗[/red]",
         EntryStatus.PENDING: "[yellow]…[/yellow]", EntryStatus.CANCELLED: "[dim]⊘[/dim]"}
 

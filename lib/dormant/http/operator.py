@@ -14,6 +14,8 @@
     POST   /actors/{actor}/{key}/unpause                 let it run again, woken now
     POST   /actors/{actor}/pause?status=&limit=&cursor=  pause one page of a listing; results per actor
     POST   /actors/{actor}/unpause?limit=&cursor=        unpause one page of the paused ones
+    GET    /actors/{actor}/{key}/values                  its values kept in S3 checked against the bucket
+    POST   /actors/{actor}/{key}/values/repair           ... and repaired where their content is still there
     GET    /actors/{actor}/{key}/versions                the versions kept, which a fork or reset can start from
     GET    /actors/{actor}/{key}/versions/{version}      the actor as it was at one of them
     POST   /actors/{actor}/{key}/fork                    {"version": V, "key": [...], "reason"?, "paused"?}
@@ -47,6 +49,7 @@ from dormant.models import (
     KeptVersion,
     OperationPage,
     OperationResult,
+    ValueCheck,
 )
 from dormant.ports import ActorRef, ActorSummary, VersionInfo
 from dormant.runtime.operations import Operator
@@ -303,6 +306,24 @@ def operator_router(registry: Registry, get_service: GetService, authorize: Auth
         ops, by = await operating(request)
         page = await ops.unpause_page(actor, limit=limit, cursor=decode_cursor(cursor), by=by)
         return OperationPage(results=page.results, cursor=encode_cursor(page.cursor))
+
+    @router.get("/actors/{actor}/{key}/values", response_model=ValueCheck,
+                summary="Check the values an actor keeps in S3", operation_id="operator-check-values")
+    async def check_values(request: Request, actor: str, key: str) -> ValueCheck:
+        """Every reference the actor's kept versions and pending messages hold to values kept in S3, checked against
+        the bucket (`dormant doctor`; docs/operations.md, "Lost values"). Reads only: it works on an actor that no
+        longer loads."""
+        ops = await operator(request)
+        return await ops.check_values(ref(actor, key))
+
+    @router.post("/actors/{actor}/{key}/values/repair", response_model=ValueCheck,
+                 summary="Repair the values an actor keeps in S3", operation_id="operator-repair-values")
+    async def repair_values(request: Request, actor: str, key: str) -> ValueCheck:
+        """Restore each missing object whose content another object still holds; take a pending message whose body
+        is lost out of the inbox; if values of the live version are lost, put markers in their place and mark the
+        actor failed (`dormant doctor --repair`). Safe to repeat."""
+        ops, _ = await operating(request)
+        return await ops.check_values(ref(actor, key), repair=True)
 
     @router.get("/actors/{actor}/{key}/versions", response_model=VersionList, summary="The versions kept",
                 operation_id="operator-versions")

@@ -14,7 +14,15 @@ from urllib.parse import quote
 import httpx
 
 from dormant.cursors import every_result, every_summary
-from dormant.models import ActorCounts, AttentionList, Inbox, KeptVersion, OperationPage, OperationResult
+from dormant.models import (
+    ActorCounts,
+    AttentionList,
+    Inbox,
+    KeptVersion,
+    OperationPage,
+    OperationResult,
+    ValueCheck,
+)
 from dormant.ports import ActorPage, ActorSummary, VersionInfo
 from dormant.workflow.history import WorkflowState
 
@@ -134,6 +142,14 @@ class HandleOperatorCalls:
         """Let a paused actor run again: woken now."""
         response = await self._client.request("POST", f"{self.path}/unpause", idempotent=True)
         return OperationResult.model_validate(response.json())
+
+    async def check_values(self, *, repair: bool = False) -> ValueCheck:
+        """Its values kept in S3 checked against the bucket; with `repair`, repaired (`dormant doctor`)."""
+        if repair:
+            response = await self._client.request("POST", f"{self.path}/values/repair", idempotent=True)
+        else:
+            response = await self._client.request("GET", f"{self.path}/values", idempotent=True)
+        return ValueCheck.model_validate(response.json())
 
     async def versions(self) -> list[VersionInfo]:
         """The versions a fork or reset can start from, oldest first."""

@@ -43,6 +43,7 @@ from dormant.models import (
     OperationResult,
     PendingMessage,
     StatusCount,
+    ValueCheck,
 )
 from dormant.ports import (
     FINISHED,
@@ -54,7 +55,7 @@ from dormant.ports import (
     InboxMessage,
     VersionInfo,
 )
-from dormant.runtime import pausing, rewind
+from dormant.runtime import doctor, pausing, rewind
 from dormant.runtime.attention import attention_list
 from dormant.runtime.offline import replay_snapshot
 from dormant.runtime.outcomes import MAX_RACES, OperatorHost, load_existing
@@ -217,6 +218,12 @@ class Operator:
         results = [await _reporting("unpause", ref, s.status, self.unpause(ref, by=by))
                    for s in page.actors for ref in (ActorRef(name=s.name, key=s.key),)]
         return OperationPage(results=results, cursor=page.cursor)
+
+    # -- values kept outside the items (dormant.runtime.doctor) ---------------------------------------------
+    async def check_values(self, ref: ActorRef, *, repair: bool = False) -> ValueCheck:
+        """Its values kept in S3 checked against the bucket; with `repair`, recovered where their content is
+        still there, and the actor marked failed if values of its live version are lost."""
+        return await doctor.check_values(self.host, ref, repair=repair)
 
     # -- kept versions, fork and reset (dormant.runtime.versions, rewind) ------------------------------------
     async def versions(self, ref: ActorRef) -> list[VersionInfo]:

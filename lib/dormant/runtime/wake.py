@@ -10,19 +10,19 @@ from typing import Any
 
 from dormant.actor import ActorDefinition
 from dormant.errors import InvalidMessageIdError, StorageRefusedError, VersionConflict, WakeFailedError
-from dormant.limits import FAILURE_TEXT, RECORD_ROOM, cut_text, json_bytes, utf8_size
 from dormant.ports import ActorRef, ActorSnapshot, Creation, InboxMessage
 from dormant.runtime.attention import current_wake_error, track_retry
 from dormant.runtime.callbacks import callback_url, new_token
 from dormant.runtime.collector import relaxed_collector
 from dormant.runtime.contexts import HookContext, StepContext, call_hook
+from dormant.runtime.failure_record import failure_mark
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
 from dormant.runtime.slots import LimitSlots
 from dormant.runtime.waits import WakeWaits, horizon
 from dormant.search import stale, visible
 from dormant.workflow.execution import CommitDraft, Execution, StepRun
-from dormant.workflow.history import ErrorInfo, QueuedMessage, WorkflowRecord, WorkflowState
+from dormant.workflow.history import QueuedMessage, WorkflowRecord, WorkflowState
 from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted, WakeRestart
 from dormant.workflow.state_cell import StateCell
@@ -206,29 +206,6 @@ async def _fail_unstorable(service: ActorService, ref: ActorRef, error: StorageR
             continue
         return WakeReport(ref=ref, outcome=WorkflowState.FAILED.value, record=record, commits=1, attempts=attempt)
     raise WakeFailedError(f"recording the failure of {ref} lost {MAX_CONFLICT_RETRIES} version races in a row")
-
-
-CUT_NOTE = " [... cut: the whole text is in the worker's log]"
-MAX_TYPE_NAME = 128  # bytes of the error's type name kept
-
-
-def failure_mark(record: WorkflowRecord, error: BaseException) -> WorkflowRecord:
-    """`record` marked failed with `error`, at most RECORD_ROOM bytes as stored JSON (dormant.limits), so that the
-    commit that stores it fits whatever the history's size: nothing it waited for is kept, the error's text is cut
-    to FAILURE_TEXT (and shorter if the operator notes on the record leave less room), and those notes are dropped
-    only if even the error's type alone would not fit beside them."""
-    kind = cut_text(type(error).__name__, MAX_TYPE_NAME, "")
-    failed = record.model_copy(update={
-        "state": WorkflowState.FAILED, "output": None, "divergence": None, "waiting_for": [], "deadline": None,
-        "retry_at": None, "limits": [], "error": ErrorInfo(type=kind, message="")})
-    if json_bytes(failed.model_dump(mode="json")) > RECORD_ROOM.maximum:
-        failed = failed.model_copy(update={"paused": None, "rewritten": None})
-    room = min(FAILURE_TEXT.maximum, RECORD_ROOM.maximum - json_bytes(failed.model_dump(mode="json")))
-    # The room is counted in bytes of JSON: a character escaped in JSON (a quote, a newline) takes up to 6.
-    text = cut_text(str(error), room, CUT_NOTE)
-    while json_bytes(text) - 2 > room:
-        text = cut_text(text, utf8_size(text) - (json_bytes(text) - 2 - room), CUT_NOTE)
-    return failed.model_copy(update={"error": ErrorInfo(type=kind, message=text)})
 
 
 async def _complete_requests(service: ActorService, ref: ActorRef, snapshot: ActorSnapshot | None,
