@@ -2,7 +2,7 @@
 
 A history grown to the item limit one entry at a time, at every byte offset of an entry's size: the commit that
 would take the room kept for a failure is refused, and the commit that marks the workflow failed
-(dormant.runtime.wake.failure_mark) is always taken, and so are a resume and the end of a fixed workflow after it."""
+(dormant.runtime.failure_record.failure_mark) is always taken, and so are a resume and the end of a fixed workflow after it."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from dormant.aws.sizes import SizeChecks
 from dormant.errors import ItemTooLargeError
 from dormant.limits import FAILURE_TEXT, RECORD_ROOM, json_bytes
 from dormant.ports import ActorRef
-from dormant.runtime.operations import reset_failure
 from dormant.runtime.failure_record import CUT_NOTE, failure_mark
+from dormant.runtime.operations import reset_failure
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import ErrorInfo, OperatorNote, WorkflowRecord, WorkflowState
 
