@@ -198,7 +198,10 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         yield
         await holder.aclose()
 
+    # redirect_slashes=False: Starlette would answer `/actors/` with a 307 to an absolute URL built from the Host
+    # header (an open redirect behind a proxy that passes it on); a trailing slash is a 404 like any unknown path.
     app = FastAPI(title="Dormant actors", version=API_VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  redirect_slashes=False,
                   description="Durable actor workflows: send to queues, call actions, read state, status, "
                               "events and history. See docs/http-api.md.")
     app.state.services = holder  # `await app.state.services.aclose()` closes clients opened on demand
