@@ -19,6 +19,8 @@ class CallbackRecord(BaseModel):
 
     token_hash: str
     callback_id: str
+    completion_id: str | None = Field(None, description="The id of its completion message (None: a callback "
+                                                        "opened before it was recorded, `callback-<id>`)")
     name: str
     location: str
     actor: str

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dormant.errors import InvalidKeyError, InvalidMessageIdError, InvalidSettingError, ItemTooLargeError
+from dormant.workflow.callbacks import LEGACY_MESSAGE_PREFIX, RESERVED_ID_PREFIX, is_reserved_message_id
 
 if TYPE_CHECKING:
     from dormant.workflow.execution import CommitDraft
@@ -342,7 +343,8 @@ def check_actor_id(actor_id: str) -> None:
 
 
 def check_message_id(message_id: object) -> str:
-    """The message id if it can name a stored message, else InvalidMessageIdError (never echoing it)."""
+    """A caller's message id (an Idempotency-Key) if it can name a stored message and is not in the namespace of
+    Dormant's own ids (a callback's completion), else InvalidMessageIdError (never echoing it)."""
     if not isinstance(message_id, str) or not message_id:
         raise InvalidMessageIdError("a message id must be a non-empty string")
     try:
@@ -353,6 +355,10 @@ def check_message_id(message_id: object) -> str:
         raise InvalidMessageIdError(f"the message id is {size:,} bytes; a message id is {MESSAGE_ID.describe()}")
     if any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in message_id):
         raise InvalidMessageIdError("a message id must not contain control characters")
+    if is_reserved_message_id(message_id):
+        raise InvalidMessageIdError(
+            f"a message id must not start with `{RESERVED_ID_PREFIX}` nor be `{LEGACY_MESSAGE_PREFIX}` and 32 hex "
+            "digits: those ids are Dormant's own, for the completions of callbacks (docs/semantics.md, Callbacks)")
     return message_id
 
 

@@ -7,6 +7,7 @@ shows one. Through uvicorn with raw sockets and through Mangum with API Gateway 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -27,8 +28,10 @@ from dormant import (
     WorkflowContext,
     actor,
     callback,
+    queue,
     setup,
 )
+from dormant.errors import InvalidMessageIdError
 from dormant.http.access import AccessLog
 from dormant.http.app import create_app
 from dormant.settings import Settings
@@ -79,7 +82,26 @@ async def approval_run(ctx: WorkflowContext) -> None:
     await ctx.step("record", record)
 
 
-registry = setup(approval)
+noted = actor("cb-noted", queues={"note": queue(dict)}, state=Handed, callbacks={"decision": callback(Decision)})
+
+
+@noted.workflow
+async def noted_run(ctx: WorkflowContext) -> None:  # its notes are never read: they only occupy message ids
+    cb = await ctx.callback("decision", timeout=600)
+
+    def hand_out(s: StepContext) -> None:
+        s.state.token = cb.token
+
+    await ctx.step("hand-out", hand_out)
+    decision = await cb.result()
+
+    def record(s: StepContext) -> None:
+        s.state.outcome = f"approved={decision.approved} amount={decision.amount}"
+
+    await ctx.step("record", record)
+
+
+registry = setup(approval, noted)
 
 
 async def _token(env: Any, key: str, actor_input: Any = None) -> str:
@@ -366,6 +388,39 @@ async def test_the_openapi_document_describes_the_callback_routes_without_securi
         operations = document["paths"]["/callbacks/{token}"]
         assert set(operations) == {"post", "get"}
         assert all(operation["security"] == [] for operation in operations.values())
-        schema = operations["post"]["requestBody"]["content"]["application/json"]["schema"]
+        ref = operations["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        schema = document["components"]["schemas"][ref.removeprefix("#/components/schemas/")]
         assert {"result", "error", "heartbeat"} <= set(schema["properties"])
         assert {"409", "410", "422"} <= set(operations["post"]["responses"])
+
+
+async def test_an_idempotency_key_cannot_take_a_callbacks_completion_id(connect: Connect) -> None:
+    async with TestEnv(registry) as env:
+        client = await connect(env)
+        handle = env.client.get_or_create("cb-noted", ["k"])
+        await handle.status()
+        await env.run_until_idle()
+        token = (await handle.state()).token
+        identity = hashlib.sha256(token.encode()).hexdigest()[:32]
+        taken = [f"dormant:callback:{identity}", f"callback-{identity}"]  # its completion's id, now and before
+        before = _dump(env)
+        app = create_app(registry, Settings(dev=True), service=env.service)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as http:
+            for key in taken:
+                answers = [await http.post("/actors/cb-noted/k/queues/note", json={"x": 1},
+                                           headers={"Idempotency-Key": key}),
+                           await http.post("/actors/cb-noted/k/queues/note/batch", json={"messages": [
+                               {"body": {"a": 1}, "id": "fine"}, {"body": {"b": 2}, "id": key}]})]
+                for answer in answers:
+                    assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_idempotency_key"
+                    assert "Dormant's own" in answer.text and identity not in answer.text
+                assert answers[1].json()["error"]["message"].startswith("message 1 of the batch: ")
+                with pytest.raises(InvalidMessageIdError):  # the client's own: in-process or HttpClient
+                    await client.get_or_create("cb-noted", ["k"]).send("note", {"x": 1}, message_id=key)
+                with pytest.raises(InvalidMessageIdError):
+                    await client.get_or_create("cb-noted", ["k"]).send_many("note", [{"x": 1}], message_ids=[key])
+            assert _dump(env) == before  # nothing stored
+            answer = await http.post(f"/callbacks/{token}", json={"result": {"approved": True, "amount": 9}})
+            assert (answer.status_code, answer.json()["status"]) == (202, "accepted")
+        await env.run_until_idle()
+        assert (await handle.state()).outcome == "approved=True amount=9"

@@ -1,5 +1,6 @@
 """/openapi.json is a valid OpenAPI 3.1 document (openapi-spec-validator): unique operation ids and no empty
-`prefixItems`, for the API tests' registry and for every example's, so client generators can read it."""
+`prefixItems`, for the API tests' registry and for every example's, so client generators can read it; and every
+`$ref` of it resolves, in every app the tests build (each registry they serve, in dev mode and deployed)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from openapi_spec_validator import validate
 
+from dormant.actor import Registry
 from dormant.http.app import create_app
 from dormant.settings import Settings
 from dormant.testing import TestEnv
@@ -17,8 +19,8 @@ from examples.catalog import PATTERNS
 from tests.api.apps import registry
 
 
-def _document(app_registry: Any) -> dict[str, Any]:
-    app = create_app(app_registry, Settings(dev=True), service=TestEnv(app_registry).service)
+def _document(app_registry: Any, *, dev: bool = True) -> dict[str, Any]:
+    app = create_app(app_registry, Settings(dev=dev), service=TestEnv(app_registry).service)
     return app.openapi()
 
 
@@ -59,3 +61,71 @@ def test_sends_document_conflicts_and_retryable_outages() -> None:
     send = _document(registry)["paths"]["/actors/account/{key}/queues/deposit"]["post"]["responses"]
     assert {"202", "200", "400", "409", "413", "422", "503", "default"} <= set(send)
     assert "Retry-After" in send["503"]["headers"]
+
+
+# Every registry a test serves an app for (create_app in tests/): `dev` only adds a route (fire-timer), the
+# callback and operator routes are in every one.
+APP_REGISTRIES = ("tests.api.apps:registry", "tests.api.apps:desk_registry", "tests.api.vault_app:registry",
+                  "tests.api.test_callbacks_api:registry", "tests.limits_app:registry",
+                  "tests.limits_app:fixed_registry", "tests.large_app:registry", "tests.e2e.apps:registry",
+                  "tests.e2e.map_app:registry", "tests.e2e.hostile_app:registry", "examples.app:registry",
+                  "examples.versioned_evolution:registry_v1",
+                  *sorted({f"examples.{module}:registry" for module in PATTERNS.values()}))
+
+
+def _app_registry(spec: str) -> Registry:
+    module, _, name = spec.partition(":")
+    found = getattr(importlib.import_module(module), name)
+    return found if isinstance(found, Registry) else found()
+
+
+def unresolved_refs(document: dict[str, Any]) -> list[str]:
+    """The `$ref`s of the document that do not name a part of it (local JSON pointers, RFC 6901)."""
+    missing = []
+    for node in _walk(document):
+        ref = node.get("$ref")
+        if not isinstance(ref, str):
+            continue
+        target: Any = document
+        if not ref.startswith("#/"):
+            missing.append(ref)  # the document refers to nothing outside itself
+            continue
+        for token in ref[2:].split("/"):
+            token = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and token in target:
+                target = target[token]
+            elif isinstance(target, list) and token.isdigit() and int(token) < len(target):
+                target = target[int(token)]
+            else:
+                missing.append(ref)
+                break
+    return missing
+
+
+def test_a_dangling_ref_is_found() -> None:
+    document = {"components": {"schemas": {"A": {"type": "object"}, "a/b": {}}},
+                "paths": {"/x": {"get": {"schema": {"$ref": "#/$defs/A"}}},
+                          "/y": {"get": {"schema": {"anyOf": [{"$ref": "#/components/schemas/A"},
+                                                              {"$ref": "#/components/schemas/a~1b"},
+                                                              {"$ref": "#/components/schemas/B"}]}}}}}
+    assert sorted(unresolved_refs(document)) == ["#/$defs/A", "#/components/schemas/B"]
+
+
+@pytest.mark.parametrize("dev", [True, False], ids=["dev", "deployed"])
+@pytest.mark.parametrize("spec", APP_REGISTRIES)
+def test_every_ref_resolves(spec: str, dev: bool) -> None:
+    document = _document(_app_registry(spec), dev=dev)
+    refs = [node["$ref"] for node in _walk(document) if isinstance(node.get("$ref"), str)]
+    assert refs  # (the models are shared components: a document without refs would check nothing)
+    assert unresolved_refs(document) == []
+    validate(document)
+
+
+def test_the_callback_route_refers_to_its_request_and_error_models() -> None:
+    post = _document(registry)["paths"]["/callbacks/{token}"]["post"]
+    assert post["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/CallbackRequest"}
+    schemas = _document(registry)["components"]["schemas"]
+    error = schemas["CallbackRequest"]["properties"]["error"]
+    assert {"$ref": "#/components/schemas/CallbackErrorBody"} in error["anyOf"]
+    assert schemas["CallbackErrorBody"]["required"] == ["type"]

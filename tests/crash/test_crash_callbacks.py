@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from dormant import CallbackError, StepContext, WorkflowContext, actor, callback, setup
 from dormant.testing import TestEnv
+from dormant.workflow.callbacks import MESSAGE_PREFIX
 from examples import payment_webhook
 from examples.payment_webhook import Services
 from tests.crash.harness import Observation, Scenario, check_crash_safety
@@ -103,7 +104,7 @@ def _reset() -> None:
 
 
 def _completion(message_id: str) -> str:
-    return "the callback's completion" if message_id.startswith("callback-") else message_id
+    return "the callback's completion" if message_id.startswith(MESSAGE_PREFIX) else message_id
 
 
 @pytest.mark.parametrize("scenario", [

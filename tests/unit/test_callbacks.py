@@ -32,6 +32,7 @@ from dormant import (
     setup,
 )
 from dormant.callback_records import CALLBACK_RETENTION
+from dormant.errors import InvalidMessageIdError
 from dormant.ports import InboxMessage
 from dormant.runtime.callbacks import TOKEN_PATTERN
 from dormant.testing import TestEnv
@@ -277,8 +278,18 @@ async def misdeclared_run(ctx: WorkflowContext) -> None:
     await ctx.callback(str((ctx.input or {})["name"]), timeout=(ctx.input or {}).get("timeout"))
 
 
+noted = actor("cb-noted", state=Seen, queues={"note": queue(dict)}, callbacks={"done": callback(Result)})
+
+
+@noted.workflow
+async def noted_run(ctx: WorkflowContext) -> None:  # its notes are never read: they only occupy message ids
+    cb = await ctx.callback("done", timeout=600)
+    await ctx.step("hand-out", _hand_out(cb.token))
+    await ctx.step("record", _record(await _outcome_of(cb)))
+
+
 registry = setup(basic, flaky, looping, raced, joined, beside_a_step, in_process, ends_early, failing, urls,
-                 misdeclared)
+                 misdeclared, noted)
 
 
 @pytest.fixture(autouse=True)
@@ -635,11 +646,66 @@ async def test_a_completion_with_the_right_id_but_not_the_token_is_not_taken() -
     async with TestEnv(registry) as env:
         handle, token = await _started(env, "cb-basic")
         callback_id = hashlib.sha256(token.encode()).hexdigest()[:32]
-        forged = InboxMessage(id=f"callback-{callback_id}", queue="done", kind="callback", created_at=env.now(),
-                              body={"token_hash": hashlib.sha256(b"another token").hexdigest(),
+        forged = InboxMessage(id=f"dormant:callback:{callback_id}", queue="done", kind="callback",
+                              created_at=env.now(), body={"token_hash": hashlib.sha256(b"another token").hexdigest(),
                                     "outcome": "completed", "result": {"value": 666}})
         await env.store.enqueue(handle.ref, forged)  # (written behind the API's back)
         await env.service.transport.wake(handle.ref)
         await env.run_until_idle()
         assert (await handle.status()).workflow == "sleeping"
         assert (await handle.state()).outcome == ""
+
+
+def _completion_ids(token: str) -> tuple[str, str]:
+    """The completion id of a callback opened now, and the one it had before (issue 26): `callback-<id>`."""
+    identity = hashlib.sha256(token.encode()).hexdigest()[:32]
+    return f"dormant:callback:{identity}", f"callback-{identity}"
+
+
+async def _refused_everywhere(handle: Any, taken: str) -> None:
+    """A send and a batch under `taken` are refused, naming the rule and never the id."""
+    with pytest.raises(InvalidMessageIdError, match="Dormant's own") as refused:
+        await handle.send("note", {"x": 1}, message_id=taken)
+    assert taken not in str(refused.value)
+    with pytest.raises(InvalidMessageIdError, match=r"^message 1 of the batch: ") as refused:
+        await handle.send_many("note", [{"a": 1}, {"b": 2}], message_ids=["fine", taken])
+    assert taken not in str(refused.value)
+
+
+async def test_a_send_cannot_take_a_callbacks_completion_id() -> None:
+    async with TestEnv(registry) as env:
+        handle, token = await _started(env, "cb-noted")
+        new, old = _completion_ids(token)
+        before = _dump(env)
+        for taken in (new, old, "dormant:anything", "callback-" + "0" * 32):  # the namespace, not only these
+            await _refused_everywhere(handle, taken)
+        assert _dump(env) == before  # nothing stored, nothing sent
+        for near in ("callback-" + "A" * 32, "callback-" + "a" * 31, "Dormant:callback:x", "x-dormant:1"):
+            await handle.send("note", {"near": near}, message_id=near)  # outside the namespace: ordinary ids
+        assert (await env.client.complete_callback(token, {"value": 7})).status == "accepted"
+        assert env.store.inbox_ids(handle.ref)[-1] == new
+        await env.run_until_idle()
+        assert (await handle.state()).outcome == "Result 7"
+
+
+async def test_a_callback_opened_before_completion_ids_were_recorded_still_completes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    async with TestEnv(registry) as env:
+        with monkeypatch.context() as patch:  # opened as the code before did: no completion id recorded
+            patch.setattr("dormant.workflow.callbacks.message_id", lambda callback: None)
+            handle, token = await _started(env, "cb-noted")
+        new, old = _completion_ids(token)
+        record = _record_of(env, token)
+        del record["completion_id"]  # the lookup record as it was written then
+        entry = next(e for e in await handle.history() if e.kind.value == "callback")
+        assert entry.callback is not None and entry.callback.completion_id is None
+        for taken in (new, old):
+            await _refused_everywhere(handle, taken)
+        assert (await env.client.complete_callback(token, {"value": 5})).status == "accepted"
+        assert env.store.inbox_ids(handle.ref) == [old]  # the id the workflow's code then looks for
+        assert (await env.client.complete_callback(token, {"value": 5})).status == "accepted"  # a retry: the same
+        with pytest.raises(CallbackCompletedError):
+            await env.client.complete_callback(token, {"value": 6})
+        await env.run_until_idle()
+        assert (await handle.state()).outcome == "Result 5"
+        assert (await env.client.complete_callback(token, {"value": 5})).status == "completed"

@@ -7,7 +7,6 @@ import time
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from dormant.cli.common import (
     DEFAULT_URL,
@@ -100,7 +99,7 @@ async def send(actor: ActorArgument, key: KeyArgument,
     if json:
         print_json(result)
     elif result.status == "completed":
-        out.print(f"completed (message {escape(result.id)}); response:")
+        out.print(f"completed (message {shown(result.id)}); response:")
         out.print_json(jsonlib.dumps(result.response))
     else:
         out.print(send_outcome(result, timeout))
@@ -111,7 +110,7 @@ async def send(actor: ActorArgument, key: KeyArgument,
 
 def send_outcome(result: SendResult, timeout: float) -> str:
     """One line saying what became of a message that got no response."""
-    line = f"{result.status} (message {escape(result.id)})"
+    line = f"{result.status} (message {shown(result.id)})"
     stopped = result.workflow.value if result.workflow is not None else None
     if stopped in ("completed", "terminated"):
         if result.status == "queued":
@@ -133,7 +132,7 @@ def send_outcome(result: SendResult, timeout: float) -> str:
                 "iteration ended before complete()): no response will come")
     if result.status == "timedOut":
         return (f"{line}: no answer within {timeout:g} s; the message is stored and may still be answered "
-                f"(send again with --id {escape(result.id)} --wait to keep waiting)")
+                f"(send again with --id {shown(result.id)} --wait to keep waiting)")
     return line
 
 

@@ -11,10 +11,9 @@ import time
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from dormant.cli.common import DEFAULT_URL, CliError, JsonOption, UrlOption, command, out, parse_json, print_json
-from dormant.cli.render import when
+from dormant.cli.render import shown, when
 from dormant.http.client import HttpClient
 from dormant.models import CallbackStatus
 
@@ -42,7 +41,7 @@ def _show(status: CallbackStatus, json: bool) -> int:
         print_json(status)
         return 0
     now = time.time()
-    parts = [f"callback [bold]{escape(status.callback)}[/bold]: {status.status}"]
+    parts = [f"callback [bold]{shown(status.callback)}[/bold]: {status.status}"]
     if status.deadline is not None:
         parts.append(f"times out {when(status.deadline, now)}")
     if status.heartbeat_deadline is not None and status.status in ("open", "accepted"):

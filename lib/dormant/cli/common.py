@@ -1,7 +1,13 @@
 """What every `dormant` command shares: the API options (--url, --token, --json), the client, the consoles,
 actor keys on the command line (read and shown), and turning errors into one red line and an exit code.
 
-Everything printed passes through dormant.safetext: keys, values and errors come from whoever called the API."""
+Everything printed passes through dormant.safetext: keys, values and errors come from whoever called the API.
+The one place that makes sure of it is `SafeConsole` (`out` and `err`): whatever a command hands it, no control
+character but the line feed, no bidi control, no line or paragraph separator reaches the terminal; each is
+written as its escape (``\\u009b``). A line feed in the data cannot be told from one of the layout there, so
+commands show data with `render.shown` (one line: line feeds escaped too) and keys with `key_text`. The --json
+outputs (`print_json`) are JSON with those characters written as escapes (``\\u001b``) inside its strings
+(`safetext.json_text`): the same values, valid JSON, safe on a terminal."""
 
 from __future__ import annotations
 
@@ -16,16 +22,27 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from pydantic import BaseModel
-from rich.console import Console
+from rich.console import (
+    Console,
+    ConsoleOptions,
+    ConsoleRenderable,
+    HighlighterType,
+    JustifyMethod,
+    OverflowMethod,
+    RenderHook,
+    RenderResult,
+)
 from rich.highlighter import JSONHighlighter
 from rich.markup import escape
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 
 from dormant.actor import Registry, load_registry
 from dormant.errors import InvalidKeyError
 from dormant.http.client import HttpClient
 from dormant.http.keys import ESCAPE, SEPARATOR, decode_key
-from dormant.safetext import json_text, printable
+from dormant.safetext import json_text, printable, printable_lines
 from dormant.workflow.errors import DormantError
 
 P = ParamSpec("P")
@@ -34,11 +51,22 @@ DEFAULT_URL = "http://127.0.0.1:8787"
 
 
 class SafeConsole(Console):
-    """A Rich console whose `print_json` writes no character a terminal acts on (C1 controls, bidi overrides:
-    Rich's own leaves them raw) and that never turns `:name:` in printed text into an emoji."""
+    """A Rich console that writes no character a terminal acts on (C0 controls but the line feed, DEL, C1
+    controls, bidi controls, line and paragraph separators: dormant.safetext), whatever it is given: every string
+    is escaped before Rich lays it out (so tables keep their widths), and every segment of every renderable is
+    checked again as it is written (a `Text` made elsewhere). `print_json` likewise. It never turns `:name:` in
+    printed text into an emoji."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(soft_wrap=True, emoji=False, **options)
+        self.push_render_hook(_PrintableSegments())
+
+    def render_str(self, text: str, *, style: str | Style = "", justify: JustifyMethod | None = None,
+                   overflow: OverflowMethod | None = None, emoji: bool | None = None, markup: bool | None = None,
+                   highlight: bool | None = None, highlighter: HighlighterType | None = None) -> Text:
+        """Every string Rich prints or measures (markup, table cells, tree labels) comes through here."""
+        return super().render_str(printable_lines(text), style=style, justify=justify, overflow=overflow,
+                                  emoji=emoji, markup=markup, highlight=highlight, highlighter=highlighter)
 
     def print_json(self, json: str | None = None, *, data: Any = None, indent: int | str | None = 2,
                    highlight: bool = True, skip_keys: bool = False, ensure_ascii: bool = False,
@@ -49,6 +77,25 @@ class SafeConsole(Console):
                                             check_circular=check_circular, allow_nan=allow_nan, default=default,
                                             sort_keys=sort_keys)))
         self.print(JSONHighlighter()(text) if highlight else text, soft_wrap=True)
+
+
+class _Escaped:
+    """A renderable whose segments are written with every unsafe character but the line feed escaped."""
+
+    def __init__(self, renderable: ConsoleRenderable) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for segment in console.render(self.renderable, options):
+            if segment.control or printable_lines(segment.text) == segment.text:
+                yield segment  # (cursor moves and the like are Rich's own)
+            else:
+                yield Segment(printable_lines(segment.text), segment.style)
+
+
+class _PrintableSegments(RenderHook):
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        return [_Escaped(renderable) for renderable in renderables]
 
 
 out = SafeConsole()

@@ -7,7 +7,6 @@ import time
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from dormant.cli.common import (
@@ -24,7 +23,7 @@ from dormant.cli.common import (
     out,
     print_json,
 )
-from dormant.cli.render import when
+from dormant.cli.render import shown, shown_key, when
 from dormant.http.client import HttpError
 from dormant.models import Inbox
 
@@ -59,8 +58,8 @@ def _table(found: Inbox, now: float) -> Table:
         queue = message.queue if message.kind == "queue" else f"{message.queue} (action)"
         due = when(message.not_before, now) if message.not_before is not None else "-"
         body = message.preview + ("…" if message.truncated else "")
-        table.add_row(escape(message.id), escape(queue), when(message.created_at, now), due,
-                      escape(message.sender or "-"), str(message.bytes), escape(body))
+        table.add_row(shown(message.id), shown(queue), when(message.created_at, now), due,
+                      shown(message.sender or "-"), str(message.bytes), shown(body))
     return table
 
 
@@ -80,5 +79,5 @@ async def fire_timer(actor: ActorArgument, key: KeyArgument, url: UrlOption = DE
     if json:
         print_json(result)
     else:
-        out.print(f"[bold]{escape(result.actor)}[/bold] {escape(','.join(result.key))}: {escape(result.message)}")
+        out.print(f"[bold]{shown(result.actor)}[/bold] {shown_key(result.key)}: {shown(result.message)}")
     return 0

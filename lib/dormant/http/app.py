@@ -28,6 +28,7 @@ from dormant.actor import ActorDefinition, Registry
 from dormant.errors import ActorPausedError, StorageError, TransportError, VersionConflict, WakeFailedError
 from dormant.http.callbacks import PATH as CALLBACK_PATH
 from dormant.http.callbacks import callback_router
+from dormant.http.callbacks import request_schemas as callback_schemas
 from dormant.http.credentials import TokenSource, require_operator, token_source
 from dormant.http.errors import ApiError, install_error_handlers
 from dormant.http.identity import request_caller
@@ -197,7 +198,10 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         yield
         await holder.aclose()
 
+    # redirect_slashes=False: Starlette would answer `/actors/` with a 307 to an absolute URL built from the Host
+    # header (an open redirect behind a proxy that passes it on); a trailing slash is a 404 like any unknown path.
     app = FastAPI(title="Dormant actors", version=API_VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  redirect_slashes=False,
                   description="Durable actor workflows: send to queues, call actions, read state, status, "
                               "events and history. See docs/http-api.md.")
     app.state.services = holder  # `await app.state.services.aclose()` closes clients opened on demand
@@ -215,6 +219,8 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
                 build_openapi(registry, title=app.title, version=app.version, description=app.description),
                 operator_routes, title=app.title, version=app.version)
             document = merge_openapi(document, callback_routes, title=app.title, version=app.version)
+            for name, schema in callback_schemas().items():  # its body's schema, which FastAPI does not see
+                document["components"]["schemas"].setdefault(name, schema)
             for operation in document["paths"][CALLBACK_PATH].values():
                 operation["security"] = []  # the token in the path is the authorization
             app.openapi_schema = document

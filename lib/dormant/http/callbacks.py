@@ -34,6 +34,7 @@ from dormant.workflow.values import describe_errors
 GetService = Callable[[], Awaitable[ActorService]]
 ReadJson = Callable[[Request], Awaitable[tuple[bool, Any]]]
 PATH = "/callbacks/{token}"
+SCHEMA_REF = "#/components/schemas/{model}"
 
 
 class CallbackErrorBody(BaseModel):
@@ -51,6 +52,13 @@ class CallbackRequest(BaseModel):
     result: Any = Field(None, description="The result: validated against the callback's declared model")
     error: CallbackErrorBody | None = None
     heartbeat: Literal[True] | None = None
+
+
+def request_schemas() -> dict[str, dict[str, Any]]:
+    """The request body's schema and the models it refers to, as the OpenAPI document's components: `POST
+    /callbacks/{token}` refers to `#/components/schemas/CallbackRequest` (dormant.http.app adds these)."""
+    schema = CallbackRequest.model_json_schema(ref_template=SCHEMA_REF)
+    return {**schema.pop("$defs", {}), CallbackRequest.__name__: schema}
 
 
 _ANSWERS: dict[int | str, dict[str, Any]] = {
@@ -87,7 +95,7 @@ def callback_router(get_service: GetService, read_json: ReadJson) -> APIRouter:
 
     @router.post(PATH, response_model=CallbackStatus, summary="Complete, fail or heartbeat a callback",
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                     "schema": CallbackRequest.model_json_schema()}}}})
+                     "schema": {"$ref": SCHEMA_REF.format(model=CallbackRequest.__name__)}}}}})
     async def post_callback(request: Request, token: str) -> JSONResponse:
         check_token(token)  # before the body is read: 400 for what is no token at all
         _, body = await read_json(request)

@@ -116,6 +116,8 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(error, StarletteHTTPException)
         code = _STATUS_CODES.get(error.status_code, "http_error")
         message = "no such route" if error.status_code == 404 else str(error.detail)
+        if error.status_code == 404 and request.url.path.endswith("/") and request.url.path != "/":
+            message += ": paths end without a slash"  # (no redirect: see create_app)
         # (The path is not repeated: errors never echo what a client sent.)
         return error_response(ApiError(error.status_code, code, f"{message} (method {request.method})",
                                        headers=dict(error.headers or {})))

@@ -27,6 +27,7 @@ from dormant.errors import (
     BatchSendFailedError,
     IdempotencyConflictError,
     InvalidMessageError,
+    InvalidMessageIdError,
     StorageError,
     StorageRefusedError,
     TransportError,
@@ -95,7 +96,10 @@ async def send_many(service: ActorService, ref: ActorRef, queue_name: str, bodie
             validated = spec.validate_body(queue_name, body)
         except InvalidMessageError as error:
             raise InvalidMessageError(f"message {index} of the batch: {error}", error.errors) from None
-        message_id = check_message_id(message_ids[index]) if message_ids is not None else str(uuid.uuid4())
+        try:
+            message_id = check_message_id(message_ids[index]) if message_ids is not None else str(uuid.uuid4())
+        except InvalidMessageIdError as error:
+            raise InvalidMessageIdError(f"message {index} of the batch: {error}") from None
         messages.append(InboxMessage(id=message_id, queue=queue_name, created_at=now, sender=sender,
                                      body=to_json(validated, f'message {index}: the body of queue "{queue_name}"')))
     if len({message.id for message in messages}) != len(messages):

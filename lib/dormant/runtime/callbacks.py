@@ -36,7 +36,7 @@ from dormant.errors import (
 )
 from dormant.models import CallbackStatus, CallbackStatusName, WaitingCallback
 from dormant.ports import FINISHED, ActorRef, Clock, EventStore, InboxMessage
-from dormant.workflow.callbacks import message_id, token_hash
+from dormant.workflow.callbacks import completion_id, token_hash
 from dormant.workflow.execution import to_json
 from dormant.workflow.history import EntryKind, EntryStatus, HistoryEntry
 from dormant.workflow.values import check_json
@@ -185,8 +185,8 @@ class CallbackOperations:
     async def _deliver(self, record: CallbackRecord, body: dict[str, Any]) -> CallbackStatus:
         store, now = self.host.store, self.host.clock.now()
         ref = record.ref
-        message = InboxMessage(id=message_id(record.callback_id), queue=record.name, kind="callback", body=body,
-                               created_at=now)
+        message = InboxMessage(id=completion_id(record.callback_id, record.completion_id), queue=record.name,
+                               kind="callback", body=body, created_at=now)
         # Taken already: the same completion again is answered as such (a retried POST).
         if record.state in ("completed", "failed") and \
                 await store.message_fingerprint(ref, message.id) == message.fingerprint():

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import hmac
+import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,12 @@ if TYPE_CHECKING:
     from dormant.workflow.context import WorkflowContext
     from dormant.workflow.execution import Execution
 
-MESSAGE_PREFIX = "callback-"  # a completion's message id: this and the callback id (one completion per callback)
+RESERVED_ID_PREFIX = "dormant:"
+"""Message ids that start with this are Dormant's own: no caller's message id (an Idempotency-Key) can
+(dormant.limits.check_message_id refuses them), so no send can take the id of a callback's completion."""
+MESSAGE_PREFIX = RESERVED_ID_PREFIX + "callback:"  # a completion's id: this and the callback id (one per callback)
+LEGACY_MESSAGE_PREFIX = "callback-"  # the same, for callbacks opened before the reserved namespace
+_LEGACY_MESSAGE_ID = re.compile(LEGACY_MESSAGE_PREFIX + "[0-9a-f]{32}")
 _STATES: dict[CallbackOutcome, CallbackState] = {"completed": "completed", "failed": "failed", "timed_out": "timed_out",
                                        "heartbeat_timed_out": "timed_out", "cancelled": "cancelled"}
 
@@ -69,8 +75,22 @@ def callback_id(hashed: str) -> str:
 
 
 def message_id(callback: str) -> str:
-    """The id of a callback's completion message: one per callback, so a retried completion is the same one."""
+    """The id of the completion message of a callback opened now: one per callback, so a retried completion is
+    the same one; recorded with it (`CallbackInfo.completion_id`, the lookup record's `completion_id`)."""
     return MESSAGE_PREFIX + callback
+
+
+def completion_id(callback: str, recorded: str | None) -> str:
+    """The id of a callback's completion message: the one recorded when it was opened, or for a callback opened
+    before ids were recorded (None), the form it had then, `callback-<id>`: whoever opened a callback and whoever
+    completes it agree on its id whichever code runs each."""
+    return recorded if recorded is not None else LEGACY_MESSAGE_PREFIX + callback
+
+
+def is_reserved_message_id(message_id: str) -> bool:
+    """Whether `message_id` is in the namespace of completions (`dormant:...`, or `callback-` and 32 lowercase hex
+    digits, the id of a completion of a callback opened before `dormant:`): a caller's message id may not be."""
+    return message_id.startswith(RESERVED_ID_PREFIX) or _LEGACY_MESSAGE_ID.fullmatch(message_id) is not None
 
 
 def _seconds(value: float | timedelta | None, what: str, name: str) -> float | None:
@@ -121,7 +141,7 @@ class Callback:
         if entry.status is EntryStatus.PENDING and ex.rolling_back:
             raise RollbackStop()
         while entry.status is EntryStatus.PENDING:
-            message = ex.callback_messages.get(message_id(info.id))
+            message = ex.callback_messages.get(completion_id(info.id, info.completion_id))
             if message is not None and _is_for(message.body, info.token):
                 ex.consume(message.id)
                 body = message.body
@@ -212,7 +232,8 @@ def change_of(entry: Entry, state: CallbackState, at: float) -> CallbackChange:
     info = entry.callback
     assert info is not None
     hashed = token_hash(info.token)
-    return CallbackChange(token_hash=hashed, callback_id=info.id, name=entry.name, location=entry.location,
+    return CallbackChange(token_hash=hashed, callback_id=info.id, completion_id=info.completion_id,
+                          name=entry.name, location=entry.location,
                           state=state, deadline=entry.deadline, heartbeat_timeout=info.heartbeat_timeout,
                           heartbeat_deadline=info.heartbeat_deadline, at=at)
 
@@ -240,7 +261,8 @@ async def run_callback(ctx: WorkflowContext, name: str, *, timeout: float | time
     location = scope.child(name)
     token = ex.host.new_callback_token(location)
     now = ex.now()
-    info = CallbackInfo(token=token, id=callback_id(token_hash(token)), heartbeat_timeout=beat,
+    identity = callback_id(token_hash(token))
+    info = CallbackInfo(token=token, id=identity, completion_id=message_id(identity), heartbeat_timeout=beat,
                         heartbeat_deadline=now + beat if beat is not None else None)
     entry = ex.new_entry(EntryKind.CALLBACK, location, name, deadline=now + limit if limit is not None else None,
                          callback=info)
@@ -273,7 +295,7 @@ def close_ended(ex: Execution, record: WorkflowRecord) -> None:
             _close(ex, entry, "cancelled", error=ErrorInfo(type="CallbackCancelledError",
                                                            message="its scope ended while it was open"))
         else:
-            open_ids.add(message_id(entry.callback.id))
+            open_ids.add(completion_id(entry.callback.id, entry.callback.completion_id))
     for message in list(ex.callback_messages.values()):
         if message.id not in open_ids:
             ex.consume(message.id)

@@ -33,6 +33,16 @@ class StepOnlyError(DormantError):
     """State, vars, client or broadcast used outside a step or an action."""
 
 
+_LINE_BREAKS = {ord(ch): f"\\x{ord(ch):02x}" if ord(ch) <= 0xFF else f"\\u{ord(ch):04x}"
+                for ch in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"} | {ord("\n"): "\\n", ord("\r"): "\\r"}
+
+
+def one_line(text: str) -> str:
+    """`text` with every line break (each character `str.splitlines` breaks at) written as its escape, as
+    dormant.safetext writes it (``\\n``, ``\\u2028``): a name keeps to its line in a message of several."""
+    return text.translate(_LINE_BREAKS)
+
+
 class HistoryDivergedError(DormantError):
     """The code no longer matches the recorded history of this actor.
 
@@ -48,14 +58,14 @@ class HistoryDivergedError(DormantError):
         self.code_site = code_site
         self.hint = hint
         where = location or "<root>"
-        lines = [
-            f"history diverged at {where}",
-            f"  history has:   {recorded or 'nothing more'}",
-            f"  code asks for: {requested or 'nothing more (the scope finished)'}",
+        lines = [  # each on its line: names (which code may take from data) cannot break one
+            f"history diverged at {one_line(where)}",
+            f"  history has:   {one_line(recorded or 'nothing more')}",
+            f"  code asks for: {one_line(requested or 'nothing more (the scope finished)')}",
         ]
         if code_site:
-            lines.append(f"  code:          {code_site}")
-        lines.append(f"  {hint}")
+            lines.append(f"  code:          {one_line(code_site)}")
+        lines.append(f"  {one_line(hint)}")
         super().__init__("\n".join(lines))
 
     def to_dict(self) -> dict[str, Any]:

@@ -80,7 +80,10 @@ class CallbackInfo(BaseModel):
     (`output`) and its failure (`error`): the token handed out, so a replay hands out the same one."""
 
     token: str
-    id: str  # the first 32 hex digits of the token's SHA-256: names the callback's completion message
+    id: str  # the first 32 hex digits of the token's SHA-256
+    # The id of its completion message, `dormant:callback:<id>`: None in a callback opened before it was recorded,
+    # whose completion is `callback-<id>` (dormant.workflow.callbacks.completion_id).
+    completion_id: str | None = None
     heartbeat_timeout: float | None = None
     heartbeat_deadline: float | None = None  # as last read by the workflow; heartbeats move it (docs/semantics.md)
     outcome: CallbackOutcome | None = None
@@ -92,6 +95,7 @@ class CallbackChange(BaseModel):
 
     token_hash: str
     callback_id: str
+    completion_id: str | None = None  # as CallbackInfo's (None: a callback opened before it was recorded)
     name: str
     location: str
     state: CallbackState
