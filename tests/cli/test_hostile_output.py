@@ -282,6 +282,8 @@ def test_no_command_prints_a_raw_control_of_the_data(api: dict[str, Any], tmp_pa
         s.run("send", "evil", k, "note", evil_json, "--wait", *extra)  # the response
         s.run("versions", "evil", k, *extra)
         s.run("versions", "evil", k, "--at", "2", *extra)
+        s.run("doctor", "evil", k, *extra)
+        s.run("doctor", "evil", *extra, shows=bool(extra))  # (the table names only broken actors: none here)
     s.run("history", "export", "evil", k, json_out=True)  # JSON lines on stdout
     export = tmp_path / "evil.jsonl"
     s.run("history", "export", "evil", k, "--out", str(export))

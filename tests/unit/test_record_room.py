@@ -2,7 +2,8 @@
 
 A history grown to the item limit one entry at a time, at every byte offset of an entry's size: the commit that
 would take the room kept for a failure is refused, and the commit that marks the workflow failed
-(dormant.runtime.failure_record.failure_mark) is always taken, and so are a resume and the end of a fixed workflow after it."""
+(dormant.runtime.failure_record.failure_mark) is always taken, and so are a resume and the end of a fixed workflow
+after it."""
 
 from __future__ import annotations
 
