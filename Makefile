@@ -171,8 +171,10 @@ test-py313: check java $(TEST_TOOLS) $(STAMP313)
 FUZZ_EXAMPLES ?= 20
 PROPERTY_EXAMPLES ?= 400
 RELIABILITY_SECONDS ?= 60
-FUZZ_TESTS ?= tests/api/test_fuzz.py tests/api/test_properties.py tests/reliability tests/integration/test_send_path.py
+FUZZ_TESTS ?= tests/api/test_fuzz.py tests/api/test_properties.py tests/reliability tests/integration/test_send_path.py \
+	tests/integration/test_offload_lifecycle.py
 FUZZ_ENV = DORMANT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) DORMANT_PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) \
+	DORMANT_OFFLOAD_EXAMPLES=50 DORMANT_OFFLOAD_STEPS=60 \
 	DORMANT_RELIABILITY_SECONDS=$(RELIABILITY_SECONDS) \
 	DORMANT_OUTAGE_REPORT=build/outage.json DORMANT_RELIABILITY_REPORT=build/reliability.json
 fuzz: check java $(NODE_STAMP)

@@ -14,8 +14,8 @@ A kill is the process dying at that call (before it reaches the server, or after
 the answer): the store and the service are dropped with their caches and a new "process" goes on; the wake-up whose
 process died, and the messages its request carried, come again, as SQS redelivers them.
 
-Runs on DynamoDB Local and on moto (DynamoDB), S3 on moto. DORMANT_PROPERTY_EXAMPLES sets how many runs (each of
-up to STEPS steps); `make fuzz` runs thousands of steps.
+Runs on DynamoDB Local and on moto (DynamoDB), S3 on moto. DORMANT_OFFLOAD_EXAMPLES sets how many runs, each of up to
+DORMANT_OFFLOAD_STEPS steps; `make fuzz` runs 3,000 steps per backend.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from dormant.workflow.errors import DormantError
 from tests.large_app import registry
 from tests.references import listing, parts, readable_references, scan
 
-EXAMPLES = int(os.environ.get("DORMANT_PROPERTY_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("DORMANT_OFFLOAD_EXAMPLES", "10"))  # `make fuzz`: 50 runs of 60 steps per backend
 STEPS = int(os.environ.get("DORMANT_OFFLOAD_STEPS", "40"))
 GRACE = 1000.0  # seconds: more than any message waits in flight here (SQS keeps one 14 days; the grace is 15)
 THRESHOLD = 1024  # the lowest the settings allow: values of ~1.5 KB go to S3, a state of a few chunks has parts
