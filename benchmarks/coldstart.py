@@ -117,8 +117,8 @@ class Fixture:
     async def create(self) -> None:
         from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
-        from dormant.aws.table import client_config, create_table
-        from dormant.aws.transport import create_queues
+        from dormant.dynamodb.table import client_config, create_table
+        from dormant.sqs.transport import create_queues
 
         session = get_session()
         async with session.create_client("dynamodb", config=client_config(), **self.settings.client_kwargs()) as db, \
@@ -148,7 +148,7 @@ class Fixture:
         return got
 
     async def worker_event(self) -> dict[str, Any]:
-        from dormant.aws.poller import lambda_event, queue_arn
+        from dormant.sqs.poller import lambda_event, queue_arn
 
         await self.send()
         messages = []
@@ -167,7 +167,7 @@ class Fixture:
             self.received = []
 
     def floor_event(self) -> dict[str, Any]:
-        from dormant.aws.items import ring_key
+        from dormant.dynamodb.items import ring_key
         from dormant.ports import ActorRef
 
         return {"table": self.settings.table, "pk": ActorRef(name="workflow-counter", key=("cold",)).id,

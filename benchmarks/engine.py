@@ -44,8 +44,8 @@ from pydantic import BaseModel
 
 from dormant import StepContext, WorkflowContext, actor, queue, setup
 from dormant.actor import Registry
-from dormant.memory import MemoryEventStore
-from dormant.memory_transport import MemoryTransport
+from dormant.memory.store import MemoryEventStore
+from dormant.memory.transport import MemoryTransport
 from dormant.ports import ActorRef, ActorSnapshot, InboxMessage
 from dormant.runtime.service import ActorService
 from dormant.runtime.wake import ActorHost, wake_actor

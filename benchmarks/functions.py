@@ -10,11 +10,11 @@
 - **API Gateway**: an httpx transport that turns each request of `dormant.http.client.HttpClient` into an HTTP
   API (payload 2.0) event for the API function, as the `$default` route with IAM authorization does; every
   request counts as an API Gateway request, with its bytes and its access-log line (template.yaml's format).
-- **The SQS event sources**: `dormant.aws.poller.SqsPoller` receives and deletes (billed SQS requests), with the
+- **The SQS event sources**: `dormant.sqs.poller.SqsPoller` receives and deletes (billed SQS requests), with the
   batch size and batching window of template.yaml or the ones a lever measurement sets.
 
 The API and the worker run in one process here; on AWS they are separate containers, so the worker's commit
-cannot wake a waiting API request (`dormant.aws.side.changed`, a dev-stack shortcut): it is disabled, and a
+cannot wake a waiting API request (`dormant.dynamodb.side.changed`, a dev-stack shortcut): it is disabled, and a
 `send(wait=True)` polls for its response at the intervals a deployed API does.
 """
 
@@ -51,12 +51,12 @@ from benchmarks.prices import HTTP_API_METERING_BYTES, ROOT, Deployment, deploym
 from dormant.aws import clients as aws_clients
 from dormant.aws import observability
 from dormant.aws.metering import Meter, ask_consumed_capacity, instrument, metering
-from dormant.aws.poller import LambdaContext, SqsPoller
-from dormant.aws.table import create_table
-from dormant.aws.transport import create_queues
 from dormant.dev.dynamodb_local import CREDENTIALS, EmbeddedDynamoDBLocal, find_jar
 from dormant.dev.embedded import EmbeddedMoto, free_port
+from dormant.dynamodb.table import create_table
 from dormant.settings import Settings
+from dormant.sqs.poller import LambdaContext, SqsPoller
+from dormant.sqs.transport import create_queues
 
 REGION = "us-east-1"
 CALLER = "arn:aws:iam::123456789012:user/bench"
@@ -283,7 +283,7 @@ class Stack:
 
     async def read_state(self, ref: Any) -> Any:
         """An actor's state read from the table directly: no API request, nothing counted, nothing settled."""
-        from dormant.aws.store import DynamoEventStore
+        from dormant.dynamodb.store import DynamoEventStore
 
         snapshot = await DynamoEventStore(self.reader, self.settings, settle_on_load=False).load(ref)
         return snapshot.state if snapshot is not None else {}

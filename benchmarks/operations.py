@@ -26,8 +26,8 @@ import httpx  # noqa: E402
 from aiobotocore.session import get_session  # type: ignore[import-untyped]  # noqa: E402
 
 from dormant.aws.metering import Meter, instrument  # noqa: E402
-from dormant.aws.store import DynamoEventStore, client_config  # noqa: E402
 from dormant.cli.replay import _replay_all  # noqa: E402
+from dormant.dynamodb.store import DynamoEventStore, client_config  # noqa: E402
 from dormant.http.app import create_app  # noqa: E402
 from dormant.http.client import HttpClient  # noqa: E402
 from dormant.ports import ActorMeta, ActorRef, InboxMessage  # noqa: E402

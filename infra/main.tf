@@ -41,7 +41,7 @@ locals {
 }
 
 # -- storage: one table, single-item conditional commits. Key schema, the `pending` local and `status` global secondary
-# indexes and the TTL attribute are those of dormant.aws.table.table_definition / TTL_ATTRIBUTE. The data outlives the module:
+# indexes and the TTL attribute are those of dormant.dynamodb.table.table_definition / TTL_ATTRIBUTE. The data outlives the module:
 # prevent_destroy refuses any plan that would delete or replace the table or a queue (a dev stack drops a
 # `*_override.tf` that sets it to false: ../docs/deploy.md), deletion protection and point-in-time recovery are
 # on by default. Encrypted at rest with the AWS-owned key (DynamoDB's default).

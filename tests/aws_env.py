@@ -46,19 +46,19 @@ from typing import Any
 from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
 from dormant.actor import Registry
-from dormant.aws.blobs import S3Blobs
 from dormant.aws.clients import open_clients
 from dormant.aws.metering import Meter, instrument
-from dormant.aws.poller import SqsPoller
-from dormant.aws.store import DynamoEventStore, create_table
-from dormant.aws.transport import QueueUrls, SqsTransport, create_queues
 from dormant.aws.worker import WakeFailure, Worker
 from dormant.client import Client
+from dormant.dynamodb.store import DynamoEventStore, create_table
 from dormant.errors import WakeFailedError
 from dormant.ports import ActorRef, Creation, EventRecord, EventStore, InboxMessage
 from dormant.runtime.clocks import OffsetClock, sleeping_party
 from dormant.runtime.wake import WakeReport
+from dormant.s3.blobs import S3Blobs
 from dormant.settings import Settings
+from dormant.sqs.poller import SqsPoller
+from dormant.sqs.transport import QueueUrls, SqsTransport, create_queues
 from dormant.testing import DEFAULT_START, PATIENCE, TEST_PUBLIC_URL, EnvService
 from dormant.workflow.history import WorkflowState
 

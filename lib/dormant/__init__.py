@@ -2,6 +2,7 @@
 
 from dormant.actor import ActorDefinition, Registry, actor, callback, event, queue, setup
 from dormant.client import ActorHandle, Client
+from dormant.core.flow import Limit
 from dormant.errors import (
     ActorNotFoundError,
     CallbackCompletedError,
@@ -18,7 +19,6 @@ from dormant.errors import (
     UnknownQueueError,
     VersionConflict,
 )
-from dormant.flow import Limit
 from dormant.models import ActorStatus, CallbackStatus, SendResult
 from dormant.runtime.access import AccessRequest
 from dormant.runtime.contexts import ActionContext, HookContext, StepContext

@@ -10,6 +10,8 @@ from typing import Any, Generic, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from dormant.core.flow import Limit, check_limits
+from dormant.core.search import check_declaration
 from dormant.errors import (
     InvalidArgumentsError,
     InvalidMessageError,
@@ -19,8 +21,6 @@ from dormant.errors import (
     UnknownEventError,
     UnknownQueueError,
 )
-from dormant.flow import Limit, check_limits
-from dormant.search import check_declaration
 from dormant.workflow.errors import WorkflowDefinitionError
 from dormant.workflow.execution import to_json
 from dormant.workflow.history import validate_name
@@ -199,7 +199,7 @@ class ActorDefinition:
     on_sleep_fn: Callable[..., Any] | None = None
     authorize_fn: Callable[..., Any] | None = None
     search: Mapping[str, str] = field(default_factory=dict)
-    """The declared search attributes: name -> type code (dormant.search)."""
+    """The declared search attributes: name -> type code (dormant.core.search)."""
     options: dict[str, Any] = field(default_factory=dict)
     _signatures: dict[str, ActionSignature] = field(default_factory=dict, repr=False, compare=False)
 
@@ -296,7 +296,7 @@ def actor(name: str, *, state: type[BaseModel] | None = None, queues: Mapping[st
           **options: Any) -> ActorDefinition:
     """Define an actor type. Decorate its workflow, actions and hooks on the returned object.
 
-    `search` declares its search attributes, name -> str, int, float, bool or datetime (dormant.search): steps and
+    `search` declares its search attributes, name -> str, int, float, bool or datetime (dormant.core.search): steps and
     actions set them (`c.search`), operators find actors by them (`dormant actors list --where customer=42`)."""
     if not name or "/" in name:
         raise WorkflowDefinitionError(f"actor name must be non-empty and free of '/', got {name!r}")
@@ -315,7 +315,7 @@ def actor(name: str, *, state: type[BaseModel] | None = None, queues: Mapping[st
 
 class Registry:
     """The actor types an application serves (what `DORMANT_APP=module:attribute` points at), and the limits their
-    steps share (dormant.flow)."""
+    steps share (dormant.core.flow)."""
 
     def __init__(self, actors: Sequence[ActorDefinition], *, limits: Mapping[str, Limit] | None = None) -> None:
         self.limits: dict[str, Limit] = check_limits(limits)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from dormant.cursors import every_result
+from dormant.core.cursors import every_result
 from dormant.models import (
     ActorCounts,
     ActorStatus,
@@ -268,7 +268,7 @@ class Client:
     async def list_actors(self, actor_type: str, *, status: WorkflowState | str | None = None, limit: int = 100,
                           cursor: str | None = None, where: Sequence[str] | None = None) -> ActorPage:
         """One page of the actors of a type (optionally in one status); pass `cursor` on for the next. With `where`
-        (search conditions such as `"customer=42"`, `"amount>100"`: dormant.search), only the actors whose search
+        (search conditions such as `"customer=42"`, `"amount>100"`: dormant.core.search), only the actors whose search
         attributes satisfy all of them, ordered by the value of one of them, each with its `attributes`."""
         listed = WorkflowState(status) if status else None
         if where:

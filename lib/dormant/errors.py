@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from dormant.workflow.errors import DormantError
 
 if TYPE_CHECKING:
-    from dormant.limits import ServiceLimit
+    from dormant.core.limits import ServiceLimit
 
 
 class UnknownActorError(DormantError):
@@ -51,11 +51,11 @@ class InvalidKeyError(DormantError):
 
 
 class InvalidMessageIdError(DormantError, ValueError):
-    """A caller-given message id (an Idempotency-Key) that cannot name a stored message (dormant.limits)."""
+    """A caller-given message id (an Idempotency-Key) that cannot name a stored message (dormant.core.limits)."""
 
 
 class InvalidSettingError(DormantError, ValueError):
-    """A setting the services would refuse (a table or queue name DynamoDB or SQS cannot take: dormant.limits)."""
+    """A setting the services would refuse (a table or queue name DynamoDB or SQS cannot take: dormant.core.limits)."""
 
 
 class ActorNotFoundError(DormantError):
@@ -72,13 +72,13 @@ class StorageError(DormantError):
 
 class StorageRefusedError(StorageError):
     """The store refused a request as invalid (DynamoDB's ValidationException): retrying cannot help. Dormant's
-    own checks (dormant.limits) refuse such values before anything is written; this is what is left."""
+    own checks (dormant.core.limits) refuse such values before anything is written; this is what is left."""
 
 
 class ItemTooLargeError(StorageRefusedError):
-    """A record is over the store's item size limit (dormant.limits); retrying cannot help."""
+    """A record is over the store's item size limit (dormant.core.limits); retrying cannot help."""
 
-    limit: ServiceLimit | None = None  # the limit it is over (dormant.limits), when Dormant's own check refused it
+    limit: ServiceLimit | None = None  # the limit it is over (dormant.core.limits), when Dormant's own check refused it
 
 
 class StoredValueLostError(StorageError):
@@ -123,7 +123,7 @@ class InvalidCursorError(DormantError):
 
 class InvalidSearchAttributeError(DormantError, ValueError):
     """A step or action set a search attribute its actor does not declare, or a value that is not of the declared
-    type or is over its limit (dormant.search); the message names the attribute and the rule, never the value."""
+    type or is over its limit (dormant.core.search); the message names the attribute and the rule, never the value."""
 
 
 class InvalidSearchConditionError(DormantError, ValueError):

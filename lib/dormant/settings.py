@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from dormant.limits import check_bucket_name, check_queue_name, check_table_name
+from dormant.core.limits import check_bucket_name, check_queue_name, check_table_name
 
 
 class Settings(BaseSettings):
@@ -19,7 +19,7 @@ class Settings(BaseSettings):
 
     Build it with `Settings()` (environment) or `Settings(table="my-table", endpoint_url=...)` (tests). Names the
     services would refuse (a table name under 3 characters, a queue name with a space, a FIFO queue without
-    `.fifo`) fail here, naming the setting (dormant.limits), not later at CreateTable.
+    `.fifo`) fail here, naming the setting (dormant.core.limits), not later at CreateTable.
     """
 
     model_config = SettingsConfigDict(env_prefix="DORMANT_", extra="ignore", populate_by_name=True)

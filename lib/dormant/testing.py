@@ -25,8 +25,8 @@ from typing import Any
 from dormant.actor import Registry
 from dormant.client import Client
 from dormant.errors import WakeFailedError
-from dormant.memory import MemoryEventStore
-from dormant.memory_transport import Carried, MemoryTransport
+from dormant.memory.store import MemoryEventStore
+from dormant.memory.transport import Carried, MemoryTransport
 from dormant.models import SendResult
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import Sleeper, Sleepers, sleeping_party

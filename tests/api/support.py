@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 import uvicorn
 from fastapi import FastAPI
 
-from dormant.memory import MemoryEventStore
+from dormant.memory.store import MemoryEventStore
 
 TOKEN = "s3cret-token"
 

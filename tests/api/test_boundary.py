@@ -259,8 +259,8 @@ def test_one_rule_says_which_states_take_messages() -> None:
 
 # -- keys --------------------------------------------------------------------------------------------------
 def test_a_key_whose_storage_id_is_over_the_actor_id_limit_is_refused_in_process() -> None:
-    """1,011 bytes: the `status` index's sort key `<status>#<actor id>` must fit DynamoDB's 1,024 (dormant.limits)."""
-    from dormant.limits import ACTOR_ID
+    """1,011 bytes: the `status` index's sort key `<status>#<actor id>` must fit DynamoDB's 1,024 (core.limits)."""
+    from dormant.core.limits import ACTOR_ID
     from dormant.ports import ActorRef
 
     assert ACTOR_ID.maximum == 1011

@@ -8,7 +8,7 @@ import pytest
 from dormant import WorkflowContext, actor, queue, setup
 from dormant.actor import Registry
 from dormant.errors import ActorFinishedError, ActorNotFoundError, InvalidCursorError, StillDivergedError
-from dormant.memory import MemoryEventStore
+from dormant.memory.store import MemoryEventStore
 from dormant.testing import TestEnv
 from dormant.workflow.history import WorkflowState
 from tests.api.apps import registry

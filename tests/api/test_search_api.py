@@ -15,7 +15,7 @@ import pytest
 from dormant.errors import InvalidCursorError, InvalidSearchConditionError
 from dormant.http.app import create_app
 from dormant.http.client import HttpClient
-from dormant.memory import MemoryEventStore
+from dormant.memory.store import MemoryEventStore
 from dormant.settings import Settings
 from dormant.testing import TestEnv
 from examples.order_search import registry

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from dormant.actor import Registry
 from dormant.errors import StorageError
-from dormant.memory import InjectedFault, MemoryEventStore
+from dormant.memory.store import InjectedFault, MemoryEventStore
 from dormant.testing import TestEnv
 
 Observation = dict[str, Any]

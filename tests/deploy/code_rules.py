@@ -17,12 +17,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from dormant.aws import store as aws_store
-from dormant.aws.transport import QueueUrls, SqsTransport, WakeMessage, queue_attributes
 from dormant.dev.bucket import lifecycle_rules
+from dormant.dynamodb import store as aws_store
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import OffsetClock
 from dormant.settings import Settings
+from dormant.sqs.transport import QueueUrls, SqsTransport, WakeMessage, queue_attributes
 
 from .describe import Description
 

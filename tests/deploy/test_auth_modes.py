@@ -24,11 +24,11 @@ from typing import Any
 import boto3  # type: ignore[import-untyped]
 import pytest
 
-from dormant.aws.poller import lambda_event
-from dormant.aws.table import create_table
-from dormant.aws.transport import create_queues
+from dormant.dynamodb.table import create_table
 from dormant.http.keys import encode_key
 from dormant.settings import Settings
+from dormant.sqs.poller import lambda_event
+from dormant.sqs.transport import create_queues
 from tests.api.support import lambda_body
 from tests.deploy.support import REGION, ROOT, deploy_tool, run, tool_environment
 from tests.servers import MotoServer

@@ -29,9 +29,9 @@ from urllib.parse import urlparse
 import boto3  # type: ignore[import-untyped]
 import pytest
 
-from dormant.aws.poller import lambda_event
-from dormant.aws.store import table_definition
+from dormant.dynamodb.store import table_definition
 from dormant.settings import Settings
+from dormant.sqs.poller import lambda_event
 from tests.api.support import http_api_v2_event, lambda_body
 from tests.deploy.describe import Description
 from tests.deploy.support import ARTIFACT_BUCKET, REGION, ROOT

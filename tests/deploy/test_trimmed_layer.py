@@ -25,7 +25,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from dormant.aws.table import table_definition
+from dormant.dynamodb.table import table_definition
 from tests.deploy.support import run, tool_environment
 
 HOST_PYTHON = "{}.{}".format(*sys.version_info[:2])

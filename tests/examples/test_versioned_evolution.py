@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dormant import Registry, WorkflowContext, setup
-from dormant.memory import MemoryEventStore
+from dormant.memory.store import MemoryEventStore
 from dormant.testing import TestEnv
 from examples.versioned_evolution import ACTOR, IDLE, define, main_loop_v2, registry, registry_v1, validate_v2
 

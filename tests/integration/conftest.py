@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiobotocore.session import AioSession, get_session  # type: ignore[import-untyped]
 
-from dormant.aws.store import DynamoEventStore
+from dormant.dynamodb.store import DynamoEventStore
 from dormant.settings import Settings
 from tests.localstack import ON_LOCALSTACK
 from tests.servers import ServerProcess

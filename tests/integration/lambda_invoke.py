@@ -34,7 +34,7 @@ def main() -> None:
         return
     import boto3
 
-    from dormant.aws.poller import lambda_event, queue_arn
+    from dormant.sqs.poller import lambda_event, queue_arn
     from functions.worker.handler import handler as worker_handler
 
     sqs = boto3.client("sqs")

@@ -17,10 +17,10 @@ import sys
 import time
 from collections.abc import Callable
 
-from dormant.aws.store import DynamoEventStore
+from dormant.core.slots import LimitRule, SlotLease, SlotRequest
+from dormant.dynamodb.store import DynamoEventStore
 from dormant.ports import ActorRef
 from dormant.settings import Settings
-from dormant.slot_types import LimitRule, SlotLease, SlotRequest
 
 
 def request(rule: LimitRule, holder: str, now: float, lease: float) -> SlotRequest:

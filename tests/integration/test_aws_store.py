@@ -13,11 +13,11 @@ from pydantic import BaseModel
 
 from dormant import StepContext, WorkflowContext, actor, event, queue, setup
 from dormant.aws.metering import Meter, instrument
-from dormant.aws.store import ITEM_LIMIT, PENDING_INDEX, TTL_ATTRIBUTE, DynamoEventStore, table_definition
 from dormant.client import Client
+from dormant.dynamodb.store import ITEM_LIMIT, PENDING_INDEX, TTL_ATTRIBUTE, DynamoEventStore, table_definition
 from dormant.errors import ItemTooLargeError, StorageError, StorageRefusedError, VersionConflict
-from dormant.memory import MemoryEventStore
-from dormant.memory_transport import MemoryTransport
+from dormant.memory.store import MemoryEventStore
+from dormant.memory.transport import MemoryTransport
 from dormant.ports import ActorRef, ActorSnapshot
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
@@ -180,7 +180,7 @@ async def test_crash_between_commit_and_derived_items_loses_nothing(store: Dynam
     async def crash(call: Any, table: str, items: list[dict[str, Any]]) -> None:
         raise StorageError("the worker died right after its commit")
 
-    monkeypatch.setattr("dormant.aws.store.put_all", crash)
+    monkeypatch.setattr("dormant.dynamodb.store.put_all", crash)
     with pytest.raises(StorageError):
         await store.commit(actor, 1, draft(consumed=["ask"], responses={"ask": {"ok": 1}}, events=[("done", 1)],
                                            state={"value": 1}))
@@ -213,7 +213,7 @@ async def test_next_commit_settles_what_a_crash_left(store: DynamoEventStore, mo
     async def crash(call: Any, table: str, items: list[dict[str, Any]]) -> None:
         raise StorageError("lost")
 
-    monkeypatch.setattr("dormant.aws.store.put_all", crash)
+    monkeypatch.setattr("dormant.dynamodb.store.put_all", crash)
     with pytest.raises(StorageError):
         await store.commit(actor, 1, draft(consumed=["ask"], responses={"ask": "yes"}))
     monkeypatch.undo()

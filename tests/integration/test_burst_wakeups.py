@@ -12,9 +12,9 @@ import pytest
 
 from dormant.aws.metering import Meter
 from dormant.aws.observability import Observer, WakeRecord
-from dormant.aws.poller import lambda_event, queue_arn
 from dormant.aws.worker import Worker, open_worker
 from dormant.client import Client
+from dormant.sqs.poller import lambda_event, queue_arn
 from examples.counter import registry as counter_registry
 from tests.integration.test_worker import Aws, open_aws
 from tests.servers import MotoServer

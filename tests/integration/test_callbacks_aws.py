@@ -16,8 +16,8 @@ import pytest
 from pydantic import BaseModel
 
 from dormant import CallbackError, StepContext, WorkflowContext, actor, callback, setup
-from dormant.aws.callbacks import PARTITION_PREFIX, SORT_KEY, CallbackItems
-from dormant.aws.store import DynamoEventStore
+from dormant.dynamodb.callbacks import PARTITION_PREFIX, SORT_KEY, CallbackItems
+from dormant.dynamodb.store import DynamoEventStore
 from dormant.errors import StorageError
 from dormant.http.app import create_app
 from dormant.ports import ActorMeta, ActorRef

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dormant.aws.store import DynamoEventStore
+from dormant.dynamodb.store import DynamoEventStore
 from dormant.errors import InvalidCursorError
 from dormant.ports import ActorRef, EventStore
 from dormant.workflow.history import WorkflowRecord, WorkflowState

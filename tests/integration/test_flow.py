@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from dormant import Limit, StepContext, WorkflowContext, actor, setup
-from dormant.aws.store import DynamoEventStore
-from dormant.memory import MemoryEventStore
+from dormant.core.slots import LimitRule, SlotLease, SlotRefusal, SlotRequest
+from dormant.dynamodb.store import DynamoEventStore
+from dormant.memory.store import MemoryEventStore
 from dormant.ports import ActorRef, EventStore
 from dormant.settings import Settings
-from dormant.slot_types import LimitRule, SlotLease, SlotRefusal, SlotRequest
 from tests.aws_env import AwsTestEnv
 from tests.integration.conftest import server_for, shared_session, store_settings, watch
 from tests.integration.slot_worker import contend

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from dormant import WorkflowContext, actor, setup
-from dormant.limits import ITEM, RECORD_ROOM
+from dormant.core.limits import ITEM, RECORD_ROOM
 from dormant.ports import ActorRef
 from dormant.runtime.attention import current_wake_error
 from dormant.settings import Settings

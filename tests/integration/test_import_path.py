@@ -15,7 +15,7 @@ from pathlib import Path
 
 import boto3
 
-from dormant.aws.table import table_definition
+from dormant.dynamodb.table import table_definition
 from tests.api.support import http_api_v2_event
 
 ROOT = Path(__file__).resolve().parents[2]

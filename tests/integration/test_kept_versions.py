@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dormant.aws.store import DynamoEventStore
+from dormant.dynamodb.store import DynamoEventStore
 from dormant.errors import VersionNotRetainedError
 from dormant.ports import ActorRef, ActorSnapshot, EventStore
 from dormant.workflow.history import WorkflowRecord, WorkflowState

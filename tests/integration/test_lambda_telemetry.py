@@ -14,17 +14,17 @@ from typing import Any
 from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
 from dormant.aws.observability import ObservedStore, Observer
-from dormant.aws.store import DynamoEventStore
-from dormant.aws.table import client_config, create_table
-from dormant.aws.transport import SqsTransport, create_queues
 from dormant.client import Client
+from dormant.dynamodb.store import DynamoEventStore
+from dormant.dynamodb.table import client_config, create_table
 from dormant.errors import VersionConflict
-from dormant.memory import MemoryEventStore
-from dormant.memory_transport import MemoryTransport
+from dormant.memory.store import MemoryEventStore
+from dormant.memory.transport import MemoryTransport
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
 from dormant.runtime.wake import wake_actor
+from dormant.sqs.transport import SqsTransport, create_queues
 from tests.api.support import http_api_v2_event
 from tests.e2e.apps import registry
 from tests.integration.test_transport import unique_settings

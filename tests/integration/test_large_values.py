@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from dormant.aws.blobs import BlobMissing
-from dormant.aws.large_values import DURABLE, EPHEMERAL, actor_hash
-from dormant.aws.store import DynamoEventStore
+from dormant.core.limits import VALUE
+from dormant.dynamodb.store import DynamoEventStore
 from dormant.errors import ItemTooLargeError
-from dormant.limits import VALUE
+from dormant.s3.blobs import BlobMissing
+from dormant.s3.large_values import DURABLE, EPHEMERAL, actor_hash
 from dormant.settings import Settings
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowState

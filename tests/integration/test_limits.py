@@ -1,6 +1,6 @@
 """Every limit at its edge, through the whole AWS path (client, SQS, the worker), on AWS's own DynamoDB Local and on
 moto: the largest value works end to end, the smallest one past it is refused at once with nothing stored or sent,
-and what a wake-up cannot store ends failed-and-resumable, never stuck (dormant.limits, docs/limits.md)."""
+and what a wake-up cannot store ends failed-and-resumable, never stuck (dormant.core.limits, docs/limits.md)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from dormant.core.limits import ACTOR_ID, INDEXED_ITEM, MESSAGE_ID
 from dormant.errors import InvalidKeyError, InvalidMessageIdError, ItemTooLargeError
-from dormant.limits import ACTOR_ID, INDEXED_ITEM, MESSAGE_ID
 from dormant.ports import ActorRef, InboxMessage, listed_status
 from dormant.settings import Settings
 from dormant.workflow.history import WorkflowState

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dormant.aws.metering import Meter, instrument, metering
-from dormant.aws.table import table_definition
+from dormant.dynamodb.table import table_definition
 from tests.integration.conftest import shared_session
 
 

@@ -16,7 +16,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from dormant.aws.table import PENDING_INDEX, table_definition
+from dormant.dynamodb.table import PENDING_INDEX, table_definition
 from tests.servers import MotoServer
 
 

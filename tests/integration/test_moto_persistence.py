@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 import pytest
 
-from dormant.aws.table import PENDING_INDEX, table_definition
+from dormant.dynamodb.table import PENDING_INDEX, table_definition
 from tests.servers import MotoServer
 
 

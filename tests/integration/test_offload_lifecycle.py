@@ -33,14 +33,14 @@ from aiobotocore.session import get_session  # type: ignore[import-untyped]
 from hypothesis import HealthCheck, Phase, settings, strategies
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
-from dormant.aws.blobs import S3Blobs
-from dormant.aws.store import DynamoEventStore, create_table
 from dormant.client import Client
+from dormant.dynamodb.store import DynamoEventStore, create_table
 from dormant.errors import StorageError
 from dormant.ports import ActorRef, Creation, InboxMessage
 from dormant.runtime.clocks import OffsetClock
 from dormant.runtime.service import ActorService
 from dormant.runtime.wake import wake_actor
+from dormant.s3.blobs import S3Blobs
 from dormant.settings import Settings
 from dormant.workflow.errors import DormantError
 from tests.large_app import registry

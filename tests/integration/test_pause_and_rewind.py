@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from dormant.aws.large_values import DURABLE, actor_hash
-from dormant.aws.ring import RELEASES
-from dormant.aws.store import DynamoEventStore
-from dormant.aws.versions import kept_heads
+from dormant.dynamodb.ring import RELEASES
+from dormant.dynamodb.store import DynamoEventStore
+from dormant.dynamodb.versions import kept_heads
 from dormant.errors import ActorExistsError, WouldDivergeError
 from dormant.ports import ActorRef
+from dormant.s3.large_values import DURABLE, actor_hash
 from dormant.settings import Settings
 from dormant.workflow.history import WorkflowState
 from tests.aws_env import AwsTestEnv

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from dormant.aws import search as aws_search
-from dormant.aws.store import DynamoEventStore
+from dormant.core.search import TYPE_CODES, parse_conditions, stored_value
+from dormant.core.searchplan import SearchPlan, plan_search
+from dormant.dynamodb import search as aws_search
+from dormant.dynamodb.store import DynamoEventStore
 from dormant.errors import InvalidCursorError, StorageError
-from dormant.memory import MemoryEventStore
+from dormant.memory.store import MemoryEventStore
 from dormant.ports import ActorMeta, ActorRef, EventStore
-from dormant.search import TYPE_CODES, parse_conditions, stored_value
-from dormant.searchplan import SearchPlan, plan_search
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowRecord, WorkflowState
 from tests.integration.conftest import server_for, shared_session, store_settings, watch
@@ -309,7 +309,7 @@ async def test_a_table_of_an_earlier_release_gets_the_index_it_lacks(server: str
                                                                     ) -> None:
     """A `dormant dev` data directory made before the `search` index existed: create_table adds it (as a stack
     update does), and the actors stored before are found once their items are there."""
-    from dormant.aws.table import table_definition
+    from dormant.dynamodb.table import table_definition
 
     process = server_for(request, server)
     async with DynamoEventStore.connect(store_settings(process.endpoint), session=shared_session()) as store:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from dormant.aws.store import DynamoEventStore
-from dormant.callback_records import CALLBACK_RETENTION
+from dormant.core.callbacks import CALLBACK_RETENTION
+from dormant.dynamodb.store import DynamoEventStore
 from dormant.errors import VersionConflict
-from dormant.memory import MemoryEventStore
+from dormant.memory.store import MemoryEventStore
 from dormant.ports import ActorMeta, ActorRef, EventStore, InboxMessage, WakeError
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import CallbackChange, WorkflowRecord, WorkflowState

@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
-from dormant.aws.poller import SqsPoller
-from dormant.aws.store import DynamoEventStore, client_config, create_table
-from dormant.aws.transport import SqsTransport, WakeMessage, create_queues
 from dormant.aws.worker import Worker
 from dormant.client import Client
+from dormant.dynamodb.store import DynamoEventStore, client_config, create_table
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
 from dormant.settings import Settings
+from dormant.sqs.poller import SqsPoller
+from dormant.sqs.transport import SqsTransport, WakeMessage, create_queues
 from examples.timers import registry
 
 

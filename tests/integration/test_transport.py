@@ -13,9 +13,14 @@ from typing import Any
 import pytest
 from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
-from dormant.aws.poller import SqsPoller, failed_ids, queue_arn
-from dormant.aws.store import DynamoEventStore, client_config, create_table
-from dormant.aws.transport import (
+from dormant.client import Client
+from dormant.dynamodb.store import DynamoEventStore, client_config, create_table
+from dormant.ports import ActorRef
+from dormant.runtime.clocks import OffsetClock, SystemClock
+from dormant.runtime.service import ActorService
+from dormant.settings import Settings
+from dormant.sqs.poller import SqsPoller, failed_ids, queue_arn
+from dormant.sqs.transport import (
     QueueUrls,
     SqsTransport,
     WakeMessage,
@@ -24,11 +29,6 @@ from dormant.aws.transport import (
     group_id,
     timer_delay,
 )
-from dormant.client import Client
-from dormant.ports import ActorRef
-from dormant.runtime.clocks import OffsetClock, SystemClock
-from dormant.runtime.service import ActorService
-from dormant.settings import Settings
 from examples.timers import registry as timers_registry
 from tests.localstack import ON_LOCALSTACK
 from tests.servers import ServerProcess

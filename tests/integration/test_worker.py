@@ -22,17 +22,17 @@ from pydantic import BaseModel
 
 from dormant import StepContext, WorkflowContext, actor, queue, setup
 from dormant.actor import Registry
-from dormant.aws.poller import SqsPoller, lambda_event
-from dormant.aws.store import DynamoEventStore, client_config, create_table
-from dormant.aws.transport import QueueUrls, SqsTransport, WakeMessage, create_queues
 from dormant.aws.worker import LambdaWorker, Worker, open_worker
 from dormant.client import Client
+from dormant.dynamodb.store import DynamoEventStore, client_config, create_table
 from dormant.errors import StorageError, VersionConflict, WakeFailedError
 from dormant.ports import ActorRef, EventStore
 from dormant.runtime.attention import attention_list
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
 from dormant.settings import Settings
+from dormant.sqs.poller import SqsPoller, lambda_event
+from dormant.sqs.transport import QueueUrls, SqsTransport, WakeMessage, create_queues
 from examples.counter import registry as counter_registry
 from examples.request_response import registry as doubler_registry
 from examples.timers import registry as timers_registry

@@ -15,10 +15,10 @@ from pydantic import BaseModel
 
 from dormant import StepContext, WorkflowContext, actor, queue, setup
 from dormant.aws import worker as worker_module
-from dormant.aws.poller import LambdaContext, SqsPoller
 from dormant.aws.redelivery import backoff_seconds
 from dormant.aws.worker import open_worker
 from dormant.settings import Settings
+from dormant.sqs.poller import LambdaContext, SqsPoller
 from tests.aws_env import AwsTestEnv
 from tests.integration.test_worker import poison_registry
 

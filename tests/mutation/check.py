@@ -126,8 +126,8 @@ def scratch_copy(base: Path) -> Path:
 
 
 PRELOADED = ("pytest", "pytest_asyncio", "pytest_timeout", "pydantic", "dormant", "dormant.testing",
-             "dormant.memory", "dormant.aws.worker", "dormant.aws.store", "dormant.aws.poller",
-             "dormant.aws.transport", "dormant.aws.metering", "aiobotocore.session")
+             "dormant.memory.store", "dormant.aws.worker", "dormant.dynamodb.store", "dormant.sqs.poller",
+             "dormant.sqs.transport", "dormant.aws.metering", "aiobotocore.session")
 
 
 @dataclass

@@ -28,12 +28,12 @@ from typing import Any
 from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
 from dormant.actor import Registry
-from dormant.aws.blobs import S3Blobs
-from dormant.aws.store import DynamoEventStore, client_config, create_table
-from dormant.aws.transport import SqsTransport, create_queues
+from dormant.dynamodb.store import DynamoEventStore, client_config, create_table
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
+from dormant.s3.blobs import S3Blobs
 from dormant.settings import Settings
+from dormant.sqs.transport import SqsTransport, create_queues
 from examples.counter import registry
 from tests.large_app import digest
 from tests.large_app import registry as large_registry

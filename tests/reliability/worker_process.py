@@ -9,10 +9,10 @@ import logging
 import sys
 
 from dormant.actor import Registry, load_registry
-from dormant.aws.poller import SqsPoller
-from dormant.aws.table import client_config
 from dormant.aws.worker import open_worker
+from dormant.dynamodb.table import client_config
 from dormant.settings import Settings
+from dormant.sqs.poller import SqsPoller
 
 
 async def main(settings: Settings, registry: Registry) -> None:

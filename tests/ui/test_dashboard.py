@@ -340,8 +340,8 @@ async def test_the_dashboard_asks_for_the_inspector_token(browser: BrowserContex
 
 async def test_an_actor_waiting_for_a_limit_says_so_on_the_page(browser: BrowserContext) -> None:
     from dormant import Limit, StepContext, WorkflowContext, actor, setup
+    from dormant.core.slots import SlotLease, SlotRequest
     from dormant.ports import ActorRef
-    from dormant.slot_types import SlotLease, SlotRequest
 
     payer = actor("payer")
 

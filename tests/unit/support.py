@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from dormant import ActorHandle, Registry
-from dormant.memory import MemoryEventStore
+from dormant.memory.store import MemoryEventStore
 from dormant.ports import ActorRef
 from dormant.runtime.wake import WakeReport
 from dormant.testing import TestEnv

@@ -31,7 +31,7 @@ from dormant import (
     queue,
     setup,
 )
-from dormant.callback_records import CALLBACK_RETENTION
+from dormant.core.callbacks import CALLBACK_RETENTION
 from dormant.errors import InvalidMessageIdError
 from dormant.ports import InboxMessage
 from dormant.runtime.callbacks import TOKEN_PATTERN

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gc
 
 from dormant import StepContext, WorkflowContext, actor, setup
-from dormant.memory import MemoryEventStore
-from dormant.memory_transport import MemoryTransport
+from dormant.memory.store import MemoryEventStore
+from dormant.memory.transport import MemoryTransport
 from dormant.runtime.collector import YOUNG_THRESHOLD, relaxed_collector
 from dormant.runtime.service import ActorService
 from dormant.runtime.wake import wake_actor

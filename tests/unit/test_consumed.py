@@ -4,8 +4,8 @@ tests/integration/test_burst_wakeups.py."""
 from __future__ import annotations
 
 from dormant.aws.consumed import ConsumedMessages
-from dormant.aws.transport import WakeMessage
 from dormant.ports import ActorRef, Creation, InboxMessage
+from dormant.sqs.transport import WakeMessage
 
 REF = ActorRef(name="workflow-counter", key=("k",))
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dormant.memory import MemoryEventStore
+from dormant.memory.store import MemoryEventStore
 from dormant.ports import ActorMeta, ActorRef
 from dormant.testing import TestEnv
 from dormant.workflow.entries import Entry

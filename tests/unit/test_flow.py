@@ -17,13 +17,13 @@ from dormant.actor import ActorDefinition, Registry
 from dormant.aws.observability import ObservedStore, Observer
 from dormant.aws.telemetry import EmfMetrics
 from dormant.cli.render import status_words
-from dormant.memory import MemoryEventStore
-from dormant.memory_transport import MemoryTransport
+from dormant.core.slots import SlotLease, SlotRefusal, SlotRequest
+from dormant.memory.store import MemoryEventStore
+from dormant.memory.transport import MemoryTransport
 from dormant.ports import ActorRef
 from dormant.runtime.service import ActorService
 from dormant.runtime.timers import fire_next_timer
 from dormant.runtime.wake import wake_actor
-from dormant.slot_types import SlotLease, SlotRefusal, SlotRequest
 from dormant.testing import TestEnv, VirtualClock
 from dormant.workflow.errors import WorkflowDefinitionError
 from tests.unit.support import Counter as CounterState

@@ -1,4 +1,4 @@
-"""dormant.limits: the table docs/limits.md shows is the one the code checks, and the checks' edges."""
+"""dormant.core.limits: the table docs/limits.md shows is the one the code checks, and the checks' edges."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dormant.core.limits import LIMITS, MESSAGE_ID, check_message_id, check_queue_name, check_table_name, markdown_table
 from dormant.errors import InvalidMessageIdError, InvalidSettingError
-from dormant.limits import LIMITS, MESSAGE_ID, check_message_id, check_queue_name, check_table_name, markdown_table
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "limits.md"
 
 
 def test_the_documented_table_is_the_checked_one() -> None:
     text = DOC.read_text()
-    generated = text.split("<!-- limits:begin (generated from dormant.limits.LIMITS) -->\n")[1].split(
+    generated = text.split("<!-- limits:begin (generated from dormant.core.limits.LIMITS) -->\n")[1].split(
         "\n<!-- limits:end -->")[0]
-    assert generated == markdown_table(), "docs/limits.md is stale: regenerate its table from dormant.limits"
+    assert generated == markdown_table(), "docs/limits.md is stale: regenerate its table from dormant.core.limits"
     assert len({limit.name for limit in LIMITS}) == len(LIMITS)
 
 

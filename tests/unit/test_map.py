@@ -965,7 +965,7 @@ async def test_a_rollback_replay_collects_the_handlers_of_items_still_in_flight(
     """A map still running when the workflow began rolling back (a history only a crafted store holds today:
     errors escape a running map only through its items): its started item replays up to its first unfinished
     entry, so its finished steps are compensated; nothing new starts."""
-    from dormant.memory import MemoryEventStore
+    from dormant.memory.store import MemoryEventStore
     from dormant.ports import ActorMeta, ActorRef
     from dormant.workflow.history import WorkflowRecord
 

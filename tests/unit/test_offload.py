@@ -1,4 +1,4 @@
-"""dormant.aws.offload, the transform of large values (no I/O): exact JSON sizes and text, references that
+"""dormant.s3.offload, the transform of large values (no I/O): exact JSON sizes and text, references that
 resolve back to the value, parts kept as their own objects, content known once."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dormant.aws.offload import Offloader, dumps, json_bytes, refs_in, resolve, stored_size
+from dormant.s3.offload import Offloader, dumps, json_bytes, refs_in, resolve, stored_size
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()

@@ -7,7 +7,7 @@ import pytest
 from dormant import StepContext, WorkflowContext, actor, queue, setup
 from dormant.actor import Registry
 from dormant.errors import ActorFinishedError, ActorNotFoundError, NotResumableError, StillDivergedError
-from dormant.memory import MemoryEventStore
+from dormant.memory.store import MemoryEventStore
 from dormant.testing import TestEnv
 from dormant.workflow.history import EntryStatus, WorkflowState
 from tests.unit.support import Counter, Item

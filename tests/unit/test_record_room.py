@@ -1,4 +1,4 @@
-"""Issue 26, item 2: the room kept for a failure (dormant.limits.RECORD_ROOM), the rule itself, without a server.
+"""Issue 26, item 2: the room kept for a failure (dormant.core.limits.RECORD_ROOM), the rule itself, without a server.
 
 A history grown to the item limit one entry at a time, at every byte offset of an entry's size: the commit that
 would take the room kept for a failure is refused, and the commit that marks the workflow failed
@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from dormant.aws.items import ITEM_LIMIT, Head, Side
-from dormant.aws.ring import delta_of
-from dormant.aws.sizes import SizeChecks
+from dormant.core.limits import FAILURE_TEXT, RECORD_ROOM, json_bytes
+from dormant.dynamodb.items import ITEM_LIMIT, Head, Side
+from dormant.dynamodb.ring import delta_of
+from dormant.dynamodb.sizes import SizeChecks
 from dormant.errors import ItemTooLargeError
-from dormant.limits import FAILURE_TEXT, RECORD_ROOM, json_bytes
 from dormant.ports import ActorRef
 from dormant.runtime.failure_record import CUT_NOTE, failure_mark
 from dormant.runtime.operations import reset_failure

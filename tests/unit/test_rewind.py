@@ -14,7 +14,7 @@ from dormant.errors import (
     VersionNotRetainedError,
     WouldDivergeError,
 )
-from dormant.memory import InjectedFault
+from dormant.memory.store import InjectedFault
 from dormant.testing import TestEnv
 from dormant.workflow.history import WorkflowState
 from tests.unit.support import Counter, Item, store_dump

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import pytest
 
 from dormant import ActionContext, StepContext, WorkflowContext, WorkflowState, actor, queue, setup
-from dormant.memory import MemoryEventStore
+from dormant.memory.store import MemoryEventStore
 from dormant.runtime.wake import MAX_SCHEDULED_PER_WAKE, wake_actor
 from dormant.testing import TestEnv
 from dormant.workflow.execution import CommitDraft

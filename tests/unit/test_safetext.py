@@ -1,4 +1,4 @@
-"""dormant.safetext, as an attacker would probe it: whatever text goes in, nothing a terminal acts on comes out
+"""dormant.core.safetext, as an attacker would probe it: whatever text goes in, nothing a terminal acts on comes out
 (checked against Unicode's own categories, not the module's list), safe text is left alone, the escapes say
 what was there, JSON keeps its meaning; and the log formatters and Lambda's JSON logs that use it."""
 
@@ -16,8 +16,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dormant.core.safetext import PrintableFormatter, json_text, printable, printable_lines
 from dormant.dev.console import ConsoleFormatter
-from dormant.safetext import PrintableFormatter, json_text, printable, printable_lines
 
 EXAMPLES = int(os.environ.get("DORMANT_PROPERTY_EXAMPLES", "150"))  # `make fuzz` runs more
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dormant import actor
+from dormant.core.search import Condition, SearchAttributes, parse_conditions, stale, stored_value, visible
+from dormant.core.searchplan import encode, index_key, plan_search
 from dormant.errors import InvalidSearchAttributeError, InvalidSearchConditionError
-from dormant.search import Condition, SearchAttributes, parse_conditions, stale, stored_value, visible
-from dormant.searchplan import encode, index_key, plan_search
 from dormant.workflow.errors import WorkflowDefinitionError
 
 EXAMPLES = int(os.environ.get("DORMANT_PROPERTY_EXAMPLES", "150"))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from dormant import StepContext, WorkflowContext, actor, queue, setup
-from dormant.aws.store import SNAPSHOT_AFTER_BYTES as DYNAMO_SNAPSHOT_AFTER_BYTES
+from dormant.dynamodb.store import SNAPSHOT_AFTER_BYTES as DYNAMO_SNAPSHOT_AFTER_BYTES
 from dormant.errors import VersionNotRetainedError
-from dormant.memory import MemoryEventStore
+from dormant.memory.store import MemoryEventStore
 from dormant.ports import ActorSnapshot
 from dormant.runtime.versions import SNAPSHOT_AFTER_BYTES
 from dormant.testing import TestEnv

@@ -14,8 +14,8 @@ import pytest
 
 from dormant import QueueTimeoutError, StepContext, WorkflowContext, WorkflowState, actor, queue, setup
 from dormant.actor import Registry
-from dormant.memory import MemoryEventStore
-from dormant.memory_transport import MemoryTransport
+from dormant.memory.store import MemoryEventStore
+from dormant.memory.transport import MemoryTransport
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService

@@ -1,4 +1,4 @@
-"""The AWS adapter: the DynamoDB event store (`store`, its item codec `items`, the table definition `table`,
-responses and events `side`), the SQS transport (`transport`), the worker Lambda's logic (`worker`), the
-poller that plays Lambda's SQS event source (`poller`), the service over both (`service`) and request
-metering (`metering`). Everything takes an endpoint URL: AWS, a moto server, LocalStack, dynalite."""
+"""Dormant on AWS Lambda: the composition of the backends (dormant.dynamodb, dormant.s3, dormant.sqs) into the
+worker function (`worker`, `redelivery`, `consumed`) and the API's service (`service`, `prewarm`), with the clients
+they share (`clients`), secrets, telemetry (JSON logs, EMF metrics), tracing and request metering. Everything takes
+an endpoint URL: AWS, a moto server, LocalStack, DynamoDB Local."""

@@ -1,6 +1,6 @@
 """Wake-up messages whose work is already done, recognised without a read.
 
-Every send leaves a wake-up message carrying its message (dormant.aws.transport), so a burst of N sends to
+Every send leaves a wake-up message carrying its message (dormant.sqs.transport), so a burst of N sends to
 one actor leaves N wake-ups, while the first wake-up to load the actor consumes all N messages. The other N-1
 would each load the actor (two Queries) and replay it to find nothing to do; behind them in the FIFO queue,
 a request to another actor waited out the whole backlog (2,000 sends over 50 actors kept a request/response
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 
-from dormant.aws.transport import WakeMessage
+from dormant.sqs.transport import WakeMessage
 
 DEFAULT_LIMIT = 20_000  # remembered ids per worker process (a few MB at most)
 

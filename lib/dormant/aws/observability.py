@@ -29,15 +29,15 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dormant.aws.side import changed
+from dormant.core.slots import SlotRefusal
+from dormant.dynamodb.side import changed
 from dormant.errors import VersionConflict
-from dormant.slot_types import SlotRefusal
 
 if TYPE_CHECKING:
     from dormant.aws.metering import Meter
+    from dormant.core.slots import SlotLease, SlotRequest
     from dormant.ports import ActorRef, ActorSnapshot, EventStore
     from dormant.runtime.wake import WakeReport
-    from dormant.slot_types import SlotLease, SlotRequest
     from dormant.workflow.execution import CommitDraft
 
 log = logging.getLogger("dormant.wake")

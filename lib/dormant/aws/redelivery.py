@@ -25,10 +25,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dormant.aws.transport import QueueUrls, group_id
 from dormant.errors import StorageError, StorageRefusedError, TransportError, VersionConflict, WakeFailedError
 from dormant.ports import ActorRef
 from dormant.settings import Settings
+from dormant.sqs.transport import QueueUrls, group_id
 
 log = logging.getLogger("dormant.aws.redelivery")
 Record = Mapping[str, Any]

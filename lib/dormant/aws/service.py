@@ -6,13 +6,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from dormant.actor import Registry
-from dormant.aws.blobs import S3Blobs
 from dormant.aws.clients import open_clients
-from dormant.aws.store import DynamoEventStore
-from dormant.aws.transport import SqsTransport
+from dormant.dynamodb.store import DynamoEventStore
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
+from dormant.s3.blobs import S3Blobs
 from dormant.settings import Settings
+from dormant.sqs.transport import SqsTransport
 
 API_ATTEMPTS = 3
 API_CONNECT_TIMEOUT = 2.0

@@ -11,7 +11,7 @@
   out as JSON fields. Level: `POWERTOOLS_LOG_LEVEL` (or Lambda's `AWS_LAMBDA_LOG_LEVEL`), default INFO.
   JSON escapes C0 controls; powertools leaves the rest of non-ASCII raw (readable accents), so C1 controls,
   DEL, bidi overrides and U+2028/U+2029 from keys or paths are written as four-hex-digit escapes too (\\u202e;
-  dormant.safetext: the same JSON, nothing `aws logs tail` or a console shows reordered or acts on).
+  dormant.core.safetext: the same JSON, nothing `aws logs tail` or a console shows reordered or acts on).
 - **Metrics**: powertools' `Metrics` writes CloudWatch embedded-metric-format documents to stdout at the
   end of each invocation; CloudWatch Logs turns them into metrics (namespace `DORMANT_METRICS_NAMESPACE`,
   default "Dormant"; dimension `service`), no API call and no extra latency.
@@ -32,7 +32,7 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.metrics import MetricUnit
 
 from dormant.aws.observability import Observer, WakeRecord
-from dormant.safetext import json_text
+from dormant.core.safetext import json_text
 
 H = TypeVar("H", bound=Callable[..., Any])
 DEFAULT_NAMESPACE = "Dormant"

@@ -36,7 +36,6 @@ from dormant.aws.consumed import ConsumedMessages
 from dormant.aws.metering import Meter, instrument, metering
 from dormant.aws.observability import ObservedStore, Observer
 from dormant.aws.redelivery import Redelivery, backoff_seconds, delivered_before, is_transient, receive_count
-from dormant.aws.transport import SqsTransport, WakeMessage
 from dormant.errors import InvalidKeyError
 from dormant.ports import ActorRef, Clock, EventStore, WakeError
 from dormant.runtime.attention import mark_wake_error
@@ -44,6 +43,7 @@ from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
 from dormant.runtime.wake import WakeReport, wake_actor
 from dormant.settings import Settings
+from dormant.sqs.transport import SqsTransport, WakeMessage
 
 log = logging.getLogger("dormant.aws.worker")
 MAX_ERROR_TEXT = 2000
@@ -284,9 +284,9 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
     record of every wake-up (default: a log line). The clients are made as `settings.aws_clients` says
     (dormant.aws.clients).
     """
-    from dormant.aws.blobs import S3Blobs
     from dormant.aws.clients import open_clients
-    from dormant.aws.store import DynamoEventStore
+    from dormant.dynamodb.store import DynamoEventStore
+    from dormant.s3.blobs import S3Blobs
 
     clock = clock or SystemClock()
     services = ["dynamodb", "sqs", *(["s3"] if settings.bucket else [])]  # S3: large values (docs/limits.md)

@@ -25,10 +25,10 @@ from dormant.cli.common import (
     print_json,
 )
 from dormant.cli.render import shown, shown_key, status_words
+from dormant.core.safetext import printable
 from dormant.errors import ActorNotFoundError
 from dormant.http.client import HttpClient
 from dormant.models import ActorStatus, SendResult
-from dormant.safetext import printable
 
 
 async def read(http: HttpClient, actor: str, key: str, suffix: str) -> Any:

@@ -1,5 +1,5 @@
 """`dormant actors list` and `dormant actors count`: the actors of one type or of every type, by status, and those
-whose search attributes match `--where` conditions (dormant.search)."""
+whose search attributes match `--where` conditions (dormant.core.search)."""
 
 from __future__ import annotations
 

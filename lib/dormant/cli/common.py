@@ -1,7 +1,7 @@
 """What every `dormant` command shares: the API options (--url, --token, --json), the client, the consoles,
 actor keys on the command line (read and shown), and turning errors into one red line and an exit code.
 
-Everything printed passes through dormant.safetext: keys, values and errors come from whoever called the API.
+Everything printed passes through dormant.core.safetext: keys, values and errors come from whoever called the API.
 The one place that makes sure of it is `SafeConsole` (`out` and `err`): whatever a command hands it, no control
 character but the line feed, no bidi control, no line or paragraph separator reaches the terminal; each is
 written as its escape (``\\u009b``). A line feed in the data cannot be told from one of the layout there, so
@@ -39,10 +39,10 @@ from rich.style import Style
 from rich.text import Text
 
 from dormant.actor import Registry, load_registry
+from dormant.core.safetext import json_text, printable, printable_lines
 from dormant.errors import InvalidKeyError
 from dormant.http.client import HttpClient
 from dormant.http.keys import ESCAPE, SEPARATOR, decode_key
-from dormant.safetext import json_text, printable, printable_lines
 from dormant.workflow.errors import DormantError
 
 P = ParamSpec("P")
@@ -52,7 +52,7 @@ DEFAULT_URL = "http://127.0.0.1:8787"
 
 class SafeConsole(Console):
     """A Rich console that writes no character a terminal acts on (C0 controls but the line feed, DEL, C1
-    controls, bidi controls, line and paragraph separators: dormant.safetext), whatever it is given: every string
+    controls, bidi controls, line and paragraph separators: dormant.core.safetext), whatever it is given: every string
     is escaped before Rich lays it out (so tables keep their widths), and every segment of every renderable is
     checked again as it is written (a `Text` made elsewhere). `print_json` likewise. It never turns `:name:` in
     printed text into an emoji."""

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 import typer
 
 from dormant.cli.common import CliError, err, load_app
-from dormant.safetext import printable, printable_lines
+from dormant.core.safetext import printable, printable_lines
 
 LogLevel = Literal["debug", "info", "warning", "error"]
 DynamoDBChoice = Literal["moto", "local"]

@@ -25,10 +25,10 @@ from dormant.cli.common import (
     print_json,
 )
 from dormant.cli.render import note_words, print_whole, shown, shown_key, timeline
+from dormant.core.safetext import json_text
 from dormant.http.keys import encode_key
 from dormant.models import ActorStatus
 from dormant.runtime.offline import parse_export
-from dormant.safetext import json_text
 from dormant.workflow.errors import DormantError
 from dormant.workflow.history import HistoryEntry
 

@@ -25,10 +25,10 @@ from dormant.cli.common import (
     print_json,
 )
 from dormant.cli.render import print_table, results_table, show_result
+from dormant.core.safetext import printable
 from dormant.http.client import HttpClient
 from dormant.models import OperationPage, OperationResult
 from dormant.ports import FINISHED
-from dormant.safetext import printable
 
 OptionalActor = Annotated[str | None, typer.Argument(help="The actor type (with --all: optional)",
                                                      show_default=False)]

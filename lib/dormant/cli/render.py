@@ -20,9 +20,9 @@ from rich.table import Table
 from rich.tree import Tree
 
 from dormant.cli.common import key_text, out, print_json
+from dormant.core.safetext import json_text, printable
 from dormant.models import ActorCounts, ActorStatus, OperationResult
 from dormant.ports import LISTED_STATUSES, ActorSummary
-from dormant.safetext import json_text, printable
 from dormant.workflow.history import (
     ITERATION_MARK,
     SEPARATOR,

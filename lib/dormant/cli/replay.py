@@ -34,11 +34,11 @@ from dormant.cli.common import (
     print_json,
 )
 from dormant.cli.render import shown, shown_key
+from dormant.core.safetext import printable_lines
 from dormant.errors import UnknownActorError
 from dormant.http.client import HttpClient
 from dormant.ports import FINISHED, ActorSummary
 from dormant.runtime.offline import ReplayReport, parse_export, replay_snapshot
-from dormant.safetext import printable_lines
 
 CONCURRENCY = 8
 

@@ -27,10 +27,10 @@ from dormant.cli.common import (
     print_json,
 )
 from dormant.cli.render import print_table, print_whole, relative, show_result, shown, shown_key, styled, timeline, when
+from dormant.core.safetext import printable
 from dormant.errors import WouldDivergeError
 from dormant.models import OperationResult
 from dormant.ports import VersionInfo
-from dormant.safetext import printable
 
 VersionOption = Annotated[int, typer.Option(help="A kept version (`dormant versions ACTOR KEY` lists them)", min=1,
                                             show_default=False)]

@@ -14,11 +14,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
-from dormant.aws.large_values import EPHEMERAL
+from dormant.s3.large_values import EPHEMERAL
 
 DEV_BUCKET = "dormant-dev-values"
 """The bucket `dormant dev` uses when DORMANT_BUCKET is not set."""
-EPHEMERAL_PREFIX = EPHEMERAL  # dormant.aws.large_values: responses, events, big API responses
+EPHEMERAL_PREFIX = EPHEMERAL  # dormant.s3.large_values: responses, events, big API responses
 EPHEMERAL_EXPIRY_DAYS = 2
 ABORT_INCOMPLETE_UPLOAD_DAYS = 1
 _MISSING = frozenset({"404", "NoSuchBucket", "NotFound"})

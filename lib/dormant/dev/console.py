@@ -7,7 +7,7 @@
 The lines come from the `dormant.http` (dormant.http.access) and `dormant.wake` (dormant.aws.observability)
 loggers; this module only chooses a readable format and the level (`--log-level`). Messages carry request
 paths, keys and error texts that callers chose: each is kept on its line with its controls escaped
-(dormant.safetext), and the lines of a traceback are indented, so nothing can forge a line or act on the terminal.
+(dormant.core.safetext), and the lines of a traceback are indented, so nothing can forge a line or act on the terminal.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import sys
 import time
 from typing import TextIO
 
-from dormant.safetext import PrintableFormatter, printable
+from dormant.core.safetext import PrintableFormatter, printable
 
-TAGS = {"dormant.http": "http", "dormant.wake": "wake", "dormant.aws.poller": "sqs", "dormant.aws.worker": "worker",
+TAGS = {"dormant.http": "http", "dormant.wake": "wake", "dormant.sqs.poller": "sqs", "dormant.aws.worker": "worker",
         "dormant.dev.moto": "moto", "uvicorn.error": "api"}
 _HANDLER_NAME = "dormant-dev-console"
 
 
 class ConsoleFormatter(PrintableFormatter):
-    """`date time.ms LEVEL tag message`, tracebacks indented below (both escaped: dormant.safetext)."""
+    """`date time.ms LEVEL tag message`, tracebacks indented below (both escaped: dormant.core.safetext)."""
 
     def format(self, record: logging.LogRecord) -> str:
         moment = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.created))
@@ -54,7 +54,7 @@ def configure_console(level: str = "info", stream: TextIO | None = None) -> logg
     # The per-wake-up detail the worker logs at INFO is repeated by the wake-up line: keep it for debug.
     logging.getLogger("dormant.aws.worker").setLevel(max(numeric, logging.WARNING)
                                                      if numeric > logging.DEBUG else logging.DEBUG)
-    logging.getLogger("dormant.aws.store").setLevel(max(numeric, logging.WARNING)
+    logging.getLogger("dormant.dynamodb.store").setLevel(max(numeric, logging.WARNING)
                                                     if numeric > logging.DEBUG else logging.DEBUG)
     # uvicorn's own INFO lines (started, shutting down) repeat what `dormant dev` prints
     logging.getLogger("uvicorn.error").setLevel(max(numeric, logging.WARNING)

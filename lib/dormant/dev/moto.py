@@ -21,11 +21,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from dormant.core.safetext import PrintableFormatter, printable
 from dormant.dev import attributes, partitions, responses
 from dormant.dev.gate import RequestGate
 from dormant.dev.keepalive import keep_alive_handler
 from dormant.dev.persistence import COMPACT_BYTES, Persistence, PersistenceError
-from dormant.safetext import PrintableFormatter, printable
 
 log = logging.getLogger("dormant.dev.moto")
 

@@ -116,12 +116,12 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
     import uvicorn
     from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
-    from dormant.aws.poller import SqsPoller
-    from dormant.aws.table import client_config, create_table
-    from dormant.aws.transport import create_queues
     from dormant.aws.worker import open_worker
+    from dormant.dynamodb.table import client_config, create_table
     from dormant.http.access import AccessLog
     from dormant.http.app import create_app
+    from dormant.sqs.poller import SqsPoller
+    from dormant.sqs.transport import create_queues
 
     options = replace(options or DevOptions(), **overrides)
     settings = settings or Settings()

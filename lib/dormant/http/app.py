@@ -25,6 +25,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dormant.actor import ActorDefinition, Registry
+from dormant.core.limits import HTTP_MESSAGE_ID
+from dormant.core.search import TYPE_NAMES
 from dormant.errors import ActorPausedError, StorageError, TransportError, VersionConflict, WakeFailedError
 from dormant.http.callbacks import PATH as CALLBACK_PATH
 from dormant.http.callbacks import callback_router
@@ -39,7 +41,6 @@ from dormant.http.limits import WaitLimiter
 from dormant.http.openapi import build_openapi
 from dormant.http.operator import merge_openapi, operator_router
 from dormant.http.ui import ui_router
-from dormant.limits import HTTP_MESSAGE_ID
 from dormant.ports import ActorRef
 from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.batches import MAX_BATCH
@@ -47,7 +48,6 @@ from dormant.runtime.batches import describe as describe_batch
 from dormant.runtime.callbacks import without_tokens
 from dormant.runtime.offline import export_lines
 from dormant.runtime.service import ActorService
-from dormant.search import TYPE_NAMES
 from dormant.settings import Settings
 from dormant.workflow.caller import Caller
 from dormant.workflow.errors import InvalidJsonError, InvalidStateError
@@ -56,7 +56,7 @@ from dormant.workflow.history import HistoryEntry
 from dormant.workflow.values import check_json, describe_errors
 
 ServiceFactory = Callable[[], AbstractAsyncContextManager[ActorService]]
-MAX_MESSAGE_ID = HTTP_MESSAGE_ID.maximum  # dormant.limits
+MAX_MESSAGE_ID = HTTP_MESSAGE_ID.maximum  # dormant.core.limits
 API_VERSION = "1"
 
 

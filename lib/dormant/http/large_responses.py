@@ -24,7 +24,7 @@ PRESIGNED_SECONDS = 900
 LAMBDA_RESPONSE_BYTES = 6_000_000  # Lambda's 6,291,456-byte response, less the event's envelope and headers
 RESPONSES_PREFIX = "ephemeral/responses/"
 
-BlobsGetter = Callable[[], Awaitable[Any]]  # -> dormant.aws.blobs.S3Blobs or None
+BlobsGetter = Callable[[], Awaitable[Any]]  # -> dormant.s3.blobs.S3Blobs or None
 
 
 class LargeResponses:

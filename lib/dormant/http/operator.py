@@ -1,7 +1,7 @@
 """The operator routes (the caller's identity, then the operator token): list, count, resume, terminate, delete.
 
     GET    /actors/{actor}?status=&limit=&cursor=       a page of the actors of a type (by status, then id)
-           ...&where=customer%3D42&where=...             or of those whose search attributes match (dormant.search)
+           ...&where=customer%3D42&where=...             or of those whose search attributes match (dormant.core.search)
     GET    /actors/{actor}/counts?limit=&where=          how many are listed in each status (and match)
     GET    /actors/{actor}/attention?limit=              those that need an operator, failed first
     POST   /actors/{actor}/resume?status=&limit=&cursor= resume one page of them; results per actor

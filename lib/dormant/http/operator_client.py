@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import httpx
 
-from dormant.cursors import every_result, every_summary
+from dormant.core.cursors import every_result, every_summary
 from dormant.models import (
     ActorCounts,
     AttentionList,

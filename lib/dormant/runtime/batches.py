@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from dormant.core.limits import check_message_id
 from dormant.errors import (
     ActorFinishedError,
     BatchSendFailedError,
@@ -32,7 +33,6 @@ from dormant.errors import (
     StorageRefusedError,
     TransportError,
 )
-from dormant.limits import check_message_id
 from dormant.models import SendResult
 from dormant.ports import ActorRef, Creation, InboxMessage, Transport
 from dormant.runtime.send_rules import check_carried_size, send_rule

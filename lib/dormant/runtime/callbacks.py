@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from dormant.actor import CallbackSpec, Registry
-from dormant.callback_records import CallbackRecord
+from dormant.core.callbacks import CallbackRecord
 from dormant.errors import (
     CallbackCompletedError,
     CallbackExpiredError,

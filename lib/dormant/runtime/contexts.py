@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from dormant.client import Client
+from dormant.core.search import SearchAttributes, Stored
 from dormant.runtime.access import actor_caller
 from dormant.runtime.ids import IdSource
-from dormant.search import SearchAttributes, Stored
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import StepRun
 from dormant.workflow.sleeps import epoch_seconds
@@ -88,7 +88,7 @@ class ActorContext:
 
     @property
     def search(self) -> SearchAttributes:
-        """The actor's search attributes (dormant.search): set them here, they are stored with this step's or
+        """The actor's search attributes (dormant.core.search): set them here, they are stored with this step's or
         action's commit; `dormant actors list --where` finds the actor by them."""
         return self._search
 

@@ -1,9 +1,9 @@
-"""The record that marks an actor failed, small enough to fit in any history (dormant.limits.RECORD_ROOM: every
+"""The record that marks an actor failed, small enough to fit in any history (dormant.core.limits.RECORD_ROOM: every
 ordinary commit leaves this room free), shared by the wake-up's fallback and `dormant doctor`."""
 
 from __future__ import annotations
 
-from dormant.limits import FAILURE_TEXT, RECORD_ROOM, cut_text, json_bytes, utf8_size
+from dormant.core.limits import FAILURE_TEXT, RECORD_ROOM, cut_text, json_bytes, utf8_size
 from dormant.workflow.history import ErrorInfo, WorkflowRecord, WorkflowState
 
 CUT_NOTE = " [... cut: the whole text is in the worker's log]"
@@ -11,7 +11,7 @@ MAX_TYPE_NAME = 128  # bytes of the error's type name kept
 
 
 def failure_mark(record: WorkflowRecord, error: BaseException) -> WorkflowRecord:
-    """`record` marked failed with `error`, at most RECORD_ROOM bytes as stored JSON (dormant.limits), so that the
+    """`record` marked failed with `error`, at most RECORD_ROOM bytes as stored JSON (dormant.core.limits), so that the
     commit that stores it fits whatever the history's size: nothing it waited for is kept, the error's text is cut
     to FAILURE_TEXT (and shorter if the operator notes on the record leave less room), and those notes are dropped
     only if even the error's type alone would not fit beside them."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dormant.actor import ActorDefinition, Registry
-from dormant.flow import Limit, unknown_limit
+from dormant.core.flow import Limit, unknown_limit
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
 from dormant.workflow.errors import DormantError
 from dormant.workflow.execution import CommitDraft, Execution, StepRun

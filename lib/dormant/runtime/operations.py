@@ -24,7 +24,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 
-from dormant.cursors import every_summary
+from dormant.core.cursors import every_summary
 from dormant.errors import (
     ActorFinishedError,
     ActorNotFoundError,

@@ -1,17 +1,18 @@
 """Finding actors by their search attributes (docs/operations.md, "Search attributes"): the `where` conditions are
-read against the actor type's declaration (dormant.search), planned (dormant.searchplan: which one the index reads,
-which ones filter) and run by the store. The operator routes, the clients and the CLI all come through here."""
+read against the actor type's declaration (dormant.core.search), planned (dormant.core.searchplan: which one the
+index reads, which ones filter) and run by the store. The operator routes, the clients and the CLI all come through
+here."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from dormant.cursors import every_summary
+from dormant.core.cursors import every_summary
+from dormant.core.search import parse_conditions
+from dormant.core.searchplan import SearchPlan, plan_search
 from dormant.models import ActorCounts, StatusCount
 from dormant.ports import LISTED_STATUSES, ActorPage, ActorSummary, EventStore
-from dormant.search import parse_conditions
-from dormant.searchplan import SearchPlan, plan_search
 from dormant.workflow.history import WorkflowState
 
 if TYPE_CHECKING:

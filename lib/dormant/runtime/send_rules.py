@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from dormant.core.limits import CARRIED_MESSAGE
 from dormant.errors import ItemTooLargeError
-from dormant.limits import CARRIED_MESSAGE
 from dormant.ports import FINISHED, MAX_CARRIED_BYTES, Creation, InboxMessage
 from dormant.workflow.history import WorkflowState
 

@@ -17,6 +17,8 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from dormant.actor import ActorDefinition, Registry
+from dormant.core.limits import check_message_id
+from dormant.core.search import plain, stale, visible
 from dormant.errors import (
     ActorFinishedError,
     ActorNotFoundError,
@@ -29,7 +31,6 @@ from dormant.errors import (
     VersionConflict,
     WakeFailedError,
 )
-from dormant.limits import check_message_id
 from dormant.models import ActorStatus, SendResult, WaitingFor
 from dormant.ports import (
     ActorMeta,
@@ -49,7 +50,6 @@ from dormant.runtime.contexts import ActionContext, HookContext, call_hook
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.replies import await_reply
 from dormant.runtime.send_rules import check_carried_size, send_rule
-from dormant.search import plain, stale, visible
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft, to_json
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState

@@ -16,10 +16,10 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dormant.flow import Limit, unknown_limit
+from dormant.core.flow import Limit, unknown_limit
+from dormant.core.slots import SlotLease, SlotRefusal, SlotRequest
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import sleeping_party
-from dormant.slot_types import SlotLease, SlotRefusal, SlotRequest
 from dormant.workflow.throttle import Granted, Refused, SlotAsk
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
 SNAPSHOT_AFTER_BYTES = 96 * 1024
-"""A commit also carries a snapshot once the deltas since the last one are this big (as dormant.aws.store's,
+"""A commit also carries a snapshot once the deltas since the last one are this big (as dormant.dynamodb.store's,
 which tests/unit/test_versions.py checks)."""
 MAX_CHANGED = 20  # locations listed per version
 _HISTORY = TypeAdapter(list[HistoryEntry])

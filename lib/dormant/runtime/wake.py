@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dormant.actor import ActorDefinition
+from dormant.core.search import stale, visible
 from dormant.errors import InvalidMessageIdError, StorageRefusedError, VersionConflict, WakeFailedError
 from dormant.ports import ActorRef, ActorSnapshot, Creation, InboxMessage
 from dormant.runtime.attention import current_wake_error, track_retry
@@ -20,7 +21,6 @@ from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
 from dormant.runtime.slots import LimitSlots
 from dormant.runtime.waits import WakeWaits, horizon
-from dormant.search import stale, visible
 from dormant.workflow.execution import CommitDraft, Execution, StepRun
 from dormant.workflow.history import QueuedMessage, WorkflowRecord, WorkflowState
 from dormant.workflow.runner import TERMINAL, run_workflow
@@ -191,7 +191,7 @@ async def _fail_unstorable(service: ActorService, ref: ActorRef, error: StorageR
     it would have consumed stay in the inbox). `dormant resume` runs the workflow again from its last commit.
 
     The commit adds nothing but a record of at most RECORD_ROOM bytes (`failure_mark`), which the stores always
-    take, however close to the item limit the history has grown (dormant.limits, RECORD_ROOM)."""
+    take, however close to the item limit the history has grown (dormant.core.limits, RECORD_ROOM)."""
     log.error("%s failed: a commit of its workflow cannot be stored: %s", ref, error)
     for _ in range(MAX_CONFLICT_RETRIES):
         snapshot = await service.store.load(ref)

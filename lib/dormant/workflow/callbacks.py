@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 RESERVED_ID_PREFIX = "dormant:"
 """Message ids that start with this are Dormant's own: no caller's message id (an Idempotency-Key) can
-(dormant.limits.check_message_id refuses them), so no send can take the id of a callback's completion."""
+(dormant.core.limits.check_message_id refuses them), so no send can take the id of a callback's completion."""
 MESSAGE_PREFIX = RESERVED_ID_PREFIX + "callback:"  # a completion's id: this and the callback id (one per callback)
 LEGACY_MESSAGE_PREFIX = "callback-"  # the same, for callbacks opened before the reserved namespace
 _LEGACY_MESSAGE_ID = re.compile(LEGACY_MESSAGE_PREFIX + "[0-9a-f]{32}")

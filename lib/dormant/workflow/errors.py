@@ -39,7 +39,7 @@ _LINE_BREAKS = {ord(ch): f"\\x{ord(ch):02x}" if ord(ch) <= 0xFF else f"\\u{ord(c
 
 def one_line(text: str) -> str:
     """`text` with every line break (each character `str.splitlines` breaks at) written as its escape, as
-    dormant.safetext writes it (``\\n``, ``\\u2028``): a name keeps to its line in a message of several."""
+    dormant.core.safetext writes it (``\\n``, ``\\u2028``): a name keeps to its line in a message of several."""
     return text.translate(_LINE_BREAKS)
 
 

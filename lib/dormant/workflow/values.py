@@ -12,7 +12,7 @@ rule it breaks (never the value itself):
 - nesting deeper than `MAX_DEPTH` arrays/objects;
 - anything that is not null, a bool, a number, a string, a list or a string-keyed object;
 - the object key `RESERVED_KEY`: the DynamoDB store's references to values it keeps in S3 use it
-  (dormant.aws.offload), so no stored value may forge one.
+  (dormant.s3.offload), so no stored value may forge one.
 
 No I/O here (the engine's package).
 """
@@ -39,7 +39,7 @@ _INT_BOUND = 10 ** MAX_INT_DIGITS
 def content_identity(value: Any) -> Any:
     """`value` with each stored reference (`{RESERVED_KEY: "<...>/<sha256>-<origin>", "n": bytes}`) replaced by the
     content hash its key names: two stored forms of the same content compare equal whichever objects they name
-    (a message's objects are its own: dormant.aws.large_values)."""
+    (a message's objects are its own: dormant.s3.large_values)."""
     if isinstance(value, dict):
         if RESERVED_KEY in value:
             return {RESERVED_KEY: str(value[RESERVED_KEY]).rsplit("/", 1)[-1].rsplit("-", 1)[0]}

@@ -1,0 +1,96 @@
+"""The commit ring of one actor, read back: the newest version materialized from the items of a Query of its
+ring (its snapshot plus the deltas after it), and what a commit of a draft on a version stores. No I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dormant.core.search import apply_changes
+from dormant.dynamodb.items import Head, Side, TornRead, commit_payload, compress, ring_key
+from dormant.ports import ActorRef, listed_status
+from dormant.workflow.execution import CommitDraft
+from dormant.workflow.history import WorkflowState
+
+RELEASES = "r"  # a commit item's attribute: the S3 objects its version released (dormant.s3.large_values)
+
+
+def live_items(items: list[dict[str, Any]]) -> dict[int, dict[str, Any]] | None:
+    """The ring's items of the live actor by version; None when there is none (no slot 0, a deletion's marker there,
+    or a deletion under way)."""
+    anchor = next((item for item in items if item["sk"]["S"] == ring_key(1, 1)), None)
+    if anchor is None or "gone" in anchor:
+        return None
+    incarnation = anchor.get("c", {}).get("S", "")
+    # Slot 0 is written by the create and never deleted but by a deletion: items of another incarnation
+    # are what a wake-up of a deleted actor committed late (dormant.dynamodb.deletion); they are not this actor.
+    by_version = {int(item["v"]["N"]): item for item in items if item.get("c", {}).get("S", "") == incarnation}
+    if "gone" in by_version[max(by_version)]:  # being deleted (dormant.dynamodb.deletion)
+        return None
+    return by_version
+
+
+def materialize(items: list[dict[str, Any]], cached: Callable[[int], Head | None]) -> tuple[Head, list[Side]] | None:
+    """The newest version: its snapshot plus the deltas after it. Returns it and the chain's side work; None when
+    there is no live actor (no slot 0, or a deletion's marker there). `cached(version)`: a head already built."""
+    by_version = live_items(items)
+    if by_version is None:
+        return None
+    newest = max(by_version)
+    incarnation = by_version[newest].get("c", {}).get("S", "")  # (every live item has it)
+    chain: list[dict[str, Any]] = []
+    version = newest
+    while True:
+        item = by_version.get(version)
+        if item is None:
+            raise TornRead()
+        chain.append(item)
+        if "snap" in item:
+            break
+        version -= 1
+    chain.reverse()  # snapshot first
+    payloads = [commit_payload(item) for item in chain]
+    sides = [Side.from_payload(payload, float(item["at"]["N"])) for item, payload in zip(chain, payloads,
+                                                                                            strict=True)]
+    known = cached(newest)
+    if known is not None and known.incarnation == incarnation:
+        return known, sides
+    head = Head.from_snapshot(int(chain[0]["v"]["N"]), int(chain[0]["n"]["N"]), payloads[0]["f"], sides[0],
+                              incarnation)
+    for item, payload, side in zip(chain[1:], payloads[1:], sides[1:], strict=True):
+        head = head.advance(int(item["v"]["N"]), payload, side)
+        head.delta_bytes += len(item["z"]["B"])
+    head.releases = {version: tuple(item[RELEASES]["SS"]) for version, item in by_version.items()
+                     if RELEASES in item and version > newest - head.ring}
+    return head, sides
+
+
+def delta_of(base: Head, draft: CommitDraft, now: float) -> tuple[Side, dict[str, Any]]:
+    """What a commit of `draft` on `base` stores: its side work and its delta payload."""
+    side = Side(consumed=list(draft.consumed_ids), responses=dict(draft.responses),
+                events=[[base.event_seq + i + 1, name, payload, draft.committed_at] for i, (name, payload) in
+                        enumerate(draft.events)], at=now, callbacks=list(draft.callbacks))
+    delta: dict[str, Any] = {"u": draft.upserts, "x": draft.deleted_prefixes}
+    if draft.state is not None:
+        delta["s"] = draft.state
+    if draft.search and apply_changes(base.search, draft.search) != base.search:  # setting a value again: nothing
+        delta["a"] = draft.search
+        side.unset = sorted(name for name, value in draft.search.items() if value is None and name in base.search)
+    if draft.workflow is not None:
+        delta["w"] = draft.workflow.model_dump(mode="json")
+        listed = listed_status(draft.workflow.state)
+        if listed is not listed_status(WorkflowState(base.workflow["state"])):
+            side.listed = (listed.value, draft.committed_at)  # the status item follows (in _settle)
+    return side, delta
+
+
+def commit_item(ref: ActorRef, head: Head, payload: dict[str, Any], *, snapshot: bool,
+                at: float) -> dict[str, dict[str, Any]]:
+    """The commit item of `head` in its slot of the ring: its payload compressed (a full snapshot or a delta)."""
+    item: dict[str, dict[str, Any]] = {
+        "pk": {"S": ref.id}, "sk": {"S": ring_key(head.version, head.ring)}, "v": {"N": str(head.version)},
+        "n": {"N": str(head.ring)}, "at": {"N": repr(at)}, "c": {"S": head.incarnation},
+        "z": {"B": compress(payload)}}
+    if snapshot:
+        item["snap"] = {"BOOL": True}
+    return item

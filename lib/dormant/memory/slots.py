@@ -1,0 +1,129 @@
+"""Flow-control slots in memory (MemoryEventStore's `acquire_slot`, `renew_slot`, `release_slot`): the reference
+semantics the DynamoDB store's (dormant.dynamodb.slots) follow, each call atomic, leases on the runtime's clock
+(TestEnv's virtual clock: moving it past a lease frees the slot, as a killed worker's frees itself).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from dormant.core.slots import SlotLease, SlotRefusal, SlotRequest
+from dormant.ports import ActorRef
+
+Enter = Callable[[str], Literal["before", "after"] | None]
+Leave = Callable[[Literal["before", "after"] | None, str], None]
+
+WAITER_TTL = 900.0
+"""Seconds a waiter stays in a limit's line past the first lease end it was told (when it asks again at the latest):
+only a waiter that went away, e.g. a deleted actor, runs out, and a release then skips and drops it."""
+
+
+@dataclass
+class _Slot:
+    holder: str
+    actor: str
+    expires: float
+
+
+@dataclass
+class _Waiter:
+    ref: ActorRef
+    until: float
+
+
+@dataclass
+class _LimitState:
+    slots: dict[int, _Slot] = field(default_factory=dict)
+    tickets: dict[int, int] = field(default_factory=dict)  # rate window -> starts asked for in it (granted or not)
+    waiters: dict[tuple[float, str], _Waiter] = field(default_factory=dict)  # (since, holder): oldest first
+
+
+class MemorySlots:
+    """The limits' items of one memory store; each call counts as a store call and takes its injected faults
+    (`enter`, `leave`: MemoryEventStore's)."""
+
+    def __init__(self, enter: Enter, leave: Leave) -> None:
+        self._limits: dict[str, _LimitState] = {}
+        self._enter = enter
+        self._leave = leave
+
+    async def acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
+        when = self._enter("acquire_slot")
+        answer = self._acquire(request)
+        self._leave(when, "acquire_slot")
+        return answer
+
+    async def renew(self, lease: SlotLease, until: float) -> bool:
+        when = self._enter("renew_slot")
+        state = self._limits.get(lease.limit)
+        held = state.slots.get(lease.slot) if state is not None and lease.slot is not None else None
+        renewed = held is not None and held.holder == lease.holder
+        if held is not None and renewed:
+            held.expires = until
+        self._leave(when, "renew_slot")
+        return renewed
+
+    async def release(self, lease: SlotLease, now: float) -> list[ActorRef]:
+        when = self._enter("release_slot")
+        woken = self._release(lease, now)
+        self._leave(when, "release_slot")
+        return woken
+
+    def _acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
+        rule, now, holder = request.rule, request.now, request.holder
+        state = self._limits.setdefault(rule.name, _LimitState())
+        slot: int | None = None
+        if rule.concurrency is not None:
+            mine = [index for index, held in state.slots.items() if held.holder == holder]
+            if mine:  # a re-run of the same step (its wake-up crashed): the same slot, never a second one
+                slot = mine[0]
+            else:
+                slot = next((index for index in range(rule.concurrency)
+                             if index not in state.slots or state.slots[index].expires <= now), None)
+                if slot is None:
+                    free_at = min(held.expires for held in state.slots.values())
+                    state.waiters[(request.queued_since, holder)] = _Waiter(request.ref, free_at + WAITER_TTL)
+                    return SlotRefusal(limit=rule.name, by="concurrency", free_at=free_at)
+            state.slots[slot] = _Slot(holder, request.ref.id, request.lease_until)
+        if rule.per_window is not None:
+            window = math.floor(now / rule.window)
+            ticket = state.tickets.get(window, 0)
+            state.tickets[window] = ticket + 1
+            for old in [w for w in state.tickets if w < window - 1]:
+                del state.tickets[old]  # (DynamoDB's expire by their time to live)
+            if ticket >= rule.per_window:
+                if slot is not None:  # it does not start: the slot goes back
+                    del state.slots[slot]
+                return SlotRefusal(limit=rule.name, by="rate", window=window, position=ticket - rule.per_window)
+        if request.queued:
+            state.waiters.pop((request.queued_since, holder), None)
+        return SlotLease(limit=rule.name, holder=holder, actor=request.ref.id, slot=slot, expires=request.lease_until)
+
+    def _release(self, lease: SlotLease, now: float) -> list[ActorRef]:
+        state = self._limits.get(lease.limit)
+        if state is None or lease.slot is None:
+            return []
+        held = state.slots.get(lease.slot)
+        if held is None or held.holder != lease.holder:
+            return []  # its lease ran out and someone else has the slot: nothing freed
+        del state.slots[lease.slot]
+        for key in sorted(state.waiters):
+            waiter = state.waiters.pop(key)
+            if waiter.until > now:
+                return [waiter.ref]
+        return []
+
+    def held(self, limit: str, now: float) -> dict[int, str]:
+        """Slots of `limit` held at `now`: index -> the holder's actor id (tests and tools)."""
+        state = self._limits.get(limit)
+        if state is None:
+            return {}
+        return {index: held.actor for index, held in state.slots.items() if held.expires > now}
+
+    def waiting(self, limit: str) -> list[ActorRef]:
+        """The actors in `limit`'s line, oldest first."""
+        state = self._limits.get(limit)
+        return [] if state is None else [state.waiters[key].ref for key in sorted(state.waiters)]
