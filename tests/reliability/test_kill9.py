@@ -79,6 +79,13 @@ class WorkerProcess:
         await self.process.wait()
         self.kills += 1
 
+    async def kill_repeatedly(self, rng: random.Random, stop: asyncio.Event) -> None:
+        """SIGKILL the worker 1.5-4 s after each start (the load's schedule, not a wait for anything), until `stop`."""
+        while not stop.is_set():
+            await asyncio.sleep(rng.uniform(1.5, 4.0))
+            await self.kill()
+            await self.start()
+
     async def stop(self) -> None:
         if self.process is not None and self.process.returncode is None:
             self.process.send_signal(signal.SIGKILL)
@@ -126,14 +133,7 @@ async def test_healthy_wake_ups_never_reach_a_dlq_under_repeated_kill_9(moto_ser
         await worker.start()
         expected = {f"a{n}": [0, 0] for n in range(ACTORS)}  # actor key -> [sum of deltas, messages]
         stop = asyncio.Event()
-
-        async def killer() -> None:
-            while not stop.is_set():
-                await asyncio.sleep(rng.uniform(1.5, 4.0))
-                await worker.kill()
-                await worker.start()
-
-        killing = asyncio.create_task(killer())
+        killing = asyncio.create_task(worker.kill_repeatedly(rng, stop))
         started = time.monotonic()
         sent = 0
         while time.monotonic() - started < DURATION:
@@ -194,14 +194,7 @@ async def test_repeated_large_bodies_are_each_applied_once_and_nothing_dangles_u
         await worker.start()
         expected: dict[str, list[str]] = {f"s{n}": [] for n in range(3)}  # actor key -> digests, in send order
         stop = asyncio.Event()
-
-        async def killer() -> None:
-            while not stop.is_set():
-                await asyncio.sleep(rng.uniform(1.5, 4.0))
-                await worker.kill()
-                await worker.start()
-
-        killing = asyncio.create_task(killer())
+        killing = asyncio.create_task(worker.kill_repeatedly(rng, stop))
         started, sent = time.monotonic(), 0
         while time.monotonic() - started < DURATION:
             key = f"s{sent % len(expected)}"
