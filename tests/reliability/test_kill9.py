@@ -215,7 +215,11 @@ async def test_repeated_large_bodies_are_each_applied_once_and_nothing_dangles_u
                 await asyncio.sleep(0.25)
         finally:
             await worker.stop()
-        figures = {"seconds of load": DURATION, "messages sent": sent, "worker kills": worker.kills}
+        figures = {"seconds of load": DURATION, "messages sent": sent, "worker kills": worker.kills,
+                   "distinct large bodies": len({d for digests in expected.values() for d in digests})}
+        report = os.environ.get("DORMANT_RELIABILITY_REPORT")
+        if report:
+            Path(report).with_suffix(".shared-values.json").write_text(json.dumps(figures, indent=2) + "\n")
         assert worker.kills >= max(2, int(DURATION / 10)), figures
         # Each applied exactly once, in send order per actor (a FIFO group per actor).
         assert {key: state.digests for key, state in states.items()} == expected, figures
