@@ -139,7 +139,7 @@ class OffloadLifecycle(RuleBasedStateMachine):
         self.loop = asyncio.new_event_loop()
         suffix = uuid.uuid4().hex[:10]
         self.settings = Settings(**self.endpoints, table=f"lifecycle-{suffix}", bucket=f"lifecycle-{suffix}",
-                                 offload_threshold_bytes=THRESHOLD, snapshot_every=4, blob_sweep_every=2,
+                                 offload_threshold_bytes=THRESHOLD, snapshot_every=4, blob_sweep_every=1,
                                  blob_orphan_grace_seconds=int(GRACE))
         self.clock = OffsetClock()
         self.switch = KillSwitch()
@@ -276,7 +276,7 @@ class OffloadLifecycle(RuleBasedStateMachine):
         await wake_actor(self.service, self.ref, messages=list(self.carrier.messages), creation=self.carrier.creation)
         self.carrier.messages = []
         self.clock.advance(GRACE + 1)
-        for _ in range(self.settings.blob_sweep_every):  # a commit whose version a sweep follows
+        for _ in range(2):  # commits (each followed by a sweep: blob_sweep_every=1) past the grace
             await self.handle.send("append", {"kb": 0})
             await wake_actor(self.service, self.ref)
             self.carrier.messages = []

@@ -16,15 +16,15 @@
   version release an object that message still needed: issue 26.) A big value made of big parts is an object that
   names its parts; parts have keys of their own (`p/<sha>-<owner>`), never an item's, and are referred to again
   only by a version whose objects already name them.
-- **Deleted.** A commit records the objects its version no longer refers to (`r` on its commit item). They are
-  deleted by the commit that overwrites that slot of the ring, a full lap later: no version a reader can still load
-  refers to them then, and a reader holding an older one reads again (`BlobMissing`). By the ownership rule no
-  later version or message can refer to a released object; the deletion also skips any the newest version or the
-  inbox this process saw refer to, as a second guard. Objects nothing refers to (a commit that lost its race, a
-  wake-up killed after writing them, the parts of a deleted object made of parts) are swept every
-  `blob_sweep_every` versions: the actor's prefix is listed and objects that no kept version, pending message or
-  object they refer to names, older than `blob_orphan_grace_seconds`, are deleted. Deleting an actor deletes its
-  prefixes; `dormant doctor` checks an actor's references against the bucket and repairs what it can.
+- **Deleted.** A commit records the objects its version no longer refers to (`r` on its commit item). They are deleted
+  by the commit that overwrites that slot of the ring, a full lap later: no version a reader can still load refers to
+  them then, and a reader holding an older one reads again (`BlobMissing`). By the ownership rule no later version or
+  message can refer to a released object; the deletion also skips any the newest version or the inbox this process saw
+  refer to, as a second guard. Objects nothing refers to (a commit that lost its race, a wake-up killed after writing
+  them, the parts of a deleted object made of parts) are swept every `blob_sweep_every` versions (whether or not the
+  newest refers to anything): the actor's prefix is listed and objects that no kept version, pending message or object
+  they refer to names, older than `blob_orphan_grace_seconds`, are deleted. Deleting an actor deletes its prefixes;
+  `dormant doctor` checks an actor's references against the bucket and repairs what it can.
 - **Responses and events** go under `ephemeral/`: their items expire after a day, and so do their objects (a
   lifecycle rule deployed, the sweep locally).
 """
@@ -362,7 +362,7 @@ class LargeValues:
         try:
             if lapped:
                 await self.blobs.delete_many(lapped)
-            if head.version % self.sweep_every == 0 and (head.refs or head.releases):
+            if head.version % self.sweep_every == 0:  # (orphans may outlive the last reference: sweep regardless)
                 await self.sweep(ref, head, pending_texts)
         except Exception as error:
             log.warning("cleaning up S3 objects of %s after version %d failed (the next sweep retries): %s", ref,
