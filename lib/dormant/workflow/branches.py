@@ -68,7 +68,7 @@ async def _run_branch(frame: Frame, entry: Entry, branch: str, fn: Branch,
         value = await fn(child.context())
         child.scope.finish(fn)
     except HistoryDivergedError as diverged:
-        frame.execution.divergence = diverged  # the wake-up stops: concurrent siblings start nothing new
+        frame.execution.diverge(diverged)  # the wake-up stops: concurrent siblings start nothing new
         raise
     return to_json(value)
 

@@ -11,7 +11,7 @@ import asyncio
 import copy
 from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic_core import to_jsonable_python
 
@@ -215,6 +215,13 @@ class Execution:
     def add_response(self, message_id: str, response: Any) -> None:
         self._responses[message_id] = response
 
+    def keep_effects(self, run: StepRun) -> None:
+        """A step attempt (or rollback handler) succeeded: the events it broadcast and the search attributes it set
+        go out with the next commit."""
+        self.events.extend(run.events)
+        if run.search:
+            self.set_search(run.search)
+
     def set_search(self, changes: dict[str, Any]) -> None:
         """A step (or rollback handler) that set search attributes succeeded: they go out with the next commit."""
         for name, value in changes.items():
@@ -223,6 +230,18 @@ class Execution:
             else:
                 self.search[name] = value
         self._search_changes.update(changes)
+
+    # ---- the run as a whole ------------------------------------------------------------------
+    def diverge(self, error: BaseException) -> None:
+        """A branch or map item diverged (`error`, a HistoryDivergedError): the wake-up stops, and the scopes
+        running beside it start nothing new (dormant.workflow.frame.Frame.check_cancelled raises it)."""
+        self.divergence = error
+
+    def restart_serially(self) -> NoReturn:
+        """A failed attempt's state changes cannot be undone (another step ran beside it): nothing of this run may
+        be committed; the wake-up is run again from storage, with parallel branches one at a time."""
+        self.restart_pending = True
+        raise WakeRestart()
 
     def check_storable(self, entry: Entry, output: Any, state: dict[str, Any] | None,
                        events: list[tuple[str, Any]]) -> None:

@@ -222,7 +222,7 @@ class _MapRun:
         try:
             await self._run_item(index, sealed=True)
         except HistoryDivergedError as diverged:
-            self.ex.divergence = diverged
+            self.ex.diverge(diverged)
             raise
         except (Exception, Suspend) as changed:
             raise HistoryDivergedError(
@@ -258,7 +258,7 @@ class _MapRun:
         try:
             value = await self._run_item(index, sealed=False)
         except HistoryDivergedError as diverged:
-            self.ex.divergence = diverged  # the wake-up stops: the other items start nothing new
+            self.ex.diverge(diverged)  # the wake-up stops: the other items start nothing new
             self.control[index] = diverged
         except Suspend as suspension:
             if self.decision is not None:

@@ -69,7 +69,5 @@ async def compensate(ex: Execution) -> None:
         entry.rollback_done = True
         entry.rollback_error = None
         ex.touch(entry)
-        ex.events.extend(run.events)
-        if run.search:
-            ex.set_search(run.search)
+        ex.keep_effects(run)
         await ex.checkpoint()

@@ -20,7 +20,7 @@ from dormant.workflow.execution import Execution, error_info, run_to_the_end, to
 from dormant.workflow.frame import Frame
 from dormant.workflow.history import EntryKind, EntryStatus, ErrorInfo, validate_name
 from dormant.workflow.host import StepRun
-from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend, WakeRestart
+from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend
 
 _PLAIN = (type(None), bool, int, float, str, list, dict)  # results that cannot be awaitable: no ABC check
 DEFAULT_MAX_RETRIES = 3
@@ -152,9 +152,7 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
     entry.error = None
     entry.retry_at = None
     ex.touch(entry)
-    ex.events.extend(run.events)
-    if run.search:
-        ex.set_search(run.search)
+    ex.keep_effects(run)
     ex.step_succeeded()
     if rollback is not None:
         ex.register_rollback(entry, rollback)
@@ -181,8 +179,7 @@ def _discard_attempt(ex: Execution, run: StepRun) -> None:
     if ex.clean_for_revert():
         ex.state.revert()
     elif not ex.serial:
-        ex.restart_pending = True  # siblings still running must not commit the mixed-up state
-        raise WakeRestart()
+        ex.restart_serially()  # siblings still running must not commit the mixed-up state
 
 
 def _record_failure(ex: Execution, entry: Entry, run: StepRun, error: BaseException, attempt: int,
