@@ -1,6 +1,10 @@
 """Two engines side by side: CPU per fresh step, per replayed entry and per drained message, old against new.
 
-    .venv/bin/python benchmarks/engine_ab.py --a /tmp/base/lib --b lib --rounds 7
+    git archive <base> lib | tar -x -C /tmp/base && git archive HEAD lib | tar -x -C /tmp/head
+    .venv/bin/python benchmarks/engine_ab.py --a /tmp/base/lib --b /tmp/head/lib --rounds 7
+
+Measure copies that sit side by side (as above): the same code measured from the checkout and from /tmp differed
+by up to 5% per replayed entry on one machine, more than the change being measured may make.
 
 Each round runs one measuring process per library (PYTHONPATH=<lib>:<checkout>), alternating which goes first,
 so that whatever else the machine does hits both alike; a process times each case after a warm-up and reports
