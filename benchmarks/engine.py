@@ -44,15 +44,17 @@ from pydantic import BaseModel
 
 from dormant import StepContext, WorkflowContext, actor, queue, setup
 from dormant.actor import Registry
+from dormant.core.search import visible
 from dormant.memory.store import MemoryEventStore
 from dormant.memory.transport import MemoryTransport
 from dormant.ports import ActorRef, ActorSnapshot, InboxMessage
 from dormant.runtime.service import ActorService
 from dormant.runtime.wake import ActorHost, wake_actor
 from dormant.testing import TestEnv, VirtualClock
-from dormant.workflow.execution import CommitDraft, Execution, StateCell
+from dormant.workflow.execution import Checkpointer, CommitDraft, Execution
 from dormant.workflow.history import QueuedMessage, WorkflowRecord, WorkflowState
 from dormant.workflow.runner import run_workflow
+from dormant.workflow.state_cell import StateCell
 from examples.counter import counter
 
 GOAL_STEP_MS = 0.1  # DESIGN: engine CPU per step
@@ -124,17 +126,20 @@ async def no_checkpoint(_: CommitDraft) -> None:
     """The engine-only checkpointer: commits cost nothing."""
 
 
-def engine_execution(service: ActorService, snapshot: ActorSnapshot) -> Execution:
-    """An Execution set up exactly as the runtime does, but committing nowhere."""
+def engine_execution(service: ActorService, snapshot: ActorSnapshot,
+                     checkpointer: Checkpointer = no_checkpoint) -> Execution:
+    """An Execution set up exactly as the runtime does (dormant.runtime.wake), but committing to `checkpointer`
+    (by default nowhere)."""
     definition = service.registry.get(snapshot.ref.name)
     state = StateCell(definition.state, snapshot.state)
     vars = definition.vars() if definition.vars else None
+    search = visible(definition.search, snapshot.search)
     inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at)
              for m in snapshot.inbox if m.kind == "queue"]
-    return Execution(host=ActorHost(service, definition, snapshot, state, vars, lambda: snapshot.version),
-                     entries=snapshot.history,
+    return Execution(host=ActorHost(service, definition, snapshot, state, vars, lambda: snapshot.version, search),
+                     entries=snapshot.history, search=search,
                      record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
-                     checkpointer=no_checkpoint, workflow_input=snapshot.meta.input)
+                     checkpointer=checkpointer, workflow_input=snapshot.meta.input)
 
 
 async def engine_run(service: ActorService, snapshot: ActorSnapshot) -> tuple[WorkflowRecord, Execution]:
@@ -467,12 +472,12 @@ async def bench_map(n: int, runs: int) -> tuple[list[Row], list[str]]:
     sizes: list[int] = []
     definition = service.registry.get("bench-map")
     assert definition.workflow_fn is not None
-    execution = engine_execution(service, await load(service, ref))
 
     async def counting(draft: CommitDraft) -> None:
         sizes.append(len(draft.upserts))
 
-    execution._checkpointer = counting  # the engine's own drafts: how many entries each commit carries
+    # The engine's own drafts: how many entries each commit carries.
+    execution = engine_execution(service, await load(service, ref), counting)
     await run_workflow(definition.workflow_fn, execution)
     assert (await wake_actor(service, ref)).outcome == "sleeping"
     snapshot = await load(service, ref)

@@ -16,6 +16,7 @@ from dormant import ActionContext, Limit, StepContext, WorkflowContext, actor, q
 
 CONCURRENT_CHARGES = 2
 CHARGES_PER_SECOND = 5
+CHARGE_TIMEOUT = 30.0  # seconds: a charge that takes longer is cut off, its slot given back, and retried
 
 
 async def _charge(invoice: str, cents: int, idempotency_key: str) -> str:
@@ -53,7 +54,8 @@ async def run(ctx: WorkflowContext) -> str:
         # The provider deduplicates on the key: a charge re-run after a crash is one charge.
         return await provider.charge(s.key[0], bill.body.cents, s.idempotency_key)
 
-    charge_id: str = await ctx.step("charge", charge, limit="payments", timeout=30, max_retries=5)
+    charge_id: str = await ctx.step("charge", charge, limit="payments", timeout=CHARGE_TIMEOUT,
+                                     max_retries=5)
 
     def record(s: StepContext) -> None:
         s.state.cents = bill.body.cents

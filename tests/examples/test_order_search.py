@@ -50,3 +50,23 @@ async def test_an_operator_finds_orders_by_what_their_steps_set() -> None:
 
         status = await env.client.get_or_create("shop-order", "o-3").status()
         assert status.search["stage"] == "shipped" and status.search["customer"] == "7"
+
+
+async def test_each_wait_takes_only_its_own_queue() -> None:
+    """A shipping notice that arrives before its order waits for it; a second placement is not taken for the
+    shipping notice (each wait names its queue)."""
+    async with TestEnv(registry) as env:
+        early = env.client.get_or_create("shop-order", "early-notice")
+        await early.send("ship", {"carrier": "dhl"})
+        await early.send("place", {"customer": "5", "amount": 700})
+        twice = env.client.get_or_create("shop-order", "placed-twice")
+        await twice.send("place", {"customer": "6", "amount": 800})
+        await twice.send("place", {"customer": "6", "amount": 900})
+        await twice.send("ship", {"carrier": "ups"})
+        await env.run_until_idle()
+
+        for handle, customer, amount, carrier in ((early, "5", 700, "dhl"), (twice, "6", 800, "ups")):
+            status = await handle.status()
+            assert (status.workflow, status.output) == ("completed", carrier), status
+            state = await handle.state()
+            assert (state.customer, state.amount, state.carrier) == (customer, amount, carrier)

@@ -56,3 +56,29 @@ async def test_six_invoices_never_charge_more_than_two_at_once_nor_five_a_second
     per_second = Counter(int(moment) for moment in starts)
     assert max(per_second.values()) <= CHARGES_PER_SECOND and sum(per_second.values()) == 6
     assert len(set(keys)) == 6  # one charge each: no invoice was charged twice
+
+
+async def test_a_charge_that_hangs_is_cut_off_at_its_timeout_and_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts: Counter[str] = Counter()
+
+    async def charge(invoice: str, cents: int, idempotency_key: str) -> str:
+        attempts[invoice] += 1
+        if attempts[invoice] == 1:
+            await asyncio.Event().wait()  # the provider never answers the first call
+        return f"ch_{invoice}_{cents}"
+
+    monkeypatch.setattr(payment_limits, "provider", Provider(charge=charge))
+    monkeypatch.setattr(payment_limits, "CHARGE_TIMEOUT", 0.05)  # timeouts bound real work: the real clock
+    async with TestEnv(registry) as env:
+        invoice = env.client.get_or_create("invoice", ["inv-slow"])
+        await invoice.send("bill", {"cents": 500})
+        await env.run_until_idle()
+        status = await invoice.status()
+        assert status.workflow == "sleeping" and status.waiting_for.retry_at is not None  # cut off, retried later
+        assert attempts["inv-slow"] == 1
+
+        await env.advance(1)
+        state = await invoice.call("get_state")
+        assert state.paid and state.charge_id == "ch_inv-slow_500" and attempts["inv-slow"] == 2
+        charge_entry = next(e for e in await invoice.history() if e.location == "charge")
+        assert (charge_entry.status, charge_entry.attempts) == ("completed", 2)

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from dormant.core.limits import check_message_id
 from dormant.errors import (
@@ -35,13 +35,12 @@ from dormant.errors import (
 )
 from dormant.models import SendResult
 from dormant.ports import ActorRef, Creation, InboxMessage, Transport
+from dormant.runtime.contexts import ContextServices
+from dormant.runtime.creation import prepare_creation, stored_creation
 from dormant.runtime.send_rules import check_carried_size, send_rule
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import to_json
 from dormant.workflow.history import WorkflowRecord, WorkflowState
-
-if TYPE_CHECKING:
-    from dormant.runtime.service import ActorService
 
 log = logging.getLogger("dormant.runtime.batches")
 MAX_BATCH = 100  # messages per send_many (docs/limits.md)
@@ -76,7 +75,7 @@ async def wake_all(transport: Transport, ref: ActorRef, messages: Sequence[Inbox
     return sent
 
 
-async def send_many(service: ActorService, ref: ActorRef, queue_name: str, bodies: Sequence[Any], *,
+async def send_many(service: ContextServices, ref: ActorRef, queue_name: str, bodies: Sequence[Any], *,
                     message_ids: Sequence[str] | None = None, actor_input: Any = None,
                     sender: Caller | None = None) -> list[SendResult]:
     """Store `bodies` as messages of `queue_name` in `ref`'s inbox, in order, and wake it once per message (ten
@@ -116,8 +115,8 @@ async def send_many(service: ActorService, ref: ActorRef, queue_name: str, bodie
     creation = prepared = None
     if summary is None:
         creation = Creation(input=to_json(actor_input, "the actor's input"), caller=sender, requested_at=now)
-        prepared = await service._prepare_creation(definition, ref, creation.input, creation.caller)
-        creation = await service._stored_creation(ref, prepared, creation)
+        prepared = await prepare_creation(service, definition, ref, creation.input, creation.caller)
+        creation = await stored_creation(service.store, ref, prepared, creation)
     for index, message in enumerate(messages):
         check_carried_size(message, creation if index == 0 else None)
     try:

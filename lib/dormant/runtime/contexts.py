@@ -6,16 +6,16 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
-from dormant.client import Client
+from dormant.client import ActorOperations, Client
 from dormant.core.search import SearchAttributes, Stored
 from dormant.runtime.access import actor_caller
 from dormant.runtime.ids import IdSource
 from dormant.workflow.caller import Caller
-from dormant.workflow.execution import StepRun
+from dormant.workflow.host import StepRun
 from dormant.workflow.sleeps import epoch_seconds
 from dormant.workflow.state_cell import StateCell
 from dormant.workflow.steps import seconds
@@ -23,7 +23,15 @@ from dormant.workflow.steps import seconds
 if TYPE_CHECKING:
     from dormant.actor import ActorDefinition
     from dormant.ports import ActorRef
-    from dormant.runtime.service import ActorService
+
+
+class ContextServices(ActorOperations, Protocol):
+    """What step, action and hook contexts need of the actor operations (the runtime's ActorService): a client's
+    requests, and scheduling one of the actor's actions."""
+
+    async def schedule_action(self, ref: ActorRef, at: float, action: str, args: list[Any], *,
+                              message_id: str | None = None, sender: Caller | None = None) -> str: ...
+
 
 class SelfQueue:
     """`c.queue`: send to this actor's own queues."""
@@ -56,7 +64,7 @@ class Schedule:
 class ActorContext:
     """Shared by step, action and on_create contexts: full access to the actor."""
 
-    def __init__(self, *, service: ActorService, definition: ActorDefinition, ref: ActorRef, state: StateCell,
+    def __init__(self, *, service: ContextServices, definition: ActorDefinition, ref: ActorRef, state: StateCell,
                  vars: Any, events: list[tuple[str, Any]], ids: IdSource, actor_input: Any = None,
                  caller: Caller | None = None, search: dict[str, Stored] | None = None,
                  search_changes: dict[str, Stored | None] | None = None) -> None:

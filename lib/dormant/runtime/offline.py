@@ -17,12 +17,12 @@ from dormant.actor import ActorDefinition, Registry
 from dormant.core.flow import Limit, unknown_limit
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
 from dormant.workflow.errors import DormantError
-from dormant.workflow.execution import CommitDraft, Execution, StepRun
+from dormant.workflow.execution import Execution
 from dormant.workflow.history import DivergenceInfo, HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.host import CommitDraft, Granted, Refused, SlotAsk, StepRun
 from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted
 from dormant.workflow.state_cell import StateCell
-from dormant.workflow.throttle import Granted, Refused, SlotAsk
 
 
 class ExportFormatError(DormantError):

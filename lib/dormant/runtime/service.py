@@ -11,7 +11,6 @@ import inspect
 import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -33,7 +32,6 @@ from dormant.errors import (
 )
 from dormant.models import ActorStatus, SendResult, WaitingFor
 from dormant.ports import (
-    ActorMeta,
     ActorRef,
     ActorSnapshot,
     Clock,
@@ -47,6 +45,7 @@ from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.batches import send_many
 from dormant.runtime.callbacks import waiting_callbacks
 from dormant.runtime.contexts import ActionContext, HookContext, call_hook
+from dormant.runtime.creation import prepare_creation, stored_creation
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.replies import await_reply
 from dormant.runtime.send_rules import check_carried_size, send_rule
@@ -60,18 +59,6 @@ log = logging.getLogger("dormant.runtime.service")
 DEFAULT_WAIT_TIMEOUT = 30.0
 MAX_CONFLICT_RETRIES = 20
 _WAITING = (WorkflowState.SLEEPING, WorkflowState.RUNNING)  # states whose record's `limits` are waited for now
-
-
-
-
-@dataclass
-class _Creation:
-    """A new actor, prepared (on_create has run, its state is checked) but not stored yet."""
-
-    meta: ActorMeta
-    state: dict[str, Any]
-    events: list[tuple[str, Any]]
-    search: dict[str, Any]  # the search attributes on_create set
 
 
 class ActorService:
@@ -112,40 +99,14 @@ class ActorService:
         wake-up creates the actor."""
         definition = self.registry.get(ref.name)
         input_json = to_json(actor_input, "the actor's input")
-        prepared = await self._prepare_creation(definition, ref, input_json, caller)
-        creation = await self._stored_creation(ref, prepared, Creation(input=input_json, caller=caller,
-                                                                        requested_at=self.clock.now()))
+        prepared = await prepare_creation(self, definition, ref, input_json, caller)
+        creation = await stored_creation(self.store, ref, prepared, Creation(input=input_json, caller=caller,
+                                                                             requested_at=self.clock.now()))
         if wake and definition.workflow_fn is not None:
             check_carried_size(None, creation)
             await self.transport.wake(ref, reason="create", creation=creation)
         return await self.store.create(ref, prepared.meta, prepared.state, WorkflowRecord(), prepared.events,
                                        search=prepared.search)
-
-    async def _stored_creation(self, ref: ActorRef, prepared: _Creation, creation: Creation) -> Creation:
-        """The creation as stored and carried: a big input written first (EventStore.prepare_input)."""
-        stored_input = await self.store.prepare_input(ref, creation.input)
-        if stored_input is creation.input:
-            return creation
-        prepared.meta = prepared.meta.model_copy(update={"input": stored_input})
-        return creation.model_copy(update={"input": stored_input})
-
-    async def _prepare_creation(self, definition: ActorDefinition, ref: ActorRef, input_json: Any,
-                                caller: Caller | None) -> _Creation:
-        cell = StateCell(definition.state, definition.initial_state().model_dump(mode="json"))
-        events: list[tuple[str, Any]] = []
-        search: dict[str, Any] = {}
-        if definition.on_create_fn is not None:
-            context = ActionContext(service=self, definition=definition, ref=ref, state=cell,
-                                    vars=definition.vars() if definition.vars else None, events=events,
-                                    ids=deterministic_ids(f"{ref.id}|on_create"), actor_input=input_json,
-                                    caller=caller, search_changes=search)
-            result = definition.on_create_fn(context)
-            if inspect.isawaitable(result):
-                await result
-        state = cell.check("on_create")
-        meta = ActorMeta(name=ref.name, key=ref.key, created_at=self.clock.now(), input=input_json)
-        self.store.check_creation(ref, meta, state, events)  # before anything is sent or written
-        return _Creation(meta, state, events, {name: value for name, value in search.items() if value is not None})
 
     # -- queues ------------------------------------------------------------------------------
     async def send(self, ref: ActorRef, queue_name: str, body: Any, *, wait: bool = False,
@@ -211,8 +172,8 @@ class ActorService:
         definition = self.registry.get(ref.name)
         prepared = None
         if creation is not None:  # on_create runs before anything is sent: if it raises, nothing happened
-            prepared = await self._prepare_creation(definition, ref, creation.input, creation.caller)
-            creation = await self._stored_creation(ref, prepared, creation)
+            prepared = await prepare_creation(self, definition, ref, creation.input, creation.caller)
+            creation = await stored_creation(self.store, ref, prepared, creation)
         check_carried_size(message, creation)
         try:
             await self.transport.wake(ref, at=at, reason=f"message:{message.id}", message=message, creation=creation)

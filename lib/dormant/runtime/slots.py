@@ -20,7 +20,7 @@ from dormant.core.flow import Limit, unknown_limit
 from dormant.core.slots import SlotLease, SlotRefusal, SlotRequest
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import sleeping_party
-from dormant.workflow.throttle import Granted, Refused, SlotAsk
+from dormant.workflow.host import Granted, Refused, SlotAsk
 
 if TYPE_CHECKING:
     from dormant.runtime.service import ActorService

@@ -1,4 +1,4 @@
-"""The runtime side of in-process waits (dormant.workflow.waits.WaitPort): the service's clock, the store's
+"""The runtime side of in-process waits (dormant.workflow.host.WaitPort): the service's clock, the store's
 inbox, and the wake-up's time budget turned into a horizon on that clock."""
 
 from __future__ import annotations

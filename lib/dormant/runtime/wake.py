@@ -21,12 +21,12 @@ from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.service import MAX_CONFLICT_RETRIES, ActorService
 from dormant.runtime.slots import LimitSlots
 from dormant.runtime.waits import WakeWaits, horizon
-from dormant.workflow.execution import CommitDraft, Execution, StepRun
+from dormant.workflow.execution import Execution
 from dormant.workflow.history import QueuedMessage, WorkflowRecord, WorkflowState
+from dormant.workflow.host import CommitDraft, Granted, Refused, SlotAsk, StepRun
 from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted, WakeRestart
 from dormant.workflow.state_cell import StateCell
-from dormant.workflow.throttle import Granted, Refused, SlotAsk
 
 log = logging.getLogger("dormant.runtime.wake")
 MAX_SCHEDULED_PER_WAKE = 100  # due scheduled actions one wake-up runs before its workflow

@@ -27,9 +27,9 @@ from dormant.workflow.errors import (
     StepTimeoutError,
     WorkflowDefinitionError,
 )
-from dormant.workflow.execution import CommitDraft, Execution, StepRun
+from dormant.workflow.execution import Execution
 from dormant.workflow.history import HistoryEntry, QueuedMessage, WorkflowRecord, WorkflowState
-from dormant.workflow.host import WorkflowHost
+from dormant.workflow.host import CommitDraft, StepRun, WorkflowHost
 from dormant.workflow.loops import Loop
 from dormant.workflow.map_result import MapItem, MapItemStatus, MapResult
 from dormant.workflow.queues import QueueMessage

@@ -10,19 +10,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dormant.workflow.entries import Entry
 from dormant.workflow.errors import HistoryDivergedError, JoinError, RaceError, RecordedError
 from dormant.workflow.execution import Execution, error_info, to_json
+from dormant.workflow.frame import CancelToken, Frame
 from dormant.workflow.history import BranchRecord, BranchStatus, EntryKind, EntryStatus, validate_name
-from dormant.workflow.replay import Scope, user_code_site
-from dormant.workflow.signals import CONTROL_PRIORITY, BranchCancelled, RollbackStop, Suspend
+from dormant.workflow.replay import user_code_site
+from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend, raise_control
 
-if TYPE_CHECKING:
-    from dormant.workflow.context import WorkflowContext
-
-Branch = Callable[["WorkflowContext"], Awaitable[Any]]
+Branch = Callable[[Any], Awaitable[Any]]  # async def (ctx) -> value: the context is the frame's (Frame.context)
 
 
 @dataclass(frozen=True)
@@ -31,41 +29,14 @@ class RaceResult:
     value: Any
 
 
-RACE_LOST = "another branch won its race"
-
-
-class CancelToken:
-    """Set when a race (or a map) is decided: the losing branches (the map's items still in flight) must not
-    start anything new. `reason` says why, for the steps it cuts short."""
-
-    __slots__ = ("cancelled", "parent", "reason")
-
-    def __init__(self, parent: CancelToken | None, reason: str = RACE_LOST) -> None:
-        self.parent = parent
-        self.cancelled = False
-        self.reason = reason
-
-    def is_cancelled(self) -> bool:
-        return self.cancelled_by() is not None
-
-    def cancelled_by(self) -> CancelToken | None:
-        """The token of this chain that was cancelled (the innermost), or None."""
-        token: CancelToken | None = self
-        while token is not None:
-            if token.cancelled:
-                return token
-            token = token.parent
-        return None
-
-
-def _open(ctx: WorkflowContext, kind: EntryKind, name: str, branches: Mapping[str, Branch]) -> Entry:
+def _open(frame: Frame, kind: EntryKind, name: str, branches: Mapping[str, Branch]) -> Entry:
     validate_name(name, kind.value)
     if not branches:
         raise ValueError(f'{kind.value} "{name}" needs at least one branch')
     for branch in branches:
         validate_name(branch, f"{kind.value} branch")
-    ex, scope = ctx._execution, ctx._scope
-    ctx._check_cancelled()
+    ex, scope = frame.execution, frame.scope
+    frame.check_cancelled()
     entry = scope.claim(kind, name)
     if entry is None:
         if ex.rolling_back:
@@ -90,45 +61,23 @@ def _settled(ex: Execution, entry: Entry, status: EntryStatus) -> None:
         ex.touch(entry)
 
 
-def _branch_ctx(ctx: WorkflowContext, entry: Entry, branch: str, token: CancelToken | None,
-                sealed: bool) -> tuple[WorkflowContext, Scope]:
-    location = f"{entry.location}/{branch}"
-    scope = Scope(location, ctx._execution.index.children(location), checkpointed=ctx._scope.checkpointed)
-    scope_ctx = ctx._child(scope, token=token, sealed=sealed)
-    return scope_ctx, scope
-
-
-async def _run_branch(ctx: WorkflowContext, entry: Entry, branch: str, fn: Branch,
+async def _run_branch(frame: Frame, entry: Entry, branch: str, fn: Branch,
                       token: CancelToken | None, sealed: bool) -> Any:
-    branch_ctx, scope = _branch_ctx(ctx, entry, branch, token, sealed)
+    child = frame.child(f"{entry.location}/{branch}", token=token, sealed=sealed)
     try:
-        value = await fn(branch_ctx)
-        scope.finish(fn)
+        value = await fn(child.context())
+        child.scope.finish(fn)
     except HistoryDivergedError as diverged:
-        ctx._execution.divergence = diverged  # the wake-up stops: concurrent siblings start nothing new
+        frame.execution.diverge(diverged)  # the wake-up stops: concurrent siblings start nothing new
         raise
     return to_json(value)
 
 
-def _raise_control(outcomes: Mapping[str, BaseException | None]) -> None:
-    for kind in CONTROL_PRIORITY:
-        for outcome in outcomes.values():
-            if isinstance(outcome, kind):
-                raise outcome
-    for outcome in outcomes.values():
-        if isinstance(outcome, HistoryDivergedError):
-            raise outcome
-    for outcome in outcomes.values():
-        # Any other BaseException (KeyboardInterrupt, a replay tool's stop signal) is not a branch outcome.
-        if outcome is not None and not isinstance(outcome, Exception | Suspend | BranchCancelled):
-            raise outcome
-
-
-async def _settle(ctx: WorkflowContext, runners: dict[str, Callable[[], Awaitable[Any]]],
+async def _settle(ex: Execution, runners: dict[str, Callable[[], Awaitable[Any]]],
                   stop_after_first: bool) -> dict[str, BaseException | None]:
     """Run branches (concurrently, or one by one in serial mode); map branch -> None or its exception."""
     outcomes: dict[str, BaseException | None] = {}
-    if ctx._execution.serial or len(runners) <= 1:  # none left: every branch failed in history
+    if ex.serial or len(runners) <= 1:  # none left: every branch failed in history
         for branch, runner in runners.items():
             try:
                 await runner()
@@ -150,9 +99,9 @@ async def _settle(ctx: WorkflowContext, runners: dict[str, Callable[[], Awaitabl
     return outcomes
 
 
-async def run_join(ctx: WorkflowContext, name: str, branches: Mapping[str, Branch]) -> dict[str, Any]:
-    ex = ctx._execution
-    entry = _open(ctx, EntryKind.JOIN, name, branches)
+async def run_join(frame: Frame, name: str, branches: Mapping[str, Branch]) -> dict[str, Any]:
+    ex = frame.execution
+    entry = _open(frame, EntryKind.JOIN, name, branches)
     runners: dict[str, Callable[[], Awaitable[Any]]] = {}
     for branch, fn in branches.items():
         record = entry.branches[branch]
@@ -161,7 +110,7 @@ async def run_join(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
         sealed = record.status is BranchStatus.COMPLETED
 
         async def runner(branch: str = branch, fn: Branch = fn, sealed: bool = sealed) -> None:
-            value = await _run_branch(ctx, entry, branch, fn, None, sealed)
+            value = await _run_branch(frame, entry, branch, fn, None, sealed)
             record = entry.branches[branch]
             if record.status is not BranchStatus.COMPLETED:
                 record.status = BranchStatus.COMPLETED
@@ -169,8 +118,8 @@ async def run_join(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
                 ex.touch(entry)
 
         runners[branch] = runner
-    outcomes = await _settle(ctx, runners, stop_after_first=False)
-    _raise_control(outcomes)
+    outcomes = await _settle(ex, runners, stop_after_first=False)
+    raise_control(outcomes)
     suspensions = [o for o in outcomes.values() if isinstance(o, Suspend)]
     for branch, outcome in outcomes.items():
         if isinstance(outcome, Exception):
@@ -189,17 +138,17 @@ async def run_join(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
     return {b: ex.copy_output_value(entry.branches[b].output) for b in branches}
 
 
-async def run_race(ctx: WorkflowContext, name: str, branches: Mapping[str, Branch]) -> RaceResult:
-    ex = ctx._execution
-    entry = _open(ctx, EntryKind.RACE, name, branches)
+async def run_race(frame: Frame, name: str, branches: Mapping[str, Branch]) -> RaceResult:
+    ex = frame.execution
+    entry = _open(frame, EntryKind.RACE, name, branches)
     if entry.winner is not None:
         # Re-run the winner sealed (registers its rollback handlers, validates its scope).
-        await _run_branch(ctx, entry, entry.winner, branches[entry.winner], None, True)
+        await _run_branch(frame, entry, entry.winner, branches[entry.winner], None, True)
         _settled(ex, entry, EntryStatus.COMPLETED)
         return RaceResult(entry.winner, ex.copy_output_value(entry.branches[entry.winner].output))
     if ex.rolling_back:
         raise RollbackStop()
-    token = CancelToken(ctx._cancel)
+    token = CancelToken(frame.cancel)
     tasks: dict[str, asyncio.Future[Any]] = {}
     runners: dict[str, Callable[[], Awaitable[Any]]] = {}
     for branch, fn in branches.items():
@@ -207,7 +156,7 @@ async def run_race(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
             continue
 
         async def runner(branch: str = branch, fn: Branch = fn) -> None:
-            value = await _run_branch(ctx, entry, branch, fn, token, False)
+            value = await _run_branch(frame, entry, branch, fn, token, False)
             record = entry.branches[branch]
             record.status = BranchStatus.COMPLETED
             record.output = value
@@ -225,8 +174,8 @@ async def run_race(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
     hint = ex.race_winners.get(entry.location)
     if ex.serial and hint in runners:
         runners = {hint: runners[hint]} | {b: r for b, r in runners.items() if b != hint}
-    outcomes = await _settle_race(ctx, runners, tasks)
-    _raise_control({b: o for b, o in outcomes.items() if not isinstance(o, BranchCancelled)})
+    outcomes = await _settle_race(ex, runners, tasks)
+    raise_control({b: o for b, o in outcomes.items() if not isinstance(o, BranchCancelled)})
     for branch, outcome in outcomes.items():
         record = entry.branches[branch]
         # A loser that had suspended (e.g. on its sleep) before the winner finished lost as well.
@@ -249,10 +198,10 @@ async def run_race(ctx: WorkflowContext, name: str, branches: Mapping[str, Branc
     raise RaceError(name, errors)
 
 
-async def _settle_race(ctx: WorkflowContext, runners: dict[str, Callable[[], Awaitable[Any]]],
+async def _settle_race(ex: Execution, runners: dict[str, Callable[[], Awaitable[Any]]],
                        tasks: dict[str, asyncio.Future[Any]]) -> dict[str, BaseException | None]:
-    if ctx._execution.serial or len(runners) <= 1:  # none left: every branch failed in history
-        return await _settle(ctx, runners, stop_after_first=True)
+    if ex.serial or len(runners) <= 1:  # none left: every branch failed in history
+        return await _settle(ex, runners, stop_after_first=True)
     for branch, runner in runners.items():
         tasks[branch] = asyncio.ensure_future(runner())
     await _wait_all(tasks.values())

@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import re
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dormant.workflow.entries import Entry
 from dormant.workflow.errors import (
@@ -32,6 +32,8 @@ from dormant.workflow.errors import (
     CallbackUrlError,
     WorkflowDefinitionError,
 )
+from dormant.workflow.execution import Execution
+from dormant.workflow.frame import Frame
 from dormant.workflow.history import (
     ITERATION_MARK,
     SEPARATOR,
@@ -49,10 +51,6 @@ from dormant.workflow.history import (
 )
 from dormant.workflow.signals import RollbackStop, Suspend, WakeAborted
 from dormant.workflow.waits import Outcome, wait_in_process
-
-if TYPE_CHECKING:
-    from dormant.workflow.context import WorkflowContext
-    from dormant.workflow.execution import Execution
 
 RESERVED_ID_PREFIX = "dormant:"
 """Message ids that start with this are Dormant's own: no caller's message id (an Idempotency-Key) can
@@ -105,9 +103,9 @@ def _seconds(value: float | timedelta | None, what: str, name: str) -> float | N
 class Callback:
     """A callback: hand `token` (or `url`) to the outside system in a step, then `await result()`."""
 
-    def __init__(self, ctx: WorkflowContext, entry: Entry) -> None:
+    def __init__(self, frame: Frame, entry: Entry) -> None:
         assert entry.callback is not None
-        self._ctx = ctx
+        self._frame = frame
         self._entry = entry
         self.name = entry.name
         self.location = entry.location
@@ -122,7 +120,7 @@ class Callback:
     @property
     def url(self) -> str:
         """`POST` here to complete it: the configured public URL (DORMANT_PUBLIC_URL) + `/callbacks/{token}`."""
-        url = self._ctx._execution.host.callback_url(self.token)
+        url = self._frame.execution.host.callback_url(self.token)
         if url is None:
             raise CallbackUrlError("cb.url needs the API's public URL: set DORMANT_PUBLIC_URL (or TestEnv's "
                                    "public_url=; `dormant dev` sets its own URL); cb.token is always available")
@@ -133,11 +131,11 @@ class Callback:
 
         Raises CallbackFailedError (failed by the outside system), CallbackTimeoutError (its timeout passed),
         CallbackHeartbeatTimeoutError (no heartbeat in time) or CallbackCancelledError; all recorded."""
-        ctx, entry = self._ctx, self._entry
-        ex = ctx._execution
+        frame, entry = self._frame, self._entry
+        ex = frame.execution
         info = entry.callback
         assert info is not None
-        ctx._check_cancelled()
+        frame.check_cancelled()
         if entry.status is EntryStatus.PENDING and ex.rolling_back:
             raise RollbackStop()
         while entry.status is EntryStatus.PENDING:
@@ -169,11 +167,11 @@ class Callback:
             due = min((d for d in (entry.deadline, info.heartbeat_deadline) if d is not None), default=None)
             if await wait_in_process(ex, due, messages=True) is Outcome.SUSPEND:
                 raise Suspend(deadline=due, reason="callback")
-            ctx._check_cancelled()  # a race decided while this branch waited: it lost
+            frame.check_cancelled()  # a race decided while this branch waited: it lost
         return self._recorded()
 
     def _recorded(self) -> Any:
-        entry, ex = self._entry, self._ctx._execution
+        entry, ex = self._entry, self._frame.execution
         info = entry.callback
         assert info is not None
         if entry.status is EntryStatus.COMPLETED:
@@ -238,11 +236,11 @@ def change_of(entry: Entry, state: CallbackState, at: float) -> CallbackChange:
                           heartbeat_deadline=info.heartbeat_deadline, at=at)
 
 
-async def run_callback(ctx: WorkflowContext, name: str, *, timeout: float | timedelta | None,
+async def run_callback(frame: Frame, name: str, *, timeout: float | timedelta | None,
                        heartbeat_timeout: float | timedelta | None) -> Callback:
     validate_name(name, "callback")
-    ex, scope = ctx._execution, ctx._scope
-    ctx._check_cancelled()
+    ex, scope = frame.execution, frame.scope
+    frame.check_cancelled()
     declared = ex.host.callback_names()
     if name not in declared:
         raise WorkflowDefinitionError(
@@ -255,7 +253,7 @@ async def run_callback(ctx: WorkflowContext, name: str, *, timeout: float | time
         ex.replayed += 1
         if entry.callback is None:
             raise WorkflowDefinitionError(f'callback "{name}": its history entry has no callback record')
-        return Callback(ctx, entry)
+        return Callback(frame, entry)
     if ex.rolling_back:
         raise RollbackStop()
     location = scope.child(name)
@@ -271,7 +269,7 @@ async def run_callback(ctx: WorkflowContext, name: str, *, timeout: float | time
     # Stored before anything can hand the token out: a step that sends it runs after this commit, and a crash
     # before it leaves no token behind that the next run would not make again.
     await ex.commit_now()
-    return Callback(ctx, entry)
+    return Callback(frame, entry)
 
 
 def close_ended(ex: Execution, record: WorkflowRecord) -> None:

@@ -8,10 +8,10 @@ from typing import Any, NoReturn
 
 from dormant.workflow import branches, callbacks, loops, maps, queues, rollback, sleeps, steps
 from dormant.workflow.errors import StepOnlyError
-from dormant.workflow.execution import Execution
+from dormant.workflow.frame import Frame
 from dormant.workflow.map_result import MapResult
-from dormant.workflow.replay import Scope
-from dormant.workflow.signals import BranchCancelled
+
+Branch = Callable[["WorkflowContext"], Awaitable[Any]]
 
 
 class WorkflowContext:
@@ -21,39 +21,24 @@ class WorkflowContext:
     because code here re-runs on every replay.
     """
 
-    def __init__(self, execution: Execution, scope: Scope, cancel: branches.CancelToken | None = None) -> None:
-        self._execution = execution
-        self._scope = scope
-        self._cancel = cancel
-        self.queue = queues.QueueApi(self)
+    def __init__(self, frame: Frame) -> None:
+        """Made by the engine (the run loop, and the primitives through `Frame.context`), never by workflow code."""
+        self._frame = frame  # the primitives work on the frame: this class is the public API and nothing else
+        self.queue = queues.QueueApi(frame)
 
-    # -- internals used by the primitive modules --------------------------------------------
-    def _child(self, scope: Scope, *, token: branches.CancelToken | None = None,
-               sealed: bool = False) -> WorkflowContext:
-        scope.sealed = sealed
-        return WorkflowContext(self._execution, scope, token if token is not None else self._cancel)
-
-    def _check_cancelled(self) -> None:
-        """Called by every primitive before it claims or creates an entry."""
-        if self._execution.divergence is not None:
-            raise self._execution.divergence
-        if self._cancel is not None and self._cancel.is_cancelled():
-            raise BranchCancelled()
-
-    # -- public API ----------------------------------------------------------------------------
     @property
     def location(self) -> str:
         """This scope's location ("" at the root, e.g. "counter-loop/~3" in a loop iteration)."""
-        return self._scope.location
+        return self._frame.scope.location
 
     @property
     def input(self) -> Any:
         """The input given when the actor was created (JSON), or None."""
-        return self._execution.input
+        return self._frame.execution.input
 
     @property
     def is_replaying_rollback(self) -> bool:
-        return self._execution.rolling_back
+        return self._frame.execution.rolling_back
 
     async def step(self, name: str, fn: Callable[[Any], Any], *, timeout: float | timedelta | None = None,
                    max_retries: int = steps.DEFAULT_MAX_RETRIES,
@@ -64,21 +49,21 @@ class WorkflowContext:
 
         `limit`: the name of a limit declared with `setup(..., limits=...)`: each attempt first takes a slot of it
         (waiting, suspended, while the limit is full) and gives it back when the attempt ends."""
-        return await steps.run_step(self, name, fn, timeout=timeout, max_retries=max_retries,
+        return await steps.run_step(self._frame, name, fn, timeout=timeout, max_retries=max_retries,
                                     retry_backoff_base=retry_backoff_base, retry_backoff_max=retry_backoff_max,
                                     rollback=rollback, limit=limit)
 
-    async def loop(self, name: str, body: Callable[..., Awaitable[Any]], *, state: Any = loops._NO_STATE,
+    async def loop(self, name: str, body: Callable[..., Awaitable[Any]], *, state: Any = loops.NO_STATE,
                    history_keep: int = loops.DEFAULT_HISTORY_KEEP) -> Any:
         """Run `body(ctx)` (or `body(ctx, state)`) until it returns `Loop.break_(value)`."""
-        return await loops.run_loop(self, name, body, state=state, history_keep=history_keep)
+        return await loops.run_loop(self._frame, name, body, state=state, history_keep=history_keep)
 
     async def sleep(self, name: str, duration: float | timedelta) -> None:
         delay = steps.seconds(duration) or 0.0
-        await sleeps.run_sleep_until(self, name, self._execution.now() + delay)
+        await sleeps.run_sleep_until(self._frame, name, self._frame.execution.now() + delay)
 
     async def sleep_until(self, name: str, when: datetime | float) -> None:
-        await sleeps.run_sleep_until(self, name, sleeps.epoch_seconds(when))
+        await sleeps.run_sleep_until(self._frame, name, sleeps.epoch_seconds(when))
 
     async def callback(self, name: str, *, timeout: float | timedelta | None = None,
                        heartbeat_timeout: float | timedelta | None = None) -> callbacks.Callback:
@@ -86,13 +71,13 @@ class WorkflowContext:
         stored when this returns. Hand the token out in a step, then `await cb.result()`. `timeout`: how long it
         may take in all; `heartbeat_timeout`: how long between heartbeats. `name` must be declared on the actor
         (`callbacks={name: callback(Model)}`)."""
-        return await callbacks.run_callback(self, name, timeout=timeout, heartbeat_timeout=heartbeat_timeout)
+        return await callbacks.run_callback(self._frame, name, timeout=timeout, heartbeat_timeout=heartbeat_timeout)
 
-    async def join(self, name: str, branch_fns: Mapping[str, branches.Branch]) -> dict[str, Any]:
-        return await branches.run_join(self, name, branch_fns)
+    async def join(self, name: str, branch_fns: Mapping[str, Branch]) -> dict[str, Any]:
+        return await branches.run_join(self._frame, name, branch_fns)
 
-    async def race(self, name: str, branch_fns: Mapping[str, branches.Branch]) -> branches.RaceResult:
-        return await branches.run_race(self, name, branch_fns)
+    async def race(self, name: str, branch_fns: Mapping[str, Branch]) -> branches.RaceResult:
+        return await branches.run_race(self._frame, name, branch_fns)
 
     async def map(self, name: str, items: Iterable[Any], fn: Callable[[WorkflowContext, Any], Awaitable[Any]], *,
                   max_concurrency: int | None = None, min_successes: int | None = None,
@@ -102,14 +87,14 @@ class WorkflowContext:
         flight: with neither rule every item must succeed; `min_successes` succeeded ends it; more than
         `tolerated_failures` failed, or too few left to reach `min_successes`, raises `MapError`. Returns a
         `MapResult` with every item's outcome in item order. docs/semantics.md, "map"."""
-        return await maps.run_map(self, name, items, fn, max_concurrency=max_concurrency,
+        return await maps.run_map(self._frame, name, items, fn, max_concurrency=max_concurrency,
                                   min_successes=min_successes, tolerated_failures=tolerated_failures)
 
     async def rollback_checkpoint(self, name: str) -> None:
-        await rollback.run_checkpoint(self, name)
+        await rollback.run_checkpoint(self._frame, name)
 
     async def removed(self, name: str, kind: str) -> None:
-        await rollback.run_removed(self, name, kind)
+        await rollback.run_removed(self._frame, name, kind)
 
     def now(self) -> NoReturn:
         raise StepOnlyError("ctx.now() is not deterministic in workflow code; read the clock inside a step "

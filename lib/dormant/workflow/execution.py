@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, NoReturn
 
 from pydantic_core import to_jsonable_python
 
@@ -27,15 +26,16 @@ from dormant.workflow.history import (
     WorkflowRecord,
     WorkflowState,
 )
-from dormant.workflow.host import WorkflowHost
+
+# The commit and step-attempt values are the host port's (dormant.workflow.host); stores and the runtime import
+# them from here too.
+from dormant.workflow.host import CommitDraft as CommitDraft
+from dormant.workflow.host import StepRun as StepRun
+from dormant.workflow.host import WaitPort, WorkflowHost
 from dormant.workflow.replay import HistoryIndex
 from dormant.workflow.signals import WakeAborted, WakeRestart
 from dormant.workflow.state_cell import StateCell
 from dormant.workflow.values import check_json
-from dormant.workflow.waits import WaitPort
-
-if TYPE_CHECKING:
-    pass
 
 
 def to_json(value: Any, what: str = "the value") -> Any:
@@ -62,37 +62,6 @@ def error_info(error: BaseException) -> ErrorInfo:
 class Mode(Enum):
     NORMAL = "normal"
     ROLLBACK = "rollback"  # replaying only, to collect compensation handlers
-
-
-@dataclass
-class StepRun:
-    """What a step (or rollback handler) attempt knows about itself; the host builds its context."""
-
-    location: str
-    attempt: int
-    events: list[tuple[str, Any]] = field(default_factory=list)
-    touched_state: bool = False  # set by the host when the attempt reads or writes the actor state
-    search: dict[str, Any] = field(default_factory=dict)  # search attributes it set (None: unset): kept if it succeeds
-
-
-@dataclass
-class CommitDraft:
-    """Everything one commit stores, atomically: entries, state, consumed messages, responses, events."""
-
-    upserts: list[dict[str, Any]]
-    deleted_prefixes: list[str]
-    state: dict[str, Any] | None
-    consumed_ids: list[str]
-    responses: dict[str, Any]
-    events: list[tuple[str, Any]]
-    workflow: WorkflowRecord | None  # None: unchanged (actions)
-    committed_at: float = 0.0  # the clock when the draft was made (stamps events)
-    search: dict[str, Any] | None = None  # search attributes set (name -> [type code, value]) or unset (None)
-    callbacks: list[CallbackChange] = field(default_factory=list)  # callbacks opened or closed (their lookups)
-
-    def is_empty(self) -> bool:
-        return not (self.upserts or self.deleted_prefixes or self.state is not None or self.consumed_ids
-                    or self.responses or self.events or self.search or self.callbacks)
 
 
 Checkpointer = Callable[[CommitDraft], Awaitable[None]]
@@ -246,6 +215,13 @@ class Execution:
     def add_response(self, message_id: str, response: Any) -> None:
         self._responses[message_id] = response
 
+    def keep_effects(self, run: StepRun) -> None:
+        """A step attempt (or rollback handler) succeeded: the events it broadcast and the search attributes it set
+        go out with the next commit."""
+        self.events.extend(run.events)
+        if run.search:
+            self.set_search(run.search)
+
     def set_search(self, changes: dict[str, Any]) -> None:
         """A step (or rollback handler) that set search attributes succeeded: they go out with the next commit."""
         for name, value in changes.items():
@@ -254,6 +230,18 @@ class Execution:
             else:
                 self.search[name] = value
         self._search_changes.update(changes)
+
+    # ---- the run as a whole ------------------------------------------------------------------
+    def diverge(self, error: BaseException) -> None:
+        """A branch or map item diverged (`error`, a HistoryDivergedError): the wake-up stops, and the scopes
+        running beside it start nothing new (dormant.workflow.frame.Frame.check_cancelled raises it)."""
+        self.divergence = error
+
+    def restart_serially(self) -> NoReturn:
+        """A failed attempt's state changes cannot be undone (another step ran beside it): nothing of this run may
+        be committed; the wake-up is run again from storage, with parallel branches one at a time."""
+        self.restart_pending = True
+        raise WakeRestart()
 
     def check_storable(self, entry: Entry, output: Any, state: dict[str, Any] | None,
                        events: list[tuple[str, Any]]) -> None:

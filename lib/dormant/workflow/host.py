@@ -1,14 +1,73 @@
-"""What the engine needs from the actor definition and the runtime: the one port of `workflow/` (no I/O here; the
-runtime's ActorHost and the offline replayer implement it)."""
+"""What the engine needs from the actor definition and the runtime: the ports of `workflow/` and the values that
+cross them (no I/O here; the runtime's ActorHost and WakeWaits, and the offline replayer, implement them). This
+module imports no other engine module but the history model, so every engine module may import it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # (execution imports this module)
-    from dormant.workflow.execution import CommitDraft, StepRun
-    from dormant.workflow.throttle import Granted, Refused, SlotAsk
+from dormant.workflow.history import CallbackChange, QueuedMessage, WorkflowRecord
+
+
+@dataclass
+class StepRun:
+    """What a step (or rollback handler) attempt knows about itself; the host builds its context."""
+
+    location: str
+    attempt: int
+    events: list[tuple[str, Any]] = field(default_factory=list)
+    touched_state: bool = False  # set by the host when the attempt reads or writes the actor state
+    search: dict[str, Any] = field(default_factory=dict)  # search attributes it set (None: unset): kept if it succeeds
+
+
+@dataclass
+class CommitDraft:
+    """Everything one commit stores, atomically: entries, state, consumed messages, responses, events."""
+
+    upserts: list[dict[str, Any]]
+    deleted_prefixes: list[str]
+    state: dict[str, Any] | None
+    consumed_ids: list[str]
+    responses: dict[str, Any]
+    events: list[tuple[str, Any]]
+    workflow: WorkflowRecord | None  # None: unchanged (actions)
+    committed_at: float = 0.0  # the clock when the draft was made (stamps events)
+    search: dict[str, Any] | None = None  # search attributes set (name -> [type code, value]) or unset (None)
+    callbacks: list[CallbackChange] = field(default_factory=list)  # callbacks opened or closed (their lookups)
+
+    def is_empty(self) -> bool:
+        return not (self.upserts or self.deleted_prefixes or self.state is not None or self.consumed_ids
+                    or self.responses or self.events or self.search or self.callbacks)
+
+
+# Flow control (ctx.step(..., limit=...), dormant.workflow.throttle): what the engine asks, what the host answers.
+@dataclass(frozen=True)
+class SlotAsk:
+    """What the engine asks the host for: a slot of `limit` for the step at `location`."""
+
+    limit: str
+    location: str
+    timeout: float | None  # the step's timeout: the slot's lease follows it
+    since: float  # when the step began waiting for the limit (now if it has not)
+    queued: bool  # it waited before (a refusal of an earlier attempt put it in the limit's line)
+
+
+@dataclass(frozen=True)
+class Granted:
+    """A held slot; the engine hands it back to `WorkflowHost.release_limit` when the attempt ends."""
+
+    limit: str
+    handle: Any  # the host's own (its lease, its renewal)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """No slot now: try again at `retry_at` (a release may wake the actor sooner)."""
+
+    limit: str
+    retry_at: float
 
 
 class WorkflowHost(Protocol):
@@ -51,4 +110,30 @@ class WorkflowHost(Protocol):
 
     def callback_url(self, token: str) -> str | None:
         """The public URL of `POST /callbacks/{token}`, or None when no public URL is configured."""
+        ...
+
+
+class WaitPort(Protocol):
+    """What in-process waits (dormant.workflow.waits) need from the runtime: its clock, its inbox and the time
+    budget."""
+
+    @property
+    def horizon(self) -> float:
+        """Clock time by which every in-process wait must be over (the budget, less time to commit)."""
+        ...
+
+    @property
+    def inline_wait(self) -> float:
+        """Longest wait made in process with nothing else running (0 when the clock stands still)."""
+        ...
+
+    async def sleep_until(self, moment: float) -> None: ...
+
+    async def new_messages(self, timeout: float) -> list[QueuedMessage]:
+        """Queue messages and callback completions stored since the wake-up loaded (not returned before), as
+        soon as there is one, or [] after `timeout` seconds."""
+        ...
+
+    async def heartbeat_deadline(self, token_hash: str) -> float | None:
+        """A callback's heartbeat deadline as its heartbeats moved it (its lookup record), None if unknown."""
         ...

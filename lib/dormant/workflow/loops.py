@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from dormant.workflow.errors import WorkflowDefinitionError
-from dormant.workflow.execution import to_json
+from dormant.workflow.execution import Execution, to_json
+from dormant.workflow.frame import Frame
 from dormant.workflow.history import EntryKind, EntryStatus, iteration_location, validate_name
-from dormant.workflow.replay import Scope
 from dormant.workflow.signals import RollbackStop
-
-if TYPE_CHECKING:
-    from dormant.workflow.context import WorkflowContext
 
 T = TypeVar("T")
 DEFAULT_HISTORY_KEEP = 2
@@ -41,17 +38,18 @@ class Loop:
         return LoopContinue(state)
 
 
-_NO_STATE: Any = object()
+NO_STATE: Any = object()
+"""`state`'s default: a loop without state (its body takes the context only)."""
 
 
-async def run_loop(ctx: WorkflowContext, name: str, body: Callable[..., Awaitable[Any]], *,
-                   state: Any = _NO_STATE, history_keep: int = DEFAULT_HISTORY_KEEP) -> Any:
+async def run_loop(frame: Frame, name: str, body: Callable[..., Awaitable[Any]], *,
+                   state: Any = NO_STATE, history_keep: int = DEFAULT_HISTORY_KEEP) -> Any:
     validate_name(name, "loop")
     if history_keep < 0:
         raise ValueError(f'loop "{name}": history_keep must be >= 0, got {history_keep}')
-    ex, scope = ctx._execution, ctx._scope
-    ctx._check_cancelled()
-    stateful = state is not _NO_STATE
+    ex, scope = frame.execution, frame.scope
+    frame.check_cancelled()
+    stateful = state is not NO_STATE
     entry = scope.claim(EntryKind.LOOP, name)
     if entry is None:
         if ex.rolling_back:
@@ -65,11 +63,11 @@ async def run_loop(ctx: WorkflowContext, name: str, body: Callable[..., Awaitabl
     while True:
         iteration = entry.iteration
         location = iteration_location(entry.location, iteration)
-        child = Scope(location, ex.index.children(location), checkpointed=scope.checkpointed)
-        iteration_ctx = ctx._child(child)
+        child = frame.child(location)
+        iteration_ctx = child.context()
         result = await (body(iteration_ctx, ex.copy_output_value(entry.loop_state)) if stateful
                         else body(iteration_ctx))
-        child.finish(body)
+        child.scope.finish(body)
         ex.drop_rollback_handlers(location)
         if ex.rolling_back:
             raise RollbackStop()  # rollback replays only the current iteration; no progress is saved
@@ -97,7 +95,7 @@ async def run_loop(ctx: WorkflowContext, name: str, body: Callable[..., Awaitabl
         _compact(ex, entry.location, iteration + 1, history_keep)
 
 
-def _compact(ex: Any, loop_location: str, next_iteration: int, keep: int) -> None:
+def _compact(ex: Execution, loop_location: str, next_iteration: int, keep: int) -> None:
     """Drop the finished iteration that just fell out of the inspection window."""
     doomed = next_iteration - 1 - keep
     if doomed >= 0:

@@ -23,11 +23,10 @@ import inspect
 import json
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic_core import PydanticSerializationError
 
-from dormant.workflow.branches import CancelToken, _raise_control
 from dormant.workflow.entries import Entry
 from dormant.workflow.errors import (
     HistoryDivergedError,
@@ -36,15 +35,13 @@ from dormant.workflow.errors import (
     WorkflowDefinitionError,
 )
 from dormant.workflow.execution import error_info, to_json
+from dormant.workflow.frame import CancelToken, Frame
 from dormant.workflow.history import EntryKind, EntryStatus, ErrorInfo, validate_name
 from dormant.workflow.map_result import CompletionRule, MapItem, MapItemStatus, MapResult
-from dormant.workflow.replay import Scope, user_code_site
-from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend
+from dormant.workflow.replay import user_code_site
+from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend, raise_control
 
-if TYPE_CHECKING:
-    from dormant.workflow.context import WorkflowContext
-
-ItemFn = Callable[["WorkflowContext", Any], Awaitable[Any]]
+ItemFn = Callable[[Any, Any], Awaitable[Any]]  # async def (ctx, item) -> value: the context is the frame's
 _PREVIEW = 60  # characters of an item's JSON shown in a divergence
 
 
@@ -104,7 +101,7 @@ def _check_items(entry: Entry, items: list[Any]) -> None:
              "another name.")
 
 
-async def run_map(ctx: WorkflowContext, name: str, items: Iterable[Any], fn: ItemFn, *,
+async def run_map(frame: Frame, name: str, items: Iterable[Any], fn: ItemFn, *,
                   max_concurrency: int | None, min_successes: int | None,
                   tolerated_failures: int | None) -> MapResult:
     validate_name(name, "map")
@@ -118,8 +115,8 @@ async def run_map(ctx: WorkflowContext, name: str, items: Iterable[Any], fn: Ite
         raise ValueError(f'map "{name}": min_successes must be between 0 and the number of items ({len(values)}), '
                          f"got {minimum}")
     tolerated = _count(name, "tolerated_failures", tolerated_failures, 0)
-    ex, scope = ctx._execution, ctx._scope
-    ctx._check_cancelled()
+    ex, scope = frame.execution, frame.scope
+    frame.check_cancelled()
     entry = scope.claim(EntryKind.MAP, name)
     if entry is None:
         if ex.rolling_back:
@@ -130,16 +127,16 @@ async def run_map(ctx: WorkflowContext, name: str, items: Iterable[Any], fn: Ite
         ex.replayed += 1
         _check_items(entry, values)
     rule = CompletionRule.of(len(values), minimum, tolerated)
-    return await _MapRun(ctx, entry, fn, rule, limit if limit is not None else max(len(values), 1)).run()
+    return await _MapRun(frame, entry, fn, rule, limit if limit is not None else max(len(values), 1)).run()
 
 
 class _MapRun:
     """One run (one wake-up) of one map: its items' bookkeeping, the slots, the decision."""
 
-    def __init__(self, ctx: WorkflowContext, entry: Entry, fn: ItemFn, rule: CompletionRule, limit: int) -> None:
-        self.ctx, self.ex, self.entry, self.fn, self.rule, self.limit = ctx, ctx._execution, entry, fn, rule, limit
+    def __init__(self, frame: Frame, entry: Entry, fn: ItemFn, rule: CompletionRule, limit: int) -> None:
+        self.frame, self.ex, self.entry, self.fn, self.rule, self.limit = frame, frame.execution, entry, fn, rule, limit
         self.items: list[Any] = entry.items or []
-        self.token = CancelToken(ctx._cancel, reason=f'its map "{entry.name}" was decided')
+        self.token = CancelToken(frame.cancel, reason=f'its map "{entry.name}" was decided')
         self.records = self._recorded_items()
         self.succeeded = sum(r.status is EntryStatus.COMPLETED for r in self.records)
         self.failed = sum(r.status is EntryStatus.FAILED for r in self.records)
@@ -191,12 +188,10 @@ class _MapRun:
         self._decide()
         if self.decision is None:
             await (self._run_serially() if ex.serial else self._run_concurrently())
-        _raise_control({str(index): stop for index, stop in self.control.items()})
+        raise_control({str(index): stop for index, stop in self.control.items()})
         if self.decision is None:
-            if ex.divergence is not None:  # a branch beside this map diverged: nothing new may start
-                raise ex.divergence
-            if self.ctx._cancel is not None and self.ctx._cancel.is_cancelled():
-                raise BranchCancelled()  # the race this map runs in was won elsewhere
+            # A branch beside this map diverged (nothing new may start), or the race it runs in was won elsewhere.
+            self.frame.check_cancelled()
             if self.suspensions:
                 raise Suspend.merge(self.suspensions.values())
             raise RuntimeError(f'map "{self.entry.name}" stopped undecided with nothing in flight')  # a bug if seen
@@ -212,7 +207,7 @@ class _MapRun:
     def _may_compensate(self, record: Entry) -> bool:
         """Whether a succeeded item may hold rollback handlers: only then is it run again in replay (to register
         them). Others are not, as finished loop iterations are not: a replay costs a lookup per item, not a run."""
-        if self.ctx._scope.checkpointed:
+        if self.frame.scope.checkpointed:
             return True
         below = [record.location]
         while below:
@@ -227,7 +222,7 @@ class _MapRun:
         try:
             await self._run_item(index, sealed=True)
         except HistoryDivergedError as diverged:
-            self.ex.divergence = diverged
+            self.ex.diverge(diverged)
             raise
         except (Exception, Suspend) as changed:
             raise HistoryDivergedError(
@@ -245,19 +240,17 @@ class _MapRun:
                 await self._run_item(index, sealed=False)
             except BaseException as stop:  # RollbackStop as a rule; classified below
                 stops[index] = stop
-        _raise_control({str(index): stop for index, stop in stops.items()})
+        raise_control({str(index): stop for index, stop in stops.items()})
         raise RollbackStop()
 
     async def _run_item(self, index: int, *, sealed: bool) -> Any:
-        location = self.records[index].location
-        scope = Scope(location, self.ex.index.children(location), checkpointed=self.ctx._scope.checkpointed)
-        item_ctx = self.ctx._child(scope, token=self.token, sealed=sealed)
-        running = self.fn(item_ctx, self.ex.copy_output_value(self.items[index]))
+        child = self.frame.child(self.records[index].location, token=self.token, sealed=sealed)
+        running = self.fn(child.context(), self.ex.copy_output_value(self.items[index]))
         if not inspect.isawaitable(running):
             raise WorkflowDefinitionError(f'map "{self.entry.name}": fn must be an async function (ctx, item) -> '
                                           f"result; it returned {type(running).__name__}")
         value = await running
-        scope.finish(self.fn)
+        child.scope.finish(self.fn)
         return to_json(value, f'the result of item {index} of map "{self.entry.name}"')
 
     async def _attempt(self, index: int) -> None:
@@ -265,7 +258,7 @@ class _MapRun:
         try:
             value = await self._run_item(index, sealed=False)
         except HistoryDivergedError as diverged:
-            self.ex.divergence = diverged  # the wake-up stops: the other items start nothing new
+            self.ex.diverge(diverged)  # the wake-up stops: the other items start nothing new
             self.control[index] = diverged
         except Suspend as suspension:
             if self.decision is not None:

@@ -11,18 +11,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dormant.workflow.caller import Caller
 from dormant.workflow.entries import Entry
 from dormant.workflow.errors import QueueTimeoutError, WorkflowDefinitionError
+from dormant.workflow.frame import Frame
 from dormant.workflow.history import EntryKind, EntryStatus, RecordedMessage, validate_name
 from dormant.workflow.signals import RollbackStop, Suspend
 from dormant.workflow.steps import seconds
 from dormant.workflow.waits import Outcome, wait_in_process
-
-if TYPE_CHECKING:
-    from dormant.workflow.context import WorkflowContext
 
 
 @dataclass
@@ -40,8 +38,8 @@ class QueueMessage:
 class QueueApi:
     """`ctx.queue`: receives inside the workflow (sending happens in steps and actions)."""
 
-    def __init__(self, ctx: WorkflowContext) -> None:
-        self._ctx = ctx
+    def __init__(self, frame: Frame) -> None:
+        self._frame = frame
 
     async def next(self, name: str, *, names: Sequence[str] | None = None, completable: bool = False,
                    timeout: float | timedelta | None = None) -> QueueMessage:
@@ -61,9 +59,9 @@ class QueueApi:
     async def _receive(self, name: str, *, names: Sequence[str] | None, count: int, completable: bool,
                        timeout: float | timedelta | None) -> list[QueueMessage]:
         validate_name(name, "queue wait")
-        ctx = self._ctx
-        ex, scope = ctx._execution, ctx._scope
-        ctx._check_cancelled()
+        frame = self._frame
+        ex, scope = frame.execution, frame.scope
+        frame.check_cancelled()
         if count < 1:
             raise ValueError(f'queue wait "{name}": count must be >= 1, got {count}')
         declared = ex.host.queue_names()
@@ -103,11 +101,11 @@ class QueueApi:
                     break
                 if await wait_in_process(ex, entry.deadline, messages=True) is Outcome.SUSPEND:
                     raise Suspend(deadline=entry.deadline, names=wanted, reason="queue")
-                ctx._check_cancelled()  # a race decided while this branch waited: it lost
+                frame.check_cancelled()  # a race decided while this branch waited: it lost
         return [self._deliver(entry, recorded, completable) for recorded in entry.messages]
 
     def _deliver(self, entry: Entry, recorded: RecordedMessage, completable: bool) -> QueueMessage:
-        ex = self._ctx._execution
+        ex = self._frame.execution
         body = ex.host.decode_body(recorded.name, recorded.body)
         message = QueueMessage(id=recorded.id, name=recorded.name, body=body, created_at=recorded.created_at,
                                sender=recorded.sender)
@@ -116,7 +114,7 @@ class QueueApi:
         return message
 
     def _completer(self, entry: Entry, recorded: RecordedMessage) -> Callable[..., Awaitable[None]]:
-        ex = self._ctx._execution
+        ex = self._frame.execution
         done_in_this_run = False
 
         async def complete(response: Any = None) -> None:

@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING
 
-from dormant.workflow.execution import Execution, StepRun, error_info
+from dormant.workflow.execution import Execution, error_info
+from dormant.workflow.frame import Frame
 from dormant.workflow.history import KIND_ALIASES, EntryKind, EntryStatus, validate_name
+from dormant.workflow.host import StepRun
 from dormant.workflow.signals import RollbackStop
-
-if TYPE_CHECKING:
-    from dormant.workflow.context import WorkflowContext
 
 ROLLBACK_RETRY_BASE = 1.0
 ROLLBACK_RETRY_MAX = 300.0
 
 
-async def run_checkpoint(ctx: WorkflowContext, name: str) -> None:
+async def run_checkpoint(frame: Frame, name: str) -> None:
     validate_name(name, "rollback checkpoint")
-    ex, scope = ctx._execution, ctx._scope
-    ctx._check_cancelled()
+    ex, scope = frame.execution, frame.scope
+    frame.check_cancelled()
     entry = scope.claim(EntryKind.ROLLBACK_CHECKPOINT, name)
     if entry is None:
         if ex.rolling_back:
@@ -31,14 +29,14 @@ async def run_checkpoint(ctx: WorkflowContext, name: str) -> None:
     scope.checkpointed = True
 
 
-async def run_removed(ctx: WorkflowContext, name: str, kind: str) -> None:
+async def run_removed(frame: Frame, name: str, kind: str) -> None:
     """Retire an entry deleted from the code: skip it in old histories, do nothing in new ones."""
     validate_name(name, "removed entry")
     original = KIND_ALIASES.get(kind)
     if original is None:
         raise ValueError(f"removed({name!r}, {kind!r}): kind must be one of {sorted(KIND_ALIASES)}")
-    if ctx._scope.skip_removed(name, (original, EntryKind.REMOVED)):
-        ctx._execution.replayed += 1
+    if frame.scope.skip_removed(name, (original, EntryKind.REMOVED)):
+        frame.execution.replayed += 1
 
 
 class CompensationFailed(Exception):
@@ -71,7 +69,5 @@ async def compensate(ex: Execution) -> None:
         entry.rollback_done = True
         entry.rollback_error = None
         ex.touch(entry)
-        ex.events.extend(run.events)
-        if run.search:
-            ex.set_search(run.search)
+        ex.keep_effects(run)
         await ex.checkpoint()

@@ -11,6 +11,7 @@ from dormant.workflow.callbacks import close_ended
 from dormant.workflow.context import WorkflowContext
 from dormant.workflow.errors import HistoryDivergedError
 from dormant.workflow.execution import Execution, Mode, error_info, to_json
+from dormant.workflow.frame import Frame
 from dormant.workflow.history import DivergenceInfo, WorkflowRecord, WorkflowState
 from dormant.workflow.replay import Scope
 from dormant.workflow.rollback import ROLLBACK_RETRY_BASE, ROLLBACK_RETRY_MAX, CompensationFailed, compensate
@@ -33,7 +34,7 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
         return loaded  # an early wake-up while a failed compensation waits for its retry
     ex.root_task = asyncio.current_task()
     root = Scope("", ex.index.children(""), checkpointed=False)
-    ctx = WorkflowContext(ex, root)
+    ctx = Frame(ex, root, WorkflowContext).context()
     base = loaded.model_copy(update={"divergence": None, "waiting_for": [], "deadline": None, "retry_at": None,
                                      "limits": []})
     try:

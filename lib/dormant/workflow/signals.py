@@ -5,7 +5,9 @@ They derive from BaseException so that a user's `except Exception:` cannot swall
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+
+from dormant.workflow.errors import HistoryDivergedError
 
 
 class Suspend(BaseException):
@@ -63,3 +65,20 @@ class BranchCancelled(BaseException):
 
 # When several branches raise control signals at once, the most severe wins.
 CONTROL_PRIORITY: tuple[type[BaseException], ...] = (WakeAborted, WakeRestart, RollbackStop)
+
+
+def raise_control(outcomes: Mapping[str, BaseException | None]) -> None:
+    """Of what parallel branches (or map items) ended with, raise what stops the caller itself: a control signal
+    (the most severe), a divergence, or another BaseException; a branch's own outcome (a result, an Exception, a
+    suspension, its cancellation) is left to the caller."""
+    for kind in CONTROL_PRIORITY:
+        for outcome in outcomes.values():
+            if isinstance(outcome, kind):
+                raise outcome
+    for outcome in outcomes.values():
+        if isinstance(outcome, HistoryDivergedError):
+            raise outcome
+    for outcome in outcomes.values():
+        # Any other BaseException (KeyboardInterrupt, a replay tool's stop signal) is not a branch outcome.
+        if outcome is not None and not isinstance(outcome, Exception | Suspend | BranchCancelled):
+            raise outcome

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+from dormant.workflow.frame import Frame
 from dormant.workflow.history import EntryKind, EntryStatus, validate_name
 from dormant.workflow.signals import RollbackStop, Suspend
 from dormant.workflow.waits import Outcome, wait_in_process
-
-if TYPE_CHECKING:
-    from dormant.workflow.context import WorkflowContext
 
 
 def epoch_seconds(when: datetime | float | int) -> float:
@@ -21,10 +18,10 @@ def epoch_seconds(when: datetime | float | int) -> float:
     return float(when)
 
 
-async def run_sleep_until(ctx: WorkflowContext, name: str, deadline: float) -> None:
+async def run_sleep_until(frame: Frame, name: str, deadline: float) -> None:
     validate_name(name, "sleep")
-    ex, scope = ctx._execution, ctx._scope
-    ctx._check_cancelled()
+    ex, scope = frame.execution, frame.scope
+    frame.check_cancelled()
     entry = scope.claim(EntryKind.SLEEP, name)
     if entry is None:
         if ex.rolling_back:
@@ -44,7 +41,7 @@ async def run_sleep_until(ctx: WorkflowContext, name: str, deadline: float) -> N
     if ex.rolling_back:
         raise RollbackStop()
     if await wait_in_process(ex, entry.deadline, messages=False) is Outcome.DUE:
-        ctx._check_cancelled()  # a race decided meanwhile: this branch lost, its sleep did not complete
+        frame.check_cancelled()  # a race decided meanwhile: this branch lost, its sleep did not complete
         entry.status = EntryStatus.COMPLETED
         ex.touch(entry)
         return

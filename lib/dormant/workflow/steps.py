@@ -6,21 +6,21 @@ import asyncio
 import inspect
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dormant.workflow import throttle
+from dormant.workflow.entries import Entry
 from dormant.workflow.errors import (
     NonRetryableError,
     RollbackCheckpointError,
     StepExhaustedError,
     StepTimeoutError,
 )
-from dormant.workflow.execution import StepRun, error_info, run_to_the_end, to_json
+from dormant.workflow.execution import Execution, error_info, run_to_the_end, to_json
+from dormant.workflow.frame import Frame
 from dormant.workflow.history import EntryKind, EntryStatus, ErrorInfo, validate_name
-from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend, WakeRestart
-
-if TYPE_CHECKING:
-    from dormant.workflow.context import WorkflowContext
+from dormant.workflow.host import StepRun
+from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend
 
 _PLAIN = (type(None), bool, int, float, str, list, dict)  # results that cannot be awaitable: no ABC check
 DEFAULT_MAX_RETRIES = 3
@@ -40,17 +40,17 @@ def backoff_delay(attempt: int, base: float, maximum: float) -> float:
     return float(min(maximum, base * (2 ** attempt)))
 
 
-async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
+async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
                    timeout: float | timedelta | None, max_retries: int, retry_backoff_base: float | timedelta,
                    retry_backoff_max: float | timedelta, rollback: Callable[[Any, Any], Any] | None,
                    limit: str | None = None) -> Any:
     validate_name(name, "step")
     if max_retries < 0:
         raise ValueError(f'step "{name}": max_retries must be >= 0, got {max_retries}')
-    ex, scope = ctx._execution, ctx._scope
+    ex, scope = frame.execution, frame.scope
     if limit is not None:
         ex.host.check_limit(name, limit)  # an undeclared limit is a definition error, on replay too
-    ctx._check_cancelled()
+    frame.check_cancelled()
     if rollback is not None and not scope.checkpointed:
         raise RollbackCheckpointError(
             f'step "{name}" has a rollback handler but no ctx.rollback_checkpoint(...) ran before it '
@@ -77,14 +77,14 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
     # Results of earlier steps are committed before this one's side effects start (and at the latest when
     # the run suspends or ends), so a step costs one write, folded with what follows it.
     await ex.flush()
-    ctx._check_cancelled()
+    frame.check_cancelled()
     timeout_s = seconds(timeout)
     if limit is None:
-        return await _attempt(ctx, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
+        return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
                               rollback)
-    granted = await throttle.acquire(ctx, entry, limit, timeout_s)  # Suspend when refused
+    granted = await throttle.acquire(frame, entry, limit, timeout_s)  # Suspend when refused
     try:
-        return await _attempt(ctx, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
+        return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
                               rollback)
     finally:
         # Whatever ended the attempt (a result, a failure, its timeout, a race that cancelled it), the slot goes
@@ -96,11 +96,11 @@ async def run_step(ctx: WorkflowContext, name: str, fn: Callable[[Any], Any], *,
             raise asyncio.CancelledError()
 
 
-async def _attempt(ctx: WorkflowContext, entry: Any, name: str, fn: Callable[[Any], Any], timeout: float | None,
+async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], Any], timeout: float | None,
                    max_retries: int, retry_backoff_base: float | timedelta, retry_backoff_max: float | timedelta,
                    rollback: Callable[[Any, Any], Any] | None) -> Any:
     """Run one attempt of the step's body and record what it did."""
-    ex, scope = ctx._execution, ctx._scope
+    ex, scope = frame.execution, frame.scope
     attempt = entry.attempts + 1
     run = StepRun(location=entry.location, attempt=attempt)
     scope.enter(name)
@@ -125,7 +125,7 @@ async def _attempt(ctx: WorkflowContext, entry: Any, name: str, fn: Callable[[An
     except (asyncio.CancelledError, BranchCancelled):
         ex.step_ended(run)
         scope.leave()
-        cancelled_by = ctx._cancel.cancelled_by() if ctx._cancel is not None else None
+        cancelled_by = frame.cancelled_by()
         if cancelled_by is not None:  # its race was won by another branch, or its map was decided
             _record_cancelled(ex, entry, attempt, cancelled_by.reason)
         _discard_attempt(ex, run)
@@ -134,11 +134,11 @@ async def _attempt(ctx: WorkflowContext, entry: Any, name: str, fn: Callable[[An
         ex.step_ended(run)
         scope.leave()
         failure: BaseException = StepTimeoutError(f'step "{name}" timed out after {timeout} s and was cancelled')
-        return _record_failure(ctx, entry, run, failure, attempt, max_retries, retry_backoff_base, retry_backoff_max)
+        return _record_failure(ex, entry, run, failure, attempt, max_retries, retry_backoff_base, retry_backoff_max)
     except Exception as error:
         ex.step_ended(run)
         scope.leave()
-        return _record_failure(ctx, entry, run, error, attempt, max_retries, retry_backoff_base, retry_backoff_max)
+        return _record_failure(ex, entry, run, error, attempt, max_retries, retry_backoff_base, retry_backoff_max)
     except BaseException:
         ex.step_ended(run)
         scope.leave()
@@ -152,9 +152,7 @@ async def _attempt(ctx: WorkflowContext, entry: Any, name: str, fn: Callable[[An
     entry.error = None
     entry.retry_at = None
     ex.touch(entry)
-    ex.events.extend(run.events)
-    if run.search:
-        ex.set_search(run.search)
+    ex.keep_effects(run)
     ex.step_succeeded()
     if rollback is not None:
         ex.register_rollback(entry, rollback)
@@ -162,7 +160,7 @@ async def _attempt(ctx: WorkflowContext, entry: Any, name: str, fn: Callable[[An
     return ex.copy_output(entry)
 
 
-def _record_cancelled(ex: Any, entry: Any, attempt: int, reason: str) -> None:
+def _record_cancelled(ex: Execution, entry: Entry, attempt: int, reason: str) -> None:
     """A losing race branch's step (or a decided map's item's) was cancelled mid-attempt, as a timeout cancels
     it: recorded as such (the race records its winner, the map its items' outcomes, so replay never runs this
     branch again)."""
@@ -174,21 +172,18 @@ def _record_cancelled(ex: Any, entry: Any, attempt: int, reason: str) -> None:
     ex.touch(entry)
 
 
-def _discard_attempt(ex: Any, run: StepRun) -> None:
+def _discard_attempt(ex: Execution, run: StepRun) -> None:
     """An attempt was cut short: undo its state changes, or redo the wake-up if that is not safe."""
     if not run.touched_state:
         return  # it never saw the state, so it cannot have changed it
     if ex.clean_for_revert():
         ex.state.revert()
     elif not ex.serial:
-        ex.restart_pending = True  # siblings still running must not commit the mixed-up state
-        raise WakeRestart()
+        ex.restart_serially()  # siblings still running must not commit the mixed-up state
 
 
-def _record_failure(ctx: WorkflowContext, entry: Any, run: StepRun, error: BaseException, attempt: int,
-                    max_retries: int,
-                    base: float | timedelta, maximum: float | timedelta) -> Any:
-    ex = ctx._execution
+def _record_failure(ex: Execution, entry: Entry, run: StepRun, error: BaseException, attempt: int,
+                    max_retries: int, base: float | timedelta, maximum: float | timedelta) -> Any:
     _discard_attempt(ex, run)
     entry.attempts = attempt
     entry.ended_at = ex.now()

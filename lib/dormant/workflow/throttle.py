@@ -11,49 +11,18 @@ limit's line of waiters), so histories recorded before limits, or with other lim
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-from dormant.workflow.execution import StepRun, run_to_the_end
+from dormant.workflow.entries import Entry
+from dormant.workflow.execution import Execution, run_to_the_end
+from dormant.workflow.frame import Frame
+from dormant.workflow.host import Granted, Refused, SlotAsk, StepRun
 from dormant.workflow.signals import Suspend, WakeAborted
 from dormant.workflow.waits import Outcome, wait_in_process
 
-if TYPE_CHECKING:
-    from dormant.workflow.context import WorkflowContext
-    from dormant.workflow.entries import Entry
-    from dormant.workflow.execution import Execution
 
-
-@dataclass(frozen=True)
-class SlotAsk:
-    """What the engine asks the host for: a slot of `limit` for the step at `location`."""
-
-    limit: str
-    location: str
-    timeout: float | None  # the step's timeout: the slot's lease follows it
-    since: float  # when the step began waiting for the limit (now if it has not)
-    queued: bool  # it waited before (a refusal of an earlier attempt put it in the limit's line)
-
-
-@dataclass(frozen=True)
-class Granted:
-    """A held slot; the engine hands it back to `WorkflowHost.release_limit` when the attempt ends."""
-
-    limit: str
-    handle: Any  # the host's own (its lease, its renewal)
-
-
-@dataclass(frozen=True)
-class Refused:
-    """No slot now: try again at `retry_at` (a release may wake the actor sooner)."""
-
-    limit: str
-    retry_at: float
-
-
-async def acquire(ctx: WorkflowContext, entry: Entry, limit: str, timeout: float | None) -> Granted:
+async def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None) -> Granted:
     """A slot for `entry`'s next attempt, waiting in process while that is allowed; else Suspend."""
-    ex = ctx._execution
+    ex = frame.execution
     while True:
         since = entry.throttled_since
         place = ex.now() if since is None else since  # its place in line: the store's key for it, and the record's
@@ -80,7 +49,7 @@ async def acquire(ctx: WorkflowContext, entry: Entry, limit: str, timeout: float
             ex.touch(entry)  # its place in line, kept by the suspension's commit
         beside_a_step = ex.in_flight > 0
         outcome = await wait_in_process(ex, answer.retry_at, messages=False)
-        ctx._check_cancelled()
+        frame.check_cancelled()
         if outcome is Outcome.DUE:
             continue
         if beside_a_step and not ex.in_flight:

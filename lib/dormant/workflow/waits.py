@@ -1,10 +1,10 @@
 """In-process waits: a sleep, a queue wait or a race timer that resolves in the running wake-up.
 
-A wait whose deadline is near (at most `WaitPort.inline_wait` away) and within the wake-up's time budget
-(`WaitPort.horizon`), or any wait while a step runs in another branch, is waited for here instead of
-suspending the actor: a timer can then win a race against a running step at its time, a message that
-arrives meanwhile is received at once, and a short wait costs no suspension round trip. What the wait
-decides (the deadline passed, messages were received) is recorded by the caller, so replay never depends
+A wait whose deadline is near (at most `WaitPort.inline_wait` away; the port is in dormant.workflow.host) and
+within the wake-up's time budget (`WaitPort.horizon`), or any wait while a step runs in another branch, is waited
+for here instead of suspending the actor: a timer can then win a race against a running step at its time, a
+message that arrives meanwhile is received at once, and a short wait costs no suspension round trip. What the
+wait decides (the deadline passed, messages were received) is recorded by the caller, so replay never depends
 on timing. The rule is stated in docs/semantics.md.
 """
 
@@ -13,38 +13,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
+from dormant.workflow.execution import Execution
 from dormant.workflow.history import QueuedMessage
 from dormant.workflow.signals import WakeAborted
-
-if TYPE_CHECKING:
-    from dormant.workflow.execution import Execution
-
-
-class WaitPort(Protocol):
-    """What in-process waits need from the runtime: its clock, its inbox and the time budget."""
-
-    @property
-    def horizon(self) -> float:
-        """Clock time by which every in-process wait must be over (the budget, less time to commit)."""
-        ...
-
-    @property
-    def inline_wait(self) -> float:
-        """Longest wait made in process with nothing else running (0 when the clock stands still)."""
-        ...
-
-    async def sleep_until(self, moment: float) -> None: ...
-
-    async def new_messages(self, timeout: float) -> list[QueuedMessage]:
-        """Queue messages and callback completions stored since the wake-up loaded (not returned before), as
-        soon as there is one, or [] after `timeout` seconds."""
-        ...
-
-    async def heartbeat_deadline(self, token_hash: str) -> float | None:
-        """A callback's heartbeat deadline as its heartbeats moved it (its lookup record), None if unknown."""
-        ...
 
 
 class Outcome(Enum):
