@@ -54,24 +54,8 @@ LAYERS: dict[str, set[str]] = {
 # What this layout still owes (issue 27 pays it off): it may only shrink, and must be empty when issue 27 is done.
 # (module, private name of another module it uses)
 KNOWN_DEBT: set[tuple[str, str]] = {
-    ("dormant.dynamodb.deletion", "store._cache"),
-    ("dormant.dynamodb.deletion", "store._call"),
-    ("dormant.dynamodb.deletion", "store._now"),
-    ("dormant.dynamodb.deletion", "store._put_if"),
-    ("dormant.dynamodb.deletion", "store._query_ring"),
-    ("dormant.dynamodb.inbox", "store._cache"),
-    ("dormant.dynamodb.inbox", "store._live_inbox"),
-    ("dormant.dynamodb.inbox", "store._query_pending"),
-    ("dormant.dynamodb.search", "store._call"),
-    ("dormant.dynamodb.search", "store._put_if"),
-    ("dormant.dynamodb.slots", "store._call"),
-    ("dormant.dynamodb.slots", "store._now"),
-    ("dormant.dynamodb.slots", "store._put_if"),
-    ("dormant.dynamodb.slots", "store._query_all"),
-    ("dormant.dynamodb.versions", "store._query_ring"),
     ("dormant.runtime.batches", "service._prepare_creation"),
     ("dormant.runtime.batches", "service._stored_creation"),
-    ("dormant.testing", "store._actors"),
     ("dormant.workflow.branches", "ctx._cancel"),
     ("dormant.workflow.branches", "ctx._check_cancelled"),
     ("dormant.workflow.branches", "ctx._child"),
@@ -111,15 +95,7 @@ KNOWN_DEBT: set[tuple[str, str]] = {
     ("dormant.workflow.throttle", "ctx._execution"),
 }
 # (module, what it imports against the layers)
-KNOWN_OUTWARD: set[tuple[str, str]] = {
-    ("dormant.core.callbacks", "dormant.ports"),
-    ("dormant.core.cursors", "dormant.ports"),
-    ("dormant.core.slots", "dormant.ports"),
-    ("dormant.dynamodb.store", "dormant.aws.clients"),
-    ("dormant.dynamodb.table", "dormant.aws.clients"),
-    ("dormant.errors", "dormant.core.limits"),
-    ("dormant.s3.large_values", "dormant.dynamodb.items"),
-}
+KNOWN_OUTWARD: set[tuple[str, str]] = set()
 KNOWN_CYCLES: list[list[str]] = [
     [
         "dormant.workflow.branches",
@@ -137,28 +113,9 @@ KNOWN_CYCLES: list[list[str]] = [
         "dormant.workflow.waits",
     ],
     [
-        "dormant.core.limits",
-        "dormant.errors",
-    ],
-    [
-        "dormant.core.callbacks",
-        "dormant.core.slots",
-        "dormant.ports",
-    ],
-    [
         "dormant.runtime.batches",
         "dormant.runtime.contexts",
         "dormant.runtime.service",
-    ],
-    [
-        "dormant.dynamodb.callbacks",
-        "dormant.dynamodb.deletion",
-        "dormant.dynamodb.doctor",
-        "dormant.dynamodb.inbox",
-        "dormant.dynamodb.search",
-        "dormant.dynamodb.slots",
-        "dormant.dynamodb.store",
-        "dormant.dynamodb.versions",
     ],
 ]
 

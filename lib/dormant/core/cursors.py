@@ -1,15 +1,18 @@
 """Where an actor sits in its type's listing, the cursors a listing and the attention list hand out (checked
-before a store uses them), and walking a listing page after page."""
+before a store uses them), a page cut from rows in order, and walking a listing page after page."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import TypeVar
 from urllib.parse import quote
 
+from dormant.core.records import LISTED_STATUSES, ActorPage, ActorRef, ActorSummary
 from dormant.errors import InvalidCursorError
 from dormant.models import OperationPage, OperationResult
-from dormant.ports import LISTED_STATUSES, ActorPage, ActorRef, ActorSummary
 from dormant.workflow.history import WorkflowState
+
+T = TypeVar("T")
 
 
 def listing_key(status: WorkflowState, ref: ActorRef) -> str:
@@ -35,6 +38,14 @@ def check_attention_cursor(actor_type: str, cursor: str) -> str:
         raise InvalidCursorError("the cursor was not handed out by this attention list (pass back the `cursor` of "
                                  "the previous page unchanged, with the same actor type)")
     return cursor
+
+
+def page_of(rows: Iterable[tuple[str, T]], limit: int) -> tuple[list[T], str | None]:
+    """The first `limit` (at least 1) of (cursor key, row) pairs in key order, and the cursor of the next page: the
+    last key on the page, None when no row is left (a store that reads rows in key order cuts its pages so)."""
+    ordered = sorted(rows, key=lambda pair: pair[0])
+    page = ordered[:max(1, limit)]
+    return [row for _, row in page], page[-1][0] if len(ordered) > len(page) else None
 
 
 async def every_summary(list_page: Callable[[str | None], Awaitable[ActorPage]]) -> AsyncIterator[ActorSummary]:
