@@ -9,19 +9,18 @@ PutItem that an older version or an older incarnation of the actor never wins.
 Counting per status (`count`) reads the same index with `Select=COUNT` Queries: one per 1 MB of status items
 (about 5,000), each costing the read units of the items it counts, and none once the limit is reached.
 
-Attention marks (`AttentionItems`, dormant.core.records.AttentionMark) are one more item per marked actor (`sk = "a#"`) in
-the same index under `lt = "/attention"` (no actor type contains `/`) with `ls` = the actor id: one Query lists a
-type's marks (`begins_with` its encoded name). They are written and removed only when a retry starts or ends or a
-wake-up fails, never by an ordinary commit.
+Attention marks (`AttentionItems`, dormant.core.records.AttentionMark) are one more item per marked actor
+(`sk = "a#"`) in the same index under `lt = "/attention"` (no actor type contains `/`) with `ls` = the actor id: one
+Query lists a type's marks (`begins_with` its encoded name). They are written and removed only when a retry starts
+or ends or a wake-up fails, never by an ordinary commit.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import quote
 
-from dormant.core.cursors import check_attention_cursor, check_cursor, listing_key
+from dormant.core.cursors import check_attention_cursor, check_cursor, listing_key, status_prefix, type_prefix
 from dormant.core.records import (
     ActorCount,
     ActorPage,
@@ -64,7 +63,7 @@ class StatusItems:
         condition = "lt = :t"
         if status is not None:
             condition += " AND begins_with(ls, :s)"
-            values[":s"] = {"S": f"{status.value}#"}
+            values[":s"] = {"S": status_prefix(status)}
         start = None
         if after is not None:
             actor_id = check_cursor(actor_type, status, after).partition("#")[2]
@@ -79,7 +78,7 @@ class StatusItems:
         counted, start = 0, None
         for _ in range(MAX_COUNT_PAGES):
             page = await self.table.query_page(
-                "lt = :t AND begins_with(ls, :s)", {":t": {"S": actor_type}, ":s": {"S": f"{status.value}#"}},
+                "lt = :t AND begins_with(ls, :s)", {":t": {"S": actor_type}, ":s": {"S": status_prefix(status)}},
                 index=STATUS_INDEX, consistent=False, count_only=True, limit=limit + 1 - counted, start=start)
             counted += page.count
             start = page.last_key
@@ -116,7 +115,7 @@ class AttentionItems:
             start = {"lt": {"S": ATTENTION_TYPE}, "ls": {"S": actor_id}, **item_key(actor_id, ATTENTION_SK)}
         page = await self.table.query_page(
             "lt = :t AND begins_with(ls, :p)",
-            {":t": {"S": ATTENTION_TYPE}, ":p": {"S": quote(actor_type, safe="") + "/"}},
+            {":t": {"S": ATTENTION_TYPE}, ":p": {"S": type_prefix(actor_type)}},
             index=STATUS_INDEX, consistent=False, limit=max(1, limit), start=start)
         marks = [AttentionMark(name=item["n"]["S"], key=tuple(json.loads(item["k"]["S"])),
                                reason=item["why"]["S"], since=float(item["at"]["N"])) for item in page.items]
