@@ -31,8 +31,6 @@ Other partitions, never an actor's (actor ids hold a `/` and no `#`):
 
 from __future__ import annotations
 
-from typing import Any
-
 Key = dict[str, dict[str, str]]
 
 # -- indexes --------------------------------------------------------------------------------------------------------
@@ -154,8 +152,3 @@ def ticket_key(prefix: str, ticket: int) -> str:
 def waiter_key(since: float, holder_hash: str) -> str:
     """A waiter of a limit's line, oldest first."""
     return f"{WAITER_PREFIX}{since:020.6f}#{holder_hash}"
-
-
-def begins_with(prefix: str, attribute: str = "sk") -> tuple[str, dict[str, Any]]:
-    """A key condition's clause `begins_with(<attribute>, :prefix)` and its value."""
-    return f"begins_with({attribute}, :prefix)", {":prefix": {"S": prefix}}

@@ -20,7 +20,7 @@ from dormant.dynamodb.outputs import OutputItems
 from dormant.dynamodb.requests import Table
 from dormant.dynamodb.search import SearchItems, sort_keys
 
-log = logging.getLogger("dormant.dynamodb.store")
+log = logging.getLogger("dormant.dynamodb.store")  # the store's logger, as before settling had a module
 
 
 class Settler:
