@@ -167,7 +167,7 @@ class Fixture:
             self.received = []
 
     def floor_event(self) -> dict[str, Any]:
-        from dormant.dynamodb.items import ring_key
+        from dormant.dynamodb.keys import ring_key
         from dormant.ports import ActorRef
 
         return {"table": self.settings.table, "pk": ActorRef(name="workflow-counter", key=("cold",)).id,

@@ -14,7 +14,7 @@
   batch size and batching window of template.yaml or the ones a lever measurement sets.
 
 The API and the worker run in one process here; on AWS they are separate containers, so the worker's commit
-cannot wake a waiting API request (`dormant.dynamodb.side.changed`, a dev-stack shortcut): it is disabled, and a
+cannot wake a waiting API request (`dormant.dynamodb.outputs.changed`, a dev-stack shortcut): it is disabled, and a
 `send(wait=True)` polls for its response at the intervals a deployed API does.
 """
 
@@ -370,7 +370,7 @@ async def open_stack(app: str, *, wake: Batching | None = None, timers: Batching
             stdout = STDOUT
             sys.stdout = stdout  # the functions' loggers take stdout when they are made (at import)
             # Every DynamoDB request of the functions' clients (made from this session) reports its capacity.
-            ask_consumed_capacity(aws_clients._botocore_session(), unique_id="dormant-price-capacity")
+            ask_consumed_capacity(aws_clients.botocore_session(), unique_id="dormant-price-capacity")
             observability.changed = lambda key: None  # type: ignore[assignment]  # see the module docstring
             hosts: list[FunctionHost] = []
             try:

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from dormant.workflow.errors import DormantError
 
-if TYPE_CHECKING:
-    from dormant.core.limits import ServiceLimit
+
+class NamedLimit(Protocol):
+    """What an error tells of the limit a value is over (dormant.core.limits.ServiceLimit is one: that module imports
+    this one, so the error knows the limit only by its face)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def maximum(self) -> int: ...
+
+    @property
+    def unit(self) -> str: ...
+
+    def describe(self) -> str: ...
 
 
 class UnknownActorError(DormantError):
@@ -78,7 +91,7 @@ class StorageRefusedError(StorageError):
 class ItemTooLargeError(StorageRefusedError):
     """A record is over the store's item size limit (dormant.core.limits); retrying cannot help."""
 
-    limit: ServiceLimit | None = None  # the limit it is over (dormant.core.limits), when Dormant's own check refused it
+    limit: NamedLimit | None = None  # the limit it is over (dormant.core.limits), when Dormant's own check refused it
 
 
 class StoredValueLostError(StorageError):

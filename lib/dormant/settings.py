@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from dormant.core.dedupe import DEDUPE_WINDOW
 from dormant.core.limits import check_bucket_name, check_queue_name, check_table_name
 
 
@@ -37,7 +38,7 @@ class Settings(BaseSettings):
     """SQS's own endpoint, when it differs from `endpoint_url`."""
 
     aws_clients: Literal["aiobotocore", "threads"] = "aiobotocore"
-    """How the AWS clients are made (DORMANT_AWS_CLIENTS, dormant.aws.clients): `aiobotocore` (native asyncio)
+    """How the AWS clients are made (DORMANT_AWS_CLIENTS, dormant.core.clients): `aiobotocore` (native asyncio)
     or `threads` (botocore's clients with each call in a pool thread; the Lambda functions' choice: no aiohttp
     to import at a cold start)."""
 
@@ -47,8 +48,9 @@ class Settings(BaseSettings):
     snapshot_every: int = Field(16, ge=2, le=256)
     """Commit slots per new actor: a commit carries a full snapshot once the last one is this many
     versions back, and a load reads this many commit items (docs/storage.md)."""
-    dedupe_ttl_seconds: int = Field(7 * 24 * 3600, ge=60)
-    """How long a consumed message id is remembered (a re-sent id is ignored in this window)."""
+    dedupe_ttl_seconds: int = Field(DEDUPE_WINDOW, ge=60)
+    """How long a consumed message id stays a duplicate after the commit that consumed it (a re-sent id is ignored
+    in this window, and a new message after it: dormant.core.dedupe)."""
     response_ttl_seconds: int = Field(24 * 3600, ge=60)
     """How long responses of completable messages stay readable."""
     event_ttl_seconds: int = Field(24 * 3600, ge=60)

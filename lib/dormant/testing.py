@@ -426,15 +426,8 @@ class TestEnv:
 
 
 def _latest_time(store: MemoryEventStore) -> float:
-    latest = 0.0
-    for actor_id in store.actor_ids():
-        record = store._actors[actor_id]
-        latest = max(latest, float(record.meta.get("created_at", 0.0)))
-        for entry in record.history.values():
-            latest = max(latest, float(entry.get("updated_at", 0.0)))
-    return latest
+    return store.latest_time()
 
 
 def _ref_from_store(store: MemoryEventStore, actor_id: str) -> ActorRef | None:
-    meta = store._actors[actor_id].meta
-    return ActorRef(name=meta["name"], key=tuple(meta["key"]))
+    return store.ref_of(actor_id)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dormant.dev.bucket import lifecycle_rules
+from dormant.dynamodb import requests as dynamo_requests
 from dormant.dynamodb import store as aws_store
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import OffsetClock
@@ -71,12 +72,16 @@ EVENT_SOURCE_ACTIONS = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueue
 
 
 def store_actions() -> set[str]:
-    """The DynamoDB actions DynamoEventStore may call while running (table creation is for tests and dev)."""
-    source = Path(aws_store.__file__).read_text()
-    called = set(re.findall(r'_call\("(\w+)"', source))
-    known = set(aws_store._SNAKE)
-    if not called <= known:
-        raise AssertionError(f"aws_store calls {called - known}, which _SNAKE does not map")
+    """The DynamoDB actions DynamoEventStore may call while running (table creation is for tests and dev): every
+    request of the store goes through its Table (dormant.dynamodb.requests), whose OPERATIONS maps them."""
+    source = Path(dynamo_requests.__file__).read_text()
+    called = set(re.findall(r'_(?:call|conditional)\("(\w+)"', source))
+    known = set(dynamo_requests.OPERATIONS)
+    if not called or not called <= known:
+        raise AssertionError(f"the store's Table calls {called - known}, which OPERATIONS does not map")
+    for path in Path(dynamo_requests.__file__).parent.glob("*.py"):
+        if path.name not in ("requests.py", "table.py") and re.search(r"\bclient\.\w+\(", path.read_text()):
+            raise AssertionError(f"dormant/dynamodb/{path.name} calls its client itself, not through its Table")
     return {f"dynamodb:{operation}" for operation in known}
 
 

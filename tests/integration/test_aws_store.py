@@ -177,10 +177,10 @@ async def test_crash_between_commit_and_derived_items_loses_nothing(store: Dynam
     await store.enqueue(actor, message("other"))
     await store.load(actor)
 
-    async def crash(call: Any, table: str, items: list[dict[str, Any]]) -> None:
+    async def crash(items: list[dict[str, Any]]) -> None:
         raise StorageError("the worker died right after its commit")
 
-    monkeypatch.setattr("dormant.dynamodb.store.put_all", crash)
+    monkeypatch.setattr(store.requests, "put_all", crash)  # the derived items' write
     with pytest.raises(StorageError):
         await store.commit(actor, 1, draft(consumed=["ask"], responses={"ask": {"ok": 1}}, events=[("done", 1)],
                                            state={"value": 1}))
@@ -210,10 +210,10 @@ async def test_next_commit_settles_what_a_crash_left(store: DynamoEventStore, mo
     actor = await created(store)
     await store.enqueue(actor, message("ask"))
     await store.load(actor)
-    async def crash(call: Any, table: str, items: list[dict[str, Any]]) -> None:
+    async def crash(items: list[dict[str, Any]]) -> None:
         raise StorageError("lost")
 
-    monkeypatch.setattr("dormant.dynamodb.store.put_all", crash)
+    monkeypatch.setattr(store.requests, "put_all", crash)
     with pytest.raises(StorageError):
         await store.commit(actor, 1, draft(consumed=["ask"], responses={"ask": "yes"}))
     monkeypatch.undo()
@@ -242,7 +242,7 @@ async def test_torn_ring_read_is_read_again(store: DynamoEventStore, monkeypatch
     actor = await created(store)
     for version in range(1, 6):
         await store.commit(actor, version, draft(state={"value": version}))
-    real = store._query_ring
+    real = store.ring.items
     calls = 0
 
     async def torn(target: ActorRef) -> list[dict[str, Any]]:
@@ -254,7 +254,7 @@ async def test_torn_ring_read_is_read_again(store: DynamoEventStore, monkeypatch
         return items
 
     fresh = DynamoEventStore(store.client, store.settings)  # no cached materialization to fall back on
-    monkeypatch.setattr(fresh, "_query_ring", torn)
+    monkeypatch.setattr(fresh.ring, "items", torn)
     snapshot = await fresh.load(actor)
     assert calls == 2 and snapshot is not None and (snapshot.version, snapshot.state) == (6, {"value": 5})
 

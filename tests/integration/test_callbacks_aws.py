@@ -16,7 +16,9 @@ import pytest
 from pydantic import BaseModel
 
 from dormant import CallbackError, StepContext, WorkflowContext, actor, callback, setup
-from dormant.dynamodb.callbacks import PARTITION_PREFIX, SORT_KEY, CallbackItems
+from dormant.dynamodb.callbacks import CallbackItems
+from dormant.dynamodb.keys import CALLBACK_PARTITION as PARTITION_PREFIX
+from dormant.dynamodb.keys import CALLBACK_SK as SORT_KEY
 from dormant.dynamodb.store import DynamoEventStore
 from dormant.errors import StorageError
 from dormant.http.app import create_app

@@ -150,7 +150,7 @@ async def test_an_interrupted_delete_leaves_the_actor_gone_and_finishes_when_run
     async def crash(*args: Any) -> None:
         raise StorageError("the operator's laptop went to sleep")
 
-    monkeypatch.setattr("dormant.dynamodb.deletion._delete_all_but_slot_zero", crash)
+    monkeypatch.setattr("dormant.dynamodb.deletion.Deletion._delete_all_but_slot_zero", crash)
     with pytest.raises(StorageError):
         await store.delete(actor)
     monkeypatch.undo()

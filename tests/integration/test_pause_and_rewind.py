@@ -116,7 +116,7 @@ async def test_fork_and_reset_on_aws(aws_endpoints: dict[str, str]) -> None:
 
 async def _kept_objects(store: DynamoEventStore, ref: ActorRef) -> set[str]:
     """The objects some kept version of `ref` refers to, and those the ring still has to release."""
-    items = await store._query_ring(ref)
+    items = await store.ring.items(ref)
     heads = kept_heads(items)
     assert heads is not None
     kept = {key for head, _ in heads for key in head.all_refs()}

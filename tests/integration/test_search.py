@@ -223,16 +223,16 @@ async def test_only_a_change_writes_the_items_and_a_search_is_index_queries(dyna
 async def test_a_crash_before_the_items_is_settled_by_the_next_load(dynamo: DynamoEventStore,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     actor = await make(dynamo, "a", amount=1)
-    settle = aws_search.settle
+    settle = aws_search.SearchItems.settle
     crashed: list[int] = []
 
-    async def crash(store: DynamoEventStore, target: ActorRef, head: Any, found_keys: set[str]) -> int:
+    async def crash(items: aws_search.SearchItems, target: ActorRef, head: Any, found_keys: set[str]) -> int:
         if not crashed:
             crashed.append(head.version)
             raise StorageError("the process died after its commit item")
-        return await settle(store, target, head, found_keys)
+        return await settle(items, target, head, found_keys)
 
-    monkeypatch.setattr(aws_search, "settle", crash)
+    monkeypatch.setattr(aws_search.SearchItems, "settle", crash)
     with pytest.raises(StorageError):
         await dynamo.commit(actor, 1, draft(search=attributes(amount=50, customer="late")))
     assert crashed == [2]
@@ -247,9 +247,10 @@ async def test_a_crash_before_the_items_is_settled_by_the_next_load(dynamo: Dyna
 async def test_a_late_settle_of_an_older_version_never_wins(dynamo: DynamoEventStore) -> None:
     actor = await make(dynamo, "a", amount=1, customer="x")
     await dynamo.commit(actor, 1, draft(search=attributes(amount=2)))
-    old = dynamo._cache[(actor.id, 2)]
+    old = dynamo.heads.get(actor, 2)
+    assert old is not None
     await dynamo.commit(actor, 2, draft(search=attributes(amount=3, customer=None)))
-    assert await aws_search.settle(dynamo, actor, old, set()) == 2  # tried both, both refused by their conditions
+    assert await dynamo.search_items.settle(actor, old, set()) == 2  # tried both, both refused by their conditions
     assert await found(dynamo, "amount=3") == ["a"] and await found(dynamo, "amount=2") == []
     assert await found(dynamo, "customer=x") == []  # the tombstone keeps an unset attribute out
 

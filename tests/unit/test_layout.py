@@ -53,55 +53,10 @@ LAYERS: dict[str, set[str]] = {
 }
 # What this layout still owes (issue 27 pays it off): it may only shrink, and must be empty when issue 27 is done.
 # (module, private name of another module it uses)
-KNOWN_DEBT: set[tuple[str, str]] = {
-    ("dormant.dynamodb.deletion", "store._cache"),
-    ("dormant.dynamodb.deletion", "store._call"),
-    ("dormant.dynamodb.deletion", "store._now"),
-    ("dormant.dynamodb.deletion", "store._put_if"),
-    ("dormant.dynamodb.deletion", "store._query_ring"),
-    ("dormant.dynamodb.inbox", "store._cache"),
-    ("dormant.dynamodb.inbox", "store._live_inbox"),
-    ("dormant.dynamodb.inbox", "store._query_pending"),
-    ("dormant.dynamodb.search", "store._call"),
-    ("dormant.dynamodb.search", "store._put_if"),
-    ("dormant.dynamodb.slots", "store._call"),
-    ("dormant.dynamodb.slots", "store._now"),
-    ("dormant.dynamodb.slots", "store._put_if"),
-    ("dormant.dynamodb.slots", "store._query_all"),
-    ("dormant.dynamodb.versions", "store._query_ring"),
-    ("dormant.testing", "store._actors"),
-}
+KNOWN_DEBT: set[tuple[str, str]] = set()
 # (module, what it imports against the layers)
-KNOWN_OUTWARD: set[tuple[str, str]] = {
-    ("dormant.core.callbacks", "dormant.ports"),
-    ("dormant.core.cursors", "dormant.ports"),
-    ("dormant.core.slots", "dormant.ports"),
-    ("dormant.dynamodb.store", "dormant.aws.clients"),
-    ("dormant.dynamodb.table", "dormant.aws.clients"),
-    ("dormant.errors", "dormant.core.limits"),
-    ("dormant.s3.large_values", "dormant.dynamodb.items"),
-}
-KNOWN_CYCLES: list[list[str]] = [
-    [
-        "dormant.core.limits",
-        "dormant.errors",
-    ],
-    [
-        "dormant.core.callbacks",
-        "dormant.core.slots",
-        "dormant.ports",
-    ],
-    [
-        "dormant.dynamodb.callbacks",
-        "dormant.dynamodb.deletion",
-        "dormant.dynamodb.doctor",
-        "dormant.dynamodb.inbox",
-        "dormant.dynamodb.search",
-        "dormant.dynamodb.slots",
-        "dormant.dynamodb.store",
-        "dormant.dynamodb.versions",
-    ],
-]
+KNOWN_OUTWARD: set[tuple[str, str]] = set()
+KNOWN_CYCLES: list[list[str]] = []
 
 
 def _modules() -> dict[str, Path]:

@@ -1,133 +1,29 @@
-"""The AWS clients the adapters call, made one of two ways with the same face (`await client.query(...)`,
-`client.exceptions`, `client.meta.events`):
-
-- `aiobotocore` (the default): native asyncio clients. A call is cancelled with its task, so the dev stack
-  and its long-polling pollers stop at once.
-- `threads` (`DORMANT_AWS_CLIENTS=threads`, what the Lambda functions use): botocore's own clients, each call
-  run in a thread of one shared pool. Importing aiobotocore imports aiohttp (about 150 ms of every cold start,
-  docs/performance.md), while a function makes a few requests per wake-up that a pool of threads serves as well.
-  A cancelled call's thread still finishes its request (bounded by the read timeout): fine in a function,
-  not for a process that must exit at once.
-
-Nothing here imports aiobotocore unless it is asked for.
-"""
+"""The Lambda functions' AWS clients: how a function's settings choose them (`function_settings`). The client factory
+itself is dormant.core.clients (below the backends, which open their own clients too), re-exported here."""
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import functools
-from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, Literal
+import os
 
+from dormant.core.clients import (
+    POOL_THREADS,
+    ClientKind,
+    ClientSettings,
+    ThreadedClient,
+    botocore_session,
+    client_options,
+    open_client,
+    open_clients,
+)
 from dormant.settings import Settings
 
-ClientKind = Literal["aiobotocore", "threads"]
-# Threads for calls in flight at once: a batch of 10 actors with two concurrent reads each, and headroom.
-POOL_THREADS = 32
-_pool: ThreadPoolExecutor | None = None
-
-
-def client_options(*, attempts: int = 4, connect_timeout: float = 5, read_timeout: float = 30) -> dict[str, Any]:
-    """Retries with backoff on throttling and 5xx (botocore's standard mode); never on conditional failures.
-
-    The API passes shorter limits (see aws.service): a client waiting on an unreachable service gets its 503
-    within seconds, well inside API Gateway's 30 s."""
-    return {"retries": {"mode": "standard", "max_attempts": attempts}, "max_pool_connections": 64,
-            "connect_timeout": connect_timeout, "read_timeout": read_timeout}
-
-
-def _threads() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="dormant-aws")
-    return _pool
-
-
-@functools.cache
-def _botocore_session() -> Any:
-    """One botocore session per process: its loaded endpoint data and models serve every client made from it."""
-    from botocore.session import get_session  # type: ignore[import-untyped]
-
-    return get_session()
-
-
-class ThreadedClient:
-    """An awaitable face over a botocore client: `await client.put_item(...)` runs the call in a pool thread.
-
-    The call carries the caller's context variables (request metering scopes, dormant.aws.metering), so
-    botocore's event hooks, which run in that thread, count into the caller's meters."""
-
-    def __init__(self, client: Any, pool: ThreadPoolExecutor | None = None) -> None:
-        self._client = client
-        self._pool = pool or _threads()
-        self.meta = client.meta
-        self.exceptions = client.exceptions
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._client, name)
-        if not callable(attribute) or name.startswith("_"):
-            return attribute
-        call = self._awaitable(attribute)
-        setattr(self, name, call)  # made once per operation
-        return call
-
-    def _awaitable(self, method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            context = contextvars.copy_context()
-            bound = functools.partial(context.run, method, *args, **kwargs)
-            return await asyncio.get_running_loop().run_in_executor(self._pool, bound)
-        return call
-
-    async def close(self) -> None:
-        self._client.close()
-
-
-@asynccontextmanager
-async def open_client(service: str, settings: Settings, *, kind: ClientKind | None = None, session: Any = None,
-                      **options: Any) -> AsyncIterator[Any]:
-    """One client for `service` at the settings' endpoint and region, closed on exit. `options`: those of
-    `client_options` (retries, timeouts); `session`: an aiobotocore session to make it from (a botocore one
-    for `threads`; default: a shared one)."""
-    kind = kind or settings.aws_clients
-    config = client_options(**options)
-    if service == "s3":  # presigned URLs (dormant.http.large_responses) signed as every region accepts them
-        config["signature_version"] = "s3v4"
-    if kind == "threads":
-        from botocore.config import Config  # type: ignore[import-untyped]
-
-        client = (session or _botocore_session()).create_client(service, config=Config(**config),
-                                                   **settings.client_kwargs(service))
-        try:
-            yield ThreadedClient(client)
-        finally:
-            client.close()
-        return
-    from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
-    from aiobotocore.session import get_session  # type: ignore[import-untyped]
-
-    async with (session or get_session()).create_client(service, config=AioConfig(**config),
-                                           **settings.client_kwargs(service)) as client:
-        yield client
-
-
-@asynccontextmanager
-async def open_clients(settings: Settings, *services: str, kind: ClientKind | None = None,
-                       **options: Any) -> AsyncIterator[list[Any]]:
-    """Clients for several services (e.g. "dynamodb", "sqs"), closed together on exit."""
-    async with AsyncExitStack() as stack:
-        yield [await stack.enter_async_context(open_client(service, settings, kind=kind, **options))
-               for service in services]
+__all__ = ["POOL_THREADS", "ClientKind", "ClientSettings", "ThreadedClient", "botocore_session", "client_options",
+           "function_settings", "open_client", "open_clients"]
 
 
 def function_settings() -> Settings:
     """`Settings()` for a Lambda function (functions/*/handler.py): `threads` clients unless DORMANT_AWS_CLIENTS
     names a kind."""
-    import os
-
     if os.environ.get("DORMANT_AWS_CLIENTS"):
         return Settings()
     return Settings(aws_clients="threads")

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dormant.core.slots import SlotRefusal
-from dormant.dynamodb.side import changed
+from dormant.dynamodb.outputs import changed
 from dormant.errors import VersionConflict
 
 if TYPE_CHECKING:

@@ -4,10 +4,9 @@ friends; dormant.core.flow declares the limits, dormant.memory.slots and dormant
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:  # (ports imports this module for its Protocol)
-    from dormant.ports import ActorRef
+from dormant.core.records import ActorRef
 
 
 @dataclass(frozen=True)

@@ -7,41 +7,41 @@ strongly consistent Query per look, every INBOX_POLL seconds, only while an in-p
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING
 
-from dormant.dynamodb.items import Head, Side
-from dormant.ports import ActorRef, InboxMessage
-
-if TYPE_CHECKING:
-    from dormant.dynamodb.store import DynamoEventStore
+from dormant.core.records import ActorRef, ActorSnapshot, InboxMessage
+from dormant.dynamodb.messages import InboxItems
+from dormant.dynamodb.ring import HeadCache
+from dormant.s3.large_values import LargeValues
 
 INBOX_POLL = 0.05  # seconds between looks
 
 
-async def wait_inbox(store: DynamoEventStore, ref: ActorRef, known: AbstractSet[str],
-                     timeout: float) -> list[InboxMessage]:
-    loop = asyncio.get_running_loop()
-    give_up = loop.time() + timeout
-    while True:
-        pending = [item for item in await store._query_pending(ref) if "m" in item]
-        head = _newest_head(store, ref)
-        if head is None:  # never read through this store: a load knows the commit chain
-            snapshot = await store.load(ref)
-            inbox = snapshot.inbox if snapshot is not None else []
-        else:  # consumed messages not tombstoned yet are those of the chain since the last snapshot
-            inbox = store._live_inbox(ref, pending, [Side(consumed=list(head.chain_consumed), at=head.side.at)])
-        fresh = await store.values.resolve_inbox(ref, [message for message in inbox if message.id not in known],
-                                                 whole=False)
-        remaining = give_up - loop.time()
-        if fresh or remaining <= 0:
-            return fresh
-        await asyncio.sleep(min(INBOX_POLL, remaining))
+class InboxWaiter:
+    """Polls the inbox for messages a wake-up has not seen (`load`: the store's, for an actor it has not read)."""
 
+    def __init__(self, messages: InboxItems, heads: HeadCache, values: LargeValues,
+                 load: Callable[[ActorRef], Awaitable[ActorSnapshot | None]]) -> None:
+        self.messages = messages
+        self.heads = heads
+        self.values = values
+        self.load = load
 
-def _newest_head(store: DynamoEventStore, ref: ActorRef) -> Head | None:
-    """The last version of `ref` the store read or wrote (a commit remembers its version last)."""
-    for actor_id, version in reversed(store._cache):
-        if actor_id == ref.id:
-            return store._cache[(actor_id, version)]
-    return None
+    async def wait_inbox(self, ref: ActorRef, known: AbstractSet[str], timeout: float) -> list[InboxMessage]:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + timeout
+        while True:
+            pending = await self.messages.pending(ref)
+            head = self.heads.newest(ref)
+            if head is None:  # never read through this store: a load knows the commit chain
+                snapshot = await self.load(ref)
+                inbox = snapshot.inbox if snapshot is not None else []
+            else:  # consumed messages not tombstoned yet are those of the chain since the last snapshot
+                inbox = self.messages.live(ref, pending.messages, dict(head.chain_consumed))[0]
+            fresh = await self.values.resolve_inbox(ref, [message for message in inbox if message.id not in known],
+                                                    whole=False)
+            remaining = give_up - loop.time()
+            if fresh or remaining <= 0:
+                return fresh
+            await asyncio.sleep(min(INBOX_POLL, remaining))

@@ -11,15 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dormant.core.limits import ITEM, ServiceLimit
+from dormant.core.records import ActorMeta, ActorRef, ActorSnapshot
 from dormant.core.search import apply_changes
 from dormant.errors import ItemTooLargeError
-from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
 from dormant.s3.offload import refs_in_text, resolve, sha_of
 from dormant.workflow.history import CallbackChange, HistoryEntry, WorkflowRecord
 
 # every item the store writes stays within this (dormant.core.limits: moto's is lower than AWS's)
 ITEM_LIMIT = ITEM.maximum
-RING_PREFIX = "c#"
 
 
 def dumps(value: Any) -> str:
@@ -63,10 +62,6 @@ def item_size(item: dict[str, dict[str, Any]]) -> int:
     return total
 
 
-def ring_key(version: int, ring: int) -> str:
-    return f"{RING_PREFIX}{(version - 1) % ring:03d}"
-
-
 @dataclass
 class Side:
     """What one commit writes besides its commit item; re-derivable from the commit item."""
@@ -79,6 +74,10 @@ class Side:
     # when this commit changed search attributes: the ones it unset (dormant.dynamodb.search)
     unset: list[str] | None = None
     callbacks: list[CallbackChange] = field(default_factory=list)  # lookup items to write (dormant.dynamodb.callbacks)
+
+    def consumed_at(self) -> tuple[tuple[str, float], ...]:
+        """(message id, when) of each message this commit consumed."""
+        return tuple((message_id, self.at) for message_id in self.consumed)
 
     def payload(self) -> dict[str, Any]:
         payload: dict[str, Any] = {"c": self.consumed, "r": self.responses, "e": self.events}
@@ -116,7 +115,9 @@ class Head:
     event_seq: int
     delta_bytes: int  # bytes of the delta items since the snapshot
     side: Side
-    chain_consumed: tuple[str, ...] = ()  # message ids consumed from the snapshot to this version
+    # (message id, when the commit that consumed it was written) from the snapshot to this version: their inbox items
+    # are tombstoned only by the next snapshot commit (dormant.dynamodb.messages)
+    chain_consumed: tuple[tuple[str, float], ...] = ()
     settled: bool = False  # this version's responses and events are known to be written
     incarnation: str = ""  # of this life of the actor: a re-created actor's commits never mix with a deleted one's
     # S3 objects this version refers to, by where (a history location, or "#state", "#meta", "#workflow"): sparse
@@ -153,7 +154,7 @@ class Head:
             state=self.state if state is None else state, workflow=self.workflow if workflow is None else workflow,
             history=history, sizes=sizes, state_bytes=state_bytes, workflow_bytes=workflow_bytes,
             meta_bytes=self.meta_bytes, event_seq=side.events[-1][0] if side.events else self.event_seq,
-            delta_bytes=self.delta_bytes, side=side, chain_consumed=self.chain_consumed + tuple(side.consumed),
+            delta_bytes=self.delta_bytes, side=side, chain_consumed=self.chain_consumed + side.consumed_at(),
             incarnation=self.incarnation, refs=refs,
             releases={v: keys for v, keys in self.releases.items() if v > version - self.ring},
             search=apply_changes(self.search, delta["a"]) if "a" in delta else self.search,
@@ -214,7 +215,7 @@ class Head:
         return Head(version=version, ring=ring, snapshot_version=version, meta=full["meta"], state=full["state"],
                     workflow=full["workflow"], history=history, sizes=sizes, state_bytes=parts["state"],
                     workflow_bytes=parts["workflow"], meta_bytes=parts["meta"], event_seq=int(full["seq"]),
-                    delta_bytes=0, side=side, chain_consumed=tuple(side.consumed), incarnation=incarnation,
+                    delta_bytes=0, side=side, chain_consumed=side.consumed_at(), incarnation=incarnation,
                     refs=refs, search=dict(full.get("search", {})),
                     since=float(full.get("since", full["meta"].get("created_at", 0.0))))
 

@@ -1,6 +1,7 @@
 """The inbox items of the DynamoDB store: `i#<message id>` per message, pending (in the sparse `pending`
-index, in send order) until a commit consumes it, then a tombstone that keeps the id a duplicate until its
-TTL ends the dedupe window (docs/storage.md, "Inbox"). A running wake-up's polling of them is in
+index, in send order) until a commit consumes it, then a tombstone that keeps the id a duplicate until the dedupe
+window after that commit ends (dormant.core.dedupe; docs/storage.md, "Inbox"). The last wake-up error (`w#`) shares
+their index, first, so the load's one Query of it reads both. A running wake-up's polling of them is in
 dormant.dynamodb.inbox.
 
 Both forms carry the message's fingerprint `h` (InboxMessage.fingerprint): a reused idempotency key is
@@ -11,47 +12,59 @@ tombstone is written, so every load of the actor reads them); the few it has not
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
-from dormant.core.limits import BATCH_GET
-from dormant.dynamodb.items import Side, dumps, json_size
+from dormant.core.dedupe import dedupe_expiry, dedupe_until, is_duplicate
+from dormant.core.records import ActorRef, InboxMessage, WakeError
+from dormant.dynamodb.items import dumps, json_size
+from dormant.dynamodb.keys import (
+    PENDING_INDEX,
+    WAKE_ERROR,
+    WAKE_ERROR_ORDER,
+    inbox_key,
+    inbox_order,
+    item_key,
+    message_id_of,
+)
+from dormant.dynamodb.requests import Item, Table
 from dormant.dynamodb.table import TTL_ATTRIBUTE
-from dormant.ports import ActorRef, InboxMessage
 
-INBOX_PREFIX = "i#"
 _FINGERPRINTS_KEPT = 50_000
-_BATCH_GET_MAX = BATCH_GET.maximum
+# A put of a message: where no item is, or over a tombstone whose dedupe window has ended (pending items have no
+# `expires_at`: a comparison with a missing attribute is false). dormant.core.dedupe.is_duplicate, as a condition.
+_NEW_ID = "attribute_not_exists(pk) OR #expires <= :now"
 
-Call = Callable[..., Awaitable[Any]]
-PutIf = Callable[[dict[str, Any], str, dict[str, Any]], Awaitable[bool]]
-BatchWrite = Callable[[list[dict[str, Any]]], Awaitable[None]]
+
+@dataclass(slots=True)
+class Pending:
+    """What a Query of an actor's `pending` index finds: its pending messages' items, in send order, and its last
+    wake-up error."""
+
+    messages: list[Item]
+    wake_error: WakeError | None
 
 
 class InboxItems:
-    """Writes and reads the inbox items of one table (the store passes its request helpers)."""
+    """Writes and reads the inbox items (and the wake error) of one table."""
 
-    def __init__(self, call: Call, put_if: PutIf, batch_write: BatchWrite, table: str, *, now: Callable[[], float],
-                 dedupe_ttl_seconds: int) -> None:
-        self._call = call
-        self._put_if = put_if
-        self._batch_write = batch_write
-        self._table = table
-        self._now = now
-        self._dedupe_ttl = dedupe_ttl_seconds
+    def __init__(self, table: Table, *, clock: Callable[[], float], dedupe_ttl_seconds: int) -> None:
+        """`clock`: the store's (enqueue times, the dedupe window's end)."""
+        self.table = table
+        self._now = clock
+        self._window = float(dedupe_ttl_seconds)
         self._last_order_ns = 0
         self._fingerprints: OrderedDict[tuple[str, str], str] = OrderedDict()
 
-    def item(self, ref: ActorRef, message: InboxMessage, *, order: int | None = None) -> dict[str, Any]:
+    def item(self, ref: ActorRef, message: InboxMessage, *, order: int | None = None) -> Item:
         """The pending item; `order` None takes the next send-order stamp (a check passes a stand-in: its size
         is the same, 20 digits)."""
         fingerprint = message.fingerprint()
-        return {"pk": {"S": ref.id}, "sk": {"S": INBOX_PREFIX + message.id},
-                "pq": {"S": f"{self._order_ns() if order is None else order:020d}#{message.id}"},
+        return {**item_key(ref.id, inbox_key(message.id)),
+                "pq": {"S": inbox_order(self._order_ns() if order is None else order, message.id)},
                 "m": {"S": dumps(message.model_dump(mode="json"))}, "h": {"S": fingerprint},
                 "et": {"N": repr(self._now())}}  # enqueue time on the store's clock (the commits' clock)
 
@@ -60,75 +73,78 @@ class InboxItems:
         return [("the message body", json_size(message.body)),
                 ("its action arguments", json_size(message.args))]
 
-    async def put(self, ref: ActorRef, message_id: str, item: dict[str, Any]) -> bool:
-        """The conditional put: False when the id is there already (pending or tombstone)."""
-        if not await self._put_if(item, "attribute_not_exists(pk)", {}):
+    async def put(self, ref: ActorRef, message_id: str, item: Item) -> bool:
+        """The conditional put: False when the id is a duplicate (pending, or a tombstone within its window)."""
+        if not await self.table.put(item, _NEW_ID, {":now": {"N": repr(self._now())}}, {"#expires": TTL_ATTRIBUTE}):
             return False
         self._remember(ref, message_id, item["h"]["S"])
         return True
 
     async def fingerprint(self, ref: ActorRef, message_id: str) -> str | None:
-        response = await self._call("GetItem", TableName=self._table, ConsistentRead=True, ProjectionExpression="h",
-                                    Key={"pk": {"S": ref.id}, "sk": {"S": INBOX_PREFIX + message_id}})
-        value = response.get("Item", {}).get("h", {}).get("S")
-        return str(value) if value is not None else None
+        """The stored fingerprint of a duplicate id (None: none is stored, or its window has ended)."""
+        item = await self.table.get(item_key(ref.id, inbox_key(message_id)), projection="h, #expires",
+                                    names={"#expires": TTL_ATTRIBUTE})
+        if item is None or "h" not in item:
+            return None
+        until = float(item[TTL_ATTRIBUTE]["N"]) if TTL_ATTRIBUTE in item else None
+        return str(item["h"]["S"]) if is_duplicate(until, self._now()) else None
 
-    def live(self, ref: ActorRef, pending: list[dict[str, Any]], chain: list[Side]) -> tuple[list[InboxMessage],
-                                                                                           set[str]]:
-        """(the live inbox, every id the load saw): pending items minus those the chain consumed (tombstoned
-        only before the next snapshot)."""
-        consumed_at = {mid: side.at for side in chain for mid in side.consumed}
+    async def pending(self, ref: ActorRef) -> Pending:
+        """One strongly consistent Query of the actor's `pending` index."""
+        items = await self.table.query("pk = :pk", {":pk": {"S": ref.id}}, index=PENDING_INDEX)
+        errors = [item for item in items if item["sk"]["S"] == WAKE_ERROR]
+        return Pending(messages=[item for item in items if "m" in item],
+                       wake_error=WakeError.model_validate_json(errors[0]["d"]["S"]) if errors else None)
+
+    def live(self, ref: ActorRef, pending: list[Item], consumed: Mapping[str, float]) -> tuple[list[InboxMessage],
+                                                                                            set[str]]:
+        """(the live inbox, every id the load saw): pending items minus those consumed (`consumed`: id -> when, by the
+        commits since the snapshot, whose messages are tombstoned only by the next snapshot commit)."""
         inbox: list[InboxMessage] = []
         held: set[str] = set()
-        window = self._dedupe_ttl / 2
         for item in pending:  # the index returns them in send order
             message = InboxMessage.model_validate(json.loads(item["m"]["S"]))
             held.add(message.id)
             if "h" in item:
                 self._remember(ref, message.id, item["h"]["S"])
-            at = consumed_at.get(message.id)
-            # A pending item enqueued long after that consumption is the same id re-sent after the dedupe
-            # window (its tombstone expired): a new message.
-            if at is None or float(item["et"]["N"]) > at + window:
+            at = consumed.get(message.id)
+            # A pending item enqueued once that consumption's window had ended is the same id sent again: a new
+            # message (its tombstone, written early, had expired).
+            if at is None or not is_duplicate(dedupe_until(at, self._window), float(item["et"]["N"])):
                 inbox.append(message)
         return inbox, held
 
-    async def write_tombstones(self, ref: ActorRef, message_ids: Iterable[str], version: int) -> None:
-        """Replace consumed messages' items by tombstones: out of the `pending` index, a duplicate id
-        is still refused by the conditional enqueue until the TTL ends the dedupe window."""
-        ids = list(dict.fromkeys(message_ids))
-        known = {mid: self._fingerprints.get((ref.id, mid)) for mid in ids}
+    async def write_tombstones(self, ref: ActorRef, consumed: Iterable[tuple[str, float]], version: int) -> None:
+        """Replace consumed messages' items (id, when it was consumed) by tombstones: out of the `pending` index, a
+        duplicate id is still refused by the conditional enqueue until the dedupe window after its consumption
+        ends (`expires_at`, which DynamoDB's TTL also deletes them by)."""
+        when = dict(consumed)
+        known = {mid: self._fingerprints.get((ref.id, mid)) for mid in when}
         unknown = [mid for mid, fingerprint in known.items() if fingerprint is None]
         if unknown:
             known.update(await self._read_fingerprints(ref, unknown))
-        expires = {"N": str(int(self._now() + self._dedupe_ttl))}
         items = []
-        for mid in ids:
-            item = {"pk": {"S": ref.id}, "sk": {"S": INBOX_PREFIX + mid}, "t": {"N": str(version)},
-                    TTL_ATTRIBUTE: expires}
+        for mid, at in when.items():
+            item = {**item_key(ref.id, inbox_key(mid)), "t": {"N": str(version)},
+                    TTL_ATTRIBUTE: {"N": str(dedupe_expiry(at, self._window))}}
             if known.get(mid):
                 item["h"] = {"S": str(known[mid])}
             items.append(item)
-        await self._batch_write(items)
-        for mid in ids:
+        await self.table.put_all(items)
+        for mid in when:
             self._fingerprints.pop((ref.id, mid), None)
 
+    async def write_wake_error(self, ref: ActorRef, error: WakeError) -> None:
+        """The actor's last wake-up error, replacing the one before (first in the `pending` index)."""
+        await self.table.put({**item_key(ref.id, WAKE_ERROR), "pq": {"S": WAKE_ERROR_ORDER},
+                              "d": {"S": error.model_dump_json()}})
+
     async def _read_fingerprints(self, ref: ActorRef, message_ids: list[str]) -> dict[str, str | None]:
-        found: dict[str, str | None] = {}
-        for start in range(0, len(message_ids), _BATCH_GET_MAX):
-            keys: list[dict[str, Any]] = [{"pk": {"S": ref.id}, "sk": {"S": INBOX_PREFIX + mid}}
-                                          for mid in message_ids[start:start + _BATCH_GET_MAX]]
-            for attempt in range(6):  # throttled keys come back unprocessed: a few tries, then without them
-                response = await self._call("BatchGetItem", RequestItems={self._table: {
-                    "Keys": keys, "ConsistentRead": True, "ProjectionExpression": "sk, h"}})
-                for item in response.get("Responses", {}).get(self._table, []):
-                    if "h" in item:
-                        found[item["sk"]["S"][len(INBOX_PREFIX):]] = item["h"]["S"]
-                keys = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
-                if not keys:
-                    break
-                await asyncio.sleep(0.02 * 2 ** attempt)
-        return found
+        # Throttled keys come back unprocessed: a few tries, then without them (a tombstone without `h` only
+        # loses the comparison of a reused idempotency key).
+        items = await self.table.get_all([item_key(ref.id, inbox_key(mid)) for mid in message_ids], "sk, h",
+                                         give_up=True)
+        return {message_id_of(item["sk"]["S"]): item["h"]["S"] for item in items if "h" in item}
 
     def _remember(self, ref: ActorRef, message_id: str, fingerprint: str) -> None:
         key = (ref.id, message_id)
@@ -141,3 +157,4 @@ class InboxItems:
         """Strictly increasing within this store: the send order of messages enqueued through it."""
         self._last_order_ns = max(time.time_ns(), self._last_order_ns + 1)
         return self._last_order_ns
+

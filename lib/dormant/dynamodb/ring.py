@@ -1,14 +1,18 @@
-"""The commit ring of one actor, read back: the newest version materialized from the items of a Query of its
-ring (its snapshot plus the deltas after it), and what a commit of a draft on a version stores. No I/O."""
+"""The commit ring of one actor: its items read (`Ring`: one Query), the newest version materialized from them (its
+snapshot plus the deltas after it), what a commit of a draft on a version stores, and the versions this process
+materialized (`HeadCache`). Only `Ring.items` makes a request."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from dormant.core.records import ActorRef, listed_status
 from dormant.core.search import apply_changes
-from dormant.dynamodb.items import Head, Side, TornRead, commit_payload, compress, ring_key
-from dormant.ports import ActorRef, listed_status
+from dormant.dynamodb.items import Head, Side, TornRead, commit_payload, compress
+from dormant.dynamodb.keys import RING_PREFIX, SLOT_ZERO, item_key, ring_key
+from dormant.dynamodb.requests import Item, Table
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowState
 
@@ -18,7 +22,7 @@ RELEASES = "r"  # a commit item's attribute: the S3 objects its version released
 def live_items(items: list[dict[str, Any]]) -> dict[int, dict[str, Any]] | None:
     """The ring's items of the live actor by version; None when there is none (no slot 0, a deletion's marker there,
     or a deletion under way)."""
-    anchor = next((item for item in items if item["sk"]["S"] == ring_key(1, 1)), None)
+    anchor = next((item for item in items if item["sk"]["S"] == SLOT_ZERO), None)
     if anchor is None or "gone" in anchor:
         return None
     incarnation = anchor.get("c", {}).get("S", "")
@@ -80,7 +84,7 @@ def delta_of(base: Head, draft: CommitDraft, now: float) -> tuple[Side, dict[str
         delta["w"] = draft.workflow.model_dump(mode="json")
         listed = listed_status(draft.workflow.state)
         if listed is not listed_status(WorkflowState(base.workflow["state"])):
-            side.listed = (listed.value, draft.committed_at)  # the status item follows (in _settle)
+            side.listed = (listed.value, draft.committed_at)  # the status item follows (dormant.dynamodb.settle)
     return side, delta
 
 
@@ -88,9 +92,59 @@ def commit_item(ref: ActorRef, head: Head, payload: dict[str, Any], *, snapshot:
                 at: float) -> dict[str, dict[str, Any]]:
     """The commit item of `head` in its slot of the ring: its payload compressed (a full snapshot or a delta)."""
     item: dict[str, dict[str, Any]] = {
-        "pk": {"S": ref.id}, "sk": {"S": ring_key(head.version, head.ring)}, "v": {"N": str(head.version)},
+        **item_key(ref.id, ring_key(head.version, head.ring)), "v": {"N": str(head.version)},
         "n": {"N": str(head.ring)}, "at": {"N": repr(at)}, "c": {"S": head.incarnation},
         "z": {"B": compress(payload)}}
     if snapshot:
         item["snap"] = {"BOOL": True}
     return item
+
+
+class Ring:
+    """Reads an actor's ring."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    async def items(self, ref: ActorRef) -> list[Item]:
+        """Every item of the ring, newest slot first (one strongly consistent Query; more pages only past 1 MB)."""
+        return await self.table.query("pk = :pk AND begins_with(sk, :ring)",
+                                      {":pk": {"S": ref.id}, ":ring": {"S": RING_PREFIX}}, forward=False)
+
+    async def slot_zero(self, ref: ActorRef) -> Item | None:
+        """Slot 0's key and deletion flag: version 1 (and later 1 + k*N) while the actor exists, a deletion's
+        marker while it is deleted."""
+        return await self.table.get(item_key(ref.id, SLOT_ZERO), projection="sk, gone")
+
+
+class HeadCache:
+    """The versions this store materialized, per actor and version (least recently used out first): a commit builds
+    on the version it read without reading it again."""
+
+    def __init__(self, size: int) -> None:
+        self._heads: OrderedDict[tuple[str, int], Head] = OrderedDict()
+        self._size = size
+
+    def get(self, ref: ActorRef, version: int) -> Head | None:
+        return self._heads.get((ref.id, version))
+
+    def remember(self, ref: ActorRef, head: Head) -> None:
+        key = (ref.id, head.version)
+        known = self._heads.get(key)
+        if known is not None and known.settled:
+            head.settled = True
+        self._heads[key] = head
+        self._heads.move_to_end(key)
+        while len(self._heads) > self._size:
+            self._heads.popitem(last=False)
+
+    def newest(self, ref: ActorRef) -> Head | None:
+        """The last version of `ref` this store read or wrote (a commit remembers its version last)."""
+        for actor_id, version in reversed(self._heads):
+            if actor_id == ref.id:
+                return self._heads[(actor_id, version)]
+        return None
+
+    def forget(self, ref: ActorRef) -> None:
+        for key in [key for key in self._heads if key[0] == ref.id]:
+            del self._heads[key]

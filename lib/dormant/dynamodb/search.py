@@ -12,7 +12,7 @@ commit item (`sx` in the payload: the attributes it unset), and after the commit
 written again (each carries the copy, so one change rewrites them all), concurrently, each a conditional PutItem that
 an older version or incarnation never wins; an unset attribute's item becomes a tombstone (no index keys: out of the
 index) so that a late writer of an older version cannot bring it back. A crash in between leaves them behind until the
-actor's next load settles it (dormant.dynamodb.store, `_settle`, which probes for them with the responses and events).
+actor's next load settles it (dormant.dynamodb.settle, which probes for them with the responses and events).
 docs/storage.md, "Search attributes", has the costs.
 """
 
@@ -21,23 +21,21 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dormant.core.records import ActorPage, ActorRef, ActorSummary, MatchCount, listed_status
 from dormant.core.search import plain
 from dormant.core.searchplan import SearchPlan, index_key, index_partition
 from dormant.dynamodb.items import Head, dumps
-from dormant.dynamodb.table import SEARCH_INDEX
-from dormant.ports import ActorPage, ActorRef, ActorSummary, MatchCount, listed_status
+from dormant.dynamodb.keys import SEARCH_INDEX, attribute_of, item_key, search_key
+from dormant.dynamodb.requests import Item, Page, Table
 from dormant.workflow.history import WorkflowState
 
-if TYPE_CHECKING:
-    from dormant.dynamodb.store import DynamoEventStore
-
-SEARCH_PREFIX = "x#"
 MAX_SEARCH_PAGES = 10  # Query pages one page of results may read (each at most 1 MB) before handing out a cursor
 MAX_COUNT_PAGES = 20
 FILTERED_PAGE = 200  # items a Query reads at a time when other conditions (or the status) filter them
 _NEWER = "attribute_not_exists(pk) OR c < :c OR (c = :c AND v < :v)"
+
 
 def sort_keys(head: Head) -> list[str]:
     """The search items the settling of `head` writes (none unless its commit changed the attributes or the listed
@@ -45,104 +43,102 @@ def sort_keys(head: Head) -> list[str]:
     side = head.side
     if side.unset is None and side.listed is None:
         return []
-    return [SEARCH_PREFIX + name for name in sorted({*head.search, *(side.unset or [])})]
+    return [search_key(name) for name in sorted({*head.search, *(side.unset or [])})]
 
 
-async def settle(store: DynamoEventStore, ref: ActorRef, head: Head, found: set[str]) -> int:
-    """Write `head`'s search items that `found` (the probe's) does not show written; returns how many it wrote."""
-    keys = [key for key in sort_keys(head) if key not in found]
-    if not keys:
-        return 0
-    status = listed_status(WorkflowState(head.workflow["state"])).value
-    shared = {"st": {"S": status}, "at": {"N": repr(head.since)}, "cr": {"N": repr(float(head.meta["created_at"]))},
-              "k": {"S": dumps(list(ref.key))}, "a": {"S": dumps(dict(sorted(head.search.items())))},
-              "v": {"N": str(head.version)}, "c": {"S": head.incarnation}}
-    items = []
-    for key in keys:
-        name = key.removeprefix(SEARCH_PREFIX)
-        item: dict[str, Any] = {"pk": {"S": ref.id}, "sk": {"S": key}, "v": shared["v"], "c": shared["c"]}
-        if name in head.search:  # else a tombstone: out of the index, and no older writer can put it back
-            code, value = head.search[name]
-            item.update(shared, xk={"S": index_partition(ref.name, name, code)},
-                        xv={"S": index_key(code, value, ref.id)})
-        items.append(item)
-    values = {":c": {"S": head.incarnation}, ":v": {"N": str(head.version)}}
-    await asyncio.gather(*(store._put_if(item, _NEWER, values) for item in items))  # False: a later one is there
-    return len(items)
+class SearchItems:
+    """Writes and queries the search items of one table (see the module docstring)."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    async def settle(self, ref: ActorRef, head: Head, found: set[str]) -> int:
+        """Write `head`'s search items that `found` (the probe's) does not show written; returns how many it wrote."""
+        keys = [key for key in sort_keys(head) if key not in found]
+        if not keys:
+            return 0
+        status = listed_status(WorkflowState(head.workflow["state"])).value
+        shared = {"st": {"S": status}, "at": {"N": repr(head.since)},
+                  "cr": {"N": repr(float(head.meta["created_at"]))}, "k": {"S": dumps(list(ref.key))},
+                  "a": {"S": dumps(dict(sorted(head.search.items())))}, "v": {"N": str(head.version)},
+                  "c": {"S": head.incarnation}}
+        items = []
+        for key in keys:
+            name = attribute_of(key)
+            item: Item = {**item_key(ref.id, key), "v": shared["v"], "c": shared["c"]}
+            if name in head.search:  # else a tombstone: out of the index, and no older writer can put it back
+                code, value = head.search[name]
+                item.update(shared, xk={"S": index_partition(ref.name, name, code)},
+                            xv={"S": index_key(code, value, ref.id)})
+            items.append(item)
+        values = {":c": {"S": head.incarnation}, ":v": {"N": str(head.version)}}
+        await asyncio.gather(*(self.table.put(item, _NEWER, values) for item in items))  # False: a later one won
+        return len(items)
+
+    async def search(self, plan: SearchPlan, *, status: WorkflowState | None = None, limit: int = 100,
+                     after: str | None = None) -> ActorPage:
+        """EventStore.search_actors: Queries of one partition of the `search` index, never a Scan. Conditions other
+        than the indexed attribute's (and the status) filter what a Query reads, so a page may take several Queries
+        (at most MAX_SEARCH_PAGES: then it ends early, with a cursor)."""
+        start = _start(plan, *plan.read_cursor(after)) if after is not None else None
+        if plan.empty:
+            return ActorPage(actors=[], cursor=None)
+        limit = max(1, limit)
+        filtered = status is not None or any(c.attribute != plan.attribute for c in plan.conditions)
+        found: list[ActorSummary] = []
+        for _ in range(MAX_SEARCH_PAGES):  # (after the loop `start` is a LastEvaluatedKey: the budget ran out)
+            page = await self._query(plan, limit=FILTERED_PAGE if filtered else limit - len(found), start=start)
+            start = page.last_key
+            for index, item in enumerate(page.items):
+                attributes = json.loads(item["a"]["S"])
+                if (status is None or item["st"]["S"] == status.value) and plan.matches(attributes):
+                    found.append(_summary(plan, item, attributes))
+                    if len(found) == limit:
+                        if start is None and index == len(page.items) - 1:
+                            return ActorPage(actors=found, cursor=None)
+                        return ActorPage(actors=found, cursor=plan.cursor(item["xv"]["S"], item["pk"]["S"]))
+            if start is None:
+                return ActorPage(actors=found, cursor=None)
+        assert start is not None
+        return ActorPage(actors=found, cursor=plan.cursor(start["xv"]["S"], start["pk"]["S"]))
+
+    async def count(self, plan: SearchPlan, *, limit: int) -> MatchCount:
+        """EventStore.count_matches: the first `limit` matches in index order, per status, read (status and the copy
+        of the attributes only) from 1 MB Query pages of the `search` index; one match more tells an exact count."""
+        counts: Counter[str] = Counter()
+        if plan.empty:
+            return MatchCount(counts={}, exact=True)
+        start: Item | None = None
+        for _ in range(MAX_COUNT_PAGES):
+            page = await self._query(plan, start=start, projection="#st, #a", names={"#st": "st", "#a": "a"})
+            for item in page.items:
+                if plan.matches(json.loads(item["a"]["S"])):
+                    if sum(counts.values()) == limit:
+                        return MatchCount(counts=dict(counts), exact=False)
+                    counts[item["st"]["S"]] += 1
+            start = page.last_key
+            if start is None:
+                return MatchCount(counts=dict(counts), exact=True)
+        return MatchCount(counts=dict(counts), exact=False)
+
+    async def _query(self, plan: SearchPlan, **options: Any) -> Page:
+        condition, values = "xk = :k", {":k": {"S": plan.partition}}
+        if plan.low is not None and plan.high is not None:
+            condition += " AND xv BETWEEN :lo AND :hi"
+        elif plan.low is not None:
+            condition += " AND xv >= :lo"
+        elif plan.high is not None:
+            condition += " AND xv <= :hi"
+        values.update({":lo": {"S": plan.low}} if plan.low is not None else {})
+        values.update({":hi": {"S": plan.high}} if plan.high is not None else {})
+        return await self.table.query_page(condition, values, index=SEARCH_INDEX, consistent=False, **options)
 
 
-def _query(store: DynamoEventStore, plan: SearchPlan, **more: Any) -> dict[str, Any]:
-    condition, values = "xk = :k", {":k": {"S": plan.partition}}
-    if plan.low is not None and plan.high is not None:
-        condition += " AND xv BETWEEN :lo AND :hi"
-    elif plan.low is not None:
-        condition += " AND xv >= :lo"
-    elif plan.high is not None:
-        condition += " AND xv <= :hi"
-    values.update({":lo": {"S": plan.low}} if plan.low is not None else {})
-    values.update({":hi": {"S": plan.high}} if plan.high is not None else {})
-    return {"TableName": store.table, "IndexName": SEARCH_INDEX, "KeyConditionExpression": condition,
-            "ExpressionAttributeValues": values, **more}
+def _start(plan: SearchPlan, key: str, actor_id: str) -> Item:
+    return {"xk": {"S": plan.partition}, "xv": {"S": key}, **item_key(actor_id, search_key(plan.attribute))}
 
 
-def _start(plan: SearchPlan, key: str, actor_id: str) -> dict[str, Any]:
-    return {"xk": {"S": plan.partition}, "xv": {"S": key}, "pk": {"S": actor_id},
-            "sk": {"S": SEARCH_PREFIX + plan.attribute}}
-
-
-def _summary(plan: SearchPlan, item: dict[str, Any], attributes: dict[str, Any]) -> ActorSummary:
+def _summary(plan: SearchPlan, item: Item, attributes: dict[str, Any]) -> ActorSummary:
     return ActorSummary(name=plan.actor_type, key=tuple(json.loads(item["k"]["S"])),
                         status=WorkflowState(item["st"]["S"]), since=float(item["at"]["N"]),
                         version=int(item["v"]["N"]), created_at=float(item["cr"]["N"]), attributes=plain(attributes))
-
-
-async def search_actors(store: DynamoEventStore, plan: SearchPlan, *, status: WorkflowState | None = None,
-                        limit: int = 100, after: str | None = None) -> ActorPage:
-    """EventStore.search_actors: Queries of one partition of the `search` index, never a Scan. Conditions other than
-    the indexed attribute's (and the status) filter what a Query reads, so a page may take several Queries (at most
-    MAX_SEARCH_PAGES: then it ends early, with a cursor)."""
-    start = _start(plan, *plan.read_cursor(after)) if after is not None else None
-    if plan.empty:
-        return ActorPage(actors=[], cursor=None)
-    limit = max(1, limit)
-    filtered = status is not None or any(c.attribute != plan.attribute for c in plan.conditions)
-    found: list[ActorSummary] = []
-    for _ in range(MAX_SEARCH_PAGES):  # (after the loop `start` is a LastEvaluatedKey: the budget ran out)
-        wanted = FILTERED_PAGE if filtered else limit - len(found)
-        response = await store._call("Query", **_query(store, plan, Limit=wanted,
-                                                       **({"ExclusiveStartKey": start} if start else {})))
-        items, start = response.get("Items", []), response.get("LastEvaluatedKey")
-        for index, item in enumerate(items):
-            attributes = json.loads(item["a"]["S"])
-            if (status is None or item["st"]["S"] == status.value) and plan.matches(attributes):
-                found.append(_summary(plan, item, attributes))
-                if len(found) == limit:
-                    if start is None and index == len(items) - 1:
-                        return ActorPage(actors=found, cursor=None)
-                    return ActorPage(actors=found, cursor=plan.cursor(item["xv"]["S"], item["pk"]["S"]))
-        if start is None:
-            return ActorPage(actors=found, cursor=None)
-    assert start is not None
-    return ActorPage(actors=found, cursor=plan.cursor(start["xv"]["S"], start["pk"]["S"]))
-
-
-async def count_matches(store: DynamoEventStore, plan: SearchPlan, *, limit: int) -> MatchCount:
-    """EventStore.count_matches: the first `limit` matches in index order, per status, read (status and the copy of
-    the attributes only) from 1 MB Query pages of the `search` index; one match more tells an exact count."""
-    counts: Counter[str] = Counter()
-    if plan.empty:
-        return MatchCount(counts={}, exact=True)
-    start: dict[str, Any] | None = None
-    for _ in range(MAX_COUNT_PAGES):
-        response = await store._call("Query", **_query(
-            store, plan, ProjectionExpression="#st, #a", ExpressionAttributeNames={"#st": "st", "#a": "a"},
-            **({"ExclusiveStartKey": start} if start else {})))
-        for item in response.get("Items", []):
-            if plan.matches(json.loads(item["a"]["S"])):
-                if sum(counts.values()) == limit:
-                    return MatchCount(counts=dict(counts), exact=False)
-                counts[item["st"]["S"]] += 1
-        start = response.get("LastEvaluatedKey")
-        if start is None:
-            return MatchCount(counts=dict(counts), exact=True)
-    return MatchCount(counts=dict(counts), exact=False)

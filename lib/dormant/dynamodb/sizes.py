@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from dormant.core.limits import INDEXED_ITEM, ITEM, MESSAGE_ID, RECORD_ROOM, SORT_KEY, ServiceLimit
+from dormant.core.records import ActorRef
 from dormant.dynamodb.items import ITEM_LIMIT, Head, Side, item_size, json_size, too_large
 from dormant.errors import InvalidMessageIdError
-from dormant.ports import ActorRef
 
 SNAPSHOT_OVERHEAD = 256  # a snapshot item's keys, attributes and JSON framing around its parts
 

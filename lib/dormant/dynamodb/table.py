@@ -10,15 +10,16 @@ from typing import Any
 
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
+from dormant.dynamodb.keys import PENDING_INDEX, SEARCH_INDEX, STATUS_INDEX
 from dormant.errors import StorageError
 from dormant.settings import Settings
 
+__all__ = ["PENDING_INDEX", "SEARCH_INDEX", "STATUS_INDEX", "TTL_ATTRIBUTE", "client_config", "create_table",
+           "table_definition"]
+
 log = logging.getLogger(__name__)
 
-TTL_ATTRIBUTE = "expires_at"
-PENDING_INDEX = "pending"
-STATUS_INDEX = "status"
-SEARCH_INDEX = "search"
+TTL_ATTRIBUTE = "expires_at"  # epoch seconds: DynamoDB deletes the item some time after
 
 
 def table_definition(name: str) -> dict[str, Any]:
@@ -63,11 +64,11 @@ async def _active(client: Any, name: str, deadline: float, timeout: float) -> di
 
 
 def client_config(*, attempts: int = 4, connect_timeout: float = 5, read_timeout: float = 30) -> Any:
-    """An aiobotocore client's config with `client_options` (dormant.aws.clients): retries with backoff on
+    """An aiobotocore client's config with `client_options` (dormant.core.clients): retries with backoff on
     throttling and 5xx, never on conditional failures. For code that makes its own aiobotocore clients."""
     from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
 
-    from dormant.aws.clients import client_options
+    from dormant.core.clients import client_options
 
     return AioConfig(**client_options(attempts=attempts, connect_timeout=connect_timeout, read_timeout=read_timeout))
 

@@ -1,7 +1,13 @@
 """In-process event store and transport: tests, offline replay and embedded development.
 
 The store keeps JSON (what a real store would hold), never live objects, and can be told to fail
-its Nth call, before or after applying it, to prove crash safety.
+its Nth call, before or after applying it, to prove crash safety. It follows the rules every store follows as
+dormant.core writes them: message de-duplication (core.dedupe), callback record changes (core.callbacks), listing
+cursors (core.cursors), search plans (core.searchplan).
+
+Its clock is the runtime's: every write the runtime makes carries its clock's reading (a commit's `committed_at`, a
+message's `created_at`, a deletion's `at`), and the store's time is the latest of them, unless a `clock` is given. So
+under TestEnv's virtual clock a dedupe window ends when the test moves the clock past it.
 """
 
 from __future__ import annotations
@@ -15,15 +21,11 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
-from dormant.core.callbacks import CallbackRecord, callback_record
-from dormant.core.cursors import check_attention_cursor, check_cursor, listing_key
+from dormant.core.callbacks import CallbackRecord, callback_record, heartbeat_allowed, may_replace
+from dormant.core.cursors import check_attention_cursor, check_cursor, listing_key, page_of
+from dormant.core.dedupe import DEDUPE_WINDOW, dedupe_until, is_duplicate
 from dormant.core.limits import check_values, draft_values
-from dormant.core.search import apply_changes, plain
-from dormant.core.searchplan import SearchPlan, select
-from dormant.errors import StorageError, VersionConflict
-from dormant.memory.slots import MemorySlots
-from dormant.models import ValueCheck
-from dormant.ports import (
+from dormant.core.records import (
     ActorCount,
     ActorMeta,
     ActorPage,
@@ -40,6 +42,11 @@ from dormant.ports import (
     WakeError,
     listed_status,
 )
+from dormant.core.search import apply_changes, plain
+from dormant.core.searchplan import SearchPlan, select
+from dormant.errors import StorageError, VersionConflict
+from dormant.memory.slots import MemorySlots
+from dormant.models import ValueCheck
 from dormant.runtime.versions import VersionRing, describe, pick, snapshot_of
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
@@ -52,6 +59,14 @@ class InjectedFault(StorageError):
     """A failure the test asked for (see MemoryEventStore.fail_call)."""
 
 
+@dataclass(slots=True)
+class _Seen:
+    """A message id the actor's inbox stored: its fingerprint, and until when it is a duplicate (None: pending)."""
+
+    fingerprint: str | None  # None: consumed without being stored here first (no request to compare with)
+    until: float | None = None
+
+
 @dataclass
 class _Actor:
     version: int
@@ -60,7 +75,7 @@ class _Actor:
     workflow: dict[str, Any]
     history: dict[str, dict[str, Any]]
     inbox: dict[str, dict[str, Any]]  # insertion order = send order
-    seen_ids: dict[str, str] = field(default_factory=dict)  # every message id ever stored -> its fingerprint
+    seen_ids: dict[str, _Seen] = field(default_factory=dict)  # message ids stored and still duplicates (or were)
     # What a load reports held beside the inbox: bounded, as DynamoDB's (its consumed, not yet tombstoned ones),
     # so a load's cost does not grow with the actor's age.
     recently_consumed: deque[str] = field(default_factory=lambda: deque(maxlen=RECENTLY_CONSUMED))
@@ -87,11 +102,17 @@ class CommitLogEntry:
 class MemoryEventStore:
     """EventStore in memory, with fault injection and a log of every commit."""
 
-    def __init__(self, *, keep_commit_log: bool = True, snapshot_every: int = 16) -> None:
+    def __init__(self, *, keep_commit_log: bool = True, snapshot_every: int = 16,
+                 dedupe_ttl_seconds: float = DEDUPE_WINDOW, clock: Callable[[], float] | None = None) -> None:
         """`keep_commit_log` records every commit (crash-safety tests read it); long runs can turn it off.
-        `snapshot_every`: the versions kept per actor, as the DynamoDB store's setting (dormant.runtime.versions)."""
+        `snapshot_every`: the versions kept per actor, as the DynamoDB store's setting (dormant.runtime.versions).
+        `dedupe_ttl_seconds`: the dedupe window (dormant.core.dedupe), as `Settings.dedupe_ttl_seconds`. `clock`: the
+        store's (None: the latest time the runtime's writes carried; see the module docstring)."""
         self._keep_commit_log = keep_commit_log
         self._snapshot_every = snapshot_every
+        self._dedupe_window = float(dedupe_ttl_seconds)
+        self._clock = clock
+        self._latest = 0.0  # the latest time a write carried
         self._actors: dict[str, _Actor] = {}
         self._early: dict[str, _Actor] = {}  # inboxes of actors that do not exist yet
         self._deleted_at: dict[str, float] = {}  # when each actor was last deleted (it outlives the actor)
@@ -149,10 +170,17 @@ class MemoryEventStore:
             self._waiting -= 1
         return True
 
+    def _now(self, carried: float | None = None) -> float:
+        """The store's time, after a write that carried `carried` (the runtime's clock then)."""
+        if carried is not None and carried > self._latest:
+            self._latest = carried
+        return self._clock() if self._clock is not None else self._latest
+
     # -- EventStore ----------------------------------------------------------------------------
     async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
                      events: list[tuple[str, Any]], search: dict[str, list[Any]] | None = None) -> bool:
         when = self._enter("create")
+        self._now(meta.created_at)
         if ref.id in self._actors:
             self._leave(when, "create")
             return False
@@ -193,6 +221,7 @@ class MemoryEventStore:
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
         when = self._enter("commit")
+        self._now(draft.committed_at)
         record = self._actors.get(ref.id)
         if record is None or record.version != expected_version:
             raise VersionConflict(f"{ref}: expected version {expected_version}, "
@@ -206,8 +235,10 @@ class MemoryEventStore:
             record.state = dict(draft.state)
         if draft.workflow is not None:
             record.workflow = draft.workflow.model_dump(mode="json")
+        until = dedupe_until(draft.committed_at, self._dedupe_window)  # its ids are duplicates until then
         for message_id in draft.consumed_ids:
             record.inbox.pop(message_id, None)
+            record.seen_ids.setdefault(message_id, _Seen(None)).until = until
             record.recently_consumed.append(message_id)
         record.responses.update(draft.responses)
         self._append_events(record, draft.events, draft.committed_at)
@@ -217,9 +248,9 @@ class MemoryEventStore:
         if record.kept is not None:
             record.kept.add(record.version, draft, record.workflow if draft.workflow is not None else None,
                             record.full)
-        for change in draft.callbacks:  # an open record is written once; a closed one only over an open one
+        for change in draft.callbacks:  # the allowed changes of a record: dormant.core.callbacks
             known = self.callbacks.get(change.token_hash)
-            if known is None or (change.state != "open" and known["state"] == "open"):
+            if may_replace(known["state"] if known is not None else None, change.state):
                 self.callbacks[change.token_hash] = callback_record(
                     ref, float(record.meta["created_at"]), record.version, change).model_dump()
         if draft.workflow is not None and record.summary is not None:
@@ -256,14 +287,16 @@ class MemoryEventStore:
 
     async def enqueue(self, ref: ActorRef, message: InboxMessage) -> bool:
         when = self._enter("enqueue")
+        now = self._now(message.created_at)
         record = self._actors.get(ref.id)
         if record is None:  # messages are kept even before the actor exists
             record = self._early.setdefault(ref.id, _Actor(version=0, meta={}, state={}, workflow={}, history={},
                                                              inbox={}))
-        if message.id in record.seen_ids:
+        seen = record.seen_ids.get(message.id)
+        if seen is not None and is_duplicate(seen.until, now):
             self._leave(when, "enqueue")
             return False
-        record.seen_ids[message.id] = message.fingerprint()
+        record.seen_ids[message.id] = _Seen(message.fingerprint())
         record.inbox[message.id] = message.model_dump(mode="json")
         await self._notify()  # a running wake-up may be waiting for it (wait_inbox)
         self._leave(when, "enqueue")
@@ -272,9 +305,9 @@ class MemoryEventStore:
     async def message_fingerprint(self, ref: ActorRef, message_id: str) -> str | None:
         when = self._enter("message_fingerprint")
         record = self._actors.get(ref.id) or self._early.get(ref.id)
-        found = record.seen_ids.get(message_id) if record is not None else None
+        seen = record.seen_ids.get(message_id) if record is not None else None
         self._leave(when, "message_fingerprint")
-        return found
+        return seen.fingerprint if seen is not None and is_duplicate(seen.until, self._now()) else None
 
     async def wait_response(self, ref: ActorRef, message_id: str, timeout: float) -> tuple[bool, Any]:
         def ready() -> bool:
@@ -338,10 +371,8 @@ class MemoryEventStore:
             if (status is None or summary.status is status) and (after is None or place > after):
                 listed.append((place, summary))
         self._leave(when, "list_actors")
-        listed.sort(key=lambda pair: pair[0])
-        page = listed[:max(1, limit)]
-        return ActorPage(actors=[summary for _, summary in page],
-                         cursor=page[-1][0] if len(listed) > len(page) else None)
+        page, cursor = page_of(listed, limit)
+        return ActorPage(actors=page, cursor=cursor)
 
     async def count_actors(self, actor_type: str, status: WorkflowState, *, limit: int) -> ActorCount:
         when = self._enter("count_actors")
@@ -384,13 +415,13 @@ class MemoryEventStore:
         if after is not None:
             check_attention_cursor(actor_type, after)
         when = self._enter("list_attention")
-        marked = sorted((actor_id, AttentionMark.model_validate(record.attention))
-                        for actor_id, record in self._actors.items()
-                        if record.attention is not None and record.attention["name"] == actor_type
-                        and (after is None or actor_id > after))
+        marked = [(actor_id, AttentionMark.model_validate(record.attention))
+                  for actor_id, record in self._actors.items()
+                  if record.attention is not None and record.attention["name"] == actor_type
+                  and (after is None or actor_id > after)]
         self._leave(when, "list_attention")
-        page = marked[:max(1, limit)]
-        return AttentionPage(marks=[mark for _, mark in page], cursor=page[-1][0] if len(marked) > len(page) else None)
+        page, cursor = page_of(marked, limit)
+        return AttentionPage(marks=page, cursor=cursor)
 
     async def read_callback(self, token_hash: str) -> CallbackRecord | None:
         when = self._enter("read_callback")
@@ -401,7 +432,7 @@ class MemoryEventStore:
     async def heartbeat_callback(self, token_hash: str, heartbeat_deadline: float, now: float) -> bool:
         when = self._enter("heartbeat_callback")
         found = self.callbacks.get(token_hash) or {}
-        moved = found.get("state") == "open" and (found.get("heartbeat_deadline") or 0.0) > now
+        moved = bool(found) and heartbeat_allowed(found["state"], found.get("heartbeat_deadline"), now)
         if moved:
             found["heartbeat_deadline"] = max(found["heartbeat_deadline"], heartbeat_deadline)
         self._leave(when, "heartbeat_callback")
@@ -409,6 +440,7 @@ class MemoryEventStore:
 
     async def delete(self, ref: ActorRef, *, at: float | None = None) -> bool:
         when = self._enter("delete")
+        self._now(at)
         existed = self._actors.pop(ref.id, None) is not None
         self._early.pop(ref.id, None)
         if at is not None:
@@ -441,6 +473,21 @@ class MemoryEventStore:
     # -- helpers for tests and tools -------------------------------------------------------------
     def actor_ids(self) -> list[str]:
         return list(self._actors)
+
+    def ref_of(self, actor_id: str) -> ActorRef:
+        """The ref of a stored actor, by its storage id."""
+        meta = self._actors[actor_id].meta
+        return ActorRef(name=meta["name"], key=tuple(meta["key"]))
+
+    def latest_time(self) -> float:
+        """The latest time the stored actors record (their creation, their history entries' updates): where a clock
+        of a new deploy over this store starts at the earliest."""
+        latest = 0.0
+        for record in self._actors.values():
+            latest = max(latest, float(record.meta.get("created_at", 0.0)))
+            for entry in record.history.values():
+                latest = max(latest, float(entry.get("updated_at", 0.0)))
+        return latest
 
     def responses(self, ref: ActorRef) -> dict[str, Any]:
         return dict(self._actors[ref.id].responses)

@@ -10,7 +10,7 @@
 - **Owned.** Every object has exactly one owner, named in its key: the stored message that carried it
   (`<sha>-m<random>`: each stored message's objects are its own, even when two messages carry the same content), or
   the actor's versions (`<sha>-v<version that first stored it>`). A version refers again only to objects its base
-  version refers to (`Head.known_content`) and to those of the messages its own commit consumes: a consumed message
+  version refers to (its known content) and to those of the messages its own commit consumes: a consumed message
   leaves the inbox in that commit, so its objects pass from the message to the versions, and nothing else can
   refer to them. (Referring to another pending message's object, as the inbox's content map once did, let a
   version release an object that message still needed: issue 26.) A big value made of big parts is an object that
@@ -39,13 +39,12 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from dormant.core.limits import VALUE
-from dormant.dynamodb.items import Head
+from dormant.core.records import ActorRef, EventRecord, InboxMessage
 from dormant.errors import ItemTooLargeError
-from dormant.ports import ActorRef, EventRecord, InboxMessage
 from dormant.s3.blobs import BlobMissing, S3Blobs
 from dormant.s3.offload import (
     Offloaded,
@@ -66,6 +65,7 @@ DURABLE, EPHEMERAL = "actors/", "ephemeral/"
 _DAY = 24 * 3600
 _PARTS = "p/"  # under an actor's prefix: objects only other objects name (dormant.s3.offload.Offloader)
 _PARTS_KEPT = 100_000
+PendingTexts = Callable[[], Awaitable[list[str]]]  # the JSON of the actor's pending inbox items
 _HEADER_FIELDS = frozenset({"location", "kind", "name", "seq", "status", "attempts", "retry_at", "deadline",
                             "iteration", "timed_out", "winner", "removed_kind", "created_at", "updated_at",
                             "rollback_done"})
@@ -132,17 +132,19 @@ class LargeValues:
         await self._put(stored)
         return stored.value
 
-    async def store_draft(self, ref: ActorRef, base: Head, version: int, draft: CommitDraft) -> CommitDraft:
-        """`draft` with its values in stored form; the new objects are written before this returns."""
+    async def store_draft(self, ref: ActorRef, base_content: Mapping[str, str], base_refs: Iterable[str],
+                          version: int, draft: CommitDraft) -> CommitDraft:
+        """`draft`, a commit of `version`, with its values in stored form; the new objects are written before this
+        returns. Its base version refers to `base_refs`, whose content hashes name them in `base_content`."""
         if not self.enabled:
             return draft
         inbox = self._inbox_known.get(ref.id, {})
         # (forgotten once consumed: what no longer is in the inbox must not keep the lap's deletion from them)
         consumed = [inbox.pop(mid) for mid in draft.consumed_ids if mid in inbox]
         known = {sha: key for objects in consumed for sha, key in objects.items()}
-        known.update(base.known_content())
+        known.update(base_content)
         # Parts are referred to again only where an object this version keeps names them: they live as long as it.
-        parts = self.parts_of([*base.all_refs(), *(key for objects in consumed for key in objects.values())])
+        parts = self.parts_of([*base_refs, *(key for objects in consumed for key in objects.values())])
         known_parts = {sha_of(key): key for key in parts if _PARTS in key}  # (older parts may be top objects too)
         durable = self._offloader(ref, f"v{version}", DURABLE, known, known_parts)
         ephemeral = self._offloader(ref, f"v{version}", EPHEMERAL, {})
@@ -331,50 +333,52 @@ class LargeValues:
             wanted = [part for part in parts if part not in seen]
         return found
 
-    async def head_values(self, head: Head) -> dict[str, Any]:
-        """Every object `head` refers to, fetched (concurrently)."""
-        keys = [key for keys in head.refs.values() for key in keys]
+    async def fetch_all(self, keys: Collection[str]) -> dict[str, Any]:
+        """Every object a version refers to (`keys`), fetched (concurrently); nothing to do for none."""
         return await self.fetch(keys) if keys else {}
 
     # -- deleted -------------------------------------------------------------------------------------------
-    def released(self, base: Head, head: Head) -> tuple[str, ...]:
-        """Objects `base` refers to and `head` no longer does."""
-        if not base.refs:
+    @staticmethod
+    def released(before: Collection[str], after: Collection[str]) -> tuple[str, ...]:
+        """Objects a base version refers to (`before`) and the version a commit makes on it (`after`) no longer
+        does."""
+        if not before:
             return ()
-        before, after = base.all_refs(), head.all_refs()
         return tuple(sorted(key for key in before if key not in after))
 
-    async def after_commit(self, ref: ActorRef, head: Head, lapped: tuple[str, ...],
-                           pending_texts: Any = None) -> None:
-        """Delete the objects released a lap ago (`lapped`); every `sweep_every` versions, sweep the actor's
-        prefixes. Failures are logged, never raised: the commit is durable, and the next sweep retries."""
+    async def after_commit(self, ref: ActorRef, version: int, refs: set[str], ring_released: set[str],
+                           lapped: tuple[str, ...], pending_texts: PendingTexts | None = None) -> None:
+        """After the commit of `version`, which refers to `refs` (and whose ring's older versions may still refer to
+        `ring_released`): delete the objects released a lap ago (`lapped`); every `sweep_every` versions, sweep the
+        actor's prefixes. Failures are logged, never raised: the commit is durable, and the next sweep retries."""
         if self.blobs is None:
             return
         if lapped:  # (a second guard: by the ownership rule, nothing can refer to them again)
-            referred = set(head.all_refs())
+            referred = set(refs)
             referred.update(key for keys in self._inbox_known.get(ref.id, {}).values() for key in keys.values())
             referred |= self.parts_of(referred)
             kept = [key for key in lapped if key in referred]
             if kept:
                 log.error("not deleting %d released S3 object(s) of %s that version %d or its inbox still refers "
-                          "to: %s (please report this)", len(kept), ref, head.version, ", ".join(kept))
+                          "to: %s (please report this)", len(kept), ref, version, ", ".join(kept))
                 lapped = tuple(key for key in lapped if key not in referred)
         try:
             if lapped:
                 await self.blobs.delete_many(lapped)
-            if head.version % self.sweep_every == 0:  # (orphans may outlive the last reference: sweep regardless)
-                await self.sweep(ref, head, pending_texts)
+            if version % self.sweep_every == 0:  # (orphans may outlive the last reference: sweep regardless)
+                await self.sweep(ref, refs, ring_released, pending_texts)
         except Exception as error:
             log.warning("cleaning up S3 objects of %s after version %d failed (the next sweep retries): %s", ref,
-                        head.version, error)
+                        version, error)
 
-    async def sweep(self, ref: ActorRef, head: Head, pending_texts: Any = None) -> int:
-        """Delete the actor's objects that nothing refers to and that are older than the grace period, and its
-        ephemeral objects past their items' time to live. Returns how many were deleted."""
+    async def sweep(self, ref: ActorRef, refs: set[str], ring_released: set[str],
+                    pending_texts: PendingTexts | None = None) -> int:
+        """Delete the actor's objects that nothing refers to (not the newest version: `refs`, nor older versions in
+        the ring: `ring_released`) and that are older than the grace period, and its ephemeral objects past their
+        items' time to live. Returns how many were deleted."""
         assert self.blobs is not None
         now = self._now()
-        reachable = set(head.all_refs())
-        reachable.update(key for keys in head.releases.values() for key in keys)  # older versions in the ring
+        reachable = refs | ring_released
         texts = await pending_texts() if pending_texts is not None else []
         for text in texts:
             reachable.update(refs_in_text(text))

@@ -1,5 +1,6 @@
-"""Responses and events of the DynamoDB store: TTL items next to the actor's partition, read by the
-clients that wait for them (`send(wait=True)`, event long-polls) with short, growing polls."""
+"""Responses and events of the DynamoDB store: TTL items in the actor's partition, written after the commit that
+made them (the store's settling: dormant.dynamodb.settle), read by the clients that wait for them (`send(wait=True)`,
+event long-polls) with short, growing polls."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from dormant.ports import ActorRef, EventRecord
+from dormant.core.records import ActorRef, EventRecord
+from dormant.dynamodb.items import Head, dumps
+from dormant.dynamodb.keys import events_after, events_key, item_key, response_key
+from dormant.dynamodb.requests import Item, Table
+from dormant.dynamodb.table import TTL_ATTRIBUTE
+from dormant.settings import Settings
 
-RESPONSE_PREFIX, EVENTS_PREFIX = "r#", "e#"
 POLL_FIRST, POLL_MAX = 0.02, 0.25
 T = TypeVar("T")
-
-Call = Callable[..., Awaitable[Any]]
 
 
 async def poll(fetch: Callable[[], Awaitable[T | None]], timeout: float, key: str | None = None) -> T | None:
@@ -68,19 +71,34 @@ async def _pause(key: str | None, seconds: float) -> None:
             del _waiting[key]
 
 
-class SideItems:
-    """Reads the response and event items of one table."""
+class OutputItems:
+    """Writes and reads the response and event items of one table."""
 
-    def __init__(self, call: Call, table: str, expired: Callable[[dict[str, Any]], bool]) -> None:
-        self._call = call
-        self._table = table
-        self._expired = expired
+    def __init__(self, table: Table, settings: Settings, clock: Callable[[], float]) -> None:
+        self.table = table
+        self._response_ttl = settings.response_ttl_seconds
+        self._event_ttl = settings.event_ttl_seconds
+        self._now = clock
+
+    def items_of(self, ref: ActorRef, head: Head) -> list[Item]:
+        """The items of `head`'s responses and events (idempotent puts: a settling written again writes the same)."""
+        side, version = head.side, {"N": str(head.version)}
+        items: list[Item] = [{**item_key(ref.id, response_key(mid)), "v": version, "d": {"S": dumps(response)},
+                              TTL_ATTRIBUTE: {"N": str(int(side.at + self._response_ttl))}}
+                             for mid, response in side.responses.items()]
+        if side.events:
+            items.append({**item_key(ref.id, events_key(side.events[-1][0])), "v": version,
+                          "d": {"S": dumps(side.events)}, TTL_ATTRIBUTE: {"N": str(int(side.at + self._event_ttl))}})
+        return items
+
+    def _expired(self, item: Item) -> bool:
+        # DynamoDB deletes expired items lazily (and dynalite never): filter on read.
+        expires = item.get(TTL_ATTRIBUTE)
+        return expires is not None and float(expires["N"]) < self._now()
 
     async def wait_response(self, ref: ActorRef, message_id: str, timeout: float) -> tuple[bool, Any]:
         async def fetch() -> tuple[bool, Any] | None:
-            response = await self._call("GetItem", TableName=self._table, ConsistentRead=True,
-                                        Key={"pk": {"S": ref.id}, "sk": {"S": RESPONSE_PREFIX + message_id}})
-            item = response.get("Item")
+            item = await self.table.get(item_key(ref.id, response_key(message_id)))
             if item is None or self._expired(item):
                 return None
             return True, json.loads(item["d"]["S"])
@@ -89,24 +107,20 @@ class SideItems:
 
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
         records: list[EventRecord] = []
-        start: dict[str, Any] | None = None
+        start: Item | None = None
+        low, high = events_after(after)
         while len(records) < limit:
             # Items are keyed by the last seq of their commit: the first one past `after` may start before it.
-            kwargs: dict[str, Any] = {
-                "TableName": self._table, "ConsistentRead": True,
-                "KeyConditionExpression": "pk = :pk AND sk BETWEEN :low AND :high",
-                "ExpressionAttributeValues": {":pk": {"S": ref.id}, ":low": {"S": f"{EVENTS_PREFIX}{after + 1:012d}"},
-                                              ":high": {"S": f"{EVENTS_PREFIX}~"}}}
-            if start is not None:
-                kwargs["ExclusiveStartKey"] = start
-            response = await self._call("Query", **kwargs)
-            for item in response.get("Items", []):
+            page = await self.table.query_page("pk = :pk AND sk BETWEEN :low AND :high",
+                                               {":pk": {"S": ref.id}, ":low": {"S": low}, ":high": {"S": high}},
+                                               start=start)
+            for item in page.items:
                 if self._expired(item):
                     continue
                 for seq, name, payload, at in json.loads(item["d"]["S"]):
                     if seq > after and len(records) < limit:
                         records.append(EventRecord(seq=seq, name=name, payload=payload, at=at))
-            start = response.get("LastEvaluatedKey")
+            start = page.last_key
             if start is None:
                 break
         return records

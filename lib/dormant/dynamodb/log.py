@@ -1,0 +1,205 @@
+"""The commit path of the DynamoDB store: creating an actor, loading it (one Query of its ring, one of its inbox),
+committing a version (one conditional PutItem of its slot), and the checks before any of them writes.
+
+One actor's ring of commit slots `c#NNN` holds its versions (every commit is one conditional PutItem on its slot;
+every N-th carries a full snapshot, so a load is one Query of the ring: dormant.dynamodb.ring); the items a commit
+derives are written after it (dormant.dynamodb.settle); values too big for an item go to S3 first
+(dormant.s3.large_values). The layout, and why, is in docs/storage.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from dormant.core.records import ActorMeta, ActorRef, ActorSnapshot, InboxMessage, listed_status
+from dormant.dynamodb.items import Head, Side, TornRead, json_size, sized
+from dormant.dynamodb.messages import InboxItems
+from dormant.dynamodb.requests import Item, Table
+from dormant.dynamodb.ring import RELEASES, HeadCache, Ring, commit_item, delta_of, materialize
+from dormant.dynamodb.settle import Settler
+from dormant.dynamodb.sizes import SizeChecks, side_parts_of
+from dormant.errors import StorageError, VersionConflict
+from dormant.s3.blobs import BlobMissing
+from dormant.s3.large_values import LargeValues
+from dormant.settings import Settings
+from dormant.workflow.execution import CommitDraft
+from dormant.workflow.history import WorkflowRecord
+
+SNAPSHOT_AFTER_BYTES = 96 * 1024  # also snapshot once the deltas since the last one are this big
+TORN_READ_RETRIES = 5
+
+
+class CommitLog:
+    """Creates, loads and commits actors of one table (the EventStore's log: dormant.ports.log).
+
+    `settle_on_load=False` (read-only users such as an API) skips checking, during loads, that the newest
+    commit's derived items were written; the actor's next commit still makes sure of it."""
+
+    def __init__(self, table: Table, settings: Settings, *, ring: Ring, heads: HeadCache, messages: InboxItems,
+                 settler: Settler, sizes: SizeChecks, values: LargeValues, clock: Callable[[], float],
+                 settle_on_load: bool = True) -> None:
+        self.table = table
+        self.settings = settings
+        self.ring = ring
+        self.heads = heads
+        self.messages = messages
+        self.settler = settler
+        self.sizes = sizes
+        self.values = values
+        self._now = clock
+        self.settle_on_load = settle_on_load
+
+    async def create(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
+                     events: list[tuple[str, Any]], search: dict[str, list[Any]] | None = None) -> bool:
+        # Incarnations sort by creation time: a commit of a deleted life never overwrites a later one's items.
+        incarnation = f"{time.time_ns():020d}{uuid.uuid4().hex[:8]}"
+        state, events = await self.values.store_creation(ref, state, events)
+        head, item = self.first_commit(ref, meta, state, workflow, events, incarnation, search or {})
+        if not await self.table.put(item, "attribute_not_exists(pk)"):
+            return False
+        self.heads.remember(ref, head)
+        await self.settler.settle(ref, head)
+        return True
+
+    async def exists(self, ref: ActorRef) -> bool:
+        anchor = await self.ring.slot_zero(ref)
+        return anchor is not None and "gone" not in anchor
+
+    async def load(self, ref: ActorRef) -> ActorSnapshot | None:
+        problem: Exception | None = None
+        for attempt in range(TORN_READ_RETRIES):
+            ring_items, pending = await asyncio.gather(self.ring.items(ref), self.messages.pending(ref))
+            try:
+                materialized = materialize(ring_items, lambda newest: self.heads.get(ref, newest))
+                if materialized is None:
+                    return None
+                head, chain = materialized
+                consumed = {mid: at for side in chain for mid, at in side.consumed_at()}
+                inbox, held = self.messages.live(ref, pending.messages, consumed)
+                # Values kept in S3: a reader of a version a later commit lapped may miss one; it reads again.
+                fetched, inbox = await asyncio.gather(self.values.fetch_all(head.all_refs()),
+                                                      self.values.resolve_inbox(ref, inbox))
+                break
+            except (TornRead, BlobMissing) as error:
+                problem = error
+                await asyncio.sleep(0.01 * (attempt + 1))
+        else:
+            raise StorageError(f"could not read a consistent version of {ref} in {TORN_READ_RETRIES} tries: "
+                               f"{problem or 'the commit chain kept changing'}")
+        if not head.settled and self.settle_on_load:
+            await self.settler.settle(ref, head, probe=True)
+        self.heads.remember(ref, head)
+        snapshot = head.snapshot(ref, fetched)
+        snapshot.inbox = inbox
+        snapshot.held_ids = held
+        snapshot.wake_error = pending.wake_error
+        return snapshot
+
+    async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
+        base = await self._base(ref, expected_version)
+        version = expected_version + 1
+        now = self._now()
+        # big values first (dormant.s3.large_values)
+        draft = await self.values.store_draft(ref, base.known_content(), base.all_refs(), version, draft)
+        side, delta = delta_of(base, draft, now)
+        upsert_sizes = [sized(entry) for entry in draft.upserts]
+        head = base.advance(version, delta, side, upsert_sizes)
+        released = self.values.released(base.all_refs(), head.all_refs())
+        if released:
+            head.releases[version] = released
+        self.sizes.live(ref, head, side, base)
+        side_parts = side_parts_of(side)
+        delta_text_size = sum(size for size, _ in upsert_sizes) + json_size(draft.state) + json_size(delta.get("w"))
+        snapshot = (version - base.snapshot_version >= base.ring
+                    or base.delta_bytes + delta_text_size > SNAPSHOT_AFTER_BYTES)
+        if snapshot:
+            payload = {"f": head.full(), **side.payload()}
+            head.snapshot_version, head.delta_bytes, head.chain_consumed = version, 0, side.consumed_at()
+            parts = head.full_parts() + side_parts
+        else:
+            payload = {**delta, **side.payload()}
+            head.delta_bytes = base.delta_bytes + delta_text_size
+            parts = [(f"history entry {e['location']!r}", size) for e, (size, _) in zip(draft.upserts, upsert_sizes,
+                                                                                        strict=True)]
+            parts += [("state", json_size(draft.state)), ("workflow record", json_size(delta.get("w"))), *side_parts]
+        item = commit_item(ref, head, payload, snapshot=snapshot, at=now)
+        if released:  # deleted a lap later, when this slot is overwritten (dormant.s3.large_values)
+            item[RELEASES] = {"SS": list(released)}
+        self.sizes.item(ref, f"commit {version}", item, parts)
+        incarnation = {":c": {"S": base.incarnation}}
+        if version <= base.ring:  # a free slot, or one left by a deleted incarnation of the actor
+            condition, values = "attribute_not_exists(pk) OR c < :c", incarnation
+        else:  # the slot must still hold the version one lap behind: any later writer got there first
+            condition, values = "v = :previous AND c = :c", {":previous": {"N": str(version - base.ring)},
+                                                            **incarnation}
+        if snapshot and base.chain_consumed:
+            # After this commit a load no longer reads the commits that consumed these messages: their
+            # tombstones must exist first (already consumed, so writing them early is always right).
+            await self.messages.write_tombstones(ref, base.chain_consumed, version)
+        if not await self.table.put(item, condition, values):
+            raise VersionConflict(f"{ref}: version {expected_version} is no longer current (another commit won)")
+        self.heads.remember(ref, head)
+        await self.settler.settle(ref, head)
+        await self.values.after_commit(ref, version, set(head.all_refs()), _ring_releases(head),
+                                       base.releases.get(version - base.ring, ()), lambda: self._pending_texts(ref))
+        return version
+
+    # -- the checks before any write (EventStore; dormant.core.limits) ----------------------------------------------
+    def check_message(self, ref: ActorRef, message: InboxMessage) -> None:
+        message = self.values.check_message(ref, message)  # sized as stored: big values as references
+        self.sizes.message_item(ref, self.messages.item(ref, message, order=0), self.messages.parts(message))
+
+    def check_creation(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any],
+                       events: list[tuple[str, Any]]) -> None:
+        meta, state, events = self.values.check_creation(ref, meta, state, events)
+        self.first_commit(ref, meta, state, WorkflowRecord(), events, "0" * 28)
+
+    def check_commit(self, ref: ActorRef, version: int, draft: CommitDraft) -> None:
+        draft = self.values.check_draft(ref, draft)  # sized as stored; the per-value ceiling
+        base = self.heads.get(ref, version)
+        if base is None:
+            return  # not read here: the commit itself checks before it writes
+        side, delta = delta_of(base, draft, draft.committed_at)
+        head = base.advance(version + 1, delta, side)
+        self.sizes.live(ref, head, side, base)
+
+    def first_commit(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
+                     events: list[tuple[str, Any]], incarnation: str,
+                     search: dict[str, Any] | None = None) -> tuple[Head, Item]:
+        """Version 1 as a head and its item, checked against the item limit."""
+        side = Side(events=[[i + 1, name, payload, meta.created_at] for i, (name, payload) in enumerate(events)],
+                    at=self._now(), listed=(listed_status(workflow.state).value, meta.created_at))
+        full = {"meta": meta.model_dump(mode="json"), "state": dict(state),
+                "workflow": workflow.model_dump(mode="json"), "history": {}, "seq": len(events),
+                "search": search or {}, "since": meta.created_at}
+        head = Head.from_snapshot(1, self.settings.snapshot_every, full, side, incarnation)
+        item = commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
+        self.sizes.item(ref, "the first commit", item, head.full_parts() + side_parts_of(side))
+        self.sizes.live(ref, head, side, None)
+        return head, item
+
+    async def _base(self, ref: ActorRef, expected_version: int) -> Head:
+        """The materialized version a commit builds on; settled, so nothing of it can be lost."""
+        head = self.heads.get(ref, expected_version)
+        if head is None:
+            snapshot = await self.load(ref)
+            head = self.heads.get(ref, expected_version)
+            if snapshot is None or head is None:
+                found = snapshot.version if snapshot is not None else "no actor"
+                raise VersionConflict(f"{ref}: expected version {expected_version}, found {found}")
+        if not head.settled:  # loaded without settling (settle_on_load=False)
+            await self.settler.settle(ref, head, probe=True)
+        return head
+
+    async def _pending_texts(self, ref: ActorRef) -> list[str]:
+        """The JSON of every pending inbox item (what the S3 sweep must not take from under it)."""
+        return [item["m"]["S"] for item in (await self.messages.pending(ref)).messages]
+
+
+def _ring_releases(head: Head) -> set[str]:
+    """The objects the versions still in the ring released (older versions there may refer to them)."""
+    return {key for keys in head.releases.values() for key in keys}

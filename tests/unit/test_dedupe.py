@@ -1,0 +1,59 @@
+"""The dedupe rule (dormant.core.dedupe) under TestEnv's virtual clock: a consumed message's id (an idempotency key) is
+a duplicate, compared with the first request, for `dedupe_ttl_seconds` after the commit that consumed it, and a new
+message after that; the memory store follows the runtime's clock (the times its writes carry)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dormant.core.dedupe import DEDUPE_WINDOW, dedupe_until, is_duplicate
+from dormant.errors import IdempotencyConflictError
+from dormant.memory.store import MemoryEventStore
+from dormant.ports import ActorMeta, ActorRef, InboxMessage
+from dormant.settings import Settings
+from dormant.testing import TestEnv
+from dormant.workflow.execution import CommitDraft
+from dormant.workflow.history import WorkflowRecord
+from examples.counter import registry
+
+
+def test_the_rule() -> None:
+    assert is_duplicate(None, 1e12)  # pending: always
+    until = dedupe_until(1000.0, 60)
+    assert until == 1060.0
+    assert is_duplicate(until, 1059.999) and not is_duplicate(until, 1060.0)
+    assert Settings().dedupe_ttl_seconds == DEDUPE_WINDOW  # one default for every store
+
+
+async def test_an_idempotency_key_is_a_duplicate_for_the_window_then_a_new_message() -> None:
+    async with TestEnv(registry) as env:
+        handle = env.client.get_or_create("workflow-counter", ["k"])
+        await handle.send("counter", {"delta": 1}, message_id="key-1")
+        await env.run_until_idle()
+        assert (await handle.state()).value == 1
+        await env.advance(DEDUPE_WINDOW - 60)  # inside the window after its consumption
+        await handle.send("counter", {"delta": 1}, message_id="key-1")  # the same request: ignored
+        with pytest.raises(IdempotencyConflictError):
+            await handle.send("counter", {"delta": 5}, message_id="key-1")  # another request with the key
+        await env.run_until_idle()
+        assert (await handle.state()).value == 1
+        await env.advance(120)  # the window has ended: the same key is a new message, whatever its body
+        await handle.send("counter", {"delta": 5}, message_id="key-1")
+        await env.run_until_idle()
+        assert (await handle.state()).value == 6
+
+
+async def test_the_memory_store_keeps_time_by_the_runtimes_writes() -> None:
+    store = MemoryEventStore(dedupe_ttl_seconds=100)
+    ref = ActorRef(name="n", key=("a",))
+    assert await store.create(ref, ActorMeta(name="n", key=("a",), created_at=1000.0), {}, WorkflowRecord(), [])
+    first = InboxMessage(id="m", queue="q", body=1, created_at=1000.0)
+    assert await store.enqueue(ref, first)
+    await store.commit(ref, 1, CommitDraft(upserts=[], deleted_prefixes=[], state=None, consumed_ids=["m"],
+                                           responses={}, events=[], workflow=None, committed_at=1010.0))
+    assert not await store.enqueue(ref, InboxMessage(id="m", queue="q", body=2, created_at=1109.0))
+    assert await store.message_fingerprint(ref, "m") == first.fingerprint()
+    later = InboxMessage(id="m", queue="q", body=3, created_at=1110.0)  # sent when the window has ended
+    assert await store.enqueue(ref, later)
+    assert await store.message_fingerprint(ref, "m") == later.fingerprint()
+    assert store.latest_time() == 1000.0 and store.ref_of(ref.id) == ref
