@@ -106,7 +106,8 @@ def memory_store(clock: StoreClock) -> MemoryEventStore:
     """MemoryEventStore on the test's clock, if it takes one (issue 27: its dedupe window is measured on its clock;
     the clock is passed under whichever name the store's constructor gives it)."""
     accepted = [name for name in inspect.signature(MemoryEventStore).parameters if name in ("clock", "now")]
-    return MemoryEventStore(**dict.fromkeys(accepted, clock))
+    options: dict[str, Any] = dict.fromkeys(accepted, clock)
+    return MemoryEventStore(**options)
 
 
 def _settings(name: str, request: pytest.FixtureRequest) -> tuple[Settings, list[ServerProcess]]:

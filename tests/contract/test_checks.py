@@ -14,10 +14,8 @@ import pytest
 from dormant.core.limits import VALUE
 from dormant.errors import ItemTooLargeError
 from dormant.ports import EventStore, InboxMessage
-from dormant.workflow.history import WorkflowRecord
 from tests.contract.conftest import Backend
 from tests.contract.support import T0, created, draft, entry, message, meta, ref
-
 
 
 def of_size(size: int, wrap: Callable[[str], Any] = lambda text: text) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dormant.ports import EventStore, InboxMessage
+from dormant.ports import InboxMessage
 from dormant.workflow.history import WorkflowRecord
 from tests.contract.conftest import Backend
 from tests.contract.support import T0, created, draft, entry, message, meta, ref
