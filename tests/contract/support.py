@@ -54,6 +54,18 @@ async def created(store: EventStore, key: str = "a", state: dict[str, Any] | Non
     return actor
 
 
+async def populated(store: EventStore) -> None:
+    """counter: 3 failed, 1 sleeping (from running), 1 pending; other: 1 failed."""
+    for key, state in {"a": WorkflowState.FAILED, "b": WorkflowState.FAILED, "c": WorkflowState.FAILED,
+                       "d": WorkflowState.RUNNING, "e": None}.items():
+        actor = await created(store, key)
+        if state is not None:
+            await store.commit(actor, 1, draft(workflow=WorkflowRecord(state=state), at=T0 + 2))
+    other = ActorRef(name="other", key=("a",))
+    await store.create(other, meta().model_copy(update={"name": "other", "key": ("a",)}), {}, WorkflowRecord(), [])
+    await store.commit(other, 1, draft(workflow=WorkflowRecord(state=WorkflowState.FAILED)))
+
+
 # -- many commits (kept versions) ----------------------------------------------------------------------------------
 def loop_commits(count: int, *, state_bytes: int = 0) -> list[Any]:
     """Loop-like commits: each writes an iteration's entries, deletes the iteration two back (compaction), moves the

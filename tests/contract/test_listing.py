@@ -9,7 +9,7 @@ import pytest
 from dormant.errors import InvalidCursorError
 from dormant.ports import ActorRef, EventStore
 from dormant.workflow.history import WorkflowRecord, WorkflowState
-from tests.contract.support import T0, created, draft, meta, record, ref
+from tests.contract.support import T0, created, draft, meta, populated, record, ref
 
 
 async def listing(store: EventStore, actor_type: str, status: WorkflowState | None = None,
@@ -79,18 +79,6 @@ async def test_a_cursor_from_elsewhere_is_refused(store: EventStore, cursor: str
     await created(store)
     with pytest.raises(InvalidCursorError, match="cursor"):
         await store.list_actors("counter", status=WorkflowState.FAILED, after=cursor)
-
-
-async def populated(store: EventStore) -> None:
-    """counter: 3 failed, 1 sleeping (from running), 1 pending; other: 1 failed."""
-    for key, state in {"a": WorkflowState.FAILED, "b": WorkflowState.FAILED, "c": WorkflowState.FAILED,
-                       "d": WorkflowState.RUNNING, "e": None}.items():
-        actor = await created(store, key)
-        if state is not None:
-            await store.commit(actor, 1, draft(workflow=WorkflowRecord(state=state), at=T0 + 2))
-    other = ActorRef(name="other", key=("a",))
-    await store.create(other, meta().model_copy(update={"name": "other", "key": ("a",)}), {}, WorkflowRecord(), [])
-    await store.commit(other, 1, draft(workflow=WorkflowRecord(state=WorkflowState.FAILED)))
 
 
 async def test_counts_per_type_and_status_stop_at_the_limit(store: EventStore) -> None:
