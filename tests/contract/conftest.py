@@ -36,12 +36,10 @@ from tests.integration.conftest import server_for, shared_session
 from tests.localstack import ON_LOCALSTACK
 from tests.servers import ServerProcess
 
-TIER2 = pytest.mark.tier2
 TIER1_BACKENDS = ("memory", "dynamodb_local", "moto")
 TIER2_BACKENDS = ("dynalite", "dynamodb_local_threads", "localstack")
-BACKENDS = [*TIER1_BACKENDS, pytest.param("dynalite", marks=TIER2),
-            pytest.param("dynamodb_local_threads", marks=TIER2),
-            pytest.param("localstack", marks=(TIER2, *ON_LOCALSTACK))]
+BACKENDS = [*TIER1_BACKENDS, "dynalite", "dynamodb_local_threads", pytest.param("localstack", marks=ON_LOCALSTACK)]
+BACKEND_PARAMETERS = ("backend", "aws_settings")  # the fixtures here whose parameter is a backend (tier 2 marked)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -49,6 +47,16 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "botocore's clients in threads): `-m 'not tier2'` is tier 1")
     config.addinivalue_line("markers", "backend_xfail(**reasons): strict xfail on the backends named (backend id = "
                                        "reason; `dynamodb` names every DynamoDB-store backend)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `tier2` the tests on a tier-2 backend (here, not as their parameters' marks: this module is imported
+    before its pytest_configure registers the mark)."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if any(params.get(name) in TIER2_BACKENDS for name in BACKEND_PARAMETERS):
+            item.add_marker("tier2")
 
 
 class StoreClock:

@@ -28,7 +28,6 @@ from examples import (
     timers,
 )
 from tests.aws_env import AwsTestEnv
-from tests.contract.conftest import TIER2
 from tests.localstack import ON_LOCALSTACK
 
 registry = setup(*[definition for module in (counter, request_response, progress_broadcast, timers, race_auction,
@@ -213,7 +212,7 @@ def at(observed: Any, path: tuple[Any, ...]) -> Any:
     return observed
 
 
-@pytest.fixture(params=["dynamodb_local", pytest.param("localstack", marks=(TIER2, *ON_LOCALSTACK))])
+@pytest.fixture(params=["dynamodb_local", pytest.param("localstack", marks=ON_LOCALSTACK)])
 def aws_settings(request: pytest.FixtureRequest) -> Settings:
     """The AWS stack the scenarios run on: DynamoDB Local with moto's SQS and S3, or (tier 2) LocalStack."""
     if request.param == "localstack":
