@@ -3,8 +3,10 @@
 Tier 1 (every `make test`): `memory` (MemoryEventStore, TestEnv's), `dynamodb_local` (AWS's own emulator: the suite's
 DynamoDB) and `moto`. Tier 2 (the release tier, marked `tier2`; `-m "not tier2"` leaves it out): `dynalite`,
 `dynamodb_local_threads` (the DynamoDB store on botocore's clients in threads, what the Lambda functions run) and
-`localstack` (also marked `localstack`: one LocalStack serves them all, tests/xdist_scheduling.py). One backend alone:
-`-k "[moto]"`-style selection on the parameter id, e.g. `pytest tests/contract -k dynalite`.
+`localstack` (also marked `localstack`: one LocalStack serves them all, tests/xdist_scheduling.py). test_parity.py's
+AWS side (`aws_settings`) is tiered the same way: DynamoDB Local with moto's SQS and S3, then LocalStack. One backend
+alone: `-k` on its id, e.g. `pytest tests/contract -k dynalite` (`-k "memory and not parity"` for memory: the parity
+tests' names say "memory").
 
 The DynamoDB store runs as deployed: a fresh table per test, and a bucket for values too big for an item (S3 on the
 moto server; LocalStack's own S3 there). Every store reads the test's `StoreClock`, which stands still unless the test
@@ -23,7 +25,7 @@ import inspect
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -87,7 +89,7 @@ class StoreClock:
             await self._moved.wait()
 
 
-@dataclass
+@dataclass(slots=True)
 class Backend:
     """One backend under test: its store, the store's clock and (DynamoDB) the settings it runs on."""
 
@@ -95,7 +97,6 @@ class Backend:
     store: EventStore
     clock: StoreClock
     settings: Settings | None = None
-    _others: list[Any] = field(default_factory=list)
 
     @property
     def on_dynamodb(self) -> bool:
