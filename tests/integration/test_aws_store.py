@@ -24,8 +24,8 @@ from dormant.runtime.service import ActorService
 from dormant.runtime.wake import wake_actor
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowRecord, WorkflowState
+from tests.contract.support import created, draft, entry, message, meta, ref
 from tests.integration.conftest import watch
-from tests.integration.test_store_contract import created, draft, entry, message, meta, ref
 
 
 def loop_iteration(n: int) -> CommitDraft:

@@ -1,7 +1,7 @@
-"""Flow-control slots on real servers: the same contract on MemoryEventStore (the reference) and on the DynamoDB store
-over DynamoDB Local, moto and dynalite; two worker processes competing for one limit's slots over DynamoDB Local and
-moto (conditional writes under real concurrency); a kill -9'd holder whose slot frees itself at its lease's end;
-what one acquire and release cost in requests; and an actor waiting for a dead holder's slot under AwsTestEnv."""
+"""Flow-control slots on real servers (what a slot does, on every backend, is tests/contract/test_slots.py's): two
+worker processes competing for one limit's slots over DynamoDB Local and moto (conditional writes under real
+concurrency); a kill -9'd holder whose slot frees itself at its lease's end; what one acquire and release cost in
+requests; and an actor waiting for a dead holder's slot under AwsTestEnv."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,107 +18,14 @@ import pytest
 from dormant import Limit, StepContext, WorkflowContext, actor, setup
 from dormant.core.slots import LimitRule, SlotLease, SlotRefusal, SlotRequest
 from dormant.dynamodb.store import DynamoEventStore
-from dormant.memory.store import MemoryEventStore
-from dormant.ports import ActorRef, EventStore
+from dormant.ports import ActorRef
 from dormant.settings import Settings
 from tests.aws_env import AwsTestEnv
+from tests.contract.support import BOTH, RATE, SLOTS, T0, ask
 from tests.integration.conftest import server_for, shared_session, store_settings, watch
 from tests.integration.slot_worker import contend
 
 ROOT = Path(__file__).resolve().parents[2]
-T0 = 1_767_225_600.0
-SLOTS = LimitRule(name="stripe", concurrency=2, window=1.0, per_window=None)
-RATE = LimitRule(name="ses", concurrency=None, window=1.0, per_window=2)
-BOTH = LimitRule(name="both", concurrency=1, window=1.0, per_window=1)
-
-
-@pytest.fixture(params=["memory", "dynamodb_local", "moto", "dynalite"])
-async def slot_store(request: pytest.FixtureRequest) -> AsyncIterator[EventStore]:
-    if request.param == "memory":
-        yield MemoryEventStore()
-        return
-    server = server_for(request, request.param)
-    async with DynamoEventStore.connect(store_settings(server.endpoint), session=shared_session()) as store:
-        await store.create_table()
-        yield store
-    server.reset()
-
-
-def ask(rule: LimitRule, holder: str, now: float = T0, *, lease: float = 60.0, since: float | None = None,
-        queued: bool = False) -> SlotRequest:
-    return SlotRequest(rule=rule, ref=ActorRef(name="payer", key=(holder,)), holder=holder, now=now,
-                       lease_until=now + lease, queued_since=now if since is None else since, queued=queued)
-
-
-async def test_slots_are_held_by_at_most_concurrency_holders_and_a_release_wakes_the_oldest_waiter(
-        slot_store: EventStore) -> None:
-    a = await slot_store.acquire_slot(ask(SLOTS, "a", lease=30))
-    b = await slot_store.acquire_slot(ask(SLOTS, "b", lease=60))
-    assert isinstance(a, SlotLease) and isinstance(b, SlotLease) and {a.slot, b.slot} == {0, 1}
-    late = await slot_store.acquire_slot(ask(SLOTS, "late", T0 + 1))
-    later = await slot_store.acquire_slot(ask(SLOTS, "later", T0 + 2))
-    assert isinstance(late, SlotRefusal) and late.by == "concurrency" and late.free_at == T0 + 30
-    assert isinstance(later, SlotRefusal)
-    assert await slot_store.release_slot(a, T0 + 3) == [ActorRef(name="payer", key=("late",))]  # the oldest
-    # The woken one asks again (its place in line kept) and gets the freed slot; the line is left with "later".
-    again = await slot_store.acquire_slot(ask(SLOTS, "late", T0 + 3, since=T0 + 1, queued=True))
-    assert isinstance(again, SlotLease) and again.slot == a.slot
-    assert await slot_store.release_slot(b, T0 + 4) == [ActorRef(name="payer", key=("later",))]
-    assert await slot_store.release_slot(again, T0 + 5) == []  # nobody waits any more
-
-
-async def test_a_slot_whose_lease_ran_out_is_taken_and_its_old_holder_can_neither_renew_nor_release_it(
-        slot_store: EventStore) -> None:
-    one = LimitRule(name="one", concurrency=1, window=1.0, per_window=None)
-    old = await slot_store.acquire_slot(ask(one, "old", lease=10))
-    assert isinstance(old, SlotLease)
-    assert isinstance(await slot_store.acquire_slot(ask(one, "new", T0 + 9.9)), SlotRefusal)
-    assert await slot_store.renew_slot(old, T0 + 20)  # renewed: still held at T0 + 15
-    assert isinstance(await slot_store.acquire_slot(ask(one, "new", T0 + 15)), SlotRefusal)
-    new = await slot_store.acquire_slot(ask(one, "new", T0 + 20, since=T0 + 15, queued=True))
-    assert isinstance(new, SlotLease) and new.slot == old.slot  # at the lease's end, the slot is free
-    assert not await slot_store.renew_slot(old, T0 + 80)
-    assert await slot_store.release_slot(old, T0 + 21) == []
-    assert isinstance(await slot_store.acquire_slot(ask(one, "third", T0 + 22)), SlotRefusal)  # "new" still holds it
-
-
-async def test_the_same_holder_asking_again_gets_its_own_slot_not_a_second_one(slot_store: EventStore) -> None:
-    first = await slot_store.acquire_slot(ask(SLOTS, "crashed-step"))
-    rerun = await slot_store.acquire_slot(ask(SLOTS, "crashed-step", T0 + 5))
-    assert isinstance(first, SlotLease) and isinstance(rerun, SlotLease) and rerun.slot == first.slot
-    other = await slot_store.acquire_slot(ask(SLOTS, "other", T0 + 6))
-    assert isinstance(other, SlotLease) and other.slot != first.slot  # the second slot was still free
-
-
-async def test_a_rate_gives_per_window_starts_and_places_the_refused_in_line(slot_store: EventStore) -> None:
-    answers = [await slot_store.acquire_slot(ask(RATE, f"r{n}", T0 + 0.5)) for n in range(5)]
-    assert [isinstance(answer, SlotLease) for answer in answers] == [True, True, False, False, False]
-    refused = [answer for answer in answers if isinstance(answer, SlotRefusal)]
-    assert [(r.by, r.window, r.position) for r in refused] == [("rate", int(T0), n) for n in range(3)]
-    nxt = await slot_store.acquire_slot(ask(RATE, "r2", T0 + 1.0))  # the next window starts afresh
-    assert isinstance(nxt, SlotLease) and nxt.slot is None
-
-
-async def test_a_rate_refusal_gives_back_the_slot_it_took(slot_store: EventStore) -> None:
-    first = await slot_store.acquire_slot(ask(BOTH, "first", T0))
-    assert isinstance(first, SlotLease)
-    await slot_store.release_slot(first, T0 + 0.1)
-    refused = await slot_store.acquire_slot(ask(BOTH, "second", T0 + 0.2))  # a free slot; this second used up
-    assert isinstance(refused, SlotRefusal) and refused.by == "rate"
-    third = await slot_store.acquire_slot(ask(BOTH, "third", T0 + 1.1))
-    assert isinstance(third, SlotLease)  # the slot "second" took was given back
-
-
-async def test_a_release_skips_waiters_gone_stale(slot_store: EventStore) -> None:
-    one = LimitRule(name="stale", concurrency=1, window=1.0, per_window=None)
-    holder = await slot_store.acquire_slot(ask(one, "holder", lease=60))
-    assert isinstance(holder, SlotLease)
-    assert isinstance(await slot_store.acquire_slot(ask(one, "gone", T0 + 1)), SlotRefusal)  # told: T0 + 60
-    assert await slot_store.renew_slot(holder, T0 + 5000)
-    assert isinstance(await slot_store.acquire_slot(ask(one, "fresh", T0 + 1000)), SlotRefusal)
-    # "gone" never asked again (its actor was deleted, say): 15 minutes after the lease end it was told, its place
-    # in line is dropped.
-    assert await slot_store.release_slot(holder, T0 + 1100) == [ActorRef(name="payer", key=("fresh",))]
 
 
 async def test_what_an_acquire_and_a_release_cost_in_requests(dynamodb_local_server: str) -> None:

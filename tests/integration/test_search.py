@@ -1,7 +1,6 @@
-"""Search attributes in the stores: the same searches give the same actors, in the same order, on MemoryEventStore
-(the reference) and on the DynamoDB store over DynamoDB Local, moto and dynalite; on DynamoDB a search is Queries of
-the `search` index (never a Scan), a commit that changes no attribute writes nothing more, and the derived index
-items survive a crash between the commit and their writes (the next load settles them)."""
+"""Search attributes on the DynamoDB store: a search is Queries of the `search` index (never a Scan), a commit that
+changes no attribute writes nothing more, and the derived index items survive a crash between the commit and their
+writes (the next load settles them). What a search finds, on every backend, is tests/contract/test_search.py's."""
 
 from __future__ import annotations
 
@@ -11,187 +10,20 @@ from typing import Any
 
 import pytest
 
-from dormant.core.search import TYPE_CODES, parse_conditions, stored_value
-from dormant.core.searchplan import SearchPlan, plan_search
+from dormant.core.search import TYPE_CODES, parse_conditions
+from dormant.core.searchplan import plan_search
 from dormant.dynamodb import search as aws_search
 from dormant.dynamodb.store import DynamoEventStore
-from dormant.errors import InvalidCursorError, StorageError
-from dormant.memory.store import MemoryEventStore
-from dormant.ports import ActorMeta, ActorRef, EventStore
-from dormant.workflow.execution import CommitDraft
+from dormant.errors import StorageError
+from dormant.ports import ActorMeta, ActorRef
 from dormant.workflow.history import WorkflowRecord, WorkflowState
+from tests.contract.support import SEARCHED as TYPE
+from tests.contract.support import T0, attributes, found, where
+from tests.contract.support import make_order as make
+from tests.contract.support import search_draft as draft
 from tests.integration.conftest import server_for, shared_session, store_settings, watch
 
-T0 = 1_767_225_600.0
-TYPE = "order"
-DECLARED = {"customer": "s", "amount": "i", "score": "f", "vip": "b", "due": "t"}
 
-
-@pytest.fixture(params=["memory", "dynamodb_local", "moto", "dynalite"])
-async def any_store(request: pytest.FixtureRequest) -> AsyncIterator[EventStore]:
-    if request.param == "memory":
-        yield MemoryEventStore()
-        return
-    server = server_for(request, request.param)
-    async with DynamoEventStore.connect(store_settings(server.endpoint), session=shared_session()) as store:
-        await store.create_table()
-        yield store
-    server.reset()
-
-
-def ref(key: str) -> ActorRef:
-    return ActorRef(name=TYPE, key=(key,))
-
-
-def attributes(**values: Any) -> dict[str, Any]:
-    """name -> [type code, JSON value] (None: unset), as steps' changes reach the store."""
-    return {name: None if value is None else [DECLARED[name], stored_value(DECLARED[name], value)]
-            for name, value in values.items()}
-
-
-def draft(*, search: dict[str, Any] | None = None, state: WorkflowState | None = None, at: float = T0 + 1
-          ) -> CommitDraft:
-    return CommitDraft(upserts=[], deleted_prefixes=[], state=None, consumed_ids=[], responses={}, events=[],
-                       workflow=WorkflowRecord(state=state) if state else None, committed_at=at, search=search)
-
-
-async def make(store: EventStore, key: str, **values: Any) -> ActorRef:
-    actor = ref(key)
-    assert await store.create(actor, ActorMeta(name=TYPE, key=actor.key, created_at=T0), {}, WorkflowRecord(), [],
-                              search={k: v for k, v in attributes(**values).items() if v is not None})
-    return actor
-
-
-def where(*texts: str, declared: dict[str, str] = DECLARED) -> SearchPlan:
-    return plan_search(TYPE, parse_conditions(TYPE, declared, texts))
-
-
-async def found(store: EventStore, *texts: str, status: WorkflowState | None = None, limit: int = 100) -> list[str]:
-    """The keys every page of the search gives, in order."""
-    keys: list[str] = []
-    cursor: str | None = None
-    plan = where(*texts)
-    for _ in range(100):
-        page = await store.search_actors(plan, status=status, limit=limit, after=cursor)
-        keys += [summary.key[0] for summary in page.actors]
-        if page.cursor is None:
-            return keys
-        cursor = page.cursor
-    raise AssertionError("the pages never ended")
-
-
-async def shop(store: EventStore) -> None:
-    await make(store, "a", customer="42", amount=120, score=-1.5, vip=True)
-    await make(store, "b", customer="42", amount=80, score=2.25, vip=False)
-    await make(store, "c", customer="7", amount=100, score=0.0, vip=True, due=datetime(2026, 3, 1, tzinfo=UTC))
-    await make(store, "d", customer="420", amount=-5, score=1e10, vip=False,
-               due=datetime(2025, 12, 31, 23, 0, tzinfo=UTC))
-    await make(store, "e")  # no attributes: never found
-
-
-async def test_conditions_find_the_matching_actors_in_value_order(any_store: EventStore) -> None:
-    await shop(any_store)
-    assert sorted(await found(any_store, "customer=42")) == ["a", "b"]
-    assert await found(any_store, "amount>=80") == ["b", "c", "a"]
-    assert await found(any_store, "amount<100") == ["d", "b"]
-    assert await found(any_store, "amount>80", "amount<=120") == ["c", "a"]
-    assert await found(any_store, "amount=100") == ["c"]
-    assert sorted((await found(any_store, "customer^=42"))[:2]) == ["a", "b"]
-    assert (await found(any_store, "customer^=42"))[2:] == ["d"]
-    assert await found(any_store, "score>-2") == ["a", "c", "b", "d"]
-    assert await found(any_store, "score<=0") == ["a", "c"]
-    assert sorted(await found(any_store, "vip=true")) == ["a", "c"]
-    assert await found(any_store, "due<2026-01-01") == ["d"]  # 2025-12-31T23:00Z; no offset is UTC
-    assert await found(any_store, "due>=2025-12-31T23:30:00-01:00") == ["c"]  # 00:30Z
-    assert await found(any_store, "amount>100", "amount<100") == []  # contradictory: nothing read
-    assert await found(any_store, "customer=42", "amount>100") == ["a"]  # the others filter on the copy
-    assert await found(any_store, "vip=true", "amount<=100") == ["c"]
-    assert await found(any_store, "customer^=", "due>2000-01-01") == ["d", "c"]  # empty prefix: every customer
-
-
-async def test_pages_follow_the_cursor_with_and_without_filters(any_store: EventStore) -> None:
-    for number in range(12):
-        await make(any_store, f"k{number:02}", amount=number * 10 - 30, vip=number % 3 == 0)
-    everyone = [f"k{number:02}" for number in range(12)]
-    assert await found(any_store, "amount>=-1000", limit=5) == everyone
-    flagged = await found(any_store, "amount>-1000", "vip=true", limit=2)  # read by vip, in the actors' hash order
-    assert sorted(flagged) == ["k00", "k03", "k06", "k09"] and len(flagged) == 4
-    assert await found(any_store, "amount>-1000", "amount<1000", "vip=true", limit=2) == ["k00", "k03", "k06", "k09"]
-    first = await any_store.search_actors(where("amount>=0"), limit=3)
-    assert [s.key[0] for s in first.actors] == ["k03", "k04", "k05"] and first.cursor is not None
-    assert first.actors[0].attributes == {"amount": 0, "vip": True} and first.actors[0].status is WorkflowState.PENDING
-    second = await any_store.search_actors(where("amount>=0"), limit=3, after=first.cursor)
-    assert [s.key[0] for s in second.actors] == ["k06", "k07", "k08"]
-
-
-async def test_cursors_of_other_searches_are_refused(any_store: EventStore) -> None:
-    for number in range(3):
-        await make(any_store, f"k{number}", amount=number, customer=str(number))
-    page = await any_store.search_actors(where("amount>=0"), limit=1)
-    assert page.cursor is not None
-    for other, cursor in [(where("customer^="), page.cursor), (where("amount>=0"), "not json"),
-                          (where("amount>=0"), '["amount", "zz!0000000000000000", "order/k0"]'),
-                          (where("amount>=0"), page.cursor.replace("order/", "other/")),
-                          (where("amount>=5"), page.cursor)]:  # a key outside the range searched
-        with pytest.raises(InvalidCursorError):
-            await any_store.search_actors(other, limit=1, after=cursor)
-
-
-async def test_changes_and_unsets_move_the_actor_and_its_copies_follow(any_store: EventStore) -> None:
-    actor = await make(any_store, "a", customer="42", amount=10)
-    await make(any_store, "b", customer="42", amount=20)
-    version = await any_store.commit(actor, 1, draft(search=attributes(amount=200)))
-    assert await found(any_store, "amount<100") == ["b"]
-    assert await found(any_store, "amount>100") == ["a"]
-    # The copy on the customer item follows: the amount condition filters on it.
-    assert await found(any_store, "customer=42", "amount>100") == ["a"]
-    version = await any_store.commit(actor, version, draft(search=attributes(customer=None)))
-    assert await found(any_store, "customer=42") == ["b"]
-    page = await any_store.search_actors(where("amount>100"))
-    assert page.actors[0].attributes == {"amount": 200} and page.actors[0].version == version
-    snapshot = await any_store.load(actor)
-    assert snapshot is not None and snapshot.search == {"amount": ["i", 200]}
-    version = await any_store.commit(actor, version, draft(search=attributes(amount=None)))
-    assert await found(any_store, "amount>=0") == ["b"]
-    assert await found(any_store, "customer^=") == ["b"]
-
-
-async def test_the_listed_status_rides_on_the_items_and_counts_per_status(any_store: EventStore) -> None:
-    for number in range(6):
-        await make(any_store, f"k{number}", amount=number)
-    for number in (1, 2, 3):
-        await any_store.commit(ref(f"k{number}"), 1, draft(state=WorkflowState.SLEEPING))
-    await any_store.commit(ref("k4"), 1, draft(state=WorkflowState.FAILED))
-    await any_store.commit(ref("k1"), 2, draft(state=WorkflowState.RUNNING))  # listed as sleeping: nothing moves
-    assert await found(any_store, "amount>=0", status=WorkflowState.SLEEPING) == ["k1", "k2", "k3"]
-    assert await found(any_store, "amount>=2", status=WorkflowState.FAILED) == ["k4"]
-    assert await found(any_store, "amount>=2", status=WorkflowState.PENDING, limit=1) == ["k5"]
-    counted = await any_store.count_matches(where("amount>=0"), limit=100)
-    assert counted.counts == {"pending": 2, "sleeping": 3, "failed": 1} and counted.exact
-    cut = await any_store.count_matches(where("amount>=0"), limit=4)  # the first four in value order
-    assert cut.counts == {"pending": 1, "sleeping": 3} and not cut.exact
-    assert (await any_store.count_matches(where("amount>=0"), limit=6)).exact
-    assert (await any_store.count_matches(where("amount>9"), limit=6)).counts == {}
-
-
-async def test_deleting_an_actor_takes_its_attributes_and_a_new_life_starts_without(any_store: EventStore) -> None:
-    actor = await make(any_store, "a", customer="42")
-    assert await any_store.delete(actor)
-    assert await found(any_store, "customer=42") == []
-    assert await any_store.create(actor, ActorMeta(name=TYPE, key=actor.key, created_at=T0), {}, WorkflowRecord(), [])
-    assert await found(any_store, "customer=42") == []
-    snapshot = await any_store.load(actor)
-    assert snapshot is not None and snapshot.search == {}
-
-
-async def test_a_retyped_attribute_is_searched_apart_from_its_old_values(any_store: EventStore) -> None:
-    await make(any_store, "a", amount=5)
-    assert await found(any_store, "amount>=0") == ["a"]
-    retyped = where("amount>=0", declared={**DECLARED, "amount": "f"})  # a deploy made it a float
-    assert (await any_store.search_actors(retyped)).actors == []
-
-
-# -- DynamoDB only -------------------------------------------------------------------------------------------------
 @pytest.fixture(params=["dynamodb_local", "moto"])
 async def dynamo(request: pytest.FixtureRequest) -> AsyncIterator[DynamoEventStore]:
     server = server_for(request, request.param)

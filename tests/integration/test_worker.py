@@ -96,7 +96,7 @@ async def aws(request: pytest.FixtureRequest, servers: dict[str, str]) -> AsyncI
     """DynamoDB on DynamoDB Local or moto (SQS on moto); `-threads`: the worker's clients are botocore's in threads
     (the Lambda functions' kind, dormant.aws.clients), the test side's stay aiobotocore's; `localstack-threads`: the
     same on LocalStack (its SQS and, behind its gateway, DynamoDB Local). (dynalite, a third DynamoDB without SQS,
-    runs the store's own tests: tests/integration/test_store_contract.py.)"""
+    runs the store's own tests: tests/contract/.)"""
     server, _, kind = request.param.partition("-")
     if server == "localstack":
         localstack = request.getfixturevalue("localstack_server_process")
