@@ -441,10 +441,16 @@ async def test_a_map_in_a_race_branch_that_loses_cancels_its_items() -> None:
     observed: list[str] = []
     a = actor("map-in-race", state=Counter)
 
+    running: list[int] = []
+    both = asyncio.Event()  # the map's two items run their steps
+
     @a.workflow
     async def run(ctx: WorkflowContext) -> Any:
         async def work(item_ctx: WorkflowContext, item: int) -> int:
             async def forever(s: StepContext) -> int:
+                running.append(item)
+                if len(running) == 2:
+                    both.set()
                 try:
                     await asyncio.sleep(30)
                 except asyncio.CancelledError:
@@ -459,7 +465,7 @@ async def test_a_map_in_a_race_branch_that_loses_cancels_its_items() -> None:
 
         async def quick(branch: WorkflowContext) -> str:
             async def soon(s: StepContext) -> str:
-                await asyncio.sleep(0.05)  # the items' steps are running by then
+                await asyncio.wait_for(both.wait(), 30)  # then it wins, while the items' steps run
                 return "quick"
 
             return str(await branch.step("call", soon))

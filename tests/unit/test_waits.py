@@ -169,9 +169,17 @@ def short_receive(timeout: float) -> Registry:
 async def test_a_message_sent_during_a_short_queue_wait_is_received_in_the_same_wakeup() -> None:
     rt = RealTime(short_receive(0.5), "receiver")
     await rt.create()
+    waiting = asyncio.Event()  # the wake-up waits in process for a message
+    wait_inbox = rt.store.wait_inbox
+
+    async def noticed(*args: Any, **kwargs: Any) -> Any:
+        waiting.set()
+        return await wait_inbox(*args, **kwargs)
+
+    rt.store.wait_inbox = noticed  # type: ignore[method-assign]
 
     async def send_soon() -> None:
-        await asyncio.sleep(0.05)
+        await waiting.wait()  # then at once: inside the 0.5 s wait however slow the machine is
         await rt.service.send(rt.ref, "go", {"n": 7})
 
     sender = asyncio.ensure_future(send_soon())
