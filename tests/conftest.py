@@ -17,8 +17,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from tests.servers import Dynalite, DynamoDBLocal, MotoServer, fake_aws_environment, scrubbed_variables
+
+# A property test that sets no count of its own runs DORMANT_PROPERTY_EXAMPLES examples (`make fuzz` runs more), and
+# none has a deadline: a loaded machine must not fail an example for being slow.
+hypothesis_settings.register_profile(
+    "dormant", deadline=None, max_examples=int(os.environ.get("DORMANT_PROPERTY_EXAMPLES", "100")))
+hypothesis_settings.load_profile("dormant")
 
 
 @pytest.fixture(scope="session", autouse=True)
