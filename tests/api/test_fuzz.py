@@ -3,7 +3,7 @@ requests, answers without a 5xx and with a status, content type, headers and bod
 declares.
 
 The app runs under uvicorn on its own thread and event loop over a TestEnv (wake-ups run as messages
-arrive). Bounded: `DORMANT_FUZZ_EXAMPLES` examples per operation (default 6 under `make test`; `make fuzz`
+arrive). Bounded: `DORMANT_FUZZ_EXAMPLES` examples per operation (default 6; 10 under `make check`; `make fuzz`
 runs more).
 """
 

@@ -3,8 +3,8 @@ the middle, still answering at the end with every message counted exactly once.
 
 Idling is compressed: the pollers short-poll (`--poll-wait 0`, a receive every 50 ms per queue), so each
 idle second makes the requests of a minute of 1-second long polls; the old stack froze after ~1,000 of them.
-`make test` runs the short form (about a minute); `make soak` sets DORMANT_SOAK=long (a few minutes), and CI
-(.ci/run) a form in between.
+Without DORMANT_SOAK it runs the short form (about a minute); `make check` sets DORMANT_SOAK=ci (a form in between)
+and `make soak` DORMANT_SOAK=long (a few minutes).
 """
 
 from __future__ import annotations
