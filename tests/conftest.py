@@ -109,6 +109,8 @@ TIER2_PATHS = (
     "tests/e2e/test_dev_soak.py",  # the soak of `dormant dev` (DORMANT_SOAK)
     "tests/e2e/test_dev_localstack.py", "tests/integration/test_localstack_launcher.py",  # LocalStack
     "tests/api/test_fuzz.py::test_no_operation_answers_5xx_or_off_its_schema",  # schemathesis, every operation
+    # a model-based property test that explores at random (derandomize=False; `make fuzz` runs 3,000 steps)
+    "tests/integration/test_offload_lifecycle.py::test_no_item_refers_to_a_missing_object_and_no_object_lives_forever",
 )
 # Parameter values (a fixture's backend) that run on a second-tier server: dynalite (a third DynamoDB), LocalStack
 # (a JVM, ~700 MB), the DynamoDB store on botocore's client in threads (what Lambda runs; tier 1 has aiobotocore's).
