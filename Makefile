@@ -1,11 +1,13 @@
-# Dormant: `make test` runs checks + the whole suite; `make demo` runs the scripted tour.
+# Dormant: `make test` runs ruff, mypy and the per-commit tests (tier 1, a few minutes); `make check` the release tier
+# (everything else, and the whole suite on Python 3.13); `make demo` runs the scripted tour. Which test is in which
+# tier is decided in one place: tests/conftest.py (TIER2_*).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test test-py313 localstack localstack-tools fuzz demo check bench soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
+.PHONY: test lint test-py313 localstack localstack-tools fuzz demo check bench soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
 	build-ApiFunction build-DependenciesLayer trim-layer coldstart chromium swagger-ui infra-zips infra-build scan-tools \
 	scan
 
@@ -97,8 +99,8 @@ $(NODE_STAMP): tools/node/package.json tools/node/package-lock.json
 	cd tools/node && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
-check: $(STAMP)
-	$(BIN)/ruff check lib examples tests benchmarks
+lint: $(STAMP)
+	$(BIN)/ruff check lib examples tests benchmarks functions
 	$(BIN)/mypy --strict lib/dormant
 	$(BIN)/mypy examples
 
@@ -130,41 +132,37 @@ swagger-ui:
 	for f in $(SWAGGER_UI_FILES); do cp build/swagger-ui/package/$$f $(SWAGGER_UI_DIR)/; done
 	echo $(SWAGGER_UI_VERSION) > $(SWAGGER_UI_DIR)/VERSION
 
-# DORMANT_DEPLOY_TOOLS / DORMANT_SCAN_TOOLS make tests/deploy fail (not skip) when a tool is missing (the
-# Terraform AWS provider too: tests/deploy/test_terraform.py); DORMANT_CHROMIUM does the same for the browser tests,
-# DORMANT_LOCALSTACK for the `localstack` tests and DORMANT_PYTHON313_REQUIRED for the layer built for Lambda's 3.13.
+# -- the tests: two tiers (tests/conftest.py decides which test is in which; docs/testing.md) -------------------------
+# Extra pytest arguments for both tiers (e.g. PYTEST_ARGS="-x" or "-k flow").
+PYTEST_ARGS ?=
+# pytest-xdist workers (0: one process), each module's tests on one worker (tests/xdist_scheduling.py). Each worker
+# starts the servers its tests ask for (moto, DynamoDB Local; in tier 2 dynalite too); the `localstack` tests share one
+# worker (one LocalStack). On 2 cores, 2 workers ran tier 1 fastest (measured: see .ci/run).
+PYTEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0,$(1)),-n $(1) --dist loadscope)
+
+# Tier 1, every commit: ruff, mypy and every test not marked `tier2`; it needs Java and the Node test servers (DynamoDB
+# Local, moto), nothing else.
+test: lint java $(NODE_STAMP)
+	$(BIN)/python -m pytest -m "not tier2" $(call XDIST,$(PYTEST_WORKERS)) $(PYTEST_ARGS)
+
+# Tier 2, the release tier: the whole suite (both tiers) on Lambda's Python 3.13 (.venv313, the same pins), with
+# every tool it needs. DORMANT_DEPLOY_TOOLS / DORMANT_SCAN_TOOLS make tests/deploy fail (not skip) when a tool is
+# missing (the Terraform AWS provider too: tests/deploy/test_terraform.py); DORMANT_CHROMIUM does the same for the
+# browser tests, DORMANT_LOCALSTACK for the `localstack` tests and DORMANT_PYTHON313_REQUIRED for the layer built for
+# Lambda's 3.13. The fuzzing, the kill -9 run and the soak run at bounds between their defaults and `make fuzz` /
+# `make soak`'s. CHECK_PYTHON=.venv/bin/python runs it on 3.11 instead.
 TEST_TOOLS := $(NODE_STAMP) $(DEPLOY_STAMP) $(SCAN_STAMP) $(CHROMIUM) $(LOCALSTACK_STAMP)
 TEST_ENV = DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VENV)/bin DORMANT_CHROMIUM=$(CHROMIUM) \
 	DORMANT_LOCALSTACK=$(LOCALSTACK_VENV) DORMANT_PYTHON313_REQUIRED=1
-# Extra pytest arguments for both runs (e.g. PYTEST_ARGS="-x" or "-m localstack").
-PYTEST_ARGS ?=
-# pytest-xdist workers (0: one process), each module's tests on one worker (tests/xdist_scheduling.py). Each worker
-# starts its own servers (moto, dynalite, DynamoDB Local); the `localstack` tests share one worker (one LocalStack), and
-# tests/deploy/test_terraform.py then starts its apply with its own first test instead of with the session.
-PYTEST_WORKERS ?= 0
-# With workers, the tests that time a stop or run for a set time on a loaded machine run after the others, alone:
-# beside two other workers on 2 cores, `dormant dev` stopped in 2.03-4.8 s (the bound is 2 s), the soak and the
-# operator walkthrough ran out of time.
-TIMED_TESTS ?= tests/e2e/test_dev_lifecycle.py tests/e2e/test_dev_limits.py tests/e2e/test_dev_soak.py tests/e2e/test_operations.py tests/reliability
-XDIST = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadscope $(addprefix --ignore=,$(TIMED_TESTS)))
-# pytest, then (with workers) the timed tests alone; $(1): the Python, $(2): its arguments
-define run_pytest
-	$(TEST_ENV) $(1) -m pytest $(XDIST) $(2)
-	$(if $(filter-out 0,$(PYTEST_WORKERS)),$(TEST_ENV) $(1) -m pytest -p no:cacheprovider $(2) $(TIMED_TESTS) \
-		|| test $$? = 5)
-endef
-# The Lambda code path, run again on Lambda's Python by `make test`: the bundle and the layer built for 3.13 with both
-# handlers on AWS's sample events, and the AWS integration tests (those on LocalStack ran in the first run: LocalStack
-# is the same either way).
-LAMBDA_PATH_TESTS ?= tests/deploy/test_trimmed_layer.py tests/integration
-test: check java $(TEST_TOOLS) $(STAMP313)
-	$(call run_pytest,$(BIN)/python,$(PYTEST_ARGS))
-	$(if $(LAMBDA_PATH_TESTS),$(TEST_ENV) $(VENV313)/bin/python -m pytest -p no:cacheprovider -m "not localstack" \
-		$(XDIST) $(PYTEST_ARGS) $(LAMBDA_PATH_TESTS))
+CHECK_ENV = DORMANT_FUZZ_EXAMPLES=10 DORMANT_PROPERTY_EXAMPLES=200 DORMANT_RELIABILITY_SECONDS=20 DORMANT_SOAK=ci
+CHECK_PYTHON ?= $(VENV313)/bin/python
+CHECK_WORKERS ?= $(PYTEST_WORKERS)
+check: lint java $(TEST_TOOLS) $(STAMP313)
+	$(TEST_ENV) $(CHECK_ENV) $(CHECK_PYTHON) -m pytest -p no:cacheprovider $(call XDIST,$(CHECK_WORKERS)) $(PYTEST_ARGS)
 
-# The whole suite on Lambda's Python (.venv313: the same pins as .venv).
-test-py313: check java $(TEST_TOOLS) $(STAMP313)
-	$(call run_pytest,$(VENV313)/bin/python,-p no:cacheprovider $(PYTEST_ARGS))
+# The whole suite on Lambda's Python: what `make check` runs (kept under its old name).
+test-py313: check
 
 # The longer hostile-input runs (bounded, about 4 minutes): schemathesis over every operation, hypothesis with
 # more examples, the kill -9 fault run for a minute, the outage tests; their figures land in build/.
@@ -177,7 +175,7 @@ FUZZ_ENV = DORMANT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) DORMANT_PROPERTY_EXAMPLES=$(PR
 	DORMANT_OFFLOAD_EXAMPLES=50 DORMANT_OFFLOAD_STEPS=60 \
 	DORMANT_RELIABILITY_SECONDS=$(RELIABILITY_SECONDS) \
 	DORMANT_OUTAGE_REPORT=build/outage.json DORMANT_RELIABILITY_REPORT=build/reliability.json
-fuzz: check java $(NODE_STAMP)
+fuzz: lint java $(NODE_STAMP)
 	mkdir -p build
 	rm -f build/outage.json build/reliability.json
 	$(FUZZ_ENV) timeout 900 $(BIN)/python -m pytest --timeout=600 -p no:cacheprovider $(FUZZ_TESTS)

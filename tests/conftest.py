@@ -2,18 +2,30 @@
 
 The real servers (DynamoDB Local, a moto server and dynalite, tests/servers.py) start once per session on 127.0.0.1,
 only when a test asks for them; fake AWS credentials make sure nothing can reach a real account.
+
+Two tiers (docs/testing.md, "The project's own tests"), decided here and nowhere else (`TIER2_*` below): every test
+is in tier 1 (`make test`, every commit: `-m "not tier2"`) unless a rule below, or its own `tier2` marker (the
+second-tier backends of tests/contract), puts it in tier 2, the release tier (`make check`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from tests.servers import Dynalite, DynamoDBLocal, MotoServer, fake_aws_environment, scrubbed_variables
+
+# A property test that sets no count of its own runs DORMANT_PROPERTY_EXAMPLES examples (`make fuzz` runs more), and
+# none has a deadline: a loaded machine must not fail an example for being slow.
+hypothesis_settings.register_profile(
+    "dormant", deadline=None, max_examples=int(os.environ.get("DORMANT_PROPERTY_EXAMPLES", "100")))
+hypothesis_settings.load_profile("dormant")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -83,8 +95,55 @@ def dynalite_server(dynalite_server_process: Dynalite) -> str:
     return dynalite_server_process.endpoint
 
 
+# -- tiers ---------------------------------------------------------------------------------------------------------
+# Tier 2, the release tier (`make check`), is what needs a tool or a server that tier 1 does not install or start, or
+# what runs for minutes: the deployment checks (SAM, cfn-lint, Terraform on moto, checkov, the layer builds), the
+# browser, the wheel install, LocalStack, the second-tier emulators (dynalite, DynamoDB on botocore in threads), the
+# examples again on the AWS stack, the fuzzing, the kill -9 run and the soak.
+TIER2_PATHS = (
+    "tests/deploy/",  # SAM, cfn-lint, Terraform apply on moto, checkov, the layer and bundle builds
+    "tests/reliability/",  # kill -9 of workers under load (DORMANT_RELIABILITY_SECONDS)
+    "tests/ui/test_dashboard.py", "tests/ui/test_dashboard_callbacks.py", "tests/ui/test_pause_and_rewind.py",
+    "tests/ui/test_search_dashboard.py",  # Chromium
+    "tests/e2e/test_install.py",  # the wheel built and installed into a new venv
+    "tests/e2e/test_dev_soak.py",  # the soak of `dormant dev` (DORMANT_SOAK)
+    "tests/e2e/test_dev_localstack.py", "tests/integration/test_localstack_launcher.py",  # LocalStack
+    "tests/api/test_fuzz.py::test_no_operation_answers_5xx_or_off_its_schema",  # schemathesis, every operation
+    # a model-based property test that explores at random (derandomize=False; `make fuzz` runs 3,000 steps)
+    "tests/integration/test_offload_lifecycle.py::test_no_item_refers_to_a_missing_object_and_no_object_lives_forever",
+)
+# Parameter values (a fixture's backend) that run on a second-tier server: dynalite (a third DynamoDB), LocalStack
+# (a JVM, ~700 MB), the DynamoDB store on botocore's client in threads (what Lambda runs; tier 1 has aiobotocore's).
+TIER2_BACKENDS = re.compile(r"^(?:dynalite|localstack)(?:-.*)?$|-threads$")
+TIER2_MARKERS = ("tier2", "localstack")
+
+
+def tier_of(item: pytest.Item) -> int:
+    """1 or 2: see TIER2_* above."""
+    if any(item.get_closest_marker(name) is not None for name in TIER2_MARKERS):
+        return 2
+    where = item.nodeid
+    if where.startswith(TIER2_PATHS):
+        return 2
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if any(isinstance(value, str) and TIER2_BACKENDS.search(value) for value in params.values()):
+        return 2
+    # the examples run in memory in tier 1, and again on the AWS stack (tests/examples/conftest.py) in tier 2
+    return 2 if where.startswith("tests/examples/") and params.get("backend") == "aws" else 1
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "localstack: runs on LocalStack (tests/localstack.py; `make localstack-tools`)")
+    config.addinivalue_line("markers", "tier2: the release tier (`make check`), not run by `make test`; see "
+                                       "tests/conftest.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks the tier-2 tests `tier2` (then `-m "not tier2"` selects tier 1)."""
+    for item in items:
+        if tier_of(item) == 2 and item.get_closest_marker("tier2") is None:
+            item.add_marker(pytest.mark.tier2)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -69,7 +69,7 @@ class LocalStackUnavailable(RuntimeError):
 
 
 def venv_python() -> Path:
-    """The Python of LocalStack's venv: $DORMANT_LOCALSTACK (a venv directory; `make test` sets it, so a missing venv
+    """The Python of LocalStack's venv: $DORMANT_LOCALSTACK (a venv directory; `make check` sets it, so a missing venv
     fails there) or tools/localstack-venv."""
     given = os.environ.get(VENV_ENV)
     venv = ROOT / given if given else DEFAULT_VENV  # a relative path is the repository's (as make gives it)
@@ -350,7 +350,7 @@ class LocalStack(ServerProcess):
 
 def started_or_skipped() -> Iterator[LocalStack]:
     """The session's LocalStack, stopped at the end; the test is skipped when its venv is missing, unless
-    $DORMANT_LOCALSTACK names it (`make test` does: there a missing venv is a failure)."""
+    $DORMANT_LOCALSTACK names it (`make check` does: there a missing venv is a failure)."""
     try:
         server = LocalStack()
     except LocalStackUnavailable as error:

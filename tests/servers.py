@@ -155,7 +155,7 @@ class Dynalite(ServerProcess):
     def command(self) -> list[str]:
         node = shutil.which("node")
         if node is None:
-            raise RuntimeError("node is not installed: dynalite needs Node.js (`make test` installs dynalite)")
+            raise RuntimeError("node is not installed: dynalite needs Node.js (`make check` installs dynalite)")
         script = ROOT / "tools" / "node" / "node_modules" / ".bin" / "dynalite"
         if not script.exists():
             raise RuntimeError(f"{script} is missing: run `make test` (or `cd tools/node && npm ci`)")

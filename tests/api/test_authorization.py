@@ -165,17 +165,28 @@ async def test_the_http_client_raises_forbidden() -> None:
             await client.get_or_create("vault", ["alice"]).send("deposit", {"amount": 1})
 
 
-async def test_one_caller_holds_a_bounded_number_of_long_polls() -> None:
+async def test_one_caller_holds_a_bounded_number_of_long_polls(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings(dev=True, api_max_waits_per_caller=2, api_max_wait=5)
     async with TestEnv(registry) as env, serve(create_app(registry, settings, service=env.service)) as url, \
             httpx.AsyncClient(base_url=url, timeout=30) as http:
+        waiting: list[int] = []  # the polls the store is waiting on (each holds its caller's slot meanwhile)
+        wait_events = env.store.wait_events
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            waiting.append(1)
+            return await wait_events(*args, **kwargs)
+
+        monkeypatch.setattr(env.store, "wait_events", counted)
         alice = {"x-dormant-dev-user": "alice"}
         bob = {"x-dormant-dev-user": "bob"}
         await http.put("/actors/vault/alice", headers=alice)
         await http.put("/actors/vault/bob", headers=bob)
         polls = [asyncio.create_task(http.get("/actors/vault/alice/events?wait=5", headers=alice))
                  for _ in range(2)]
-        await asyncio.sleep(0.3)  # both are held open now
+        deadline = asyncio.get_running_loop().time() + 30
+        while len(waiting) < 2:  # both are held open now
+            assert asyncio.get_running_loop().time() < deadline, "the two polls never reached the store"
+            await asyncio.sleep(0.005)
         third = await http.get("/actors/vault/alice/events?wait=5", headers=alice)
         assert (third.status_code, third.json()["error"]["code"]) == (429, "too_many_waits")
         assert third.headers["retry-after"] == "1"

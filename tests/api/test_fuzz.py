@@ -3,7 +3,7 @@ requests, answers without a 5xx and with a status, content type, headers and bod
 declares.
 
 The app runs under uvicorn on its own thread and event loop over a TestEnv (wake-ups run as messages
-arrive). Bounded: `DORMANT_FUZZ_EXAMPLES` examples per operation (default 6 under `make test`; `make fuzz`
+arrive). Bounded: `DORMANT_FUZZ_EXAMPLES` examples per operation (default 6; 10 under `make check`; `make fuzz`
 runs more).
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,6 +51,18 @@ CHECKS = [no_server_error, status_code_conformance, content_type_conformance, re
           response_schema_conformance]
 
 
+async def follow_real_time(env: TestEnv, tick: float = 0.02) -> None:
+    """Move the env's virtual clock with real time, as a deployed server's clock moves: a `wait=true` send ends at
+    the API's wait cap. On a clock that stood still, a wait nothing can answer (a send to an actor asleep for an
+    hour) would last until TestEnv's patience guard, which raises for the test author (docs/testing.md): a 500."""
+    last = time.monotonic()
+    while True:
+        await asyncio.sleep(tick)  # a clock's tick, not a wait for something to have happened
+        now = time.monotonic()
+        env.clock.advance(now - last)
+        last = now
+
+
 class ServedApi:
     """The API over a TestEnv, served on a private event loop in a thread."""
 
@@ -79,7 +92,11 @@ class ServedApi:
             await env.run_until_idle()
             self.url = url
             self._ready.set()
-            await self._stop.wait()
+            clock = asyncio.ensure_future(follow_real_time(env))
+            try:
+                await self._stop.wait()
+            finally:
+                clock.cancel()
 
     def start(self) -> str:
         self._thread.start()
@@ -125,3 +142,16 @@ def test_the_fuzzed_document_is_the_served_one(served: str) -> None:
 def test_no_operation_answers_5xx_or_off_its_schema(case: Any, served: str) -> None:
     case.call_and_validate(base_url=served, headers={"Authorization": f"Bearer {TOKEN}"}, checks=CHECKS,
                            timeout=30)
+
+
+def test_a_hostile_timeout_on_a_wait_nothing_answers_ends_at_the_cap(served: str) -> None:
+    """What the fuzzer found (`wait=true&timeout=7.7e306` to an actor asleep for an hour): capped at the API's wait
+    (api_max_wait), the wait times out with its defined answer."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    url = f"{served}/actors/sleeper/hostile-timeout/queues/go"
+    first = httpx.post(url, json=1, headers=headers, timeout=30)  # taken at once: the workflow then naps for an hour
+    assert first.status_code == 202, first.text
+    answer = httpx.post(f"{url}?wait=true&timeout=7.7e306", json=2, headers=headers, timeout=30)
+    assert (answer.status_code, answer.json()["status"]) == (200, "timedOut"), answer.text

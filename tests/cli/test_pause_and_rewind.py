@@ -22,10 +22,11 @@ from tests.unit.test_rewind import registry, renamed
 
 
 @pytest.fixture(scope="module")
-def urls() -> Iterator[dict[str, str]]:
-    """`now`: the API over the actors; `renamed`: a deploy of code whose first step has another name."""
+def urls() -> Iterator[dict[str, Any]]:
+    """`now`: the API over the actors; `renamed`: a deploy of code whose first step has another name; `settled`:
+    how many times the envs have been found idle (the wake-ups of a request have run once it went up by 2)."""
     ready, stop = threading.Event(), threading.Event()
-    found: dict[str, str] = {}
+    found: dict[str, Any] = {"settled": 0}
 
     async def main() -> None:
         async with TestEnv(registry) as env, TestEnv(registry) as old:
@@ -45,6 +46,7 @@ def urls() -> Iterator[dict[str, str]]:
                     await asyncio.sleep(0.02)
                     await env.run_until_idle()
                     await other.run_until_idle()
+                    found["settled"] += 1
 
     thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
     thread.start()
@@ -72,7 +74,7 @@ def _until(key: str, url: str, done: Callable[[dict[str, Any]], bool]) -> dict[s
     raise AssertionError(f"the actor did not get there: {found}")
 
 
-def test_pause_holds_a_message_that_unpause_then_applies_once(urls: dict[str, str]) -> None:
+def test_pause_holds_a_message_that_unpause_then_applies_once(urls: dict[str, Any]) -> None:
     url = urls["now"]
     paused = _run("pause", "ledger", "a", "--reason", "incident 7", url=url)
     assert paused.exit_code == 0 and "a: paused — sleeping -> paused by dev:dev (incident 7)" in paused.output
@@ -84,7 +86,10 @@ def test_pause_holds_a_message_that_unpause_then_applies_once(urls: dict[str, st
     assert refused.exit_code == 2
     resumed = _run("resume", "ledger", "a", url=url)
     assert resumed.exit_code == 2 and "ActorPausedError" in resumed.output
-    time.sleep(0.3)
+    settled, deadline = urls["settled"], time.monotonic() + 30
+    while urls["settled"] < settled + 2:  # the send's wake-up has run (on a paused actor: it did nothing)
+        assert time.monotonic() < deadline, "the API's envs were never idle"
+        time.sleep(0.01)
     assert json.loads(_run("state", "ledger", "a", "--json", url=url).stdout)["log"] == [1, 2, 3]
     unpaused = _run("unpause", "ledger", "a", url=url)
     assert unpaused.exit_code == 0 and "paused -> sleeping" in unpaused.output

@@ -1,7 +1,7 @@
 """Paths, tools and template helpers shared by the deployment tests (template.yaml, infra/, sam build).
 
 The deployment tools (cfn-lint 1.53.3, the SAM CLI) live in their own venv, `tools/deploy-venv`, which
-`make test` creates (`make deploy-tools`); it exports DORMANT_DEPLOY_TOOLS, and then a missing tool is a
+`make check` creates (`make deploy-tools`); it exports DORMANT_DEPLOY_TOOLS, and then a missing tool is a
 failure. Run without make and without that venv, the tests that need a tool are skipped with the reason.
 """
 
@@ -25,7 +25,7 @@ ARTIFACT_BUCKET = "dormant-artifacts"
 
 
 def deploy_tool(name: str) -> Path:
-    """A command of the deployment tools venv (skip when it was never installed, fail under `make test`)."""
+    """A command of the deployment tools venv (skip when it was never installed, fail under `make check`)."""
     return _venv_tool(name, "DORMANT_DEPLOY_TOOLS", "deploy-venv", "make deploy-tools")
 
 
@@ -43,8 +43,8 @@ def _venv_tool(name: str, variable: str, venv: str, target: str) -> Path:
     tool = directory / name
     if tool.exists():
         return tool
-    message = f"{tool} is missing: run `{target}` (make test does)"
-    if configured or os.environ.get("DORMANT_DEPLOY_TOOLS"):  # under `make test`: a missing tool is a failure
+    message = f"{tool} is missing: run `{target}` (make check does)"
+    if configured or os.environ.get("DORMANT_DEPLOY_TOOLS"):  # under `make check`: a missing tool is a failure
         pytest.fail(message)
     pytest.skip(message)
 
@@ -53,7 +53,7 @@ def terraform() -> str:
     found = shutil.which("terraform")
     if found is None:
         message = "terraform is not installed (needed for `terraform fmt -check`)"
-        if os.environ.get("DORMANT_DEPLOY_TOOLS"):  # under `make test`: a missing tool is a failure
+        if os.environ.get("DORMANT_DEPLOY_TOOLS"):  # under `make check`: a missing tool is a failure
             pytest.fail(message)
         pytest.skip(message)
     return found

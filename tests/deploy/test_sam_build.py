@@ -1,7 +1,7 @@
 """`sam build` packages the functions offline: lib/dormant, functions/ and the registry's package (examples/),
 the same files infra/ zips; the bundle alone (plus the third-party packages of the layer) imports both
 handlers. The layer's make target fetches wheels for Lambda's python3.13 on arm64 (needs PyPI, as
-`make test` does)."""
+`make check` does)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ change that keeps the data's names replaces nothing stateful; one that would ren
 `prevent_destroy`, as docs/deploy.md describes for throwaway stacks): it runs in the background after these
 tests, and the session's end fails if it failed or left anything (tests/deploy/terraform.py, close()).
 
-A missing provider is a failure under `make test` (DORMANT_DEPLOY_TOOLS), like the other deployment tools.
+A missing provider is a failure under `make check` (DORMANT_DEPLOY_TOOLS), like the other deployment tools.
 """
 
 from __future__ import annotations

@@ -131,7 +131,7 @@ def python_for(version: str) -> str | None:
 @pytest.fixture(scope="module", params=sorted({HOST_PYTHON, LAMBDA_PYTHON}))
 def deployed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
     """(bundle, layer site, interpreter) as `sam build` makes them, for a Python and this machine's architecture.
-    Lambda's Python is required where `make test` runs (DORMANT_PYTHON313_REQUIRED), skipped elsewhere without it."""
+    Lambda's Python is required where `make check` runs (DORMANT_PYTHON313_REQUIRED), skipped elsewhere without it."""
     version = request.param
     python = python_for(version)
     if python is None:

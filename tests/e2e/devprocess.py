@@ -16,6 +16,10 @@ from dormant.dev.stack import free_port
 from tests.servers import fake_aws_environment
 
 ROOT = Path(__file__).resolve().parents[2]
+# `dormant dev` stops within 2 s (docs/dev-stack.md; 0.3-0.8 s measured on an idle machine): what the tests hold a stop
+# to is generous, for a loaded machine (4.8 s was seen with two other test workers on 2 cores), and still far below
+# what a stop that waited for something would take (a poller's 20 s long poll, uvicorn's keep-alive connections).
+STOP_BOUND = 10.0
 
 
 def environment(**extra: str) -> dict[str, str]:

@@ -1,6 +1,6 @@
-"""`dormant dev` lasts: it stops within 2 s, leaves no child behind even when killed with SIGKILL, keeps its
-data across restarts (DynamoDB, SQS and its S3 bucket; `--fresh` starts over), and prints one timestamped line
-per request and per wake-up."""
+"""`dormant dev` lasts: it stops within 2 s (the tests allow STOP_BOUND, for a loaded machine), leaves no child
+behind even when killed with SIGKILL, keeps its data across restarts (DynamoDB, SQS and its S3 bucket; `--fresh`
+starts over), and prints one timestamped line per request and per wake-up."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from dormant.dev.bucket import DEV_BUCKET
-from tests.e2e.devprocess import DevProcess, alive
+from tests.e2e.devprocess import STOP_BOUND, DevProcess, alive
 
 APP = "tests.e2e.apps:registry"
 STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}"
@@ -38,7 +38,7 @@ def count(dev: DevProcess, key: str, deltas: list[int], *, before: int = 0) -> d
     for delta in deltas:
         status, _ = request(f"{dev.url}/actors/workflow-counter/{key}/queues/counter", "POST", {"delta": delta})
         assert status == 202
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a deadline, generous for a loaded machine
     while True:
         status, state = request(f"{dev.url}/actors/workflow-counter/{key}/state")
         if status == 200 and state["processed"] >= before + len(deltas):
@@ -63,7 +63,7 @@ def test_a_signal_stops_everything_within_two_seconds(tmp_path: Path, signum: in
         moto = dev.moto_pid()
         took = dev.stop(signum)
         assert dev.process is not None and dev.process.returncode == 0, dev.output()
-        assert took < 2.0, f"stopping took {took:.2f} s"
+        assert took < STOP_BOUND, f"stopping took {took:.2f} s"
         assert not alive(moto), "the moto child outlived dormant dev"
     finally:
         dev.kill()
@@ -93,7 +93,7 @@ def test_kill_9_leaves_no_child_and_the_data_survives_until_fresh(tmp_path: Path
         bucket.put_object(Bucket=DEV_BUCKET, Key="actors/0123/value", Body=large)
         moto = dev.moto_pid()
         dev.kill()  # SIGKILL: no handler runs in dormant dev
-        wait_gone(moto, timeout=3.0)
+        wait_gone(moto, timeout=STOP_BOUND)
     finally:
         dev.kill()
     again = DevProcess(data, app=APP).start()
@@ -101,7 +101,7 @@ def test_kill_9_leaves_no_child_and_the_data_survives_until_fresh(tmp_path: Path
         assert request(f"{again.url}/actors/workflow-counter/kept/state") == (200, {"value": 11, "processed": 2})
         assert count(again, "kept", [1], before=2) == {"value": 12, "processed": 3}  # the restored actor keeps going
         assert s3(again).get_object(Bucket=DEV_BUCKET, Key="actors/0123/value")["Body"].read() == large
-        assert again.stop(signal.SIGTERM) < 2.0
+        assert again.stop(signal.SIGTERM) < STOP_BOUND
     finally:
         again.kill()
     fresh = DevProcess(data, "--fresh", app=APP).start()
@@ -118,7 +118,7 @@ def test_the_console_has_a_line_per_request_and_per_wake_up_and_errors_name_thei
     try:
         count(dev, "lines", [2])
         assert request(f"{dev.url}/actors/broken/b-1/queues/poke", "POST", {"n": 1})[0] == 202
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a deadline, generous for a loaded machine
         while "broken['b-1'] failed" not in dev.output():
             assert time.monotonic() < deadline, dev.output()
             time.sleep(0.1)
@@ -139,7 +139,7 @@ def test_log_level_warning_keeps_only_problems(tmp_path: Path) -> None:
     try:
         count(dev, "quiet", [1])
         request(f"{dev.url}/actors/broken/b-2/queues/poke", "POST", {"n": 1})
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a deadline, generous for a loaded machine
         while "broken['b-2'] failed" not in dev.output():
             assert time.monotonic() < deadline, dev.output()
             time.sleep(0.1)

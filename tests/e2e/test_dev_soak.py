@@ -3,8 +3,8 @@ the middle, still answering at the end with every message counted exactly once.
 
 Idling is compressed: the pollers short-poll (`--poll-wait 0`, a receive every 50 ms per queue), so each
 idle second makes the requests of a minute of 1-second long polls; the old stack froze after ~1,000 of them.
-`make test` runs the short form (about a minute); `make soak` sets DORMANT_SOAK=long (a few minutes), and CI
-(.ci/run) a form in between.
+Without DORMANT_SOAK it runs the short form (about a minute); `make check` sets DORMANT_SOAK=ci (a form in between)
+and `make soak` DORMANT_SOAK=long (a few minutes).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import boto3
 
 from dormant.http.client import HttpClient
-from tests.e2e.devprocess import DevProcess, alive
+from tests.e2e.devprocess import STOP_BOUND, DevProcess, alive
 from tests.servers import fake_aws_environment
 
 
@@ -102,12 +102,12 @@ def test_dev_stack_soak(tmp_path: Path) -> None:
             if number < len(SCALE.rounds) - 1:
                 moto = dev.moto_pid()
                 dev.kill()
-                deadline = time.monotonic() + 3
+                deadline = time.monotonic() + STOP_BOUND
                 while alive(moto):
                     assert time.monotonic() < deadline, "the moto child outlived a killed dormant dev"
                     time.sleep(0.05)
             else:
-                assert dev.stop() < 2.0
+                assert dev.stop() < STOP_BOUND
         finally:
             dev.kill()
     assert requests >= 500

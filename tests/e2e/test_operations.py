@@ -51,7 +51,7 @@ class Dev:
         assert result.exit_code == code, result.output
         return json.loads(result.stdout)
 
-    def wait_for(self, actor: str, key: str, status: str, timeout: float = 30) -> dict[str, Any]:
+    def wait_for(self, actor: str, key: str, status: str, timeout: float = 120) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:  # polled over HTTP (a CLI process per poll would be slow)
             with urllib.request.urlopen(f"{self.url}/actors/{actor}/{key}/status", timeout=10) as response:

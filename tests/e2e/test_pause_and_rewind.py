@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.test_dev_soak import queue_depths
 from tests.e2e.test_operations import Dev, moto, shop, start_dev
 from tests.servers import MotoServer
 
@@ -38,7 +39,10 @@ def test_pause_fork_and_reset_walkthrough(shop: Path, moto: MotoServer, monkeypa
                "until unpaused (0 waiting message(s) stay in its inbox)" in paused
         sent = dev.cli("send", "order", "o-8", "ship", '{"carrier": "ups"}', code=3)
         assert "the actor is paused; the message waits in its inbox and runs once an operator unpauses it" in sent
-        time.sleep(2)  # the wake-up the send made has run by now: it did nothing
+        deadline = time.monotonic() + 60
+        while any(queue_depths(moto.endpoint).values()):  # the wake-up the send made has run: it did nothing
+            assert time.monotonic() < deadline, queue_depths(moto.endpoint)
+            time.sleep(0.1)
         words = dev.cli("status", "order", "o-8")
         assert "order o-8: paused (version 4)" in words and "paused by dev:dev (the carrier's API is down)" in words
         assert "it was sleeping (it waited for queue(s) ship); `dormant unpause` lets it run again" in words

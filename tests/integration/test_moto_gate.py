@@ -88,10 +88,13 @@ def test_a_long_poll_answers_as_soon_as_a_message_is_sent_and_blocks_no_other_re
         messages = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=10).get("Messages", [])
         answers.append((messages, time.monotonic()))
 
+    on_the_wire = threading.Semaphore(0)
+    sqs.meta.events.register("before-send.sqs.ReceiveMessage", lambda **_: on_the_wire.release())
     pollers = [threading.Thread(target=poll) for _ in range(3)]  # more long polls in progress than one lock
     for thread in pollers:
         thread.start()
-    time.sleep(0.5)
+    for _ in pollers:  # each poll's request is being sent
+        assert on_the_wire.acquire(timeout=30), "a long poll was never sent"
     # Long polls in progress hold no lock: other SQS and DynamoDB requests go through meanwhile.
     other = sqs.create_queue(QueueName=f"other-{uuid.uuid4().hex[:8]}")["QueueUrl"]
     sqs.send_message(QueueUrl=other, MessageBody="elsewhere")

@@ -2,7 +2,7 @@
 again and again and restarted. Every message is processed exactly once, and no healthy wake-up reaches a
 dead-letter queue (interrupted messages use up receives; the worker refreshes them instead).
 
-Bounded: DORMANT_RELIABILITY_SECONDS of load (default 15 under `make test`; `make fuzz` runs a minute), with
+Bounded: DORMANT_RELIABILITY_SECONDS of load (default 15; 20 under `make check`; `make fuzz` runs a minute), with
 the worker killed 1.5-4 s after each start and the deployment's 5 receives: each kill spends a receive of
 every message in flight (or in a long poll), and the worker refreshes those before the redrive takes them.
 The restarts alternate the worker's AWS clients between aiobotocore's (`dormant dev`) and botocore's in threads

@@ -52,7 +52,7 @@ def moto() -> Iterator[MotoServer]:  # (one server for the module: each stack ha
 @pytest.fixture
 async def browser(tmp_path: Path) -> AsyncIterator[BrowserContext]:
     if not Path(CHROMIUM).exists():
-        if "DORMANT_CHROMIUM" in os.environ:  # `make test` installs it: missing there is a failure
+        if "DORMANT_CHROMIUM" in os.environ:  # `make check` installs it: missing there is a failure
             pytest.fail(f"no chromium at {CHROMIUM} (make chromium installs Debian's package)")
         pytest.skip(f"no chromium at {CHROMIUM} (make chromium installs it)")
     async with async_playwright() as playwright:

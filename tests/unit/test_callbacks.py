@@ -174,6 +174,7 @@ beside_a_step = actor("cb-beside", state=Seen, callbacks={"done": callback(Resul
 async def beside_run(ctx: WorkflowContext) -> None:
     async def slow(b: WorkflowContext) -> str:
         async def work(s: StepContext) -> str:
+            GATE["started"].set()
             await GATE["slow"].wait()
             return "slow done"
         return str(await b.step("work", work))
@@ -570,7 +571,9 @@ async def test_the_callback_is_stored_before_a_step_after_it_runs_even_beside_a_
         handle = env.client.get_or_create("cb-beside", ["k"])
         await handle.status()
         async with env.running():
-            await asyncio.sleep(0.2)  # the slow step runs; ctx.callback waits for it to end before it commits
+            await asyncio.wait_for(GATE["started"].wait(), 30)  # the slow step runs; ctx.callback waits for it
+            for _ in range(50):  # to end before it commits: however long the others get to run meanwhile
+                await asyncio.sleep(0)
             assert SAW_RECORD == [] and env.store.callbacks == {}  # so nothing could hand the token out yet
             GATE["slow"].set()
             await env.run_until_idle()

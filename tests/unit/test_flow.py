@@ -57,6 +57,10 @@ def charging(name: str, body: Callable[[StepContext], Awaitable[Any]], **step: A
     return a
 
 
+async def _true(value: bool) -> bool:
+    return value
+
+
 async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
     """Let the env's wake-ups run (real time) until `check()` holds."""
     for _ in range(500):
@@ -285,9 +289,18 @@ async def test_a_step_longer_than_its_lease_keeps_its_slot() -> None:
         handle = env.client.get_or_create("payer", ["long"])
         await handle.status()
         await asyncio.wait_for(started.wait(), 5)
+        renewals: list[float] = []
+        renew_slot = env.store.renew_slot
+
+        async def counted(lease: SlotLease, until: float) -> bool:
+            renewed = await renew_slot(lease, until)
+            renewals.append(until)
+            return renewed
+
+        env.store.renew_slot = counted  # type: ignore[method-assign]
         for second in range(12):  # 12 s of a 3 s lease, renewed every second
             env.clock.advance(1)
-            await asyncio.sleep(0.02)  # the renewal runs
+            await until(lambda second=second: _true(len(renewals) > second), "the renewal ran")
             other = await env.store.acquire_slot(ghost_request(env, registry, f"someone else {second}"))
             probes.append(isinstance(other, SlotRefusal))
         assert list(held(env).values()) == [handle.ref.id]

@@ -441,10 +441,16 @@ async def test_a_map_in_a_race_branch_that_loses_cancels_its_items() -> None:
     observed: list[str] = []
     a = actor("map-in-race", state=Counter)
 
+    running: list[int] = []
+    both = asyncio.Event()  # the map's two items run their steps
+
     @a.workflow
     async def run(ctx: WorkflowContext) -> Any:
         async def work(item_ctx: WorkflowContext, item: int) -> int:
             async def forever(s: StepContext) -> int:
+                running.append(item)
+                if len(running) == 2:
+                    both.set()
                 try:
                     await asyncio.sleep(30)
                 except asyncio.CancelledError:
@@ -459,7 +465,7 @@ async def test_a_map_in_a_race_branch_that_loses_cancels_its_items() -> None:
 
         async def quick(branch: WorkflowContext) -> str:
             async def soon(s: StepContext) -> str:
-                await asyncio.sleep(0.05)  # the items' steps are running by then
+                await asyncio.wait_for(both.wait(), 30)  # then it wins, while the items' steps run
                 return "quick"
 
             return str(await branch.step("call", soon))
@@ -902,7 +908,7 @@ async def test_a_serial_re_run_keeps_the_decision_of_the_attempt_before() -> Non
                 s.state.log.append(item)  # state touched: a cancelled attempt cannot be undone beside another
                 if item == "slow":
                     try:
-                        await asyncio.sleep(5)
+                        await asyncio.sleep(60)
                     except asyncio.CancelledError:
                         observed.append("slow cancelled")
                         raise
@@ -917,7 +923,7 @@ async def test_a_serial_re_run_keeps_the_decision_of_the_attempt_before() -> Non
     async with TestEnv(setup(a)) as env:
         started = time.monotonic()
         handle = await start(env, "restart-map")
-        assert time.monotonic() - started < 3  # the re-run did not run the slow item first
+        assert time.monotonic() - started < 30  # the re-run did not run the slow item's 60 s first (generous)
         assert max(r.attempts for r in env.reports) >= 2  # it was re-run serially
         assert (await handle.status()).output == ["cancelled", "succeeded", "not_started"]
         assert (await handle.state()).log == ["quick"]  # the cancelled attempt's change was not kept

@@ -4,6 +4,7 @@ resolve back to the value, parts kept as their own objects, content known once."
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from hypothesis import given, settings
@@ -18,18 +19,21 @@ JSON = st.recursive(
     max_leaves=40)
 
 
+EXAMPLES = int(os.environ.get("DORMANT_PROPERTY_EXAMPLES", "400"))  # `make fuzz` runs more
+
+
 def reference(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-@settings(max_examples=400)
+@settings(max_examples=EXAMPLES)
 @given(JSON)
 def test_the_fast_json_is_the_encoders_own(value: Any) -> None:
     assert dumps(value) == reference(value)
     assert json_bytes(value) == len(reference(value).encode())
 
 
-@settings(max_examples=200)
+@settings(max_examples=max(1, EXAMPLES // 2))
 @given(JSON, st.integers(min_value=64, max_value=2048))
 def test_a_stored_value_reads_back_whole_and_its_size_is_foreseen(value: Any, threshold: int) -> None:
     written: dict[str, bytes] = {}
