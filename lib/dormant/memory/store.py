@@ -235,7 +235,8 @@ class MemoryEventStore:
             record.state = dict(draft.state)
         if draft.workflow is not None:
             record.workflow = draft.workflow.model_dump(mode="json")
-        until = dedupe_until(draft.committed_at, self._dedupe_window)  # its ids are duplicates until then
+        # its ids are duplicates until then: from the consuming commit, on the store's time (as DynamoDB's tombstones)
+        until = dedupe_until(self._now(draft.committed_at), self._dedupe_window)
         for message_id in draft.consumed_ids:
             record.inbox.pop(message_id, None)
             record.seen_ids.setdefault(message_id, _Seen(None)).until = until
