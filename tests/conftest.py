@@ -114,7 +114,7 @@ TIER2_PATHS = (
 )
 # Parameter values (a fixture's backend) that run on a second-tier server: dynalite (a third DynamoDB), LocalStack
 # (a JVM, ~700 MB), the DynamoDB store on botocore's client in threads (what Lambda runs; tier 1 has aiobotocore's).
-TIER2_BACKENDS = re.compile(r"^(?:dynalite|localstack)(?:-.*)?$|-threads$")
+TIER2_BACKENDS = re.compile(r"^(?:dynalite|localstack)(?:-.*)?$|[-_]threads$")
 TIER2_MARKERS = ("tier2", "localstack")
 
 
