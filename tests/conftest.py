@@ -144,7 +144,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if tier_of(item) == 2 and item.get_closest_marker("tier2") is None:
             item.add_marker(pytest.mark.tier2)
-        if item.nodeid.startswith("tests/e2e/") and item.get_closest_marker("timeout") is None:
+        if item.nodeid.startswith("tests/e2e/") and item.get_closest_marker("timeout") is None and \
+                config.getoption("timeout", None) is None:  # (`--timeout`, as `make soak` gives, has the say)
             item.add_marker(pytest.mark.timeout(600))  # real `dormant dev` processes, started again and again
 
 
