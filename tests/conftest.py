@@ -114,7 +114,7 @@ TIER2_PATHS = (
 )
 # Parameter values (a fixture's backend) that run on a second-tier server: dynalite (a third DynamoDB), LocalStack
 # (a JVM, ~700 MB), the DynamoDB store on botocore's client in threads (what Lambda runs; tier 1 has aiobotocore's).
-TIER2_BACKENDS = re.compile(r"^(?:dynalite|localstack)(?:-.*)?$|-threads$")
+TIER2_BACKENDS = re.compile(r"^(?:dynalite|localstack)(?:-.*)?$|[-_]threads$")
 TIER2_MARKERS = ("tier2", "localstack")
 
 
@@ -144,6 +144,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if tier_of(item) == 2 and item.get_closest_marker("tier2") is None:
             item.add_marker(pytest.mark.tier2)
+        if item.nodeid.startswith("tests/e2e/") and item.get_closest_marker("timeout") is None and \
+                config.getoption("timeout", None) is None:  # (`--timeout`, as `make soak` gives, has the say)
+            item.add_marker(pytest.mark.timeout(600))  # real `dormant dev` processes, started again and again
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -78,7 +78,7 @@ async def scan(env: AwsTestEnv) -> list[dict[str, Any]]:
 
 async def test_every_route_round_trips_on_aws(moto: str) -> None:
     async with aws_api(moto) as (env, url), HttpClient(url, TOKEN, registry=registry) as client, \
-            httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http:
         bob = client.get_or_create("account", ["tenant/1", "bob"], input={"owner": "Bob", "opening": 5})
         assert await bob.send("deposit", {"amount": 10}, message_id="d-1") == await bob.send(
             "deposit", {"amount": 10}, message_id="d-1")  # the same id twice: one message

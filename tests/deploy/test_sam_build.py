@@ -32,7 +32,7 @@ def deploy_python_available() -> bool:
 
     try:
         found = subprocess.run(["python3.13", "-c", "import sys; print(sys.version_info[:2] == (3, 13))"],
-                               env={**os.environ, "PYENV_VERSION": "3.13"}, capture_output=True, text=True, timeout=30)
+                               env={**os.environ, "PYENV_VERSION": "3.13"}, capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return found.stdout.strip() == "True"
@@ -104,6 +104,7 @@ def test_the_bundle_alone_imports_both_handlers(built: Path) -> None:
     assert loaded["worker"] is True and loaded["api"] is True
 
 
+@pytest.mark.timeout(600)  # pip downloads and unpacks the layer's wheels: minutes on a loaded machine
 def test_the_layer_target_fetches_wheels_for_the_lambda_runtime(tmp_path: Path) -> None:
     """make build-DependenciesLayer (what sam build runs for the layer): every pinned dependency, built for
     CPython 3.13 on aarch64 (the template's runtime and architecture)."""

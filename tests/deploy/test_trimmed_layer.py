@@ -124,7 +124,7 @@ def python_for(version: str) -> str | None:
     if command is None:
         return None
     found = subprocess.run([command, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True,
-                           env={**os.environ, "PYENV_VERSION": version}, timeout=30, check=False)
+                           env={**os.environ, "PYENV_VERSION": version}, timeout=120, check=False)
     return found.stdout.strip() or None if found.returncode == 0 else None
 
 

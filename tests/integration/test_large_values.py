@@ -235,7 +235,7 @@ async def test_a_response_over_the_functions_limit_is_handed_out_through_s3(env:
     await env.run_until_idle()
     settings = env.settings.model_copy(update={"max_response_bytes": 200_000, "auth_mode": "none", "dev": True})
     async with serve(create_app(registry, settings)) as url:
-        async with httpx.AsyncClient(base_url=url) as raw:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as raw:  # the first request opens the AWS clients
             answer = await raw.get("/actors/large-notebook/big-read/state")
             assert answer.status_code == 303 and "X-Amz-Signature" in answer.headers["location"]
             assert "x" * 100 not in answer.text  # the body is not in the redirect
