@@ -3,6 +3,7 @@ actors, commits, messages, search attributes and slot requests, as the runtime h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from dormant.core.search import parse_conditions, stored_value
@@ -82,14 +83,20 @@ def loop_commits(count: int, *, state_bytes: int = 0) -> list[Any]:
     return drafts
 
 
-async def apply_commits(store: EventStore, ref: ActorRef, drafts: list[Any]) -> dict[int, ActorSnapshot]:
+async def apply_commits(store: EventStore, ref: ActorRef, drafts: list[Any],
+                        through: Callable[[], EventStore] | None = None) -> dict[int, ActorSnapshot]:
+    """Commit `drafts` one after the other, each through `through()` if given (e.g. a new process that loads the
+    actor first), else `store`; the actor as loaded after each, by version."""
     seen: dict[int, ActorSnapshot] = {}
     version = 1
     first = await store.load(ref)
     assert first is not None
     seen[1] = first
     for commit in drafts:
-        version = await store.commit(ref, version, commit)
+        committer = store if through is None else through()
+        if committer is not store:
+            assert await committer.load(ref) is not None  # what a wake-up does first
+        version = await committer.commit(ref, version, commit)
         loaded = await store.load(ref)
         assert loaded is not None
         seen[version] = loaded

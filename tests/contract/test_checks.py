@@ -72,9 +72,6 @@ async def test_check_commit_refuses_any_value_of_a_draft_over_the_ceiling(backen
     assert snapshot is not None and snapshot.version == 1 and snapshot.history == []
 
 
-@pytest.mark.backend_xfail(
-    memory="MemoryEventStore.commit does not check again: it stores what check_commit refuses (the runtime always "
-           "calls check_commit first, so only a caller that skips it can tell)")
 async def test_a_commit_refuses_what_check_commit_refuses_and_changes_nothing(store: EventStore) -> None:
     """EventStore.check_commit: a store that has not read the version may let a draft pass, so `commit` checks again
     before it writes, and raises the same error then."""
@@ -86,9 +83,6 @@ async def test_a_commit_refuses_what_check_commit_refuses_and_changes_nothing(st
     assert snapshot is not None and (snapshot.version, snapshot.state, snapshot.history) == (1, {"value": 0}, [])
 
 
-@pytest.mark.backend_xfail(
-    memory="MemoryEventStore's refusals name the actor by its whole ref, key included (`counter['secret', ...]`); "
-           "the DynamoDB store names only its type: errors reach clients and must not repeat what they sent")
 async def test_a_refusal_names_the_limit_and_the_actor_type_but_never_its_key(store: EventStore) -> None:
     actor = ref("secret-key-part")
     errors = [refused(store.check_message, actor, message("over", OVER_THE_CEILING)),

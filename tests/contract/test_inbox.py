@@ -123,20 +123,17 @@ async def test_wait_inbox_returns_messages_not_known_as_they_arrive(store: Event
     assert await store.wait_inbox(ref("nobody"), set(), 0.05) == []
 
 
-DEDUPE_WINDOW = Settings().dedupe_ttl_seconds  # every backend runs with the default
+DEDUPE_WINDOW = Settings().dedupe_ttl_seconds  # every backend runs with the defaults
+SNAPSHOT_EVERY = Settings().snapshot_every
 
 
-@pytest.mark.parametrize("commits_after", [0, 20], ids=["consumed-last", "a-ring-lap-later"])
+@pytest.mark.parametrize("commits_after", [0, 20], ids=["idle-since", "a-ring-lap-later"])
 async def test_an_id_is_a_duplicate_while_pending_and_for_the_window_after_its_consumption(
-        backend: Backend, commits_after: int, request: pytest.FixtureRequest) -> None:
-    """The decided rule (issue 27): an id is a duplicate while its message is pending and for
-    `Settings.dedupe_ttl_seconds` after the commit that consumed it, on the store's clock; after that window the same
-    id is a new message: stored, delivered again, and fingerprinted as the new one."""
-    if backend.on_dynamodb and commits_after == 0:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "the DynamoDB store keeps a message consumed since the actor's last snapshot as a pending item (its "
-            "tombstone is written by the next snapshot commit, docs/storage.md), so an actor that commits nothing "
-            "for the whole window still refuses that id until then")))
+        backend: Backend, commits_after: int) -> None:
+    """The decided rule (issue 27, docs/semantics.md): an id is a duplicate while its message is pending and for
+    `Settings.dedupe_ttl_seconds` after the commit that consumed it, on the store's clock, once the actor has
+    committed a snapshot since; after that the same id is a new message: stored, delivered again, and fingerprinted
+    as the new one. An actor idle since the consumption holds the id until its next snapshot commit."""
     store, clock = backend.store, backend.clock
     actor = await created(store)
     first = message("again", {"delta": 1})
@@ -152,6 +149,12 @@ async def test_an_id_is_a_duplicate_while_pending_and_for_the_window_after_its_c
     assert await store.message_fingerprint(actor, "again") == first.fingerprint()
     clock.advance(1200)  # the window has ended
     assert clock.now() > consumed_at + DEDUPE_WINDOW
+    if commits_after == 0:  # but no snapshot was committed since the consumption: still held, on every store
+        assert not await store.enqueue(actor, message("again", {"delta": 3}))
+        assert await store.message_fingerprint(actor, "again") == first.fingerprint()
+        for n in range(SNAPSHOT_EVERY - 1):  # version 2 consumed it; version 17 is the next snapshot
+            assert await store.message_fingerprint(actor, "again") == first.fingerprint(), version
+            version = await store.commit(actor, version, draft(state={"value": n + 2}))
     assert await store.message_fingerprint(actor, "again") is None
     second = message("again", {"delta": 4})
     assert await store.enqueue(actor, second)  # a new message

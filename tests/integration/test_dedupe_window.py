@@ -34,11 +34,11 @@ class Clock:
 
 @pytest.fixture(params=["memory", "dynamodb_local", "moto", "dynalite"])
 async def clocked(request: pytest.FixtureRequest) -> AsyncIterator[tuple[EventStore, Clock]]:
-    """A store with a dedupe window of WINDOW seconds on a clock the test moves; a DynamoDB store with a ring of 2
-    (its tombstones are written by every other commit)."""
+    """A store with a dedupe window of WINDOW seconds on a clock the test moves, and a ring of 2 (a DynamoDB store's
+    tombstones are written by every other commit: the commit that starts a window, on every store)."""
     clock = Clock()
     if request.param == "memory":
-        yield MemoryEventStore(dedupe_ttl_seconds=WINDOW, clock=clock), clock
+        yield MemoryEventStore(dedupe_ttl_seconds=WINDOW, clock=clock, snapshot_every=2), clock
         return
     server = server_for(request, request.param)
     settings = store_settings(server.endpoint, dedupe_ttl_seconds=WINDOW, snapshot_every=2)

@@ -26,7 +26,9 @@ def test_the_rule() -> None:
 
 
 async def test_an_idempotency_key_is_a_duplicate_for_the_window_then_a_new_message() -> None:
-    async with TestEnv(registry) as env:
+    """In TestEnv as deployed: the window counts from the consuming commit once the actor has committed a snapshot
+    since (a ring of 2 here: its next commit), and an actor idle since holds the key until it does."""
+    async with TestEnv(registry, store=MemoryEventStore(snapshot_every=2)) as env:
         handle = env.client.get_or_create("workflow-counter", ["k"])
         await handle.send("counter", {"delta": 1}, message_id="key-1")
         await env.run_until_idle()
@@ -37,20 +39,27 @@ async def test_an_idempotency_key_is_a_duplicate_for_the_window_then_a_new_messa
             await handle.send("counter", {"delta": 5}, message_id="key-1")  # another request with the key
         await env.run_until_idle()
         assert (await handle.state()).value == 1
-        await env.advance(120)  # the window has ended: the same key is a new message, whatever its body
-        await handle.send("counter", {"delta": 5}, message_id="key-1")
+        await env.advance(120)  # the window has ended, but the actor committed nothing since: still held
+        with pytest.raises(IdempotencyConflictError):
+            await handle.send("counter", {"delta": 5}, message_id="key-1")
+        await handle.send("counter", {"delta": 10}, message_id="key-2")  # its commit is a snapshot
         await env.run_until_idle()
-        assert (await handle.state()).value == 6
+        assert (await handle.state()).value == 11
+        await handle.send("counter", {"delta": 5}, message_id="key-1")  # a new message, whatever its body
+        await env.run_until_idle()
+        assert (await handle.state()).value == 16
 
 
 async def test_the_memory_store_keeps_time_by_the_runtimes_writes() -> None:
-    store = MemoryEventStore(dedupe_ttl_seconds=100)
+    store = MemoryEventStore(dedupe_ttl_seconds=100, snapshot_every=2)
     ref = ActorRef(name="n", key=("a",))
     assert await store.create(ref, ActorMeta(name="n", key=("a",), created_at=1000.0), {}, WorkflowRecord(), [])
     first = InboxMessage(id="m", queue="q", body=1, created_at=1000.0)
     assert await store.enqueue(ref, first)
-    await store.commit(ref, 1, CommitDraft(upserts=[], deleted_prefixes=[], state=None, consumed_ids=["m"],
-                                           responses={}, events=[], workflow=None, committed_at=1010.0))
+    for version, consumed, at in [(1, ["m"], 1010.0), (2, [], 1011.0)]:  # (the second, a snapshot, starts its window)
+        await store.commit(ref, version, CommitDraft(upserts=[], deleted_prefixes=[], state=None,
+                                                     consumed_ids=consumed, responses={}, events=[], workflow=None,
+                                                     committed_at=at))
     assert not await store.enqueue(ref, InboxMessage(id="m", queue="q", body=2, created_at=1109.0))
     assert await store.message_fingerprint(ref, "m") == first.fingerprint()
     later = InboxMessage(id="m", queue="q", body=3, created_at=1110.0)  # sent when the window has ended

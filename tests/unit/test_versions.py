@@ -3,14 +3,15 @@ what production keeps; every kept version reads back exactly as the actor was th
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dormant import StepContext, WorkflowContext, actor, queue, setup
-from dormant.dynamodb.store import SNAPSHOT_AFTER_BYTES as DYNAMO_SNAPSHOT_AFTER_BYTES
 from dormant.errors import VersionNotRetainedError
 from dormant.memory.store import MemoryEventStore
 from dormant.ports import ActorSnapshot
-from dormant.runtime.versions import SNAPSHOT_AFTER_BYTES
+from dormant.runtime.versions import SNAPSHOT_AFTER_BYTES, commit_weight, snapshot_due
 from dormant.testing import TestEnv
 from tests.unit.support import Counter, Item
 
@@ -51,8 +52,14 @@ async def _run(env: TestEnv, sizes: list[int]) -> dict[int, ActorSnapshot]:
     return seen
 
 
-def test_the_memory_store_snapshots_after_the_same_delta_size_as_the_dynamodb_store() -> None:
-    assert SNAPSHOT_AFTER_BYTES == DYNAMO_SNAPSHOT_AFTER_BYTES
+def test_a_snapshot_is_due_a_ring_after_the_last_or_once_the_deltas_pass_the_weight() -> None:
+    """The one rule both stores decide snapshots by (tests/contract/test_versions.py holds them to it)."""
+    assert not snapshot_due(16, 1, 16, 0, 10) and snapshot_due(17, 1, 16, 0, 10)
+    assert not snapshot_due(5, 1, 16, SNAPSHOT_AFTER_BYTES - 10, 10)
+    assert snapshot_due(5, 1, 16, SNAPSHOT_AFTER_BYTES - 10, 11)
+    entry = {"location": "main/step", "output": "é" * 10}
+    assert commit_weight([entry], {"n": 1}, None) == (len(json.dumps(entry, separators=(",", ":"),
+                                                                    ensure_ascii=False).encode()) + 7 + 4)
 
 
 async def test_kept_versions_run_from_the_oldest_snapshot_in_the_ring_to_the_newest() -> None:

@@ -400,19 +400,23 @@ def check_queue_name(name: str, setting: str, *, fifo: bool | None = None) -> st
     return name
 
 
-def check_values(ref: object, values: Iterable[tuple[str, Any]]) -> None:
-    """ItemTooLargeError if one of the (what, value) pairs is over the per-value ceiling VALUE as JSON. Big values
-    are serialized once; small ones (most) cost a length check of their JSON."""
+def value_too_large(actor_type: str, what: str, size: int) -> ItemTooLargeError:
+    """The refusal of a value over the per-value ceiling VALUE, on every store. It names the actor's type, never its
+    key: the error reaches the client, and must not repeat what it sent."""
+    error = ItemTooLargeError(f"{what} of an actor of type {actor_type!r} is {size:,} bytes as JSON, over the limit "
+                              f"({VALUE.name}): {VALUE.describe()}")
+    error.limit = VALUE
+    return error
+
+
+def check_values(actor_type: str, values: Iterable[tuple[str, Any]]) -> None:
+    """ItemTooLargeError if one of the (what, value) pairs is over the per-value ceiling VALUE as JSON."""
     for what, value in values:
         if value is None or isinstance(value, (bool, int, float)):
             continue
         size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
         if size > VALUE.maximum:
-            error = ItemTooLargeError(
-                f"{what} of {ref} is {size:,} bytes as JSON, over the limit ({VALUE.name}): {VALUE.describe()}"
-            )
-            error.limit = VALUE
-            raise error
+            raise value_too_large(actor_type, what, size)
 
 
 def draft_values(draft: CommitDraft) -> list[tuple[str, Any]]:

@@ -19,17 +19,17 @@ from dormant.core.records import ActorMeta, ActorRef, ActorSnapshot, InboxMessag
 from dormant.dynamodb.items import Head, Side, TornRead, json_size, sized
 from dormant.dynamodb.messages import InboxItems
 from dormant.dynamodb.requests import Item, Table
-from dormant.dynamodb.ring import RELEASES, HeadCache, Ring, commit_item, delta_of, materialize
+from dormant.dynamodb.ring import DELTA_WEIGHT, RELEASES, HeadCache, Ring, commit_item, delta_of, materialize
 from dormant.dynamodb.settle import Settler
 from dormant.dynamodb.sizes import SizeChecks, side_parts_of
 from dormant.errors import StorageError, VersionConflict
+from dormant.runtime.versions import json_weight, snapshot_due
 from dormant.s3.blobs import BlobMissing
 from dormant.s3.large_values import LargeValues
 from dormant.settings import Settings
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowRecord
 
-SNAPSHOT_AFTER_BYTES = 96 * 1024  # also snapshot once the deltas since the last one are this big
 TORN_READ_RETRIES = 5
 
 
@@ -104,6 +104,7 @@ class CommitLog:
         version = expected_version + 1
         now = self._now()
         # big values first (dormant.s3.large_values)
+        made = draft
         draft = await self.values.store_draft(ref, base.known_content(), base.all_refs(), version, draft)
         side, delta = delta_of(base, draft, now)
         upsert_sizes = [sized(entry) for entry in draft.upserts]
@@ -113,20 +114,21 @@ class CommitLog:
             head.releases[version] = released
         self.sizes.live(ref, head, side, base)
         side_parts = side_parts_of(side)
-        delta_text_size = sum(size for size, _ in upsert_sizes) + json_size(draft.state) + json_size(delta.get("w"))
-        snapshot = (version - base.snapshot_version >= base.ring
-                    or base.delta_bytes + delta_text_size > SNAPSHOT_AFTER_BYTES)
+        weight = _weight_as_made(made, draft, upsert_sizes, delta.get("w"))
+        snapshot = snapshot_due(version, base.snapshot_version, base.ring, base.delta_bytes, weight)
         if snapshot:
             payload = {"f": head.full(), **side.payload()}
             head.snapshot_version, head.delta_bytes, head.chain_consumed = version, 0, side.consumed_at()
             parts = head.full_parts() + side_parts
         else:
             payload = {**delta, **side.payload()}
-            head.delta_bytes = base.delta_bytes + delta_text_size
+            head.delta_bytes = base.delta_bytes + weight
             parts = [(f"history entry {e['location']!r}", size) for e, (size, _) in zip(draft.upserts, upsert_sizes,
                                                                                         strict=True)]
             parts += [("state", json_size(draft.state)), ("workflow record", json_size(delta.get("w"))), *side_parts]
         item = commit_item(ref, head, payload, snapshot=snapshot, at=now)
+        if not snapshot:  # the weight since the snapshot, so that every process decides the next snapshot alike
+            item[DELTA_WEIGHT] = {"N": str(head.delta_bytes)}
         if released:  # deleted a lap later, when this slot is overwritten (dormant.s3.large_values)
             item[RELEASES] = {"SS": list(released)}
         self.sizes.item(ref, f"commit {version}", item, parts)
@@ -203,3 +205,16 @@ class CommitLog:
 def _ring_releases(head: Head) -> set[str]:
     """The objects the versions still in the ring released (older versions there may refer to them)."""
     return {key for keys in head.releases.values() for key in keys}
+
+
+def _weight_as_made(made: CommitDraft, stored: CommitDraft, upsert_sizes: list[tuple[int, tuple[str, ...]]],
+                    stored_workflow: Any) -> int:
+    """dormant.runtime.versions.commit_weight of `made` (the draft as the workflow made it), from the sizes of
+    `stored` (its stored form) where a value was kept as it was: only the values offloaded to S3 are serialized
+    again."""
+    weight = sum(size if kept is entry else json_weight(entry)
+                 for entry, kept, (size, _) in zip(made.upserts, stored.upserts, upsert_sizes, strict=True))
+    weight += json_size(stored.state) if stored.state is made.state else json_weight(made.state)
+    if stored.workflow is made.workflow or made.workflow is None:
+        return weight + json_size(stored_workflow)
+    return weight + json_weight(made.workflow.model_dump(mode="json"))

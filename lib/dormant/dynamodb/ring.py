@@ -17,6 +17,7 @@ from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowState
 
 RELEASES = "r"  # a commit item's attribute: the S3 objects its version released (dormant.s3.large_values)
+DELTA_WEIGHT = "dw"  # a delta item's attribute: the weight of the deltas since the snapshot (runtime.versions)
 
 
 def live_items(items: list[dict[str, Any]]) -> dict[int, dict[str, Any]] | None:
@@ -63,7 +64,9 @@ def materialize(items: list[dict[str, Any]], cached: Callable[[int], Head | None
                               incarnation)
     for item, payload, side in zip(chain[1:], payloads[1:], sides[1:], strict=True):
         head = head.advance(int(item["v"]["N"]), payload, side)
-        head.delta_bytes += len(item["z"]["B"])
+        # (items written before the weight was stored: their compressed size, as those versions decided)
+        head.delta_bytes = (int(item[DELTA_WEIGHT]["N"]) if DELTA_WEIGHT in item
+                            else head.delta_bytes + len(item["z"]["B"]))
     head.releases = {version: tuple(item[RELEASES]["SS"]) for version, item in by_version.items()
                      if RELEASES in item and version > newest - head.ring}
     return head, sides

@@ -40,7 +40,7 @@ from dormant.dynamodb.doctor import Doctor
 from dormant.dynamodb.inbox import InboxWaiter
 from dormant.dynamodb.items import ITEM_LIMIT
 from dormant.dynamodb.listing import AttentionItems, StatusItems
-from dormant.dynamodb.log import SNAPSHOT_AFTER_BYTES, CommitLog
+from dormant.dynamodb.log import CommitLog
 from dormant.dynamodb.messages import InboxItems
 from dormant.dynamodb.outputs import OutputItems
 from dormant.dynamodb.requests import Table
@@ -58,7 +58,7 @@ from dormant.settings import Settings
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowRecord, WorkflowState
 
-__all__ = ["ITEM_LIMIT", "PENDING_INDEX", "SNAPSHOT_AFTER_BYTES", "TTL_ATTRIBUTE", "DynamoEventStore",
+__all__ = ["ITEM_LIMIT", "PENDING_INDEX", "TTL_ATTRIBUTE", "DynamoEventStore",
            "client_config", "create_table", "table_definition"]
 
 

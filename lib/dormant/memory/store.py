@@ -87,6 +87,9 @@ class _Actor:
     search: dict[str, list[Any]] = field(default_factory=dict)  # its search attributes: name -> [type code, value]
     search_version: int = 1  # the version that last changed its attributes or listed status (what a search shows)
     kept: VersionRing | None = None  # the versions a fork or reset can start from (dormant.runtime.versions)
+    # (id, when) of the messages consumed since the last snapshot commit but one: held until a snapshot commit starts
+    # their window (dormant.core.dedupe, as DynamoDB's tombstones)
+    unwindowed: list[tuple[str, float]] = field(default_factory=list)
 
     def full(self) -> dict[str, Any]:  # a kept snapshot (entries are replaced on upsert, never changed: shallow)
         return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": dict(self.history)}
@@ -113,6 +116,7 @@ class MemoryEventStore:
         self._dedupe_window = float(dedupe_ttl_seconds)
         self._clock = clock
         self._latest = 0.0  # the latest time a write carried
+        self._checked: CommitDraft | None = None  # the last draft check_commit passed
         self._actors: dict[str, _Actor] = {}
         self._early: dict[str, _Actor] = {}  # inboxes of actors that do not exist yet
         self._deleted_at: dict[str, float] = {}  # when each actor was last deleted (it outlives the actor)
@@ -226,6 +230,8 @@ class MemoryEventStore:
         if record is None or record.version != expected_version:
             raise VersionConflict(f"{ref}: expected version {expected_version}, "
                                   f"found {record.version if record else 'no actor'}")
+        if draft is not self._checked:  # (the runtime checks every draft first: not twice)
+            self.check_commit(ref, expected_version, draft)
         for prefix in draft.deleted_prefixes:
             for location in [loc for loc in record.history if loc == prefix or loc.startswith(prefix + "/")]:
                 del record.history[location]
@@ -235,20 +241,19 @@ class MemoryEventStore:
             record.state = dict(draft.state)
         if draft.workflow is not None:
             record.workflow = draft.workflow.model_dump(mode="json")
-        # its ids are duplicates until then: from the consuming commit, on the store's time (as DynamoDB's tombstones)
-        until = dedupe_until(self._now(draft.committed_at), self._dedupe_window)
-        for message_id in draft.consumed_ids:
+        consumed_at = self._now(draft.committed_at)
+        for message_id in draft.consumed_ids:  # held (until None) until a snapshot commit starts their window
             record.inbox.pop(message_id, None)
-            record.seen_ids.setdefault(message_id, _Seen(None)).until = until
+            record.seen_ids.setdefault(message_id, _Seen(None)).until = None
             record.recently_consumed.append(message_id)
         record.responses.update(draft.responses)
         self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
         if draft.search and apply_changes(record.search, draft.search) != record.search:
             record.search, record.search_version = apply_changes(record.search, draft.search), record.version
-        if record.kept is not None:
-            record.kept.add(record.version, draft, record.workflow if draft.workflow is not None else None,
-                            record.full)
+        snapshot = record.kept is None or record.kept.add(
+            record.version, draft, record.workflow if draft.workflow is not None else None, record.full)
+        self._start_windows(record, [(message_id, consumed_at) for message_id in draft.consumed_ids], snapshot)
         for change in draft.callbacks:  # the allowed changes of a record: dormant.core.callbacks
             known = self.callbacks.get(change.token_hash)
             if may_replace(known["state"] if known is not None else None, change.state):
@@ -266,19 +271,33 @@ class MemoryEventStore:
         self._leave(when, "commit")
         return record.version
 
+    def _start_windows(self, record: _Actor, consumed: list[tuple[str, float]], snapshot: bool) -> None:
+        """The dedupe rule (dormant.core.dedupe): a snapshot commit starts the window of the ids consumed before it
+        since the last one, from their consumption (DynamoDB writes their tombstones then); its own wait for the
+        next."""
+        if not snapshot:
+            record.unwindowed += consumed
+            return
+        for message_id, at in record.unwindowed:
+            seen = record.seen_ids.get(message_id)
+            if seen is not None and seen.until is None:
+                seen.until = dedupe_until(at, self._dedupe_window)
+        record.unwindowed = consumed
+
     # The checks before any write (EventStore): memory has no item limit, but it refuses what the DynamoDB store
     # refuses wherever it runs, a value over the per-value ceiling (dormant.core.limits.VALUE), so a test in TestEnv
     # fails where production would. Keys, message ids and a message's size in its wake-up are the runtime's.
     def check_message(self, ref: ActorRef, message: InboxMessage) -> None:
-        check_values(ref, [("the message body", message.body), ("the action's arguments", message.args)])
+        check_values(ref.name, [("the message body", message.body), ("the action's arguments", message.args)])
 
     def check_creation(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any],
                        events: list[tuple[str, Any]]) -> None:
-        check_values(ref, [("the actor's input", meta.input), ("the state", state),
+        check_values(ref.name, [("the actor's input", meta.input), ("the state", state),
                            *((f"the payload of event {name!r}", payload) for name, payload in events)])
 
     def check_commit(self, ref: ActorRef, version: int, draft: CommitDraft) -> None:
-        check_values(ref, draft_values(draft))
+        check_values(ref.name, draft_values(draft))
+        self._checked = draft
 
     async def prepare_message(self, ref: ActorRef, message: InboxMessage) -> InboxMessage:
         return message  # memory keeps values of any size as they are

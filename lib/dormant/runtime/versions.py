@@ -1,15 +1,15 @@
-"""Which versions of an actor its store keeps, so that a fork or a reset can start from one (docs/storage.md,
-"Kept versions"). Pure: both stores use it, neither does I/O here.
+"""Which versions of an actor its store keeps, so that a fork or a reset can start from one (docs/storage.md, "Kept
+versions"). Pure: both stores use it, neither does I/O here.
 
 The DynamoDB store keeps a ring of N commit items (N = `snapshot_every`, 16 by default): a commit carries a full
-snapshot once the last one is N versions back (or once the deltas since it pass SNAPSHOT_AFTER_BYTES), the others
-carry deltas. A version can be rebuilt while its snapshot and every delta after it are still in the ring, so the
-kept versions run from the oldest snapshot still in the ring to the newest version: between 1 and N of them, the
-newest always. `VersionRing` is the same ring for the memory store (TestEnv keeps the versions production keeps);
-`describe` tells what each kept version is, for both.
+snapshot once the last one is N versions back (or once the deltas since it weigh SNAPSHOT_AFTER_BYTES: `snapshot_due`,
+`commit_weight`), the others carry deltas. A version can be rebuilt while its snapshot and every delta after it are
+still in the ring, so the kept versions run from the oldest snapshot still in the ring to the newest version: between 1
+and N of them, the newest always. `VersionRing` is the same ring for the memory store (TestEnv keeps the versions
+production keeps); `describe` tells what each kept version is, for both.
 
-A kept version holds what was live then: finished loop iterations that loop compaction (`history_keep`) had
-deleted by then are not in it, whatever version one goes back to.
+A kept version holds what was live then: finished loop iterations that loop compaction (`history_keep`) had deleted by
+then are not in it, whatever version one goes back to.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
 
 SNAPSHOT_AFTER_BYTES = 96 * 1024
-"""A commit also carries a snapshot once the deltas since the last one are this big (as dormant.dynamodb.store's,
-which tests/unit/test_versions.py checks)."""
+"""A commit also carries a snapshot once the deltas since the last one weigh this much (`commit_weight`)."""
 MAX_CHANGED = 20  # locations listed per version
 _HISTORY = TypeAdapter(list[HistoryEntry])
 
@@ -56,8 +55,23 @@ class _Slot:
     consumed: int
 
 
-def _size(value: Any) -> int:
+def json_weight(value: Any) -> int:
+    """UTF-8 bytes of `value`'s compact JSON."""
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def commit_weight(upserts: Sequence[Any], state: Any, workflow: Any) -> int:
+    """What a delta weighs towards SNAPSHOT_AFTER_BYTES: the JSON of its history entries, state and workflow record
+    as the workflow made them. Every store weighs the values before it offloads any (a value kept in S3 weighs its
+    JSON, not its reference), so the versions a store keeps do not depend on where it keeps big values: TestEnv keeps
+    the versions a deployed actor keeps (tests/contract/test_versions.py)."""
+    return sum(json_weight(entry) for entry in upserts) + json_weight(state) + json_weight(workflow)
+
+
+def snapshot_due(version: int, snapshot_version: int, ring: int, weight_since: int, weight: int) -> bool:
+    """Whether commit `version` carries a full snapshot: the last one is `ring` versions back, or the deltas since it
+    (`weight_since`) and this one (`weight`) pass SNAPSHOT_AFTER_BYTES. The one rule of both stores."""
+    return version - snapshot_version >= ring or weight_since + weight > SNAPSHOT_AFTER_BYTES
 
 
 class VersionRing:
@@ -78,16 +92,18 @@ class VersionRing:
     __hash__ = None  # type: ignore[assignment]
 
     def add(self, version: int, draft: CommitDraft, workflow: dict[str, Any] | None,
-            full: Callable[[], dict[str, Any]]) -> None:
-        """Keep commit `version` (`draft`, its workflow record as JSON); `full()` is the actor after it."""
-        size = sum(_size(entry) for entry in draft.upserts) + _size(draft.state) + _size(workflow)
-        if version - self._snapshot_version >= self.size or self._delta_bytes + size > SNAPSHOT_AFTER_BYTES:
+            full: Callable[[], dict[str, Any]]) -> bool:
+        """Keep commit `version` (`draft`, its workflow record as JSON); `full()` is the actor after it. True when it
+        is kept as a snapshot."""
+        weight = commit_weight(draft.upserts, draft.state, workflow)
+        if snapshot_due(version, self._snapshot_version, self.size, self._delta_bytes, weight):
             self._slots.append(_Slot(version, draft.committed_at, full(), None, len(draft.consumed_ids)))
             self._snapshot_version, self._delta_bytes = version, 0
-            return
+            return True
         delta = {"u": draft.upserts, "x": draft.deleted_prefixes, "s": draft.state, "w": workflow}
         self._slots.append(_Slot(version, draft.committed_at, None, delta, len(draft.consumed_ids)))
-        self._delta_bytes += size
+        self._delta_bytes += weight
+        return False
 
     def versions(self) -> list[Materialized]:
         """Every kept version, oldest first."""

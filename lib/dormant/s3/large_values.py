@@ -42,9 +42,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any
 
-from dormant.core.limits import VALUE
+from dormant.core.limits import VALUE, value_too_large
 from dormant.core.records import ActorRef, EventRecord, InboxMessage
-from dormant.errors import ItemTooLargeError
 from dormant.s3.blobs import BlobMissing, S3Blobs
 from dormant.s3.offload import (
     Offloaded,
@@ -73,13 +72,6 @@ _HEADER_FIELDS = frozenset({"location", "kind", "name", "seq", "status", "attemp
 
 def actor_hash(ref: ActorRef) -> str:
     return hashlib.sha256(ref.id.encode()).hexdigest()[:32]
-
-
-def too_big(ref: ActorRef, what: str, size: int) -> ItemTooLargeError:
-    error = ItemTooLargeError(f"{what} of an actor of type {ref.name!r} is {size:,} bytes as JSON, over the limit "
-                              f"({VALUE.name}): {VALUE.describe()}")
-    error.limit = VALUE
-    return error
 
 
 class LargeValues:
@@ -186,7 +178,7 @@ class LargeValues:
         """A stand-in of `value`'s stored size (no hashing, nothing written); ItemTooLargeError over the ceiling."""
         size, total = stored_size(value, self.threshold)
         if total > VALUE.maximum:
-            raise too_big(ref, what, total)
+            raise value_too_large(ref.name, what, total)
         return value if size == total else {"__estimate__": "x" * max(0, size - 20)}
 
     def check_message(self, ref: ActorRef, message: InboxMessage) -> InboxMessage:
@@ -257,7 +249,7 @@ class LargeValues:
     def _store(ref: ActorRef, offloader: Offloader, value: Any, what: str) -> Offloaded:
         stored = offloader.store(value)
         if stored.largest > VALUE.maximum:
-            raise too_big(ref, what, stored.largest)
+            raise value_too_large(ref.name, what, stored.largest)
         return stored
 
     async def _put(self, *results: Offloaded) -> None:
