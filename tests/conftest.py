@@ -107,6 +107,12 @@ TIER2_PATHS = (
     "tests/ui/test_search_dashboard.py",  # Chromium
     "tests/e2e/test_install.py",  # the wheel built and installed into a new venv
     "tests/e2e/test_dev_soak.py",  # the soak of `dormant dev` (DORMANT_SOAK)
+    # One feature's walkthrough each on a real `dormant dev` process (1.5-2 minutes together): tier 1 keeps the dev
+    # stack's own end-to-end tests (start, stop on a signal, kill -9, the console, the demo tour, the terminal CLI),
+    # and each of these features' behaviour on the same AWS stack in its integration tests.
+    "tests/e2e/test_operations.py", "tests/e2e/test_pause_and_rewind.py", "tests/e2e/test_dev_large_values.py",
+    "tests/e2e/test_dev_limits.py", "tests/e2e/test_dev_map.py", "tests/e2e/test_dev_search.py",
+    "tests/e2e/test_dev_burst.py", "tests/e2e/test_dev_callbacks.py",
     "tests/e2e/test_dev_localstack.py", "tests/integration/test_localstack_launcher.py",  # LocalStack
     "tests/api/test_fuzz.py::test_no_operation_answers_5xx_or_off_its_schema",  # schemathesis, every operation
     # a model-based property test that explores at random (derandomize=False; `make fuzz` runs 3,000 steps)

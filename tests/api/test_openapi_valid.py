@@ -19,9 +19,16 @@ from examples.catalog import PATTERNS
 from tests.api.apps import registry
 
 
+_DOCUMENTS: dict[tuple[int, bool], dict[str, Any]] = {}
+
+
 def _document(app_registry: Any, *, dev: bool = True) -> dict[str, Any]:
-    app = create_app(app_registry, Settings(dev=dev), service=TestEnv(app_registry).service)
-    return app.openapi()
+    """The app's document, built once per registry and mode in a test run (the tests only read it)."""
+    key = (id(app_registry), dev)
+    if key not in _DOCUMENTS:
+        app = create_app(app_registry, Settings(dev=dev), service=TestEnv(app_registry).service)
+        _DOCUMENTS[key] = app.openapi()
+    return _DOCUMENTS[key]
 
 
 def _walk(value: Any) -> list[dict[str, Any]]:
