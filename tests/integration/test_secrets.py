@@ -83,8 +83,10 @@ async def test_a_missing_secret_refuses_the_operator_routes_and_a_present_one_op
         await env.client.get_or_create("account", ["a"]).send("deposit", {"amount": 1})
         await env.run_until_idle()
         for settings, expected in ((missing, {"s3cret": 503, "wrong": 503}), (present, {"s3cret": 200, "wrong": 401})):
+            # (a hang guard, not a speed bound: the missing parameter's read is tried 3 times against a moto
+            # server that a loaded machine may answer slowly; httpx's default is 5 s)
             async with serve(create_app(registry, settings, service=env.service)) as url, \
-                    httpx.AsyncClient(base_url=url) as http:
+                    httpx.AsyncClient(base_url=url, timeout=60) as http:
                 for presented, status in expected.items():
                     response = await http.get("/actors/account/a/history",
                                               headers={"Authorization": f"Bearer {presented}"})

@@ -44,9 +44,11 @@ class Meter:
     `write_units` are the table's, `index_write_units` those of its secondary indexes (what a write of an
     indexed item costs on top); `read_units` are all read units, indexes included. `capacity_reported`
     counts the DynamoDB responses whose units the server reported (the rest are estimated from sizes).
-    `sqs_billed` counts billed SQS requests (64 KB chunks) by queue kind, "fifo" or "standard"."""
+    `sqs_billed` counts billed SQS requests (64 KB chunks) by queue kind, "fifo" or "standard". `requests`
+    counts what went on the wire, a retry of a timed-out request too; `calls` what the code asked for."""
 
-    requests: Counter[str] = field(default_factory=Counter)
+    requests: Counter[str] = field(default_factory=Counter)  # HTTP requests sent (retries too: AWS bills them)
+    calls: Counter[str] = field(default_factory=Counter)  # API calls made (each once, however often retried)
     bytes_sent: int = 0
     bytes_received: int = 0
     write_units: float = 0.0
@@ -145,6 +147,9 @@ def instrument(client: Any, *, always: Meter | None = None, capacity: bool = Fal
 
     def before_call(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
         context[_CONTEXT_KEY] = _request_facts(service, model.name, params.get("body"))
+        with _counting:
+            for meter in meters():
+                meter.calls[f"{service}.{model.name}"] += 1
 
     def before_send(request: Any, event_name: str = "", **_: Any) -> None:
         operation = event_name.rsplit(".", 1)[-1]
