@@ -103,6 +103,7 @@ def dynalite_server(dynalite_server_process: Dynalite) -> str:
 TIER2_PATHS = (
     "tests/deploy/",  # SAM, cfn-lint, Terraform apply on moto, checkov, the layer and bundle builds
     "tests/reliability/",  # kill -9 of workers under load (DORMANT_RELIABILITY_SECONDS)
+    "tests/integration/test_moto_persistence.py",  # kill -9 and restarts of the dev stack's moto, byte for byte
     "tests/ui/test_dashboard.py", "tests/ui/test_dashboard_callbacks.py", "tests/ui/test_pause_and_rewind.py",
     "tests/ui/test_search_dashboard.py",  # Chromium
     "tests/e2e/test_install.py",  # the wheel built and installed into a new venv
