@@ -4,6 +4,7 @@ from dormant.actor import ActorDefinition, Registry, actor, callback, event, que
 from dormant.client import ActorHandle, Client
 from dormant.core.flow import Limit
 from dormant.errors import (
+    ActorExistsError,
     ActorNotFoundError,
     CallbackCompletedError,
     CallbackExpiredError,
@@ -51,7 +52,8 @@ from dormant.workflow import (
 )
 
 __all__ = [
-    "AccessRequest", "ActionContext", "ActorDefinition", "ActorHandle", "ActorNotFoundError", "ActorStatus",
+    "AccessRequest", "ActionContext", "ActorDefinition", "ActorExistsError", "ActorHandle", "ActorNotFoundError",
+    "ActorStatus",
     "Callback", "CallbackCancelledError", "CallbackCompletedError", "CallbackError", "CallbackExpiredError",
     "CallbackFailedError", "CallbackHeartbeatTimeoutError", "CallbackNotFoundError", "CallbackStatus",
     "CallbackTimeoutError", "CallbackUrlError", "Caller", "Client", "ForbiddenError", "HistoryDivergedError",
