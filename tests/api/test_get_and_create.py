@@ -93,3 +93,17 @@ async def test_over_http_the_answers_are_404_and_409_and_never_echo_the_key() ->
         assert (first.status_code, second.status_code) == (201, 409)
         assert second.json()["error"]["code"] == "actor_exists" and secret not in second.text
         assert (await env.client.get("account", [secret]).state()).owner == "x"
+
+
+async def test_no_read_route_creates_a_missing_actor() -> None:
+    async with served_env(registry) as (env, url), httpx.AsyncClient(base_url=url) as http:
+        base = "/actors/account/ghost"
+        reads = ["/state", "/status", "/status?history=true", "/history", "/events", "/events?wait=0.01",
+                 "/inspector/workflow-history", "/inspector/export", "/inbox", "/values", "/versions", "/versions/1"]
+        for suffix in reads:
+            response = await http.get(base + suffix)
+            assert response.status_code == 404, (suffix, response.text)
+            assert response.json()["error"]["code"] == "actor_not_found", suffix
+        await env.run_until_idle()
+        assert (await http.get("/actors/account")).json()["actors"] == []
+        assert await env.store.load(env.service.ref("account", "ghost")) is None
