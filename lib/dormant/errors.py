@@ -27,6 +27,11 @@ class UnknownActorError(DormantError):
     """No actor type with this name is registered."""
 
 
+class UnknownActorOptionError(DormantError, TypeError):
+    """`actor(...)` got a keyword it does not take (a TypeError, like any bad call): the message names the accepted
+    ones."""
+
+
 class UnknownQueueError(DormantError):
     """The actor declares no queue with this name."""
 
