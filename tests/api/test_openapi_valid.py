@@ -18,7 +18,6 @@ from dormant.testing import TestEnv
 from examples.catalog import PATTERNS
 from tests.api.apps import registry
 
-
 _DOCUMENTS: dict[tuple[int, bool], dict[str, Any]] = {}
 
 
