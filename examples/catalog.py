@@ -38,6 +38,7 @@ PATTERNS: dict[str, str] = {
 MORE_PATTERNS: dict[str, str] = {
     "Request -> human -> reply (a completable request answered after a decision)": "request_human_reply",
     "Flow control across actors (a payment provider's concurrency and rate)": "payment_limits",
+    "Keyed and prioritized flow control (one charge per customer at a time, urgent first)": "keyed_limits",
     "Bounded map (a quorum write: two replicas at a time, done at three acknowledgements)": "bounded_map",
     "Search attributes (find actors by what their steps set)": "order_search",
     "Callback from an outside system (a payment provider's webhook: ctx.callback)": "payment_webhook",

@@ -4,6 +4,7 @@ from dormant.actor import ActorDefinition, Registry, actor, callback, event, que
 from dormant.client import ActorHandle, Client
 from dormant.core.flow import Limit
 from dormant.errors import (
+    ActorExistsError,
     ActorNotFoundError,
     CallbackCompletedError,
     CallbackExpiredError,
@@ -14,6 +15,7 @@ from dormant.errors import (
     InvalidMessageError,
     UnknownActionError,
     UnknownActorError,
+    UnknownActorOptionError,
     UnknownCallbackError,
     UnknownEventError,
     UnknownQueueError,
@@ -51,14 +53,14 @@ from dormant.workflow import (
 )
 
 __all__ = [
-    "AccessRequest", "ActionContext", "ActorDefinition", "ActorHandle", "ActorNotFoundError", "ActorStatus",
-    "Callback", "CallbackCancelledError", "CallbackCompletedError", "CallbackError", "CallbackExpiredError",
-    "CallbackFailedError", "CallbackHeartbeatTimeoutError", "CallbackNotFoundError", "CallbackStatus",
-    "CallbackTimeoutError", "CallbackUrlError", "Caller", "Client", "ForbiddenError", "HistoryDivergedError",
-    "HookContext", "InvalidCallbackTokenError", "InvalidKeyError", "InvalidMessageError", "JoinError", "Limit", "Loop",
-    "MapError", "MapItem", "MapItemStatus", "MapResult", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
-    "RaceError", "RaceResult", "Registry", "SendResult", "StepContext", "StepExhaustedError", "StepOnlyError",
-    "StepTimeoutError", "UnknownActionError", "UnknownActorError", "UnknownCallbackError", "UnknownEventError",
-    "UnknownQueueError", "VersionConflict", "WorkflowContext", "WorkflowState", "actor", "callback", "event", "queue",
-    "setup",
+    "AccessRequest", "ActionContext", "ActorDefinition", "ActorExistsError", "ActorHandle", "ActorNotFoundError",
+    "ActorStatus", "Callback", "CallbackCancelledError", "CallbackCompletedError", "CallbackError",
+    "CallbackExpiredError", "CallbackFailedError", "CallbackHeartbeatTimeoutError", "CallbackNotFoundError",
+    "CallbackStatus", "CallbackTimeoutError", "CallbackUrlError", "Caller", "Client", "ForbiddenError",
+    "HistoryDivergedError", "HookContext", "InvalidCallbackTokenError", "InvalidKeyError", "InvalidMessageError",
+    "JoinError", "Limit", "Loop", "MapError", "MapItem", "MapItemStatus", "MapResult", "NonRetryableError",
+    "QueueMessage", "QueueTimeoutError", "RaceError", "RaceResult", "Registry", "SendResult", "StepContext",
+    "StepExhaustedError", "StepOnlyError", "StepTimeoutError", "UnknownActionError", "UnknownActorError",
+    "UnknownActorOptionError", "UnknownCallbackError", "UnknownEventError", "UnknownQueueError", "VersionConflict",
+    "WorkflowContext", "WorkflowState", "actor", "callback", "event", "queue", "setup",
 ]

@@ -17,6 +17,7 @@ from dormant.errors import (
     InvalidMessageError,
     UnknownActionError,
     UnknownActorError,
+    UnknownActorOptionError,
     UnknownCallbackError,
     UnknownEventError,
     UnknownQueueError,
@@ -290,6 +291,11 @@ class ActorDefinition:
                 f"so that a new actor can start: {error}") from None
 
 
+ACTOR_KEYWORDS = ("state", "queues", "events", "callbacks", "vars", "search")
+EXTRA_OPTIONS = ("workflow_timeout",)
+"""Keywords `actor(...)` takes besides ACTOR_KEYWORDS (kept in `ActorDefinition.options`)."""
+
+
 def actor(name: str, *, state: type[BaseModel] | None = None, queues: Mapping[str, QueueSpec[Any]] | None = None,
           events: Mapping[str, EventSpec] | None = None, callbacks: Mapping[str, CallbackSpec] | None = None,
           vars: Callable[[], Any] | None = None, search: Mapping[str, type] | None = None,
@@ -297,7 +303,14 @@ def actor(name: str, *, state: type[BaseModel] | None = None, queues: Mapping[st
     """Define an actor type. Decorate its workflow, actions and hooks on the returned object.
 
     `search` declares its search attributes, name -> str, int, float, bool or datetime (dormant.core.search): steps and
-    actions set them (`c.search`), operators find actors by them (`dormant actors list --where customer=42`)."""
+    actions set them (`c.search`), operators find actors by them (`dormant actors list --where customer=42`).
+    `options`: only those in EXTRA_OPTIONS; another keyword raises UnknownActorOptionError naming the accepted ones."""
+    unknown = sorted(set(options) - set(EXTRA_OPTIONS))
+    if unknown:
+        accepted = ", ".join([*ACTOR_KEYWORDS, *EXTRA_OPTIONS])
+        shown = ", ".join(repr(option[:40]) for option in unknown[:5])
+        raise UnknownActorOptionError(f'actor "{name[:80]}" got unknown option(s) {shown}: actor(...) accepts '
+                                      f"{accepted}")
     if not name or "/" in name:
         raise WorkflowDefinitionError(f"actor name must be non-empty and free of '/', got {name!r}")
     for queue_name in queues or {}:

@@ -1,4 +1,5 @@
-"""The Python client: `client.get_or_create(actor, key)` -> handle with send/call/state/status/history/events.
+"""The Python client: `client.get_or_create(actor, key)` -> handle with send/call/state/status/history/events;
+`client.get(actor, key)` -> a handle that never creates; `await client.create(actor, key)` -> created now.
 
 `Client` here runs in-process over the actor operations (the runtime's ActorService: tests, steps,
 actions, `dormant dev`); `dormant.http.client.HttpClient` offers the same handle API over HTTP.
@@ -10,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from dormant.core.cursors import every_result
+from dormant.errors import ActorExistsError
 from dormant.models import (
     ActorCounts,
     ActorStatus,
@@ -62,23 +64,24 @@ class ActorOperations(Protocol):
 
     async def send(self, ref: ActorRef, queue_name: str, body: Any, *, wait: bool = False,
                    timeout: float | None = None, message_id: str | None = None,
-                   actor_input: Any = None, sender: Caller | None = None, derived_id: bool = False
-                   ) -> SendResult: ...
+                   actor_input: Any = None, sender: Caller | None = None, derived_id: bool = False,
+                   create: bool = True) -> SendResult: ...
 
     async def send_many(self, ref: ActorRef, queue_name: str, bodies: Sequence[Any], *,
                         message_ids: Sequence[str] | None = None, actor_input: Any = None,
-                        sender: Caller | None = None) -> list[SendResult]: ...
+                        sender: Caller | None = None, create: bool = True) -> list[SendResult]: ...
 
     async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None,
-                   caller: Caller | None = None) -> Any: ...
+                   caller: Caller | None = None, create: bool = True) -> Any: ...
 
-    async def state(self, ref: ActorRef) -> Any: ...
+    async def state(self, ref: ActorRef, *, create: bool = True) -> Any: ...
 
-    async def status(self, ref: ActorRef) -> ActorStatus: ...
+    async def status(self, ref: ActorRef, *, create: bool = True) -> ActorStatus: ...
 
-    async def history(self, ref: ActorRef) -> list[HistoryEntry]: ...
+    async def history(self, ref: ActorRef, *, create: bool = True) -> list[HistoryEntry]: ...
 
-    def events(self, ref: ActorRef, *, after: int = 0, follow: bool = True) -> AsyncIterator[EventRecord]: ...
+    def events(self, ref: ActorRef, *, after: int = 0, follow: bool = True, create: bool = True
+               ) -> AsyncIterator[EventRecord]: ...
 
     async def deliver(self, ref: ActorRef, message: InboxMessage, *, compare: bool = False) -> None: ...
 
@@ -98,18 +101,20 @@ class ActionShortcuts:
 
 
 class ActorHandle(ActionShortcuts):
-    """A handle to one actor. No I/O until the first request, which creates the actor.
+    """A handle to one actor. No I/O until the first request, which creates the actor (`get_or_create`), or, for
+    a handle that never creates (`client.get`, `client.create`), raises ActorNotFoundError if it is missing.
 
     With a `caller`, every request is first put to the actor's authorization hook (ForbiddenError if it
     refuses), and the caller is recorded as the sender of messages and `c.caller` of actions."""
 
     def __init__(self, service: ActorOperations, ref: ActorRef, *, actor_input: Any = None,
-                 ids: IdSource | None = None, caller: Caller | None = None) -> None:
+                 ids: IdSource | None = None, caller: Caller | None = None, creates: bool = True) -> None:
         self._service = service
         self._input = actor_input
         self._ids = ids
         self._caller = caller
-        self._created = False
+        self._creates = creates
+        self._created = not creates  # a handle that never creates has nothing to create
         self.ref = ref
 
     async def _authorize(self, operation: Operation, target: str | None = None) -> None:
@@ -131,7 +136,8 @@ class ActorHandle(ActionShortcuts):
         derived = message_id is None and self._ids is not None  # a step's deterministic id: dedupe only
         mid = message_id or (self._ids() if self._ids else None)
         result = await self._service.send(self.ref, queue, body, wait=wait, timeout=timeout, message_id=mid,
-                                          actor_input=self._input, sender=self._caller, derived_id=derived)
+                                          actor_input=self._input, sender=self._caller, derived_id=derived,
+                                          create=self._creates)
         self._created = True
         return result
 
@@ -141,31 +147,32 @@ class ActorHandle(ActionShortcuts):
         are checked first; `message_ids` (one per body) make a retried batch idempotent."""
         await self._authorize("send", queue)
         results = await self._service.send_many(self.ref, queue, bodies, message_ids=message_ids,
-                                                actor_input=self._input, sender=self._caller)
+                                                actor_input=self._input, sender=self._caller, create=self._creates)
         self._created = True
         return results
 
     async def call(self, action: str, *args: Any) -> Any:
         await self._authorize("call", action)
-        result = await self._service.call(self.ref, action, args, actor_input=self._input, caller=self._caller)
+        result = await self._service.call(self.ref, action, args, actor_input=self._input, caller=self._caller,
+                                          create=self._creates)
         self._created = True
         return result
 
     async def state(self) -> Any:
         await self._ensure("state")
-        return await self._service.state(self.ref)
+        return await self._service.state(self.ref, create=self._creates)
 
     async def status(self) -> ActorStatus:
         await self._ensure("status")
-        return await self._service.status(self.ref)
+        return await self._service.status(self.ref, create=self._creates)
 
     async def history(self) -> list[HistoryEntry]:
         await self._ensure("history")
-        return await self._service.history(self.ref)
+        return await self._service.history(self.ref, create=self._creates)
 
     async def events(self, *, after: int = 0, follow: bool = True) -> AsyncIterator[EventRecord]:
         await self._ensure("events")
-        async for record in self._service.events(self.ref, after=after, follow=follow):
+        async for record in self._service.events(self.ref, after=after, follow=follow, create=self._creates):
             yield record
 
     # -- operator actions (dormant.runtime.operations): they never create the actor ---------------------
@@ -182,9 +189,10 @@ class ActorHandle(ActionShortcuts):
         return await Operator(self._service).inbox(self.ref, limit=limit)
 
     async def delete(self) -> OperationResult:
-        """Remove every item of the actor; the next request through a handle creates it afresh."""
+        """Remove every item of the actor; the next request through a `get_or_create` handle creates it afresh
+        (through a `get` or `create` handle: ActorNotFoundError)."""
         result = await Operator(self._service).delete(self.ref)
-        self._created = False
+        self._created = not self._creates
         return result
 
     @property
@@ -243,8 +251,25 @@ class Client:
         return Client(self._service, ids=self._ids, caller=caller)
 
     def get_or_create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> ActorHandle:
+        """A handle (no I/O): its first request creates the actor (with `input`) if it does not exist."""
         return ActorHandle(self._service, self._service.ref(actor_name, key), actor_input=input, ids=self._ids,
                            caller=self.caller)
+
+    def get(self, actor_name: str, key: str | Sequence[str]) -> ActorHandle:
+        """A handle (no I/O) that never creates: every request on a missing (or deleted) actor raises
+        ActorNotFoundError, and nothing is stored."""
+        return ActorHandle(self._service, self._service.ref(actor_name, key), ids=self._ids, caller=self.caller,
+                           creates=False)
+
+    async def create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> ActorHandle:
+        """Create the actor now (on_create runs with `input`, its workflow starts) and return a handle that never
+        creates; ActorExistsError if it exists already (nothing runs then)."""
+        ref = self._service.ref(actor_name, key)
+        if self.caller is not None:
+            await self._service.authorize(ref, self.caller, "create")
+        if not await self._service.ensure_created(ref, input, caller=self.caller):
+            raise ActorExistsError("the actor exists already (client.get reaches it; delete it to start afresh)")
+        return ActorHandle(self._service, ref, ids=self._ids, caller=self.caller, creates=False)
 
     # -- callbacks (ctx.callback): what the outside system does, by the token alone ---------------------------
     async def complete_callback(self, token: str, result: Any = None) -> CallbackStatus:

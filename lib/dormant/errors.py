@@ -27,6 +27,11 @@ class UnknownActorError(DormantError):
     """No actor type with this name is registered."""
 
 
+class UnknownActorOptionError(DormantError, TypeError):
+    """`actor(...)` got a keyword it does not take (a TypeError, like any bad call): the message names the accepted
+    ones."""
+
+
 class UnknownQueueError(DormantError):
     """The actor declares no queue with this name."""
 
@@ -72,7 +77,8 @@ class InvalidSettingError(DormantError, ValueError):
 
 
 class ActorNotFoundError(DormantError):
-    """The actor has not been created yet (no request went through a handle)."""
+    """The actor does not exist (never created, or deleted): a request through a `client.get` handle, or an
+    operator's action or read, never creates it (HTTP 404 `actor_not_found`; the message never repeats the key)."""
 
 
 class VersionConflict(DormantError):
@@ -170,7 +176,7 @@ class ActorPausedError(DormantError):
 
 
 class ActorExistsError(DormantError):
-    """A fork was refused: an actor with the new key exists already."""
+    """`client.create` (or a fork) was refused: an actor with this key exists already (HTTP 409 `actor_exists`)."""
 
 
 class VersionNotRetainedError(DormantError):

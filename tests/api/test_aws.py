@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from dormant.errors import ActorExistsError, ActorNotFoundError
 from dormant.http.app import create_app
 from dormant.http.client import HttpClient
 from dormant.settings import Settings
@@ -98,6 +99,26 @@ async def test_every_route_round_trips_on_aws(moto: str) -> None:
         assert "/actors/account/{key}/queues/deposit" in (await http.get("/openapi.json")).json()["paths"]
         in_process = env.client.get_or_create("account", ["tenant/1", "bob"])
         assert (await in_process.state()).balance == 20  # the worker's view of the same item
+        assert env.failures == []
+
+
+async def test_get_never_creates_and_create_refuses_an_existing_actor_on_aws(moto: str) -> None:
+    async with aws_api(moto) as (env, url), HttpClient(url, TOKEN, registry=registry) as client:
+        ghost = client.get("account", ["ghost"])
+        for request in (lambda: ghost.send("deposit", {"amount": 1}), lambda: ghost.call("get_state"), ghost.state):
+            with pytest.raises(ActorNotFoundError):
+                await request()
+        with pytest.raises(ActorNotFoundError):
+            await env.client.get("account", ["ghost"]).send("deposit", {"amount": 1})
+        await env.run_until_idle()
+        assert await scan(env) == []  # nothing stored: no actor, no message
+        assert (await client.list_actors("account")).actors == []
+        carol = await client.create("account", ["carol"], input={"owner": "Carol"})
+        with pytest.raises(ActorExistsError):
+            await client.create("account", ["carol"], input={"owner": "Mallory"})
+        with pytest.raises(ActorExistsError):
+            await env.client.create("account", ["carol"])
+        assert (await carol.state()).owner == "Carol"
         assert env.failures == []
 
 

@@ -28,7 +28,7 @@ async def test_openapi_shows_queue_bodies_responses_state_and_actions() -> None:
     body = resolve(document, send["requestBody"]["content"]["application/json"]["schema"])
     assert body["required"] == ["amount"]
     assert body["properties"]["amount"] == {"exclusiveMinimum": 0, "title": "Amount", "type": "integer"}
-    assert {p["name"] for p in send["parameters"]} == {"key", "wait", "timeout", "Idempotency-Key"}
+    assert {p["name"] for p in send["parameters"]} == {"key", "wait", "timeout", "Idempotency-Key", "create"}
     answered = paths["/actors/account/{key}/queues/withdraw"]["post"]["responses"]["200"]
     receipt = resolve(document, answered["content"]["application/json"]["schema"]["properties"]["response"])
     assert set(receipt["properties"]) == {"ok", "balance"}

@@ -8,7 +8,7 @@ from typing import Any
 
 from dormant.core.search import parse_conditions, stored_value
 from dormant.core.searchplan import SearchPlan, plan_search
-from dormant.core.slots import LimitRule, SlotRequest
+from dormant.core.slots import DEFAULT_PRIORITY, LimitRule, SlotRequest
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, EventStore, InboxMessage
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import CallbackChange, WorkflowRecord, WorkflowState
@@ -156,6 +156,7 @@ BOTH = LimitRule(name="both", concurrency=1, window=1.0, per_window=1)
 
 
 def ask(rule: LimitRule, holder: str, now: float = T0, *, lease: float = 60.0, since: float | None = None,
-        queued: bool = False) -> SlotRequest:
+        queued: bool = False, priority: int = DEFAULT_PRIORITY) -> SlotRequest:
     return SlotRequest(rule=rule, ref=ActorRef(name="payer", key=(holder,)), holder=holder, now=now,
-                       lease_until=now + lease, queued_since=now if since is None else since, queued=queued)
+                       lease_until=now + lease, queued_since=now if since is None else since, queued=queued,
+                       priority=priority)

@@ -79,3 +79,65 @@ async def test_a_release_skips_waiters_gone_stale(store: EventStore) -> None:
     # "gone" never asked again (its actor was deleted, say): 15 minutes after the lease end it was told, its place
     # in line is dropped.
     assert await store.release_slot(holder, T0 + 1100) == [ActorRef(name="payer", key=("fresh",))]
+
+
+# -- keyed and prioritized limits (docs/semantics.md, "Keyed and prioritized limits") -------------------------------
+
+def keyed(key: str, concurrency: int = 1) -> LimitRule:
+    return LimitRule(name="per-customer", concurrency=concurrency, window=1.0, per_window=None, key=key, aging=30.0)
+
+
+async def test_a_keyed_limit_bounds_each_key_apart(store: EventStore) -> None:
+    a = await store.acquire_slot(ask(keyed("cust-a"), "a1"))
+    b = await store.acquire_slot(ask(keyed("cust-b"), "b1"))
+    assert isinstance(a, SlotLease) and isinstance(b, SlotLease)  # two keys run at once
+    assert (a.key, b.key) == ("cust-a", "cust-b")
+    second_a = await store.acquire_slot(ask(keyed("cust-a"), "a2", T0 + 1))
+    assert isinstance(second_a, SlotRefusal) and second_a.by == "concurrency"  # one key never twice at once
+    unkeyed = LimitRule(name="per-customer", concurrency=1, window=1.0, per_window=None)
+    assert isinstance(await store.acquire_slot(ask(unkeyed, "whole")), SlotLease)  # the unkeyed items are apart
+    # A release of key b wakes no waiter of key a; key a's release does.
+    assert await store.release_slot(b, T0 + 2) == []
+    assert not await store.renew_slot(SlotLease(limit="per-customer", holder="a1", actor="x", slot=0,
+                                                expires=T0 + 60, key="cust-b"), T0 + 90)
+    assert await store.release_slot(a, T0 + 3) == [ActorRef(name="payer", key=("a2",))]
+    again = await store.acquire_slot(ask(keyed("cust-a"), "a2", T0 + 3, since=T0 + 1, queued=True))
+    assert isinstance(again, SlotLease) and again.key == "cust-a"
+
+
+async def test_a_release_wakes_the_highest_priority_waiter_first_and_fifo_within_a_priority(
+        store: EventStore) -> None:
+    rule = LimitRule(name="prio", concurrency=1, window=1.0, per_window=None, aging=30.0)
+    holder = await store.acquire_slot(ask(rule, "holder"))
+    assert isinstance(holder, SlotLease)
+    for n, (name, priority) in enumerate([("low", 5), ("high-1", 1), ("mid", 3), ("high-2", 1)]):
+        refused = await store.acquire_slot(ask(rule, name, T0 + 1 + n, priority=priority))
+        assert isinstance(refused, SlotRefusal)
+    order = []
+    lease: SlotLease = holder
+    for step in range(4):
+        now = T0 + 10 + step
+        woken = await store.release_slot(lease, now)
+        assert len(woken) == 1
+        name = woken[0].key[0]
+        order.append(name)
+        first = {"low": 1, "high-1": 2, "mid": 3, "high-2": 4}[name]
+        priority = {"low": 5, "high-1": 1, "mid": 3, "high-2": 1}[name]
+        taken = await store.acquire_slot(ask(rule, name, now, since=T0 + first, queued=True, priority=priority))
+        assert isinstance(taken, SlotLease)
+        lease = taken
+    assert order == ["high-1", "high-2", "mid", "low"]
+
+
+async def test_a_waiter_is_never_passed_by_one_that_began_waiting_more_than_its_aging_bound_later(
+        store: EventStore) -> None:
+    # Aging 30 s a level: a priority-5 waiter is passed by a priority-1 one that began waiting less than 120 s after
+    # it, never by one that began more than 120 s after it.
+    for late, first in ((119.0, "eager"), (121.0, "patient")):
+        rule = LimitRule(name=f"aging-{int(late)}", concurrency=1, window=1.0, per_window=None, aging=30.0)
+        holder = await store.acquire_slot(ask(rule, "holder", lease=1000))
+        assert isinstance(holder, SlotLease)
+        assert isinstance(await store.acquire_slot(ask(rule, "patient", T0 + 1, priority=5)), SlotRefusal)
+        assert isinstance(await store.acquire_slot(ask(rule, "eager", T0 + 1 + late, priority=1)), SlotRefusal)
+        woken = await store.release_slot(holder, T0 + 200)
+        assert [ref.key[0] for ref in woken] == [first], late

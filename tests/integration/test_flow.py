@@ -17,6 +17,7 @@ import pytest
 
 from dormant import Limit, StepContext, WorkflowContext, actor, setup
 from dormant.core.slots import LimitRule, SlotLease, SlotRefusal, SlotRequest
+from dormant.dynamodb.slots import holder_hash
 from dormant.dynamodb.store import DynamoEventStore
 from dormant.ports import ActorRef
 from dormant.settings import Settings
@@ -188,3 +189,31 @@ async def test_an_actor_waits_for_a_dead_holders_slot_and_runs_at_its_lease_end_
         await env.advance(2)
         assert (await handle.status()).output == "charged"
         assert len(ran) == 1 and ran[0] >= ghost.expires
+
+
+async def test_limit_items_stored_before_keys_and_priorities_keep_working(dynamodb_local_server: str) -> None:
+    """Items an earlier release wrote, written here as it wrote them (its layout: `limit#<name>`, `s#<index>`,
+    `w#<since>#<holder hash>`): a held slot still holds, its holder's release still frees it and wakes the waiter in
+    the old line, and that waiter, asking again at the default priority, takes the slot and leaves the line."""
+    settings = _settings(dynamodb_local_server)
+    async with DynamoEventStore.connect(settings, session=shared_session()) as store:
+        await store.create_table()
+        table = store.slots.table
+        pk = {"S": "limit#stripe"}
+        old_holder, old_waiter = "payer/old|charge", "payer/waiting|charge"
+        await table.put({"pk": pk, "sk": {"S": "s#00000"}, "h": {"S": holder_hash(old_holder)},
+                         "a": {"S": "payer/old"}, "ex": {"N": repr(T0 + 60)}})
+        await table.put({"pk": pk, "sk": {"S": f"w#{T0 + 1:020.6f}#{holder_hash(old_waiter)}"},
+                         "n": {"S": "payer"}, "k": {"S": json.dumps(["waiting"])}, "until": {"N": repr(T0 + 960)}})
+        one = LimitRule(name="stripe", concurrency=1, window=1.0, per_window=None)
+        assert isinstance(await store.acquire_slot(ask(one, "newcomer", T0 + 2)), SlotRefusal)  # still held
+        old_lease = SlotLease(limit="stripe", holder=old_holder, actor="payer/old", slot=0, expires=T0 + 60)
+        assert await store.renew_slot(old_lease, T0 + 90)
+        assert await store.release_slot(old_lease, T0 + 3) == [ActorRef(name="payer", key=("waiting",))]
+        taken = await store.acquire_slot(SlotRequest(
+            rule=one, ref=ActorRef(name="payer", key=("waiting",)), holder=old_waiter, now=T0 + 3,
+            lease_until=T0 + 63, queued_since=T0 + 1, queued=True))
+        assert isinstance(taken, SlotLease) and taken.slot == 0
+        left = await table.query("pk = :pk AND begins_with(sk, :w)", {":pk": pk, ":w": {"S": "w#"}})
+        assert [json.loads(item["k"]["S"]) for item in left] == [["newcomer"]]  # the old waiter's item is gone
+        await store.client.delete_table(TableName=store.table)

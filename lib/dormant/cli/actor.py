@@ -34,7 +34,7 @@ from dormant.models import ActorStatus, SendResult
 async def read(http: HttpClient, actor: str, key: str, suffix: str) -> Any:
     """GET a read route of an actor; unlike a handle's first request, it never creates the actor."""
     parts = key_parts(key)
-    path = http.get_or_create(actor, parts).path + suffix
+    path = http.get(actor, parts).path + suffix
     try:
         return (await http.request("GET", path, idempotent=True)).json()
     except ActorNotFoundError:

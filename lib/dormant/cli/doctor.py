@@ -44,9 +44,9 @@ async def doctor(actor: ActorArgument,
     Exit 0: all intact (or repaired); 1: something is missing or lost."""
     async with client(url, token) as http:
         if key is not None:
-            reports = [await http.get_or_create(actor, key_parts(key)).check_values(repair=repair)]
+            reports = [await http.get(actor, key_parts(key)).check_values(repair=repair)]
         else:
-            reports = [await http.get_or_create(actor, summary.key).check_values(repair=repair)
+            reports = [await http.get(actor, summary.key).check_values(repair=repair)
                        async for summary in http.actors(actor)]
     if json:
         print_json(reports)

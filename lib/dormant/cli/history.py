@@ -72,7 +72,7 @@ async def export(actor: ActorArgument, key: KeyPartsArgument, url: UrlOption = D
     --out, says what it wrote; on stdout, only the export."""
     parts = _key(key)
     async with client(url, token) as http:
-        path = http.get_or_create(actor, parts).path + "/inspector/export"
+        path = http.get(actor, parts).path + "/inspector/export"
         text = (await http.request("GET", path, idempotent=True)).text
     if out_file is None:
         sys.stdout.write(json_text(text))  # the same JSON lines, nothing a terminal acts on

@@ -61,7 +61,7 @@ async def resume(actor: OptionalActor = None, key: OptionalKey = None,
         if actor is None or key is None or status is not None:
             raise CliError("name an actor and its key, or use --all [--status S] [ACTOR]")
         async with client(url, token) as http:
-            return show_result(await http.get_or_create(actor, key_parts(key)).resume(), json)
+            return show_result(await http.get(actor, key_parts(key)).resume(), json)
     listed = status.value if status else None
     return await _bulk("resume", actor, None, key, listed, url, token, json, with_workflow=True,
                        page=lambda http, t, cursor: http.resume_page(t, status=listed, limit=page, cursor=cursor))
@@ -81,7 +81,7 @@ async def pause(actor: OptionalActor = None, key: OptionalKey = None, reason: Re
         if actor is None or key is None or status is not None or types:
             raise CliError("name an actor and its key, or use --all [--type T] [--status S]")
         async with client(url, token) as http:
-            return show_result(await http.get_or_create(actor, key_parts(key)).pause(reason), json)
+            return show_result(await http.get(actor, key_parts(key)).pause(reason), json)
     listed = status.value if status else None
     return await _bulk("pause", actor, types, key, listed, url, token, json, page=lambda http, t, cursor:
                        http.pause_page(t, status=listed, limit=page, cursor=cursor, reason=reason))
@@ -99,7 +99,7 @@ async def unpause(actor: OptionalActor = None, key: OptionalKey = None,
         if actor is None or key is None or types:
             raise CliError("name an actor and its key, or use --all [--type T]")
         async with client(url, token) as http:
-            return show_result(await http.get_or_create(actor, key_parts(key)).unpause(), json)
+            return show_result(await http.get(actor, key_parts(key)).unpause(), json)
     return await _bulk("unpause", actor, types, key, "paused", url, token, json,
                        page=lambda http, t, cursor: http.unpause_page(t, limit=page, cursor=cursor))
 
@@ -149,7 +149,7 @@ async def terminate(actor: Annotated[str, typer.Argument(help="The actor type", 
                     url: UrlOption = DEFAULT_URL, token: TokenOption = None, json: JsonOption = False) -> int:
     """End the actor's workflow as `terminated` (waiting messages are discarded; later sends answer 409)."""
     async with client(url, token) as http:
-        return show_result(await http.get_or_create(actor, key_parts(key)).terminate(reason), json)
+        return show_result(await http.get(actor, key_parts(key)).terminate(reason), json)
 
 
 @command
@@ -168,4 +168,4 @@ async def delete(actor: Annotated[str, typer.Argument(help="The actor type", sho
         if not confirmed:
             raise CliError("not deleted (answer y, or pass --yes)")
     async with client(url, token) as http:
-        return show_result(await http.get_or_create(actor, key_parts(key)).delete(), json)
+        return show_result(await http.get(actor, key_parts(key)).delete(), json)

@@ -122,7 +122,7 @@ async def _replay_all(http: HttpClient, registry: Registry, types: list[str] | N
 
 
 async def _replay_one(http: HttpClient, registry: Registry, summary: ActorSummary) -> ReplayReport | None:
-    path = http.get_or_create(summary.name, summary.key).path + "/inspector/export"
+    path = http.get(summary.name, summary.key).path + "/inspector/export"
     text = (await http.request("GET", path, idempotent=True)).text
     try:
         registry.get(summary.name)

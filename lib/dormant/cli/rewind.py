@@ -66,7 +66,7 @@ async def versions(actor: ActorArgument, key: KeyArgument,
     (docs/storage.md, "Kept versions"). With --at, that version's state and history."""
     parts = key_parts(key)
     async with client(url, token) as http:
-        handle = http.get_or_create(actor, parts)
+        handle = http.get(actor, parts)
         if at is not None:
             kept = await handle.version(at)
             if json:
@@ -119,7 +119,7 @@ async def fork(actor: ActorArgument, key: KeyArgument, at: VersionOption,
     it run on with the code deployed now. The kept history is first replayed against that code: if it would
     diverge, nothing is created and the diff is shown. The new actor's inbox starts empty."""
     async with client(url, token) as http:
-        return await _refusing(http.get_or_create(actor, key_parts(key)).fork(at, list(key_parts(new_key)),
+        return await _refusing(http.get(actor, key_parts(key)).fork(at, list(key_parts(new_key)),
                                                                               reason=reason, paused=paused), json)
 
 
@@ -141,4 +141,4 @@ async def reset(actor: ActorArgument, key: KeyArgument, to: VersionOption, reaso
         if not confirmed:
             raise CliError("not reset (answer y, or pass --yes)")
     async with client(url, token) as http:
-        return await _refusing(http.get_or_create(actor, parts).reset(to, reason=reason), json)
+        return await _refusing(http.get(actor, parts).reset(to, reason=reason), json)

@@ -40,7 +40,7 @@ async def inbox(actor: ActorArgument, key: KeyArgument,
     """The messages waiting in the actor's inbox, in send order: queue messages its workflow has not taken yet
     (a failed or diverged actor keeps them until it is resumed) and actions scheduled for later."""
     async with client(url, token) as http:
-        found = await http.get_or_create(actor, key_parts(key)).inbox(limit=limit)
+        found = await http.get(actor, key_parts(key)).inbox(limit=limit)
     if json:
         print_json(found)
     else:
@@ -71,7 +71,7 @@ async def fire_timer(actor: ActorArgument, key: KeyArgument, url: UrlOption = DE
     the code). The history records the fired time, so replays agree."""
     async with client(url, token) as http:
         try:
-            result = await http.get_or_create(actor, key_parts(key)).fire_timer()
+            result = await http.get(actor, key_parts(key)).fire_timer()
         except HttpError as error:
             if error.status == 404 and error.code == "not_found":
                 raise CliError(f"{url} does not fire timers: only `dormant dev` serves fire-timer") from None

@@ -2,20 +2,24 @@
 steps, `await ctx.step(name, fn, limit="stripe")` (docs/semantics.md, "Limits").
 
 A `Limit` bounds, deployment-wide and across every actor type, how many steps that use it run at once
-(`concurrency`) and how many start per second (`per_second`). The store enforces it (dormant.ports: `acquire_slot`);
-this module is the declaration and its checks. Not to be confused with `dormant.core.limits`, the table of what the
+(`concurrency`) and how many start per second (`per_second`); a keyed one (`keyed=True`) bounds each key
+(`ctx.step(..., limit_key=...)`) separately. Waiters are served by priority (`ctx.step(..., priority=1..5)`), aged
+so that none starves (dormant.core.slots.line_rank). The store enforces it (dormant.ports: `acquire_slot`); this
+module is the declaration and its checks. Not to be confused with `dormant.core.limits`, the table of what the
 store can hold (`ServiceLimit`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dormant.core.slots import LimitRule
+from dormant.core.limits import LIMIT_KEY
+from dormant.core.slots import DEFAULT_AGING, DEFAULT_PRIORITY, LimitRule
 from dormant.workflow.errors import WorkflowDefinitionError
 
 DEFAULT_LEASE = 60.0
@@ -33,6 +37,9 @@ MAX_PER_SECOND = 300
 (its slot, its rate ticket, the release), so more than about 300 starts a second would need the limit sharded over
 several partitions, which Dormant does not do: a higher `per_second` is refused rather than silently not served."""
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+PRIORITIES = range(1, 6)
+"""`ctx.step(..., priority=)`: 1 (served first) to 5; DEFAULT_PRIORITY (3) when a step names none."""
+MIN_AGING, MAX_AGING = 1.0, 3600.0
 
 
 @dataclass(frozen=True)
@@ -42,11 +49,17 @@ class Limit:
     1/per_second seconds (0.1: one every 10 s); from 1 on it is a whole number of starts per clock second.
 
     `lease`: seconds a held slot outlives its holder's last renewal (a killed worker frees its slot that long after;
-    a step with a shorter `timeout` holds it for its timeout plus a few seconds)."""
+    a step with a shorter `timeout` holds it for its timeout plus a few seconds).
+
+    `keyed`: the bounds hold for each key separately (`ctx.step(..., limit="per-customer", limit_key=customer)`):
+    two keys never wait for each other. `aging`: seconds of waiting worth one priority level, so that a waiter of
+    priority p is never passed in line by one that began waiting more than (p - 1) * aging seconds after it."""
 
     concurrency: int | None = None
     per_second: float | None = None
     lease: float = DEFAULT_LEASE
+    keyed: bool = False
+    aging: float = DEFAULT_AGING
 
     def __post_init__(self) -> None:
         if self.concurrency is None and self.per_second is None:
@@ -72,6 +85,12 @@ class Limit:
         lease = _number(self.lease, "lease")
         if not MIN_LEASE <= lease <= MAX_LEASE:
             raise WorkflowDefinitionError(f"Limit lease must be {MIN_LEASE:g} to {MAX_LEASE:g} seconds, got {lease:g}")
+        if not isinstance(self.keyed, bool):
+            raise WorkflowDefinitionError(f"Limit keyed must be True or False, got {type(self.keyed).__name__}")
+        aging = _number(self.aging, "aging")
+        if not MIN_AGING <= aging <= MAX_AGING:
+            raise WorkflowDefinitionError(f"Limit aging must be {MIN_AGING:g} to {MAX_AGING:g} seconds (of waiting "
+                                          f"worth one priority level), got {aging:g}")
 
     @property
     def window(self) -> float:
@@ -87,9 +106,10 @@ class Limit:
             return None
         return int(self.per_second) if self.per_second >= 1 else 1
 
-    def rule(self, name: str) -> LimitRule:
-        """What the store enforces for this limit under `name`."""
-        return LimitRule(name=name, concurrency=self.concurrency, window=self.window, per_window=self.per_window)
+    def rule(self, name: str, key: str | None = None) -> LimitRule:
+        """What the store enforces for this limit under `name` (for a keyed limit: for `key`)."""
+        return LimitRule(name=name, concurrency=self.concurrency, window=self.window, per_window=self.per_window,
+                         key=key, aging=float(self.aging))
 
     def lease_for(self, timeout: float | None) -> float:
         """The lease of a slot taken by a step with this `timeout` (None: none): its timeout and a grace for the
@@ -105,6 +125,46 @@ def _number(value: Any, what: str) -> float:
         raise WorkflowDefinitionError(f"Limit {what} must be a finite number of seconds or starts, got "
                                       f"{type(value).__name__ if not isinstance(value, (int, float)) else value}")
     return float(value)
+
+
+def check_use(step: str, name: str, limit: Limit, key: Any, priority: Any) -> int:
+    """The checks of a step's `limit_key=` and `priority=` against its limit (WorkflowDefinitionError, never echoing
+    the key): a key exactly when the limit is keyed, 1 to 256 bytes of UTF-8 without control characters; a priority
+    of 1 to 5. Returns the priority (DEFAULT_PRIORITY when None)."""
+    if limit.keyed and key is None:
+        raise WorkflowDefinitionError(f'step "{step}" uses keyed limit {name!r} without limit_key=: a keyed limit '
+                                      "bounds each key separately (limit_key=customer_id, say)")
+    if not limit.keyed and key is not None:
+        raise WorkflowDefinitionError(f'step "{step}" gives limit_key= for limit {name!r}, which is not keyed '
+                                      f"(declare it Limit(..., keyed=True) to bound each key separately)")
+    if key is not None:
+        if not isinstance(key, str):
+            raise WorkflowDefinitionError(f'step "{step}": limit_key= takes a str, got {type(key).__name__}')
+        try:
+            size = len(key.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise WorkflowDefinitionError(f'step "{step}": the limit key must be valid UTF-8') from None
+        if not LIMIT_KEY.minimum <= size <= LIMIT_KEY.maximum or any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F
+                                                                      for ch in key):
+            raise WorkflowDefinitionError(f'step "{step}": the limit key is {size:,} bytes or holds control '
+                                          f"characters; a {LIMIT_KEY.name} is {LIMIT_KEY.describe()}")
+    if priority is None:
+        return DEFAULT_PRIORITY
+    if isinstance(priority, bool) or not isinstance(priority, int) or priority not in PRIORITIES:
+        raise WorkflowDefinitionError(f'step "{step}": priority= must be a whole number from 1 (served first) to 5, '
+                                      f"got {priority if isinstance(priority, int) else type(priority).__name__}")
+    return priority
+
+
+def wait_label(name: str, key: str | None, priority: int | None) -> str:
+    """How the workflow record and the status name a limit a step waits for (`waiting_for.limits`): the name alone,
+    as before keys and priorities, or with them: `per-customer key="c-42" priority=1`."""
+    parts = [name]
+    if key is not None:
+        parts.append(f"key={json.dumps(key, ensure_ascii=False)}")
+    if priority is not None:
+        parts.append(f"priority={priority}")
+    return " ".join(parts)
 
 
 def check_limits(limits: Mapping[str, Limit] | None) -> dict[str, Limit]:

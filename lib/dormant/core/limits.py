@@ -201,6 +201,10 @@ ACTOR_ID = ServiceLimit(
 KEY_PART = ServiceLimit(
     "actor key part", 512, "characters", "each part of an actor key: 1 to 512 characters of valid UTF-8", minimum=1
 )
+LIMIT_KEY = ServiceLimit(
+    "limit key", 256, "bytes", "a keyed limit's key (`ctx.step(..., limit_key=...)`): 1 to 256 bytes of UTF-8, "
+    "without control characters; it is kept in the key's limit items and shown to operators", minimum=1
+)
 # `<20-digit nanoseconds>#` before the id in the `pending` index's sort key (dormant.dynamodb.messages)
 _ORDER_PREFIX = 21
 MESSAGE_ID = ServiceLimit(
@@ -282,6 +286,7 @@ LIMITS: tuple[ServiceLimit, ...] = (
     SORT_KEY,
     ACTOR_ID,
     KEY_PART,
+    LIMIT_KEY,
     MESSAGE_ID,
     HTTP_MESSAGE_ID,
     CARRIED_MESSAGE,

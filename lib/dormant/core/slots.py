@@ -8,15 +8,31 @@ from typing import Literal
 
 from dormant.core.records import ActorRef
 
+DEFAULT_PRIORITY = 3
+"""A step's priority in a limit's line when it names none (`ctx.step(..., priority=1..5)`: 1 is served first)."""
+DEFAULT_AGING = 30.0
+"""Seconds of waiting that are worth one priority level (dormant.core.flow.Limit's `aging`)."""
+
 
 @dataclass(frozen=True)
 class LimitRule:
-    """A declared limit (dormant.core.flow.Limit) as a store enforces it."""
+    """A declared limit (dormant.core.flow.Limit) as a store enforces it; for a keyed limit, the part of one key
+    (`key`): each key has slots, rate windows and a line of its own."""
 
     name: str
     concurrency: int | None  # steps at once; None: no concurrency limit
     window: float  # seconds of one rate window, aligned on the clock (epoch multiples)
     per_window: int | None  # starts per window; None: no rate limit
+    key: str | None = None  # a keyed limit's key (`ctx.step(..., limit_key=...)`); None: the limit is not keyed
+    aging: float = DEFAULT_AGING  # seconds a waiter waits to rise one priority level
+
+
+def line_rank(since: float, priority: int, aging: float) -> float:
+    """A waiter's place in a limit's line (lowest first): when it began waiting, moved by its priority, a level
+    (1 to 5, 3 when the step names none) worth `aging` seconds. FIFO within a priority, and a waiter of priority p
+    is never passed by one that began waiting more than (p - 1) * aging seconds after it (its wait ages it up).
+    The default priority's rank is `since` itself: lines stored before priorities keep their order."""
+    return since + (priority - DEFAULT_PRIORITY) * aging
 
 
 @dataclass(frozen=True)
@@ -30,6 +46,12 @@ class SlotRequest:
     lease_until: float  # the slot's expiry if granted
     queued_since: float  # when the step began waiting for the limit (`now` if it has not): its place in line
     queued: bool  # it waited before: its waiter item goes once it has the slot
+    priority: int = DEFAULT_PRIORITY  # 1 (served first) to 5
+
+    @property
+    def rank(self) -> float:
+        """Its place in the line (dormant.core.slots.line_rank)."""
+        return line_rank(self.queued_since, self.priority, self.rule.aging)
 
 
 @dataclass(frozen=True)
@@ -41,6 +63,7 @@ class SlotLease:
     actor: str  # the holder's actor id (shown to operators)
     slot: int | None
     expires: float
+    key: str | None = None  # a keyed limit's key: the slot is one of that key's
 
 
 @dataclass(frozen=True)

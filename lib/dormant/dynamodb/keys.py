@@ -31,6 +31,8 @@ Other partitions, never an actor's (actor ids hold a `/` and no `#`):
 
 from __future__ import annotations
 
+import hashlib
+
 Key = dict[str, dict[str, str]]
 
 # -- indexes --------------------------------------------------------------------------------------------------------
@@ -55,6 +57,7 @@ SEARCH_PREFIX = "x#"  # followed by the attribute's name (see the module docstri
 CALLBACK_PARTITION = "callback#"
 CALLBACK_SK = "callback"
 LIMIT_PARTITION = "limit#"
+KEYED_LIMIT = "#k#"  # limit names never hold `#`: `limit#<name>` and a key's `limit#<name>#k#<hash>` never clash
 SLOT_PREFIX, TICKET_PREFIX, WAITER_PREFIX = "s#", "t#", "w#"
 
 
@@ -128,8 +131,12 @@ def callback_key(token_hash: str) -> Key:
     return item_key(CALLBACK_PARTITION + token_hash, CALLBACK_SK)
 
 
-def limit_partition(limit: str) -> dict[str, str]:
-    return {"S": LIMIT_PARTITION + limit}
+def limit_partition(limit: str, key: str | None = None) -> dict[str, str]:
+    """The partition of a limit's items, or of one key's of a keyed limit: `limit#<name>#k#<hash of the key>` (the
+    hash bounds it and keeps `/`, which only actor ids hold, out of it; the key itself is in the slot items)."""
+    if key is None:
+        return {"S": LIMIT_PARTITION + limit}
+    return {"S": f"{LIMIT_PARTITION}{limit}{KEYED_LIMIT}{hashlib.sha256(key.encode()).hexdigest()[:32]}"}
 
 
 def slot_key(index: int) -> str:
@@ -149,6 +156,7 @@ def ticket_key(prefix: str, ticket: int) -> str:
     return f"{prefix}{ticket:06d}"
 
 
-def waiter_key(since: float, holder_hash: str) -> str:
-    """A waiter of a limit's line, oldest first."""
-    return f"{WAITER_PREFIX}{since:020.6f}#{holder_hash}"
+def waiter_key(rank: float, holder_hash: str) -> str:
+    """A waiter of a limit's line, in rank order (dormant.core.slots.line_rank: at the default priority, when it
+    began waiting, as before priorities)."""
+    return f"{WAITER_PREFIX}{rank:020.6f}#{holder_hash}"

@@ -9,9 +9,13 @@ Partition `limit#<name>` (actor ids always hold a `/`, limit names never do: no 
   renewed with a PutItem conditional on `h = :h`, released with a DeleteItem conditional on `h = :h`.
 - `t#<window>#<n>`: the n-th start asked for in a rate window (`attribute_not_exists(pk)`): the first `per_window`
   tickets start, the later ones are refused with their place in that line.
-- `w#<since>#<holder hash>`: a step waiting for a slot, oldest first (`n`, `k`: its actor; `until`: when the entry
-  is stale). A release takes the oldest out (a DeleteItem conditional on it still being there: one release, one
-  waiter) and wakes its actor.
+- `w#<rank>#<holder hash>`: a step waiting for a slot, in rank order (dormant.core.slots.line_rank: when it began
+  waiting, moved by its priority; `n`, `k`: its actor; `until`: when the entry is stale). A release takes the first
+  out (a DeleteItem conditional on it still being there: one release, one waiter) and wakes its actor.
+
+A keyed limit has one such partition per key, `limit#<name>#k#<hash of the key>` (dormant.dynamodb.keys): each
+request reads one key's items only, and a key with nothing held or waiting has no items but its rate tickets
+(gone by their time to live).
 
 Only DynamoDB's item-level actions the deployed roles already grant (GetItem, PutItem, DeleteItem, Query).
 """
@@ -64,7 +68,7 @@ class DynamoSlots:
         self._now = clock
 
     async def acquire_slot(self, request: SlotRequest) -> SlotLease | SlotRefusal:
-        rule, pk = request.rule, limit_partition(request.rule.name)
+        rule, pk = request.rule, limit_partition(request.rule.name, request.rule.key)
         slot: int | None = None
         queued = request.queued
         if rule.concurrency is not None:
@@ -82,19 +86,19 @@ class DynamoSlots:
         if queued:
             await self.table.delete(self._key(pk, _waiter(request)))
         return SlotLease(limit=rule.name, holder=request.holder, actor=request.ref.id, slot=slot,
-                         expires=request.lease_until)
+                         expires=request.lease_until, key=rule.key)
 
     async def renew_slot(self, lease: SlotLease, until: float) -> bool:
         if lease.slot is None:
             return True
-        pk, me = limit_partition(lease.limit), holder_hash(lease.holder)
-        return await self.table.put(self._slot_item(pk, lease.slot, me, lease.actor, until), "h = :h",
+        pk, me = limit_partition(lease.limit, lease.key), holder_hash(lease.holder)
+        return await self.table.put(self._slot_item(pk, lease.slot, me, lease.actor, until, lease.key), "h = :h",
                                     {":h": {"S": me}})
 
     async def release_slot(self, lease: SlotLease, now: float) -> list[ActorRef]:
         if lease.slot is None:
             return []
-        pk = limit_partition(lease.limit)
+        pk = limit_partition(lease.limit, lease.key)
         if not await self._delete_slot(pk, lease.slot, holder_hash(lease.holder)):
             return []  # its lease ran out and someone else has the slot: nothing freed
         page = await self.table.query_page("pk = :pk AND begins_with(sk, :w)",
@@ -132,7 +136,7 @@ class DynamoSlots:
                     return SlotRefusal(limit=rule.name, by="concurrency", free_at=free_at)
                 choices = free
             for index in choices:
-                if await self.table.put(self._slot_item(pk, index, me, request.ref.id, request.lease_until),
+                if await self.table.put(self._slot_item(pk, index, me, request.ref.id, request.lease_until, rule.key),
                                         "attribute_not_exists(pk) OR ex <= :now OR h = :h",
                                         {":now": _n(now), ":h": {"S": me}}):
                     return index, queued
@@ -160,9 +164,12 @@ class DynamoSlots:
     async def _delete_slot(self, pk: dict[str, str], slot: int, me: str) -> bool:
         return await self.table.delete(self._key(pk, slot_key(slot)), "h = :h", {":h": {"S": me}})
 
-    def _slot_item(self, pk: dict[str, str], slot: int, me: str, actor: str, until: float) -> Item:
-        return {**self._key(pk, slot_key(slot)), "h": {"S": me}, "a": {"S": actor}, "ex": _n(until),
+    def _slot_item(self, pk: dict[str, str], slot: int, me: str, actor: str, until: float, key: str | None) -> Item:
+        item = {**self._key(pk, slot_key(slot)), "h": {"S": me}, "a": {"S": actor}, "ex": _n(until),
                 TTL_ATTRIBUTE: self._ttl()}
+        if key is not None:  # (the partition has only its hash)
+            item["lk"] = {"S": key}
+        return item
 
     def _ttl(self) -> dict[str, str]:
         return {"N": str(int(self._now() + ITEM_TTL))}
@@ -173,7 +180,7 @@ class DynamoSlots:
 
 
 def _waiter(request: SlotRequest) -> str:
-    return waiter_key(request.queued_since, holder_hash(request.holder))
+    return waiter_key(request.rank, holder_hash(request.holder))
 
 
 def _free_slots(held: dict[int, Item], concurrency: int, now: float) -> list[int]:

@@ -27,7 +27,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from dormant.actor import ActorDefinition, Registry
 from dormant.core.limits import HTTP_MESSAGE_ID
 from dormant.core.search import TYPE_NAMES
-from dormant.errors import ActorPausedError, StorageError, TransportError, VersionConflict, WakeFailedError
+from dormant.errors import (
+    ActorExistsError,
+    ActorNotFoundError,
+    ActorPausedError,
+    StorageError,
+    TransportError,
+    VersionConflict,
+    WakeFailedError,
+)
 from dormant.http.callbacks import PATH as CALLBACK_PATH
 from dormant.http.callbacks import callback_router
 from dormant.http.callbacks import request_schemas as callback_schemas
@@ -277,7 +285,8 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
                 for d in registry.actors.values()]
 
     @app.put("/actors/{actor}/{key}", include_in_schema=False)
-    async def get_or_create(request: Request, actor: str, key: str) -> JSONResponse:
+    async def get_or_create(request: Request, actor: str, key: str,
+                            if_none_match: str | None = Header(None, alias="If-None-Match")) -> JSONResponse:
         _, ref, caller = await allowed(request, actor, key, "create")
         present, body = await _read_json(request, limit, required=False)
         try:
@@ -286,12 +295,14 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
             raise ApiError(422, "invalid_request", 'the body must be {"input": <any JSON>} or empty',
                            detail=error.errors(include_url=False, include_input=False)) from None
         created = await (await holder.get()).ensure_created(ref, actor_input, caller=caller)
+        if not created and if_none_match is not None and if_none_match.strip() == "*":  # client.create
+            raise ActorExistsError("the actor exists already (a PUT without If-None-Match gets it)")
         return JSONResponse({"actor": ref.name, "key": list(ref.key), "created": created},
                             status_code=201 if created else 200)
 
     @app.post("/actors/{actor}/{key}/queues/{queue}", include_in_schema=False)
     async def send(request: Request, actor: str, key: str, queue: str, wait: bool = False,
-                   timeout: float | None = Query(None, gt=0),
+                   timeout: float | None = Query(None, gt=0), create: bool = True,
                    idempotency_key: str | None = Header(None, alias="Idempotency-Key")) -> JSONResponse:
         _, ref, caller = await allowed(request, actor, key, "send", queue)  # before reading the body
         message_id = _message_id(idempotency_key)
@@ -300,9 +311,9 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         if wait:
             async with waits.hold(caller):
                 result = await svc.send(ref, queue, body, wait=True, timeout=capped(timeout),
-                                        message_id=message_id, sender=caller)
+                                        message_id=message_id, sender=caller, create=create)
         else:
-            result = await svc.send(ref, queue, body, message_id=message_id, sender=caller)
+            result = await svc.send(ref, queue, body, message_id=message_id, sender=caller, create=create)
         payload: dict[str, Any] = {"status": result.status, "id": result.id}
         if result.status == "completed":
             payload["response"] = result.response
@@ -311,7 +322,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         return JSONResponse(payload, status_code=202 if result.status == "queued" else 200)
 
     @app.post("/actors/{actor}/{key}/queues/{queue}/batch", include_in_schema=False)
-    async def send_many(request: Request, actor: str, key: str, queue: str) -> JSONResponse:
+    async def send_many(request: Request, actor: str, key: str, queue: str, create: bool = True) -> JSONResponse:
         _, ref, caller = await allowed(request, actor, key, "send", queue)  # before reading the body
         _, body = await _read_json(request, limit, required=True)
         try:
@@ -325,11 +336,11 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
             _message_id(message_id)
         svc = await holder.get()
         results = await svc.send_many(ref, queue, [m.body for m in batch.messages], message_ids=ids or None,
-                                      sender=caller)
+                                      sender=caller, create=create)
         return JSONResponse(describe_batch(results), status_code=202)
 
     @app.post("/actors/{actor}/{key}/actions/{action}", include_in_schema=False)
-    async def call(request: Request, actor: str, key: str, action: str) -> dict[str, Any]:
+    async def call(request: Request, actor: str, key: str, action: str, create: bool = True) -> dict[str, Any]:
         definition, ref, caller = await allowed(request, actor, key, "call", action)
         present, args = await _read_json(request, limit, required=False)
         if not present:
@@ -339,9 +350,10 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         definition.validate_arguments(action, args)  # count and type hints: InvalidArgumentsError -> 422
         svc = await holder.get()
         try:
-            result = await svc.call(ref, action, args, caller=caller)
-        except (StorageError, VersionConflict, WakeFailedError, TransportError, ActorPausedError):
-            raise  # (ActorPausedError: 409 actor_paused, nothing ran)
+            result = await svc.call(ref, action, args, caller=caller, create=create)
+        except (StorageError, VersionConflict, WakeFailedError, TransportError, ActorPausedError,
+                ActorNotFoundError):
+            raise  # (ActorPausedError: 409 actor_paused, nothing ran; ActorNotFoundError: 404 with create=false)
         except InvalidStateError as error:  # the action left the state invalid: nothing was committed
             raise ApiError(500, "action_failed", f"InvalidStateError: {error}") from None
         except Exception as error:  # the action's own failure (or its on_create's): nothing was committed

@@ -154,10 +154,25 @@ class HttpClient(OperatorCalls, CallbackCalls):
 
     def get_or_create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> HttpActorHandle:
         """A handle (no I/O): the first request creates the actor (with `input`) if needed."""
+        return HttpActorHandle(self, self._ref(actor_name, key), actor_input=input)
+
+    def get(self, actor_name: str, key: str | Sequence[str]) -> HttpActorHandle:
+        """A handle (no I/O) that never creates: a request on a missing actor raises ActorNotFoundError (404)."""
+        return HttpActorHandle(self, self._ref(actor_name, key), creates=False)
+
+    async def create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> HttpActorHandle:
+        """Create the actor now (PUT /actors/{actor}/{key} with If-None-Match: *) and return a handle that never
+        creates; ActorExistsError (409) if it exists. Not retried: a create that got through but lost its answer
+        would be refused as actor_exists."""
+        handle = HttpActorHandle(self, self._ref(actor_name, key), creates=False)
+        await self.request("PUT", handle.path, json={"input": to_json(input)}, headers={"If-None-Match": "*"},
+                           idempotent=False)
+        return handle
+
+    def _ref(self, actor_name: str, key: str | Sequence[str]) -> ActorRef:
         if self.registry is not None:
             self.registry.get(actor_name)
-        ref = ActorRef(name=actor_name, key=(key,) if isinstance(key, str) else tuple(key))
-        return HttpActorHandle(self, ref, actor_input=input)
+        return ActorRef(name=actor_name, key=(key,) if isinstance(key, str) else tuple(key))
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -238,10 +253,11 @@ class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
 
     _client: HttpClient
 
-    def __init__(self, client: HttpClient, ref: ActorRef, *, actor_input: Any = None) -> None:
+    def __init__(self, client: HttpClient, ref: ActorRef, *, actor_input: Any = None, creates: bool = True) -> None:
         self._client = client
         self._input = to_json(actor_input)
-        self._created = False
+        self._creates = creates  # False (client.get, client.create): every request sends create=false
+        self._created = not creates
         self.ref = ref
         self.path = f"/actors/{quote(ref.name, safe='')}/{encode_key(ref.key)}"
 
@@ -257,11 +273,11 @@ class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
 
     async def _create_with_input(self) -> None:
         """With an input, create first (as the in-process client passes it along with the first request)."""
-        if not self._created and self._input is not None:
+        if self._creates and not self._created and self._input is not None:
             await self.create()
 
     async def create(self) -> bool:
-        """Get or create the actor now; True if this call created it."""
+        """Get or create the actor now; True if this call created it (also through a `get` handle: explicit)."""
         response = await self._client.request("PUT", self.path, json={"input": self._input}, idempotent=True)
         self._created = True
         return bool(response.json()["created"])
@@ -277,11 +293,11 @@ class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
         payload = to_json(body)
         deadline = time.monotonic() + (timeout or DEFAULT_SEND_TIMEOUT)
         while True:
-            params: dict[str, Any] | None = None
+            params: dict[str, Any] = self._no_create()
             read_timeout = None
             if wait:
                 remaining = max(0.001, deadline - time.monotonic())
-                params = {"wait": "true", "timeout": f"{remaining:.3f}"}
+                params.update({"wait": "true", "timeout": f"{remaining:.3f}"})
                 read_timeout = remaining + self._client.timeout
             response = await self._client.request("POST", path, json=payload, params=params, idempotent=True,
                                                   headers={"Idempotency-Key": message_id}, timeout=read_timeout)
@@ -300,7 +316,7 @@ class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
         ids = list(message_ids) if message_ids is not None else [str(uuid.uuid4()) for _ in bodies]
         payload = {"messages": [{"body": to_json(body), "id": mid} for body, mid in zip(bodies, ids, strict=True)]}
         response = await self._client.request("POST", f"{self.path}/queues/{quote(queue, safe='')}/batch",
-                                              json=payload, idempotent=True)
+                                              json=payload, params=self._no_create(), idempotent=True)
         self._created = True
         answer = response.json()
         workflow = answer.get("workflow")
@@ -311,7 +327,8 @@ class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
         self._definition_check(action=action)
         await self._create_with_input()
         response = await self._client.request("POST", f"{self.path}/actions/{quote(action, safe='')}",
-                                              json=[to_json(a) for a in args], idempotent=False)
+                                              json=[to_json(a) for a in args], params=self._no_create(),
+                                              idempotent=False)
         self._created = True
         value = response.json()["result"]
         adapter = self._client.adapter(self.ref.name, action)
@@ -322,6 +339,9 @@ class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
         except ValidationError:
             return value  # the annotation does not describe what the action returned
 
+    def _no_create(self) -> dict[str, Any]:
+        return {} if self._creates else {"create": "false"}
+
     async def _get(self, suffix: str, params: dict[str, Any] | None = None, *,
                    timeout: float | None = None) -> Any:
         """GET a read route; reads never create, so a missing actor is created (like the in-process
@@ -330,7 +350,7 @@ class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
         try:
             response = await self._client.request("GET", path, params=params, idempotent=True, timeout=timeout)
         except ActorNotFoundError:
-            if self._created:
+            if self._created or not self._creates:
                 raise
             await self.create()
             response = await self._client.request("GET", path, params=params, idempotent=True, timeout=timeout)
@@ -381,6 +401,12 @@ class SyncHttpClient:
 
     def get_or_create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> SyncActorHandle:
         return SyncActorHandle(self, self.client.get_or_create(actor_name, key, input=input))
+
+    def get(self, actor_name: str, key: str | Sequence[str]) -> SyncActorHandle:
+        return SyncActorHandle(self, self.client.get(actor_name, key))
+
+    def create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> SyncActorHandle:
+        return SyncActorHandle(self, self.run(self.client.create(actor_name, key, input=input)))
 
     def close(self) -> None:
         self._runner.run(self.client.aclose())

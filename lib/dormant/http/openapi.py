@@ -128,11 +128,16 @@ def _actor_paths(definition: ActorDefinition, schemas: _Schemas) -> dict[str, An
 
     paths[base] = {"put": op(
         "Get or create the actor", "create",
+        description="With `If-None-Match: *`, create only: 409 actor_exists if it exists (client.create).",
+        parameters=[{"name": "If-None-Match", "in": "header", "schema": {"const": "*"},
+                     "description": "*: refuse (409 actor_exists) instead of getting an existing actor"}],
         requestBody={"required": False, "content": {"application/json": {"schema": {
             "type": "object", "properties": {"input": {"description": "The actor's input (create only)"}},
             "additionalProperties": False}}}},
         responses={"200": _json(_ref_actor_info(), "It existed"), "201": _json(_ref_actor_info(), "Created"),
-                   **_error_responses(schemas, 400, 404, 413, 415, 422, 503)})}
+                   **_error_responses(schemas, 400, 404, 409, 413, 415, 422, 503)})}
+    no_create = {"name": "create", "in": "query", "schema": {"type": "boolean", "default": True},
+                 "description": "false: never create the actor (404 actor_not_found if it does not exist)"}
     for queue_name in definition.queues:
         response = schemas[(name, "response", queue_name)]
         paths[f"{base}/queues/{queue_name}"] = {"post": op(
@@ -143,7 +148,8 @@ def _actor_paths(definition: ActorDefinition, schemas: _Schemas) -> dict[str, An
                 {"name": "timeout", "in": "query", "schema": {"type": "number", "exclusiveMinimum": 0},
                  "description": "Seconds to wait (capped by the server's limit, default that limit)"},
                 {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string", "maxLength": 128},
-                 "description": "Message id: a re-sent id is stored once and answered with the same response"}],
+                 "description": "Message id: a re-sent id is stored once and answered with the same response"},
+                no_create],
             requestBody={"required": True, "content": {"application/json": {
                 "schema": schemas[(name, "queue", queue_name)]}}},
             responses={
@@ -167,6 +173,7 @@ def _actor_paths(definition: ActorDefinition, schemas: _Schemas) -> dict[str, An
             description=f"Up to {MAX_BATCH} messages in one request, stored in order; all are checked first (one "
                         "invalid body refuses the batch, naming its index). Ids are idempotency keys, for every "
                         "message or for none.",
+            parameters=[no_create],
             requestBody={"required": True, "content": {"application/json": {"schema": {
                 "type": "object", "required": ["messages"], "additionalProperties": False, "properties": {
                     "messages": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH, "items": {
@@ -192,6 +199,7 @@ def _actor_paths(definition: ActorDefinition, schemas: _Schemas) -> dict[str, An
         paths[f"{base}/actions/{action_name}"] = {"post": op(
             f"Call action {action_name}", f"call:{action_name}",
             description=inspect.getdoc(fn) or "",
+            parameters=[no_create],
             requestBody={"required": False, "content": {"application/json": {"schema": args}}},
             responses={"200": _json({"type": "object", "properties": {
                 "result": schemas[(name, "result", action_name)]}, "required": ["result"]}),

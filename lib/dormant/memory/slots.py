@@ -1,6 +1,7 @@
 """Flow-control slots in memory (MemoryEventStore's `acquire_slot`, `renew_slot`, `release_slot`): the reference
 semantics the DynamoDB store's (dormant.dynamodb.slots) follow, each call atomic, leases on the runtime's clock
-(TestEnv's virtual clock: moving it past a lease frees the slot, as a killed worker's frees itself).
+(TestEnv's virtual clock: moving it past a lease frees the slot, as a killed worker's frees itself). A keyed limit
+keeps each key's slots, windows and line apart; a line is in rank order (dormant.core.slots.line_rank).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class _Waiter:
 class _LimitState:
     slots: dict[int, _Slot] = field(default_factory=dict)
     tickets: dict[int, int] = field(default_factory=dict)  # rate window -> starts asked for in it (granted or not)
-    waiters: dict[tuple[float, str], _Waiter] = field(default_factory=dict)  # (since, holder): oldest first
+    waiters: dict[tuple[float, str], _Waiter] = field(default_factory=dict)  # (rank, holder): first served first
 
 
 class MemorySlots:
@@ -46,7 +47,7 @@ class MemorySlots:
     (`enter`, `leave`: MemoryEventStore's)."""
 
     def __init__(self, enter: Enter, leave: Leave) -> None:
-        self._limits: dict[str, _LimitState] = {}
+        self._limits: dict[tuple[str, str | None], _LimitState] = {}  # (limit, key): a keyed limit's keys apart
         self._enter = enter
         self._leave = leave
 
@@ -58,7 +59,7 @@ class MemorySlots:
 
     async def renew(self, lease: SlotLease, until: float) -> bool:
         when = self._enter("renew_slot")
-        state = self._limits.get(lease.limit)
+        state = self._limits.get((lease.limit, lease.key))
         held = state.slots.get(lease.slot) if state is not None and lease.slot is not None else None
         renewed = held is not None and held.holder == lease.holder
         if held is not None and renewed:
@@ -74,7 +75,7 @@ class MemorySlots:
 
     def _acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
         rule, now, holder = request.rule, request.now, request.holder
-        state = self._limits.setdefault(rule.name, _LimitState())
+        state = self._limits.setdefault((rule.name, rule.key), _LimitState())
         slot: int | None = None
         if rule.concurrency is not None:
             mine = [index for index, held in state.slots.items() if held.holder == holder]
@@ -85,7 +86,7 @@ class MemorySlots:
                              if index not in state.slots or state.slots[index].expires <= now), None)
                 if slot is None:
                     free_at = min(held.expires for held in state.slots.values())
-                    state.waiters[(request.queued_since, holder)] = _Waiter(request.ref, free_at + WAITER_TTL)
+                    state.waiters[(request.rank, holder)] = _Waiter(request.ref, free_at + WAITER_TTL)
                     return SlotRefusal(limit=rule.name, by="concurrency", free_at=free_at)
             state.slots[slot] = _Slot(holder, request.ref.id, request.lease_until)
         if rule.per_window is not None:
@@ -99,11 +100,12 @@ class MemorySlots:
                     del state.slots[slot]
                 return SlotRefusal(limit=rule.name, by="rate", window=window, position=ticket - rule.per_window)
         if request.queued:
-            state.waiters.pop((request.queued_since, holder), None)
-        return SlotLease(limit=rule.name, holder=holder, actor=request.ref.id, slot=slot, expires=request.lease_until)
+            state.waiters.pop((request.rank, holder), None)
+        return SlotLease(limit=rule.name, holder=holder, actor=request.ref.id, slot=slot, expires=request.lease_until,
+                         key=rule.key)
 
     def _release(self, lease: SlotLease, now: float) -> list[ActorRef]:
-        state = self._limits.get(lease.limit)
+        state = self._limits.get((lease.limit, lease.key))
         if state is None or lease.slot is None:
             return []
         held = state.slots.get(lease.slot)
@@ -116,14 +118,14 @@ class MemorySlots:
                 return [waiter.ref]
         return []
 
-    def held(self, limit: str, now: float) -> dict[int, str]:
-        """Slots of `limit` held at `now`: index -> the holder's actor id (tests and tools)."""
-        state = self._limits.get(limit)
+    def held(self, limit: str, now: float, key: str | None = None) -> dict[int, str]:
+        """Slots of `limit` (of its `key`, if keyed) held at `now`: index -> the holder's actor id (tests, tools)."""
+        state = self._limits.get((limit, key))
         if state is None:
             return {}
         return {index: held.actor for index, held in state.slots.items() if held.expires > now}
 
-    def waiting(self, limit: str) -> list[ActorRef]:
-        """The actors in `limit`'s line, oldest first."""
-        state = self._limits.get(limit)
+    def waiting(self, limit: str, key: str | None = None) -> list[ActorRef]:
+        """The actors in `limit`'s line (of its `key`, if keyed), first served first."""
+        state = self._limits.get((limit, key))
         return [] if state is None else [state.waiters[key].ref for key in sorted(state.waiters)]

@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 from dormant.core.limits import check_message_id
 from dormant.errors import (
     ActorFinishedError,
+    ActorNotFoundError,
     BatchSendFailedError,
     IdempotencyConflictError,
     InvalidMessageError,
@@ -77,7 +78,7 @@ async def wake_all(transport: Transport, ref: ActorRef, messages: Sequence[Inbox
 
 async def send_many(service: ContextServices, ref: ActorRef, queue_name: str, bodies: Sequence[Any], *,
                     message_ids: Sequence[str] | None = None, actor_input: Any = None,
-                    sender: Caller | None = None) -> list[SendResult]:
+                    sender: Caller | None = None, create: bool = True) -> list[SendResult]:
     """Store `bodies` as messages of `queue_name` in `ref`'s inbox, in order, and wake it once per message (ten
     per request). `message_ids`, one per body, are idempotency keys as for `send`. Results in body order."""
     if not bodies:
@@ -104,6 +105,9 @@ async def send_many(service: ContextServices, ref: ActorRef, queue_name: str, bo
     if len({message.id for message in messages}) != len(messages):
         raise InvalidMessageError("send_many: two messages of the batch have the same id")
     summary = await service.store.read_summary(ref)
+    if summary is None and not create:
+        raise ActorNotFoundError("the actor does not exist (client.get never creates one: client.create or "
+                                 "get_or_create does)")
     state = summary.status if summary is not None else WorkflowState.PENDING
     rule = send_rule(state)
     if rule == "refuse":

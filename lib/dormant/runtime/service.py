@@ -111,15 +111,16 @@ class ActorService:
     # -- queues ------------------------------------------------------------------------------
     async def send(self, ref: ActorRef, queue_name: str, body: Any, *, wait: bool = False,
                    timeout: float | None = None, message_id: str | None = None,
-                   actor_input: Any = None, derived_id: bool = False, sender: Caller | None = None
-                   ) -> SendResult:
+                   actor_input: Any = None, derived_id: bool = False, sender: Caller | None = None,
+                   create: bool = True) -> SendResult:
         """Persist a message in the actor's inbox and wake it; optionally wait for `complete()` (`timeout` in
         seconds of the service's clock), or until it is clear that no answer will come. The workflow sees
         `sender` as the received message's `sender`.
 
         A `message_id` given by the caller is an idempotency key: the same id with the same queue and body
         is the same message, with another queue or body IdempotencyConflictError. Ids a step derives
-        (`derived_id`) are only deduplicated: a re-run step re-sends, and the first send stands."""
+        (`derived_id`) are only deduplicated: a re-run step re-sends, and the first send stands. Without `create`
+        (`client.get`), a missing actor is ActorNotFoundError and nothing is stored."""
         definition = self.registry.get(ref.name)
         validated = definition.queue_spec(queue_name).validate_body(queue_name, body)
         if message_id is not None:
@@ -131,6 +132,9 @@ class ActorService:
         summary = await self.store.read_summary(ref)
         creation = None
         state = WorkflowState.PENDING
+        if summary is None and not create:
+            raise ActorNotFoundError("the actor does not exist (client.get never creates one: client.create or "
+                                     "get_or_create does)")
         if summary is None:  # created only once the message is known to be valid
             creation = Creation(input=to_json(actor_input, "the actor's input"), caller=sender,
                                 requested_at=message.created_at)
@@ -151,10 +155,10 @@ class ActorService:
 
     async def send_many(self, ref: ActorRef, queue_name: str, bodies: Sequence[Any], *,
                         message_ids: Sequence[str] | None = None, actor_input: Any = None,
-                        sender: Caller | None = None) -> list[SendResult]:
+                        sender: Caller | None = None, create: bool = True) -> list[SendResult]:
         """Many messages to one queue in one request (dormant.runtime.batches): all checked first, in order."""
         return await send_many(self, ref, queue_name, bodies, message_ids=message_ids, actor_input=actor_input,
-                               sender=sender)
+                               sender=sender, create=create)
 
     async def await_reply(self, ref: ActorRef, message_id: str, timeout: float) -> SendResult:
         """Wait for the answer to a stored message, or until it is clear that none will come, at most `timeout`
@@ -216,9 +220,9 @@ class ActorService:
 
     # -- actions -----------------------------------------------------------------------------
     async def call(self, ref: ActorRef, action: str, args: Sequence[Any] = (), *, actor_input: Any = None,
-                   caller: Caller | None = None) -> Any:
+                   caller: Caller | None = None, create: bool = True) -> Any:
         """Run an action (`c.caller` is `caller`); its state changes commit conditionally (a lost race re-runs
-        it)."""
+        it). Without `create`, a missing actor is ActorNotFoundError."""
         definition = self.registry.get(ref.name)
         fn = definition.action_fn(action)
         args = definition.validate_arguments(action, args)  # before anything is read, created or run
@@ -226,7 +230,7 @@ class ActorService:
         ids = f"{ref.id}|action|{uuid.uuid4()}"
         for _ in range(MAX_CONFLICT_RETRIES):
             # Created (on_create, workflow started) only now that the action is known to exist.
-            snapshot = await self._load(ref, create=True, actor_input=actor_input, caller=caller)
+            snapshot = await self._load(ref, create=create, actor_input=actor_input, caller=caller)
             if snapshot.workflow.state is WorkflowState.PAUSED:  # (a pause after this load wins the commit race)
                 raise ActorPausedError("the actor is paused by an operator: actions are refused until it is "
                                        "unpaused (messages sent to it are kept and run then)")
@@ -302,16 +306,17 @@ class ActorService:
             await self.create_actor(ref, actor_input, caller=caller)
             snapshot = await self.store.load(ref)
         if snapshot is None:
-            raise ActorNotFoundError("the actor does not exist yet")
+            raise ActorNotFoundError("the actor does not exist")
         # (A created actor's wake-up was sent before its creation, so none is missing: no wake here.)
         return snapshot
 
-    async def state(self, ref: ActorRef) -> Any:
+    async def state(self, ref: ActorRef, *, create: bool = True) -> Any:
+        """The actor's state (created first unless `create` is False: then ActorNotFoundError if missing)."""
         definition = self.registry.get(ref.name)
-        return definition.state.model_validate((await self._load(ref, create=True)).state)
+        return definition.state.model_validate((await self._load(ref, create=create)).state)
 
-    async def status(self, ref: ActorRef) -> ActorStatus:
-        snapshot = await self._load(ref, create=True)
+    async def status(self, ref: ActorRef, *, create: bool = True) -> ActorStatus:
+        snapshot = await self._load(ref, create=create)
         record = snapshot.workflow
         error = None
         if record.error is not None:
@@ -332,13 +337,17 @@ class ActorService:
                                                   limits=record.limits if record.state in _WAITING else [],
                                                   callbacks=await waiting_callbacks(self.store, snapshot.history)))
 
-    async def history(self, ref: ActorRef) -> list[HistoryEntry]:
-        return sorted((await self._load(ref, create=True)).history, key=lambda e: e.seq)
+    async def history(self, ref: ActorRef, *, create: bool = True) -> list[HistoryEntry]:
+        return sorted((await self._load(ref, create=create)).history, key=lambda e: e.seq)
 
     async def events(self, ref: ActorRef, *, after: int = 0, wait: float = DEFAULT_WAIT_TIMEOUT,
-                     follow: bool = True) -> AsyncIterator[EventRecord]:
-        """Events in order from cursor `after`; with `follow`, keep waiting for new ones."""
-        await self.ensure_created(ref)
+                     follow: bool = True, create: bool = True) -> AsyncIterator[EventRecord]:
+        """Events in order from cursor `after`; with `follow`, keep waiting for new ones. Without `create`, a
+        missing actor is ActorNotFoundError."""
+        if create:
+            await self.ensure_created(ref)
+        elif not await self.store.exists(ref):
+            raise ActorNotFoundError("the actor does not exist")
         cursor = after
         while True:
             batch = await (self.store.wait_events(ref, cursor, wait) if follow

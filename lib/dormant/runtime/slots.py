@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dormant.core.flow import Limit, unknown_limit
+from dormant.core.flow import Limit, check_use, unknown_limit, wait_label
 from dormant.core.slots import SlotLease, SlotRefusal, SlotRequest
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import sleeping_party
@@ -64,17 +64,18 @@ class LimitSlots:
 
     async def acquire(self, ask: SlotAsk) -> Granted | Refused:
         limit = self._limit(ask.location, ask.limit)
+        priority = check_use(ask.location, ask.limit, limit, ask.key, ask.priority)  # before any I/O
         clock = self._service.clock
         now = clock.now()
         length = limit.lease_for(ask.timeout)
         answer = await self._service.store.acquire_slot(SlotRequest(
-            rule=limit.rule(ask.limit), ref=self._ref, holder=f"{self._ref.id}|{ask.location}", now=now,
-            lease_until=now + length, queued_since=ask.since, queued=ask.queued))
+            rule=limit.rule(ask.limit, ask.key), ref=self._ref, holder=f"{self._ref.id}|{ask.location}", now=now,
+            lease_until=now + length, queued_since=ask.since, queued=ask.queued, priority=priority))
         if isinstance(answer, SlotRefusal):
             retry_at = retry_time(limit, answer, now)
             log.debug("step %s of %s waits for limit %s (%s): next try in %.3f s", ask.location, self._ref,
                       ask.limit, answer.by, retry_at - now)
-            return Refused(limit=ask.limit, retry_at=retry_at)
+            return Refused(limit=wait_label(ask.limit, ask.key, ask.priority), retry_at=retry_at)
         renewal = None
         if answer.slot is not None:
             renewal = asyncio.get_running_loop().create_task(self._renew(answer, length))

@@ -44,14 +44,17 @@ class WorkflowContext:
                    max_retries: int = steps.DEFAULT_MAX_RETRIES,
                    retry_backoff_base: float | timedelta = steps.DEFAULT_BACKOFF_BASE,
                    retry_backoff_max: float | timedelta = steps.DEFAULT_BACKOFF_MAX,
-                   rollback: Callable[[Any, Any], Any] | None = None, limit: str | None = None) -> Any:
+                   rollback: Callable[[Any, Any], Any] | None = None, limit: str | None = None,
+                   limit_key: str | None = None, priority: int | None = None) -> Any:
         """Run `fn(step_ctx)` once and record its result (JSON); replays return the record.
 
         `limit`: the name of a limit declared with `setup(..., limits=...)`: each attempt first takes a slot of it
-        (waiting, suspended, while the limit is full) and gives it back when the attempt ends."""
+        (waiting, suspended, while the limit is full) and gives it back when the attempt ends. `limit_key`: for a
+        keyed limit, the key it is bounded by (each key separately); `priority`: 1 (served first) to 5 (default 3),
+        its place among the limit's waiters (aged: docs/semantics.md, "Keyed and prioritized limits")."""
         return await steps.run_step(self._frame, name, fn, timeout=timeout, max_retries=max_retries,
                                     retry_backoff_base=retry_backoff_base, retry_backoff_max=retry_backoff_max,
-                                    rollback=rollback, limit=limit)
+                                    rollback=rollback, limit=limit, limit_key=limit_key, priority=priority)
 
     async def loop(self, name: str, body: Callable[..., Awaitable[Any]], *, state: Any = loops.NO_STATE,
                    history_keep: int = loops.DEFAULT_HISTORY_KEEP) -> Any:

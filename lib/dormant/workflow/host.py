@@ -52,6 +52,8 @@ class SlotAsk:
     timeout: float | None  # the step's timeout: the slot's lease follows it
     since: float  # when the step began waiting for the limit (now if it has not)
     queued: bool  # it waited before (a refusal of an earlier attempt put it in the limit's line)
+    key: str | None = None  # `limit_key=`: a keyed limit's key (the host checks it against the declaration)
+    priority: int | None = None  # `priority=`: 1 (served first) to 5; None: the default
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,8 @@ class Granted:
 
 @dataclass(frozen=True)
 class Refused:
-    """No slot now: try again at `retry_at` (a release may wake the actor sooner)."""
+    """No slot now: try again at `retry_at` (a release may wake the actor sooner). `limit`: the limit as the
+    workflow record names it (`waiting_for.limits`: its name, with the key and priority the step gave)."""
 
     limit: str
     retry_at: float

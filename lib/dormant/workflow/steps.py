@@ -15,6 +15,7 @@ from dormant.workflow.errors import (
     RollbackCheckpointError,
     StepExhaustedError,
     StepTimeoutError,
+    WorkflowDefinitionError,
 )
 from dormant.workflow.execution import Execution, error_info, run_to_the_end, to_json
 from dormant.workflow.frame import Frame
@@ -43,13 +44,15 @@ def backoff_delay(attempt: int, base: float, maximum: float) -> float:
 async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
                    timeout: float | timedelta | None, max_retries: int, retry_backoff_base: float | timedelta,
                    retry_backoff_max: float | timedelta, rollback: Callable[[Any, Any], Any] | None,
-                   limit: str | None = None) -> Any:
+                   limit: str | None = None, limit_key: str | None = None, priority: int | None = None) -> Any:
     validate_name(name, "step")
     if max_retries < 0:
         raise ValueError(f'step "{name}": max_retries must be >= 0, got {max_retries}')
     ex, scope = frame.execution, frame.scope
     if limit is not None:
         ex.host.check_limit(name, limit)  # an undeclared limit is a definition error, on replay too
+    elif limit_key is not None or priority is not None:
+        raise WorkflowDefinitionError(f'step "{name}": limit_key= and priority= need limit= (the limit they apply to)')
     frame.check_cancelled()
     if rollback is not None and not scope.checkpointed:
         raise RollbackCheckpointError(
@@ -82,7 +85,7 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
     if limit is None:
         return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
                               rollback)
-    granted = await throttle.acquire(frame, entry, limit, timeout_s)  # Suspend when refused
+    granted = await throttle.acquire(frame, entry, limit, timeout_s, limit_key, priority)  # Suspend when refused
     try:
         return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
                               rollback)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 
 from dormant.workflow.entries import Entry
+from dormant.workflow.errors import WorkflowDefinitionError
 from dormant.workflow.execution import Execution, run_to_the_end
 from dormant.workflow.frame import Frame
 from dormant.workflow.host import Granted, Refused, SlotAsk, StepRun
@@ -20,8 +21,10 @@ from dormant.workflow.signals import Suspend, WakeAborted
 from dormant.workflow.waits import Outcome, wait_in_process
 
 
-async def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None) -> Granted:
-    """A slot for `entry`'s next attempt, waiting in process while that is allowed; else Suspend."""
+async def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None, key: str | None = None,
+                  priority: int | None = None) -> Granted:
+    """A slot for `entry`'s next attempt, waiting in process while that is allowed; else Suspend. `key`,
+    `priority`: the step's `limit_key=` and `priority=` (the host checks them: WorkflowDefinitionError)."""
     ex = frame.execution
     while True:
         since = entry.throttled_since
@@ -30,13 +33,16 @@ async def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None)
         # (whether the store answers at once or after a round trip).
         ex.step_started()
         asking = asyncio.ensure_future(ex.host.acquire_limit(SlotAsk(
-            limit=limit, location=entry.location, timeout=timeout, since=place, queued=since is not None)))
+            limit=limit, location=entry.location, timeout=timeout, since=place, queued=since is not None, key=key,
+            priority=priority)))
         try:
             answer = await asyncio.shield(asking)
         except asyncio.CancelledError:
             # Cancelled while asking (a race lost): the store may have given the slot all the same. Finish the ask
             # and give back what it got, then go on being cancelled.
             await run_to_the_end(_give_back(ex, asking))
+            raise
+        except WorkflowDefinitionError:  # a limit_key or priority its limit does not take: the code's error
             raise
         except Exception as error:  # the store failed under the ask: the wake-up is void, as for a commit
             raise WakeAborted(error) from error
@@ -56,7 +62,7 @@ async def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None)
             # The wait ended because the steps beside it did: one of them may have held this limit and freed it.
             # (With a step still running it ended with the budget: suspend.)
             continue
-        raise Suspend(deadline=answer.retry_at, reason="limit", limits=(limit,))
+        raise Suspend(deadline=answer.retry_at, reason="limit", limits=(answer.limit,))
 
 
 async def _give_back(ex: Execution, asking: asyncio.Future[Granted | Refused]) -> None:
