@@ -18,6 +18,7 @@ from dormant.errors import (
     UnknownEventError,
     UnknownQueueError,
     VersionConflict,
+    WorkflowTimeoutError,
 )
 from dormant.models import ActorStatus, CallbackStatus, SendResult
 from dormant.runtime.access import AccessRequest
@@ -44,8 +45,12 @@ from dormant.workflow import (
     RaceError,
     RaceResult,
     StepExhaustedError,
+    StepFailure,
     StepOnlyError,
+    StepResult,
     StepTimeoutError,
+    TryFailure,
+    TryResult,
     WorkflowContext,
     WorkflowState,
 )
@@ -57,8 +62,8 @@ __all__ = [
     "CallbackTimeoutError", "CallbackUrlError", "Caller", "Client", "ForbiddenError", "HistoryDivergedError",
     "HookContext", "InvalidCallbackTokenError", "InvalidKeyError", "InvalidMessageError", "JoinError", "Limit", "Loop",
     "MapError", "MapItem", "MapItemStatus", "MapResult", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
-    "RaceError", "RaceResult", "Registry", "SendResult", "StepContext", "StepExhaustedError", "StepOnlyError",
-    "StepTimeoutError", "UnknownActionError", "UnknownActorError", "UnknownCallbackError", "UnknownEventError",
-    "UnknownQueueError", "VersionConflict", "WorkflowContext", "WorkflowState", "actor", "callback", "event", "queue",
-    "setup",
+    "RaceError", "RaceResult", "Registry", "SendResult", "StepContext", "StepExhaustedError", "StepFailure",
+    "StepOnlyError", "StepResult", "StepTimeoutError", "TryFailure", "TryResult", "UnknownActionError",
+    "UnknownActorError", "UnknownCallbackError", "UnknownEventError", "UnknownQueueError", "VersionConflict",
+    "WorkflowContext", "WorkflowState", "WorkflowTimeoutError", "actor", "callback", "event", "queue", "setup",
 ]
