@@ -1,4 +1,5 @@
-"""`ctx.step(..., ephemeral=True)`: no commit of its own; the next durable commit stores it; a crash before re-runs it."""
+"""`ctx.step(..., ephemeral=True)`: no commit of its own; the next durable commit stores it; a crash before that
+re-runs it."""
 
 from __future__ import annotations
 

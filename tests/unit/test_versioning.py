@@ -165,3 +165,29 @@ async def test_inserting_a_step_before_recorded_ones_suggests_get_version() -> N
         assert status.workflow is WorkflowState.DIVERGED and status.divergence is not None
         assert 'ctx.get_version("audit-added", 2)' in status.divergence.message
         assert 'ctx.removed("pack", "step")' in status.divergence.message  # if it replaced the recorded step
+
+
+async def test_a_retired_check_is_skipped_wherever_it_was_recorded() -> None:
+    RAN.clear()
+    async with TestEnv(setup(order_actor(audited=False))) as env:
+        await start(env, "versioned", "old")
+        store = env.store
+    async with TestEnv(setup(order_actor(audited=True)), store=store) as env:  # v2 records the check (after "pack")
+        await env.run_until_idle()
+        handle = env.client.get_or_create("versioned", ["old"])
+        assert [e.location for e in await handle.history()] == ["reserve", "pack", "add-audit"]
+    a = actor("versioned", state=Counter, queues={"go": queue(Item)})
+
+    @a.workflow
+    async def v3(ctx: WorkflowContext) -> None:
+        await ctx.step("reserve", _log("reserve"))
+        await ctx.removed("add-audit", "version_check")  # v3 dropped the old branch
+        await ctx.step("pack", _log("pack"))
+        await ctx.queue.next("wait-go")
+
+    async with TestEnv(setup(a), store=store) as env:
+        handle = env.client.get_or_create("versioned", ["old"])
+        await handle.send("go", {"n": 1})
+        await env.run_until_idle()
+        status = await handle.status()
+        assert status.workflow is WorkflowState.COMPLETED and status.divergence is None

@@ -182,15 +182,25 @@ class Scope:
                     "only moved entries, restore the recorded order: replay matches entries in recorded order, and "
                     f"retiring {describe(entry)} with ctx.removed would run it again wherever the code now asks "
                     f"for it. If {describe(entry)} is gone for good, retire it with {retire} where it was.")
-        # Not recorded here at all: the code inserted it before recorded entries (or replaced what is recorded).
-        return (f'The code inserted {kind.value} "{name}" before recorded entries of a running actor. Guard new code '
-                f'with ctx.get_version: `if await ctx.get_version("{name}-added", 2) >= 2: ...` runs it only in '
-                "actors that reach this point under the new code. If it replaces the recorded entry, retire that one "
-                f"with {retire}.")
+        # Not recorded in this scope at all: the code replaced the recorded entry, or inserted this one before it.
+        return (f"The code changed under a running actor. If it replaced {describe(entry)}, retire that with {retire}; "
+                f'if it inserted {kind.value} "{name}" before recorded entries, guard it with ctx.get_version: '
+                f'`if await ctx.get_version("{name}-added", 2) >= 2: ...` runs it only where this scope runs under the '
+                "new code.")
 
     def skip_removed(self, name: str, kinds: tuple[EntryKind, ...]) -> bool:
-        """`removed(name, kind)`: consume the next recorded entry if it is the retired one."""
+        """`removed(name, kind)`: consume the next recorded entry if it is the retired one (a retired version check
+        wherever it stands among the unvisited entries, as `claim_version` finds it)."""
         self._advance()
+        if EntryKind.VERSION_CHECK in kinds:
+            for position in range(self._position, len(self._recorded)):
+                entry = self._recorded[position]
+                if entry.name == name and entry.kind in kinds and position not in self._taken:
+                    self._taken.add(position)
+                    self._names.add(name)
+                    self._advance()
+                    return True
+            return False
         if self._position < len(self._recorded):
             entry = self._recorded[self._position]
             if entry.name == name and entry.kind in kinds:
