@@ -1,0 +1,38 @@
+"""The public API is what `dormant` exports (DESIGN.md section 2): pinned here, so adding or dropping a name is a
+decision made in this file, not a side effect."""
+
+from __future__ import annotations
+
+import dormant
+import dormant.errors
+
+PUBLIC = {
+    # the actor model and its registry
+    "ActorDefinition", "Registry", "actor", "callback", "event", "queue", "setup", "Limit",
+    # contexts
+    "AccessRequest", "ActionContext", "HookContext", "StepContext", "WorkflowContext",
+    # the client and what it returns
+    "ActorHandle", "ActorStatus", "CallbackStatus", "Client", "SendResult", "WorkflowState",
+    # what workflow primitives return
+    "Callback", "Caller", "Loop", "MapItem", "MapItemStatus", "MapResult", "QueueMessage", "RaceResult",
+    "StepFailure", "StepResult", "TryFailure", "TryResult",
+    # errors
+    "ActorNotFoundError", "CallbackCancelledError", "CallbackCompletedError", "CallbackError", "CallbackExpiredError",
+    "CallbackFailedError", "CallbackHeartbeatTimeoutError", "CallbackNotFoundError", "CallbackTimeoutError",
+    "CallbackUrlError", "ForbiddenError", "HistoryDivergedError", "InvalidCallbackTokenError", "InvalidKeyError",
+    "InvalidMessageError", "JoinError", "MapError", "NonRetryableError", "QueueTimeoutError", "RaceError",
+    "StepExhaustedError", "StepOnlyError", "StepTimeoutError", "UnknownActionError", "UnknownActorError",
+    "UnknownCallbackError", "UnknownEventError", "UnknownQueueError", "VersionConflict", "WorkflowTimeoutError",
+}
+
+
+def test_dormant_exports_exactly_the_public_api() -> None:
+    assert set(dormant.__all__) == PUBLIC
+    assert len(dormant.__all__) == len(PUBLIC)  # no name twice
+    for name in dormant.__all__:
+        assert getattr(dormant, name) is not None, name
+
+
+def test_the_workflow_timeout_error_is_named_in_dormant_errors() -> None:
+    assert dormant.errors.WorkflowTimeoutError is dormant.WorkflowTimeoutError
+    assert issubclass(dormant.WorkflowTimeoutError, dormant.errors.DormantError)
