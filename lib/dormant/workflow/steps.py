@@ -154,6 +154,7 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
     entry.ended_at = ex.now()
     entry.attempts = attempt
     entry.error = None
+    entry.failure_kind = None  # (an operator's resume retried a failed step)
     entry.retry_at = None
     ex.touch(entry)
     ex.keep_effects(run)
