@@ -168,7 +168,8 @@ class Execution:
             raise DeadlinePassed(self.deadline)
 
     def new_entry(self, kind: EntryKind, location: str, name: str, **fields: Any) -> Entry:
-        if kind is not EntryKind.MAP_ITEM:  # made in a task's done callback, where nothing may raise: its steps check
+        # (A map item's entry is made in a task's done callback, where nothing may raise: its steps check.)
+        if self.deadline is not None and kind is not EntryKind.MAP_ITEM:
             self.check_deadline()
         now = self.now()
         entry = Entry(location=location, kind=kind, name=name, seq=self.index.next_seq,

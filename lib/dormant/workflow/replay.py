@@ -108,7 +108,7 @@ class Scope:
 
     def _advance(self) -> None:
         """Move the cursor past version checks already claimed ahead of it."""
-        while self._position in self._taken:
+        while self._taken and self._position in self._taken:
             self._position += 1
 
     @property
@@ -151,9 +151,12 @@ class Scope:
 
     def claim(self, kind: EntryKind, name: str) -> Entry | None:
         """Match the code's next request; returns the recorded entry, or None if it is new."""
-        self._check_request(name)
+        # (The checks of _check_request, inline: this runs once per entry of every replay.)
+        if self._busy is not None or name in self._names:
+            self._check_request(name)
         self._names.add(name)
-        self._advance()
+        if self._taken:
+            self._advance()
         if self._position < len(self._recorded):
             entry = self._recorded[self._position]
             if entry.kind is kind and entry.name == name:

@@ -81,7 +81,8 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
     # the run suspends or ends), so a step costs one write, folded with what follows it.
     await ex.flush()
     frame.check_cancelled()
-    ex.check_deadline()  # a retry (or a new step) past the workflow's deadline: the run fails instead
+    if ex.deadline is not None:
+        ex.check_deadline()  # a retry (or a new step) past the workflow's deadline: the run fails instead
     timeout_s = seconds(timeout)
     if limit is None:
         return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
