@@ -191,3 +191,24 @@ async def test_a_retired_check_is_skipped_wherever_it_was_recorded() -> None:
         await env.run_until_idle()
         status = await handle.status()
         assert status.workflow is WorkflowState.COMPLETED and status.divergence is None
+
+
+async def test_the_offline_replay_before_a_deploy_accepts_a_guarded_insertion_and_flags_an_unguarded_one() -> None:
+    from dormant.runtime.offline import replay_snapshot
+
+    async with TestEnv(setup(order_actor(audited=False))) as env:
+        handle = await start(env, "versioned", "old")
+        snapshot = await env.store.load(handle.ref)
+    assert snapshot is not None
+    guarded = await replay_snapshot(setup(order_actor(audited=True)), snapshot.model_copy(deep=True))
+    assert guarded.outcome == "ok", guarded.detail
+    unguarded = actor("versioned", state=Counter, queues={"go": queue(Item)})
+
+    @unguarded.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        await ctx.step("reserve", _log("reserve"))
+        await ctx.step("audit", _log("audit"))
+        await ctx.step("pack", _log("pack"))
+
+    flagged = await replay_snapshot(setup(unguarded), snapshot.model_copy(deep=True))
+    assert flagged.outcome == "diverged" and "get_version" in flagged.detail
