@@ -243,3 +243,27 @@ async def test_a_failed_step_recorded_before_failure_kinds_replays_through_try_s
         await env.run_until_idle()
         assert (await handle.status()).workflow is WorkflowState.COMPLETED
         assert kinds == ["exhausted"] and CALLS == []
+
+
+async def test_a_finished_block_replays_sealed_so_a_later_failure_compensates_its_steps() -> None:
+    CALLS.clear()
+    a = actor("try-rollback", state=Counter, queues={"go": queue(Item)})
+
+    @a.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        await ctx.rollback_checkpoint("start")
+
+        async def book(block: WorkflowContext) -> str:
+            return str(await block.step("book", record("book"), rollback=lambda s, out: CALLS.append(f"undo {out}")))
+
+        booked = await ctx.try_("booking", book)
+        assert booked.ok and booked.value == "book"
+        await ctx.queue.next("wait")  # the next wake-up replays the finished block
+        await ctx.step("charge", flaky("charge"), max_retries=0)  # fails the workflow: the rollback runs
+
+    async with TestEnv(setup(a)) as env:
+        handle = await start(env, "try-rollback")
+        await handle.send("go", {"n": 1})
+        await env.run_until_idle()
+        assert (await handle.status()).workflow is WorkflowState.FAILED
+        assert CALLS == ["book", "charge", "undo book"]
