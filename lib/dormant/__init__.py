@@ -20,6 +20,7 @@ from dormant.errors import (
     UnknownEventError,
     UnknownQueueError,
     VersionConflict,
+    WorkflowTimeoutError,
 )
 from dormant.models import ActorStatus, CallbackStatus, SendResult
 from dormant.runtime.access import AccessRequest
@@ -46,8 +47,12 @@ from dormant.workflow import (
     RaceError,
     RaceResult,
     StepExhaustedError,
+    StepFailure,
     StepOnlyError,
+    StepResult,
     StepTimeoutError,
+    TryFailure,
+    TryResult,
     WorkflowContext,
     WorkflowState,
 )
@@ -60,7 +65,8 @@ __all__ = [
     "HistoryDivergedError", "HookContext", "InvalidCallbackTokenError", "InvalidKeyError", "InvalidMessageError",
     "JoinError", "Limit", "Loop", "MapError", "MapItem", "MapItemStatus", "MapResult", "NonRetryableError",
     "QueueMessage", "QueueTimeoutError", "RaceError", "RaceResult", "Registry", "SendResult", "StepContext",
-    "StepExhaustedError", "StepOnlyError", "StepTimeoutError", "UnknownActionError", "UnknownActorError",
-    "UnknownActorOptionError", "UnknownCallbackError", "UnknownEventError", "UnknownQueueError", "VersionConflict",
-    "WorkflowContext", "WorkflowState", "actor", "callback", "event", "queue", "setup",
+    "StepExhaustedError", "StepFailure", "StepOnlyError", "StepResult", "StepTimeoutError", "TryFailure",
+    "TryResult", "UnknownActionError", "UnknownActorError", "UnknownActorOptionError", "UnknownCallbackError",
+    "UnknownEventError", "UnknownQueueError", "VersionConflict", "WorkflowContext", "WorkflowState",
+    "WorkflowTimeoutError", "actor", "callback", "event", "queue", "setup",
 ]

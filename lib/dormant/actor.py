@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Generic, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
@@ -201,6 +203,9 @@ class ActorDefinition:
     authorize_fn: Callable[..., Any] | None = None
     search: Mapping[str, str] = field(default_factory=dict)
     """The declared search attributes: name -> type code (dormant.core.search)."""
+    workflow_timeout: float | None = None
+    """Seconds the workflow may run, from the actor's creation (None: no limit): past that it fails with
+    WorkflowTimeoutError (docs/semantics.md, "Workflow deadline")."""
     options: dict[str, Any] = field(default_factory=dict)
     _signatures: dict[str, ActionSignature] = field(default_factory=dict, repr=False, compare=False)
 
@@ -291,26 +296,25 @@ class ActorDefinition:
                 f"so that a new actor can start: {error}") from None
 
 
-ACTOR_KEYWORDS = ("state", "queues", "events", "callbacks", "vars", "search")
-EXTRA_OPTIONS = ("workflow_timeout",)
-"""Keywords `actor(...)` takes besides ACTOR_KEYWORDS (kept in `ActorDefinition.options`)."""
+ACTOR_KEYWORDS = ("state", "queues", "events", "callbacks", "vars", "search", "workflow_timeout")
+"""The keywords `actor(...)` takes: any other is an UnknownActorOptionError."""
 
 
 def actor(name: str, *, state: type[BaseModel] | None = None, queues: Mapping[str, QueueSpec[Any]] | None = None,
           events: Mapping[str, EventSpec] | None = None, callbacks: Mapping[str, CallbackSpec] | None = None,
           vars: Callable[[], Any] | None = None, search: Mapping[str, type] | None = None,
-          **options: Any) -> ActorDefinition:
+          workflow_timeout: float | timedelta | None = None, **options: Any) -> ActorDefinition:
     """Define an actor type. Decorate its workflow, actions and hooks on the returned object.
 
     `search` declares its search attributes, name -> str, int, float, bool or datetime (dormant.core.search): steps and
     actions set them (`c.search`), operators find actors by them (`dormant actors list --where customer=42`).
-    `options`: only those in EXTRA_OPTIONS; another keyword raises UnknownActorOptionError naming the accepted ones."""
-    unknown = sorted(set(options) - set(EXTRA_OPTIONS))
-    if unknown:
-        accepted = ", ".join([*ACTOR_KEYWORDS, *EXTRA_OPTIONS])
-        shown = ", ".join(repr(option[:40]) for option in unknown[:5])
+    `workflow_timeout` (seconds or a timedelta): how long the workflow may run, counted from the actor's creation;
+    past it the run fails with WorkflowTimeoutError (its rollback handlers run), a sleeping actor woken for it.
+    Any other keyword raises UnknownActorOptionError naming the accepted ones (a misspelt option is never ignored)."""
+    if options:
+        shown = ", ".join(repr(option[:40]) for option in sorted(options)[:5])
         raise UnknownActorOptionError(f'actor "{name[:80]}" got unknown option(s) {shown}: actor(...) accepts '
-                                      f"{accepted}")
+                                      f"{', '.join(ACTOR_KEYWORDS)}")
     if not name or "/" in name:
         raise WorkflowDefinitionError(f"actor name must be non-empty and free of '/', got {name!r}")
     for queue_name in queues or {}:
@@ -323,7 +327,23 @@ def actor(name: str, *, state: type[BaseModel] | None = None, queues: Mapping[st
                                           f"not {type(spec).__name__}")
     return ActorDefinition(name=name, state=state or NoState, queues=dict(queues or {}), events=dict(events or {}),
                            callbacks=dict(callbacks or {}), vars=vars, search=check_declaration(name, search or {}),
-                           options=options)
+                           workflow_timeout=_timeout_seconds(name, workflow_timeout), options=options)
+
+
+def _timeout_seconds(actor_name: str, timeout: float | timedelta | None) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        seconds = float(timeout)
+    else:
+        raise WorkflowDefinitionError(f'actor "{actor_name}": workflow_timeout must be seconds (a number) or a '
+                                      f"timedelta, got {type(timeout).__name__}")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise WorkflowDefinitionError(f'actor "{actor_name}": workflow_timeout must be positive and finite, got '
+                                      f"{seconds!r} s")
+    return seconds
 
 
 class Registry:

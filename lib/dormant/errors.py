@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from dormant.workflow.errors import DormantError
+from dormant.workflow.errors import WorkflowTimeoutError as WorkflowTimeoutError  # raised by the engine, named here
 
 
 class NamedLimit(Protocol):

@@ -91,7 +91,7 @@ def reset_failure(history: list[HistoryEntry], record: WorkflowRecord) -> tuple[
             continue
         if entry.kind is EntryKind.STEP and entry.status is EntryStatus.FAILED:
             changed.append(entry.model_copy(update={"status": EntryStatus.PENDING, "attempts": 0, "error": None,
-                                                    "retry_at": None}))
+                                                    "retry_at": None, "failure_kind": None}))
         elif entry.kind in (EntryKind.JOIN, EntryKind.RACE) and any(
                 branch.status is BranchStatus.FAILED for branch in entry.branches.values()):
             branches = {name: BranchRecord() if branch.status is BranchStatus.FAILED else branch

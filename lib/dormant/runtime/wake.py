@@ -288,6 +288,10 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
         version = await service.store.commit(snapshot.ref, version, draft)
         consumed.update(dict.fromkeys(draft.consumed_ids, started))
 
+    # The workflow's deadline counts from the actor's creation (the request that created it started its workflow), on
+    # the runtime's clock; no wait of this wake-up goes on past it.
+    timeout = definition.workflow_timeout
+    deadline = snapshot.meta.created_at + timeout if timeout is not None else None
     inbox = [QueuedMessage(id=m.id, name=m.queue, body=m.body, created_at=m.created_at, sender=m.sender,
                            kind="callback" if m.kind == "callback" else "queue")
              for m in snapshot.inbox if m.kind != "action"]
@@ -295,8 +299,9 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
                           entries=snapshot.history, search=search,
                           record=snapshot.workflow, state=state, inbox=inbox, now=service.clock.now,
                           checkpointer=commit, serial=serial, workflow_input=snapshot.meta.input,
-                          race_winners=race_winners,
-                          waits=WakeWaits(service.clock, service.store, snapshot.ref, horizon=wait_horizon,
+                          race_winners=race_winners, deadline=deadline,
+                          waits=WakeWaits(service.clock, service.store, snapshot.ref,
+                                          horizon=wait_horizon if deadline is None else min(wait_horizon, deadline),
                                           known=[m.id for m in snapshot.inbox]))
     snapshot.history = []  # the execution holds its own copies: let the loaded models go during the run
     try:

@@ -26,6 +26,7 @@ from dormant.workflow.errors import (
     StepOnlyError,
     StepTimeoutError,
     WorkflowDefinitionError,
+    WorkflowTimeoutError,
 )
 from dormant.workflow.execution import Execution
 from dormant.workflow.history import HistoryEntry, QueuedMessage, WorkflowRecord, WorkflowState
@@ -35,13 +36,15 @@ from dormant.workflow.map_result import MapItem, MapItemStatus, MapResult
 from dormant.workflow.queues import QueueMessage
 from dormant.workflow.runner import run_workflow
 from dormant.workflow.state_cell import StateCell
+from dormant.workflow.try_result import ErrorDetail, StepFailure, StepResult, TryFailure, TryResult
 
 __all__ = [
     "BranchError", "Callback", "CallbackCancelledError", "CallbackError", "CallbackFailedError",
     "CallbackHeartbeatTimeoutError", "CallbackTimeoutError", "CallbackUrlError", "Caller", "CommitDraft",
-    "DormantError", "EntryInProgressError", "Execution", "HistoryDivergedError", "HistoryEntry", "JoinError", "Loop",
-    "MapError", "MapItem", "MapItemStatus", "MapResult", "NonRetryableError", "QueueMessage", "QueueTimeoutError",
-    "QueuedMessage", "RaceError", "RaceResult", "RecordedError", "RollbackCheckpointError", "StateCell",
-    "StepExhaustedError", "StepOnlyError", "StepRun", "StepTimeoutError", "WorkflowContext", "WorkflowDefinitionError",
-    "WorkflowHost", "WorkflowRecord", "WorkflowState", "run_workflow",
+    "DormantError", "EntryInProgressError", "ErrorDetail", "Execution", "HistoryDivergedError", "HistoryEntry",
+    "JoinError", "Loop", "MapError", "MapItem", "MapItemStatus", "MapResult", "NonRetryableError", "QueueMessage",
+    "QueueTimeoutError", "QueuedMessage", "RaceError", "RaceResult", "RecordedError", "RollbackCheckpointError",
+    "StateCell", "StepExhaustedError", "StepFailure", "StepOnlyError", "StepResult", "StepRun", "StepTimeoutError",
+    "TryFailure", "TryResult", "WorkflowContext", "WorkflowDefinitionError", "WorkflowHost", "WorkflowRecord",
+    "WorkflowState", "WorkflowTimeoutError", "run_workflow",
 ]

@@ -6,10 +6,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from dormant.workflow import branches, callbacks, loops, maps, queues, rollback, sleeps, steps
+from dormant.workflow import branches, callbacks, loops, maps, queues, rollback, sleeps, steps, tries, versioning
 from dormant.workflow.errors import StepOnlyError
 from dormant.workflow.frame import Frame
 from dormant.workflow.map_result import MapResult
+from dormant.workflow.try_result import StepResult, TryResult
 
 Branch = Callable[["WorkflowContext"], Awaitable[Any]]
 
@@ -45,16 +46,53 @@ class WorkflowContext:
                    retry_backoff_base: float | timedelta = steps.DEFAULT_BACKOFF_BASE,
                    retry_backoff_max: float | timedelta = steps.DEFAULT_BACKOFF_MAX,
                    rollback: Callable[[Any, Any], Any] | None = None, limit: str | None = None,
-                   limit_key: str | None = None, priority: int | None = None) -> Any:
+                   limit_key: str | None = None, priority: int | None = None,
+                   ephemeral: bool = False) -> Any:
         """Run `fn(step_ctx)` once and record its result (JSON); replays return the record.
 
         `limit`: the name of a limit declared with `setup(..., limits=...)`: each attempt first takes a slot of it
         (waiting, suspended, while the limit is full) and gives it back when the attempt ends. `limit_key`: for a
         keyed limit, the key it is bounded by (each key separately); `priority`: 1 (served first) to 5 (default 3),
-        its place among the limit's waiters (aged: docs/semantics.md, "Keyed and prioritized limits")."""
+        its place among the limit's waiters (aged: docs/semantics.md, "Keyed and prioritized limits").
+        `ephemeral`: no commit of its own; the next commit of the run (a durable step, a wait's suspension, the
+        run's end) stores it, and a crash before that runs it again (docs/semantics.md, "Ephemeral steps")."""
         return await steps.run_step(self._frame, name, fn, timeout=timeout, max_retries=max_retries,
                                     retry_backoff_base=retry_backoff_base, retry_backoff_max=retry_backoff_max,
-                                    rollback=rollback, limit=limit, limit_key=limit_key, priority=priority)
+                                    rollback=rollback, limit=limit, limit_key=limit_key, priority=priority,
+                                    ephemeral=ephemeral)
+
+    async def try_step(self, name: str, fn: Callable[[Any], Any], *, timeout: float | timedelta | None = None,
+                       max_retries: int = steps.DEFAULT_MAX_RETRIES,
+                       retry_backoff_base: float | timedelta = steps.DEFAULT_BACKOFF_BASE,
+                       retry_backoff_max: float | timedelta = steps.DEFAULT_BACKOFF_MAX,
+                       rollback: Callable[[Any, Any], Any] | None = None, limit: str | None = None,
+                       limit_key: str | None = None, priority: int | None = None, ephemeral: bool = False,
+                       catch: Iterable[str] | str = ("critical", "timeout", "exhausted")) -> StepResult:
+        """`ctx.step` whose final failure is returned, not raised: `StepResult(ok, value, failure)`, the failure's
+        `kind` being "critical" (NonRetryableError), "timeout" (the last attempt timed out) or "exhausted".
+        Kinds not in `catch` raise StepExhaustedError as `ctx.step` does. Replays return the recorded failure."""
+        frame = self._frame
+
+        async def step() -> Any:
+            return await steps.run_step(frame, name, fn, timeout=timeout, max_retries=max_retries,
+                                        retry_backoff_base=retry_backoff_base, retry_backoff_max=retry_backoff_max,
+                                        rollback=rollback, limit=limit, limit_key=limit_key,
+                                        priority=priority, ephemeral=ephemeral)
+
+        return await tries.run_try_step(frame, name, step, catch)
+
+    async def try_(self, name: str, body: Branch, *,
+                   catch: Iterable[str] | str = ("step", "join", "race")) -> TryResult:
+        """Run `body(ctx)` (an async function of a context, like a join branch) in its own scope; a failure whose
+        source is in `catch` ("step", "join", "race", "map", or "block": an exception of the block's own code) is
+        returned as `TryResult(ok=False, failure=...)`. Replays return what was recorded."""
+        return await tries.run_try(self._frame, name, body, catch)
+
+    async def get_version(self, name: str, latest: int) -> int:
+        """The version of the code at this point, for changing a workflow under running actors: `latest` (an int
+        >= 1) where this scope runs under the current code, 1 where it ran under older code (it already holds
+        recorded entries this run has not reached). Recorded: replays return the same version."""
+        return await versioning.run_get_version(self._frame, name, latest)
 
     async def loop(self, name: str, body: Callable[..., Awaitable[Any]], *, state: Any = loops.NO_STATE,
                    history_keep: int = loops.DEFAULT_HISTORY_KEEP) -> Any:

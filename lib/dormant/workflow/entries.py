@@ -38,8 +38,8 @@ class Entry:
     collector): a queue wait assigns its `messages`, a join or race is created with its own `branches`.
     A map's `items` is the list it was created with, never changed in place."""
 
-    __slots__ = ("attempts", "branches", "callback", "created_at", "deadline", "ended_at", "error", "items",
-                 "iteration", "kind", "location", "loop_state", "messages", "name", "output", "removed_kind",
+    __slots__ = ("attempts", "branches", "callback", "created_at", "deadline", "ended_at", "error", "failure_kind",
+                 "items", "iteration", "kind", "location", "loop_state", "messages", "name", "output", "removed_kind",
                  "retry_at", "rollback_done", "rollback_error", "seq", "started_at", "status", "throttled_since",
                  "timed_out", "updated_at", "winner")
 
@@ -51,7 +51,8 @@ class Entry:
                  branches: dict[str, BranchRecord] = _NO_BRANCHES, winner: str | None = None,
                  items: list[Any] | None = None, removed_kind: str | None = None, created_at: float = 0.0,
                  updated_at: float = 0.0, started_at: float | None = None, ended_at: float | None = None,
-                 throttled_since: float | None = None, callback: CallbackInfo | None = None) -> None:
+                 throttled_since: float | None = None, callback: CallbackInfo | None = None,
+                 failure_kind: str | None = None) -> None:
         self.location = location
         self.kind = kind
         self.name = name
@@ -64,6 +65,7 @@ class Entry:
         self.started_at = started_at  # the last attempt's run: its duration is ended_at - started_at
         self.ended_at = ended_at
         self.throttled_since = throttled_since  # waits for its limit since (dormant.workflow.throttle)
+        self.failure_kind = failure_kind  # a failed step: critical, timeout or exhausted
         self.rollback_done = rollback_done
         self.rollback_error = rollback_error
         self.deadline = deadline  # sleep / queue timeout
@@ -92,7 +94,8 @@ class Entry:
             [m.model_copy() for m in model.messages] if model.messages else _NO_MESSAGES, model.timed_out,
             {b: r.model_copy() for b, r in model.branches.items()} if model.branches else _NO_BRANCHES,
             model.winner, model.items, model.removed_kind, model.created_at, model.updated_at, model.started_at,
-            model.ended_at, model.throttled_since, model.callback.model_copy() if model.callback is not None else None)
+            model.ended_at, model.throttled_since, model.callback.model_copy() if model.callback is not None else None,
+            model.failure_kind)
 
     def to_model(self) -> HistoryEntry:
         return HistoryEntry.model_validate(self.to_json())
@@ -117,6 +120,8 @@ class Entry:
             data["ended_at"] = self.ended_at
         if self.throttled_since is not None:
             data["throttled_since"] = self.throttled_since
+        if self.failure_kind is not None:
+            data["failure_kind"] = self.failure_kind
         if self.rollback_done:
             data["rollback_done"] = True
         if self.rollback_error is not None:

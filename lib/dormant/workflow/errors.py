@@ -82,18 +82,28 @@ class StepTimeoutError(DormantError):
 
 
 class StepExhaustedError(DormantError):
-    """A step failed on every attempt it was allowed (or raised NonRetryableError)."""
+    """A step failed on every attempt it was allowed (or raised NonRetryableError).
 
-    def __init__(self, step: str, attempts: int, error_type: str, error_message: str) -> None:
+    `kind` says how: "critical" (it raised NonRetryableError), "timeout" (its last attempt timed out) or
+    "exhausted" (its retries ran out); `ctx.try_step` returns it as `StepResult.failure.kind`."""
+
+    def __init__(self, step: str, attempts: int, error_type: str, error_message: str,
+                 kind: str = "exhausted") -> None:
         self.step = step
         self.attempts = attempts
         self.error_type = error_type
         self.error_message = error_message
+        self.kind = kind
         super().__init__(f'step "{step}" failed after {attempts} attempt(s): {error_type}: {error_message}')
 
 
 class NonRetryableError(DormantError):
     """Raise inside a step to fail it at once, without further retries."""
+
+
+class WorkflowTimeoutError(DormantError):
+    """The workflow ran past its deadline (`actor(..., workflow_timeout=...)`): the run fails with it (recorded as the
+    workflow's error, after its rollback), and no workflow code can catch it."""
 
 
 class QueueTimeoutError(DormantError):

@@ -33,7 +33,7 @@ from dormant.workflow.host import CommitDraft as CommitDraft
 from dormant.workflow.host import StepRun as StepRun
 from dormant.workflow.host import WaitPort, WorkflowHost
 from dormant.workflow.replay import HistoryIndex
-from dormant.workflow.signals import WakeAborted, WakeRestart
+from dormant.workflow.signals import DeadlinePassed, WakeAborted, WakeRestart
 from dormant.workflow.state_cell import StateCell
 from dormant.workflow.values import check_json
 
@@ -105,8 +105,10 @@ class Execution:
                  state: StateCell, inbox: Sequence[QueuedMessage], now: Now, checkpointer: Checkpointer,
                  serial: bool = False, workflow_input: Any = None,
                  race_winners: dict[str, str] | None = None, waits: WaitPort | None = None,
-                 search: dict[str, Any] | None = None) -> None:
+                 search: dict[str, Any] | None = None, deadline: float | None = None) -> None:
         self.host = host
+        # The workflow's deadline (actor(..., workflow_timeout=...)) on the clock `now` reads; None: none.
+        self.deadline = deadline
         self.index = HistoryIndex([Entry.from_model(e) for e in entries])
         self.loaded_record = record
         self.record = record.model_copy(deep=True)
@@ -159,7 +161,16 @@ class Execution:
         return self.mode is Mode.ROLLBACK
 
     # ---- entries -----------------------------------------------------------------------
+    def check_deadline(self) -> None:
+        """Raise DeadlinePassed if the workflow's deadline has passed: called before any new work (a new entry, a
+        step attempt, a message taken), never while replaying or rolling back."""
+        if self.deadline is not None and self.mode is Mode.NORMAL and self.now() >= self.deadline:
+            raise DeadlinePassed(self.deadline)
+
     def new_entry(self, kind: EntryKind, location: str, name: str, **fields: Any) -> Entry:
+        # (A map item's entry is made in a task's done callback, where nothing may raise: its steps check.)
+        if self.deadline is not None and kind is not EntryKind.MAP_ITEM:
+            self.check_deadline()
         now = self.now()
         entry = Entry(location=location, kind=kind, name=name, seq=self.index.next_seq,
                       created_at=now, updated_at=now, **fields)
@@ -296,6 +307,7 @@ class Execution:
         # a later failed attempt, even while this commit is still under way (if it fails, the
         # wake-up is void anyway: see _aborted).
         self.state.committed = state
+        self.state.kept = None
         self.uncommitted_successes = 0
         return draft
 

@@ -29,6 +29,8 @@ class EntryKind(StrEnum):
     MAP_ITEM = "map_item"  # one item of a map (named by its index): pending while it runs, then its outcome
     REMOVED = "removed"
     CALLBACK = "callback"
+    VERSION_CHECK = "version_check"  # ctx.get_version: the resolved version is its output
+    TRY = "try"  # ctx.try_: the block's value, or its failure (a TryFailure's JSON), is its output
 
 
 KIND_ALIASES: dict[str, EntryKind] = {k.value: k for k in EntryKind} | {"queue": EntryKind.MESSAGE}
@@ -121,6 +123,9 @@ class HistoryEntry(BaseModel):
     started_at: float | None = None  # when the last attempt began and ended (None: recorded before these were)
     ended_at: float | None = None
     throttled_since: float | None = None  # waiting for its limit's slot since then (ctx.step(limit=...))
+    # a failed step: how (critical: NonRetryableError; timeout: its last attempt timed out; exhausted: its retries ran
+    # out). None: a step recorded before this was (read as dormant.workflow.tries.failure_kind says)
+    failure_kind: Literal["critical", "timeout", "exhausted"] | None = None
     rollback_done: bool = False
     rollback_error: ErrorInfo | None = None
     # sleep / queue timeout

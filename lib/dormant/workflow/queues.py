@@ -86,6 +86,7 @@ class QueueApi:
         if entry.status is not EntryStatus.COMPLETED:
             if ex.rolling_back:
                 raise RollbackStop()
+            ex.check_deadline()  # past the workflow's deadline, a message is not taken: the run fails instead
             while True:
                 taken = ex.take_messages(wanted, count)
                 if taken:

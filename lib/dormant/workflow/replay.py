@@ -3,6 +3,10 @@
 Within a scope (the root, a loop iteration, a join or race branch) recorded entries are matched
 in recorded order. Asking for anything else than the next recorded entry, or finishing a scope
 with recorded entries left over, is a divergence: it is detected before anything new runs.
+
+The one exception is a version check (`ctx.get_version`): it exists to be inserted before recorded entries, so
+it is recorded after them (its seq is the newest) but asked for before them; it is matched by name among the
+scope's unvisited entries, wherever it stands (`Scope.claim_version`).
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ class HistoryIndex:
 class Scope:
     """Replay cursor for one scope of a single run."""
 
-    __slots__ = ("_busy", "_names", "_position", "_recorded", "checkpointed", "location", "sealed")
+    __slots__ = ("_busy", "_names", "_position", "_recorded", "_taken", "checkpointed", "location", "sealed")
 
     def __init__(self, location: str, recorded: list[Entry], *, checkpointed: bool,
                  sealed: bool = False) -> None:
@@ -94,6 +98,7 @@ class Scope:
         self.location = location
         self._recorded = list(recorded)
         self._position = 0
+        self._taken: set[int] = set()  # positions of version checks claimed ahead of the cursor (claim_version)
         self._names: set[str] = set()
         self._busy: str | None = None
         self.checkpointed = checkpointed
@@ -101,8 +106,40 @@ class Scope:
     def child(self, name: str) -> str:
         return f"{self.location}/{name}" if self.location else name
 
-    def claim(self, kind: EntryKind, name: str) -> Entry | None:
-        """Match the code's next request; returns the recorded entry, or None if it is new."""
+    def _advance(self) -> None:
+        """Move the cursor past version checks already claimed ahead of it."""
+        while self._taken and self._position in self._taken:
+            self._position += 1
+
+    @property
+    def unvisited(self) -> bool:
+        """Whether recorded entries of this scope remain that this run has not reached (it ran under older code)."""
+        self._advance()
+        return self._position < len(self._recorded)
+
+    def claim_version(self, name: str) -> Entry | None:
+        """`get_version(name)`: its recorded version check, wherever it stands among the unvisited entries, or None
+        if it has none (new, or this scope ran under code without it)."""
+        self._check_request(name)
+        self._advance()
+        for position in range(self._position, len(self._recorded)):
+            entry = self._recorded[position]
+            if entry.name != name or position in self._taken:
+                continue
+            if entry.kind is not EntryKind.VERSION_CHECK:
+                raise HistoryDivergedError(
+                    location=self.child(name), recorded=describe(entry), requested=f'version_check "{name}"',
+                    code_site=user_code_site(), hint=self._mismatch_hint(entry, EntryKind.VERSION_CHECK, name))
+            self._names.add(name)
+            if position == self._position:
+                self._position += 1
+            else:
+                self._taken.add(position)
+            return entry
+        self._names.add(name)
+        return None
+
+    def _check_request(self, name: str) -> None:
         if self._busy is not None:
             raise EntryInProgressError(
                 f'"{name}" started at {self.location or "<root>"} while "{self._busy}" is still running '
@@ -111,7 +148,15 @@ class Scope:
             raise WorkflowDefinitionError(
                 f'duplicate entry name "{name}" at {self.location or "<root>"}: every step, loop, sleep, '
                 "queue wait, join and race needs a unique name within its scope")
+
+    def claim(self, kind: EntryKind, name: str) -> Entry | None:
+        """Match the code's next request; returns the recorded entry, or None if it is new."""
+        # (The checks of _check_request, inline: this runs once per entry of every replay.)
+        if self._busy is not None or name in self._names:
+            self._check_request(name)
         self._names.add(name)
+        if self._taken:
+            self._advance()
         if self._position < len(self._recorded):
             entry = self._recorded[self._position]
             if entry.kind is kind and entry.name == name:
@@ -140,11 +185,25 @@ class Scope:
                     "only moved entries, restore the recorded order: replay matches entries in recorded order, and "
                     f"retiring {describe(entry)} with ctx.removed would run it again wherever the code now asks "
                     f"for it. If {describe(entry)} is gone for good, retire it with {retire} where it was.")
-        return ("The code changed under a running actor. Restore the old entry, or retire it with "
-                f"{retire} if it is gone for good; new entries go after the recorded ones.")
+        # Not recorded in this scope at all: the code replaced the recorded entry, or inserted this one before it.
+        return (f"The code changed under a running actor. If it replaced {describe(entry)}, retire that with {retire}; "
+                f'if it inserted {kind.value} "{name}" before recorded entries, guard it with ctx.get_version: '
+                f'`if await ctx.get_version("{name}-added", 2) >= 2: ...` runs it only where this scope runs under the '
+                "new code.")
 
     def skip_removed(self, name: str, kinds: tuple[EntryKind, ...]) -> bool:
-        """`removed(name, kind)`: consume the next recorded entry if it is the retired one."""
+        """`removed(name, kind)`: consume the next recorded entry if it is the retired one (a retired version check
+        wherever it stands among the unvisited entries, as `claim_version` finds it)."""
+        self._advance()
+        if EntryKind.VERSION_CHECK in kinds:
+            for position in range(self._position, len(self._recorded)):
+                entry = self._recorded[position]
+                if entry.name == name and entry.kind in kinds and position not in self._taken:
+                    self._taken.add(position)
+                    self._names.add(name)
+                    self._advance()
+                    return True
+            return False
         if self._position < len(self._recorded):
             entry = self._recorded[self._position]
             if entry.name == name and entry.kind in kinds:
@@ -162,6 +221,7 @@ class Scope:
     def finish(self, code: Callable[..., Any] | None = None) -> None:
         """The scope's code (`code`: the workflow, loop body or branch function) is done: every
         recorded entry must have been visited."""
+        self._advance()
         if self._position < len(self._recorded):
             entry = self._recorded[self._position]
             raise HistoryDivergedError(

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from dormant.workflow.callbacks import close_ended
 from dormant.workflow.context import WorkflowContext
-from dormant.workflow.errors import HistoryDivergedError
+from dormant.workflow.errors import HistoryDivergedError, WorkflowTimeoutError
 from dormant.workflow.execution import Execution, Mode, error_info, to_json
 from dormant.workflow.frame import Frame
 from dormant.workflow.history import DivergenceInfo, WorkflowRecord, WorkflowState
 from dormant.workflow.replay import Scope
 from dormant.workflow.rollback import ROLLBACK_RETRY_BASE, ROLLBACK_RETRY_MAX, CompensationFailed, compensate
-from dormant.workflow.signals import RollbackStop, Suspend, WakeAborted, WakeRestart
+from dormant.workflow.signals import DeadlinePassed, RollbackStop, Suspend, WakeAborted, WakeRestart
 from dormant.workflow.steps import backoff_delay
 
 WorkflowFn = Callable[[WorkflowContext], Awaitable[Any]]
@@ -44,13 +45,20 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
     except Suspend as suspension:
         if ex.rolling_back:
             return await _finish_rollback(ex, base)
+        if ex.deadline is not None and ex.now() >= ex.deadline:
+            return await _fail(ex, base, _timed_out(ex.deadline))
         # A pure step retry shows as retry_at; anything mixed (a join with a retrying branch and a
         # waiting one) as the earliest deadline.
         retrying = suspension.reason == "retry"
+        deadline = None if retrying else suspension.deadline
+        if ex.deadline is not None and (suspension.deadline is None or ex.deadline < suspension.deadline):
+            deadline = ex.deadline  # the workflow's deadline comes first: its timer wakes the actor to fail it
         record = base.model_copy(update={
             "state": WorkflowState.SLEEPING, "waiting_for": sorted(suspension.names),
-            "deadline": None if retrying else suspension.deadline,
+            "deadline": deadline,
             "retry_at": suspension.deadline if retrying else None, "limits": sorted(suspension.limits)})
+    except DeadlinePassed as passed:
+        return await _fail(ex, base, _timed_out(passed.deadline))
     except RollbackStop:
         return await _finish_rollback(ex, base)
     except HistoryDivergedError as diverged:
@@ -61,17 +69,31 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
     except Exception as error:
         if ex.rolling_back:
             return await _finish_rollback(ex, base)
-        failed = base.model_copy(update={"error": error_info(error)})
-        if any(not entry.rollback_done for entry, _ in ex.rollback_handlers):
-            ex.mode = Mode.ROLLBACK
-            ex.record = failed.model_copy(update={"state": WorkflowState.ROLLING_BACK})
-            return await _finish_rollback(ex, ex.record)
-        record = failed.model_copy(update={"state": WorkflowState.FAILED})
+        return await _fail(ex, base, error)
     else:
         if ex.rolling_back:
             return await _finish_rollback(ex, base)
         record = base.model_copy(update={"state": WorkflowState.COMPLETED, "output": output,
                                          "error": None})
+    close_ended(ex, record)
+    await ex.finish(record)
+    return record
+
+
+def _timed_out(deadline: float) -> WorkflowTimeoutError:
+    when = datetime.fromtimestamp(deadline, UTC).isoformat(timespec="seconds")
+    return WorkflowTimeoutError(f"the workflow ran past its deadline ({when}, its actor's workflow_timeout after "
+                                "it started) and was stopped")
+
+
+async def _fail(ex: Execution, base: WorkflowRecord, error: BaseException) -> WorkflowRecord:
+    """The run failed with `error`: roll back what has handlers, else record it failed."""
+    failed = base.model_copy(update={"error": error_info(error)})
+    if any(not entry.rollback_done for entry, _ in ex.rollback_handlers):
+        ex.mode = Mode.ROLLBACK
+        ex.record = failed.model_copy(update={"state": WorkflowState.ROLLING_BACK})
+        return await _finish_rollback(ex, ex.record)
+    record = failed.model_copy(update={"state": WorkflowState.FAILED})
     close_ended(ex, record)
     await ex.finish(record)
     return record

@@ -59,6 +59,15 @@ class RollbackStop(BaseException):
     """Rollback replay reached the first entry that never completed: stop collecting handlers."""
 
 
+class DeadlinePassed(BaseException):
+    """The workflow's deadline (`actor(..., workflow_timeout=...)`) passed before new work: the run fails with
+    WorkflowTimeoutError (a BaseException here, so that neither user code nor ctx.try_ can swallow it)."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        super().__init__(f"the workflow's deadline ({deadline}) passed")
+
+
 class BranchCancelled(BaseException):
     """This race branch lost: it must not start anything new."""
 

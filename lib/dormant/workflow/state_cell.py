@@ -1,4 +1,4 @@
-"""The actor's state during a run: its model, and the JSON of its last commit to revert to and compare with."""
+"""The actor's state during a run: its model, the JSON of its last commit to compare with, and what to revert to."""
 
 from __future__ import annotations
 
@@ -17,13 +17,16 @@ class StateCell:
     def __init__(self, model_type: type[BaseModel], committed: dict[str, Any]) -> None:
         self.model_type = model_type
         self.committed = committed
+        # The state after an ephemeral step that changed it (not committed yet, but kept): what a failed attempt
+        # reverts to until the next commit. None: the committed state.
+        self.kept: dict[str, Any] | None = None
         self.value: BaseModel = model_type.model_validate(committed)
 
     def dump(self) -> dict[str, Any]:
         return self.value.model_dump(mode="json")
 
     def revert(self) -> None:
-        self.value = self.model_type.model_validate(self.committed)
+        self.value = self.model_type.model_validate(self.kept if self.kept is not None else self.committed)
 
     def check(self, after: str) -> dict[str, Any]:
         """The state's JSON, proven to load back into its model; InvalidStateError (naming fields and rules,

@@ -44,7 +44,10 @@ def backoff_delay(attempt: int, base: float, maximum: float) -> float:
 async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
                    timeout: float | timedelta | None, max_retries: int, retry_backoff_base: float | timedelta,
                    retry_backoff_max: float | timedelta, rollback: Callable[[Any, Any], Any] | None,
-                   limit: str | None = None, limit_key: str | None = None, priority: int | None = None) -> Any:
+                   limit: str | None = None, limit_key: str | None = None, priority: int | None = None,
+                   ephemeral: bool = False) -> Any:
+    """`ctx.step`. `ephemeral`: its success asks for no commit of its own; the next commit of the run (a durable
+    step's, a suspension's, the run's end) stores it, and a crash before that runs it again."""
     validate_name(name, "step")
     if max_retries < 0:
         raise ValueError(f'step "{name}": max_retries must be >= 0, got {max_retries}')
@@ -67,7 +70,8 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
             return ex.copy_output(entry)
         if entry.status is EntryStatus.FAILED:
             err = entry.error
-            raise StepExhaustedError(name, entry.attempts, err.type if err else "Error", err.message if err else "")
+            raise StepExhaustedError(name, entry.attempts, err.type if err else "Error", err.message if err else "",
+                                     recorded_failure_kind(entry, max_retries))
         if ex.rolling_back:
             raise RollbackStop()
         if entry.retry_at is not None and entry.retry_at > ex.now():
@@ -81,14 +85,16 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
     # the run suspends or ends), so a step costs one write, folded with what follows it.
     await ex.flush()
     frame.check_cancelled()
+    if ex.deadline is not None:
+        ex.check_deadline()  # a retry (or a new step) past the workflow's deadline: the run fails instead
     timeout_s = seconds(timeout)
     if limit is None:
         return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
-                              rollback)
+                              rollback, ephemeral)
     granted = await throttle.acquire(frame, entry, limit, timeout_s, limit_key, priority)  # Suspend when refused
     try:
         return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
-                              rollback)
+                              rollback, ephemeral)
     finally:
         # Whatever ended the attempt (a result, a failure, its timeout, a race that cancelled it), the slot goes
         # back now, even while this task is being cancelled.
@@ -101,7 +107,7 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
 
 async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], Any], timeout: float | None,
                    max_retries: int, retry_backoff_base: float | timedelta, retry_backoff_max: float | timedelta,
-                   rollback: Callable[[Any, Any], Any] | None) -> Any:
+                   rollback: Callable[[Any, Any], Any] | None, ephemeral: bool) -> Any:
     """Run one attempt of the step's body and record what it did."""
     ex, scope = frame.execution, frame.scope
     attempt = entry.attempts + 1
@@ -153,14 +159,31 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
     entry.ended_at = ex.now()
     entry.attempts = attempt
     entry.error = None
+    entry.failure_kind = None  # (an operator's resume retried a failed step)
     entry.retry_at = None
     ex.touch(entry)
     ex.keep_effects(run)
-    ex.step_succeeded()
     if rollback is not None:
         ex.register_rollback(entry, rollback)
-    ex.want_commit()
+    if not ephemeral:
+        ex.step_succeeded()
+        ex.want_commit()
+    elif run.touched_state and not ex.in_flight:
+        # Nothing else is half-way through the state: what this step left is kept, and a later failed attempt
+        # reverts to it, not to the last commit (which would undo this step without undoing its record).
+        ex.state.kept = state
+    elif run.touched_state:
+        ex.step_succeeded()  # beside a running step: a failure there cannot revert without undoing this one
     return ex.copy_output(entry)
+
+
+def recorded_failure_kind(entry: Entry, max_retries: int) -> str:
+    """How a failed step failed: as recorded, or (a step recorded before kinds were) as its record tells."""
+    if entry.failure_kind is not None:
+        return entry.failure_kind
+    if entry.error is not None and entry.error.type == StepTimeoutError.__name__:
+        return "timeout"
+    return "critical" if entry.attempts <= max_retries else "exhausted"
 
 
 def _record_cancelled(ex: Execution, entry: Entry, attempt: int, reason: str) -> None:
@@ -194,8 +217,11 @@ def _record_failure(ex: Execution, entry: Entry, run: StepRun, error: BaseExcept
     if isinstance(error, NonRetryableError) or attempt > max_retries:
         entry.status = EntryStatus.FAILED
         entry.retry_at = None
+        entry.failure_kind = ("critical" if isinstance(error, NonRetryableError)
+                              else "timeout" if isinstance(error, StepTimeoutError) else "exhausted")
         ex.touch(entry)
-        raise StepExhaustedError(entry.name, attempt, type(error).__name__, str(error)) from error
+        raise StepExhaustedError(entry.name, attempt, type(error).__name__, str(error),
+                                 entry.failure_kind) from error
     delay = backoff_delay(attempt, seconds(base) or 0.0, seconds(maximum) or 0.0)
     entry.retry_at = ex.now() + delay
     ex.touch(entry)
