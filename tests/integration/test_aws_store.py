@@ -334,7 +334,14 @@ async def test_workflow_end_to_end_on_the_store(store: DynamoEventStore) -> None
     await run_until_idle(service, transport)
     assert (await handle.state()).model_dump() == {"value": 6, "processed": 3}
     asked = asyncio.ensure_future(handle.send("ask", {"plus": 10}, wait=True, timeout=60))  # a deadline only
-    while not transport.next_time():
+
+    def ask_is_due() -> bool:  # its wake-up is in (a timer still pending from before is not: it is not due yet)
+        upcoming = transport.next_time()
+        return upcoming is not None and upcoming <= time.time()
+
+    deadline = time.monotonic() + 60
+    while not ask_is_due():
+        assert time.monotonic() < deadline and not asked.done(), "the waiting send never sent its wake-up"
         await asyncio.sleep(0.01)
     await run_until_idle(service, transport)
     answer = await asked
