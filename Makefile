@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test lint test-py313 localstack localstack-tools fuzz demo check bench soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
+.PHONY: test durations lint test-py313 localstack localstack-tools fuzz demo check bench soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
 	build-ApiFunction build-DependenciesLayer trim-layer coldstart chromium swagger-ui infra-zips infra-build scan-tools \
 	scan
 
@@ -145,6 +145,12 @@ XDIST = $(if $(filter-out 0,$(1)),-n $(1) --dist loadscope)
 # Local, moto), nothing else.
 test: lint java $(NODE_STAMP)
 	$(BIN)/python -m pytest -m "not tier2" $(call XDIST,$(PYTEST_WORKERS)) $(PYTEST_ARGS)
+
+# What each test module takes, for the xdist workers to take the longest first (tests/xdist_scheduling.py): rewrites
+# tests/durations.json from a tier-1 run. Run it now and then; a stale file only makes `make test` a little slower.
+durations: lint java $(NODE_STAMP)
+	$(BIN)/python -m pytest -m "not tier2" $(call XDIST,$(PYTEST_WORKERS)) --junitxml=build/tier1.xml $(PYTEST_ARGS)
+	$(BIN)/python -m tests.durations build/tier1.xml
 
 # Tier 2, the release tier: the whole suite (both tiers) on Lambda's Python 3.13 (.venv313, the same pins), with
 # every tool it needs. DORMANT_DEPLOY_TOOLS / DORMANT_SCAN_TOOLS make tests/deploy fail (not skip) when a tool is

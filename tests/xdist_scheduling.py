@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.durations import estimate
+
 # A parameter id with a `localstack` part ("[localstack]", "[localstack-threads]", "[localstack-hung-primary]") or the
 # dev-stack end-to-end module on LocalStack.
 _LOCALSTACK = re.compile(r"\[(?:[^\]]*-)?localstack(?:-[^\]]*)?\]|/test_dev_localstack\.py::")
@@ -31,7 +33,19 @@ def scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling
 
     class Grouped(LoadScopeScheduling):  # type: ignore[misc]
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid) or str(super()._split_scope(nodeid))
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # Longest first (tests/durations.py), not xdist's most-tests first: a module of a few long end-to-end
+            # tests handed out last kept one worker busy for a minute while the other idled.
+            if not self.ordered:
+                self.ordered = True
+                queue = sorted(self.workqueue.items(), key=lambda unit: -estimate(unit[0], len(unit[1])))
+                self.workqueue.clear()
+                self.workqueue.update(queue)
+            super()._assign_work_unit(node)
 
     return Grouped(config, log)
