@@ -135,10 +135,17 @@ def status_words(status: ActorStatus, now: float) -> str:
     if status.search:
         lines.append("search attributes: " + ", ".join(f"[bold]{shown(name)}[/bold]={attribute(value)}"
                                                        for name, value in sorted(status.search.items())))
-    if state is WorkflowState.DIVERGED:
-        lines.append("deploy code that matches its history, then `dormant resume` it")
-    elif state is WorkflowState.FAILED:
-        lines.append("fix the cause, then `dormant resume` retries the failed step")
+    if status.compensation is not None:
+        undone = status.compensation.undone
+        lines.append(f"[yellow]compensated[/yellow]: {len(undone)} step(s) undone, in this order: "
+                     + (", ".join(shown(location) for location in undone) or "-"))
+        if status.compensation.failed:
+            lines.append("[red]rollback failed[/red] (retried): "
+                         + ", ".join(shown(location) for location in status.compensation.failed))
+    if status.advice:  # (dormant.runtime.remedies: the rule resume and the dashboard follow too)
+        lines.append(shown(status.advice))
+        lines.append("operator actions that apply: " + ", ".join(status.remedies)
+                     + (" (`dormant versions` lists the kept versions)" if "reset" in status.remedies else ""))
     if status.rewritten is not None:
         lines.append(note_words(status.rewritten, now))
     return "\n".join(lines)
