@@ -62,9 +62,12 @@ def relative(moment: float, now: float) -> str:
     return "in " + duration(delta) if delta >= 0 else duration(delta) + " ago"
 
 
+def stamp(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def when(moment: float, now: float) -> str:
-    stamp = datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return f"{stamp} ({relative(moment, now)})"
+    return f"{stamp(moment)} ({relative(moment, now)})"
 
 
 def shown(text: str) -> str:
@@ -101,7 +104,9 @@ def status_words(status: ActorStatus, now: float) -> str:
             retry = f" (next try {when(waits.deadline, now)}, or when a slot frees)" \
                 if waits.deadline is not None and not waits.queues else ""
             parts.append(f"{'limit' if len(waits.limits) == 1 else 'limits'} {names}{retry}")
-        if waits.deadline is not None and (waits.queues or not waits.limits):
+        # A callback's timeout (or heartbeat) is the workflow's deadline too: said once, on the callback.
+        of_callback = {moment for cb in waits.callbacks for moment in (cb.deadline, cb.heartbeat_deadline)}
+        if waits.deadline is not None and (waits.queues or not waits.limits) and waits.deadline not in of_callback:
             parts.append(f"{'its deadline' if waits.queues else 'a timer'}: {when(waits.deadline, now)}")
         if waits.retry_at is not None:
             parts.append(f"the retry of a failed step at {when(waits.retry_at, now)}")
@@ -182,6 +187,16 @@ def summaries_tables(rows: Sequence[ActorSummary], now: float) -> list[Table]:
             table.add_row(shown(row.name), shown_key(row.key), styled(row.status.value),
                           when(row.since, now) if full else relative(row.since, now),
                           *(attribute(values[name]) if name in values else "-" for name in names))
+        tables.append(table)
+    if names:  # narrower: the attributes in one column, one per line, that wraps (the keys never do)
+        table = Table()
+        for column in ("type", "key", "status", "since", "attributes"):
+            table.add_column(column, no_wrap=column != "attributes", overflow="fold")
+        for row in rows:
+            values = row.attributes or {}
+            table.add_row(shown(row.name), shown_key(row.key), styled(row.status.value), relative(row.since, now),
+                          "\n".join(f"{shown(name)}={attribute(values[name])}" for name in names if name in values)
+                          or "-")
         tables.append(table)
     return tables
 
@@ -286,11 +301,21 @@ def _label(entry: HistoryEntry, items: list[HistoryEntry] | None = None) -> str:
             done = " done → " + compact(entry.output) if entry.status is EntryStatus.COMPLETED else ""
             state = f", state {compact(entry.loop_state)}" if entry.loop_state is not None else ""
             text = f"{mark} loop {name}: iteration {entry.iteration}{state}{done}"
-        case EntryKind.SLEEP:
-            text = f"{mark} sleep {name} until {when(entry.deadline or 0, entry.created_at)}"
+        case EntryKind.SLEEP:  # (a moment and how long: the timeline has no "now" to be relative to)
+            deadline = entry.deadline or 0
+            long = duration(deadline - entry.created_at)
+            done = entry.status is EntryStatus.COMPLETED
+            text = (f"{mark} sleep {name}: slept {long}, until {stamp(deadline)}" if done
+                    else f"{mark} sleep {name} until {stamp(deadline)} ({long} from its start)")
         case EntryKind.MESSAGE:
             received = "; ".join(f"{shown(m.name)} {compact(m.body)}" for m in entry.messages)
-            text = f"{mark} wait {name}: " + ("timed out" if entry.timed_out else f"received {received or '-'}")
+            if entry.timed_out:
+                text = f"{mark} wait {name}: timed out"
+            elif received:
+                text = f"{mark} wait {name}: received {received}"
+            else:
+                until = f" (times out {stamp(entry.deadline)})" if entry.deadline is not None else ""
+                text = f"{mark} wait {name}: waiting{until}"
         case EntryKind.CALLBACK:
             outcome = entry.callback.outcome if entry.callback else None
             result = f"→ {compact(entry.output)}" if outcome == "completed" else (outcome or "open").replace("_", " ")
