@@ -304,8 +304,8 @@ def _label(entry: HistoryEntry, items: list[HistoryEntry] | None = None) -> str:
         case EntryKind.SLEEP:  # (a moment and how long: the timeline has no "now" to be relative to)
             deadline = entry.deadline or 0
             long = duration(deadline - entry.created_at)
-            done = entry.status is EntryStatus.COMPLETED
-            text = (f"{mark} sleep {name}: slept {long}, until {stamp(deadline)}" if done
+            text = (f"{mark} sleep {name}: slept {long}, until {stamp(deadline)}"
+                    if entry.status is EntryStatus.COMPLETED
                     else f"{mark} sleep {name} until {stamp(deadline)} ({long} from its start)")
         case EntryKind.MESSAGE:
             received = "; ".join(f"{shown(m.name)} {compact(m.body)}" for m in entry.messages)
