@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
+from rich.segment import Segments
 from rich.table import Table
 from rich.tree import Tree
 
@@ -256,12 +257,11 @@ def print_at_least(console: Console, renderable: Table | Tree, needed: int) -> N
     if needed <= console.width:
         console.print(renderable)
         return
-    width = console.width
-    console.width = needed  # Console.print(width=) cannot exceed the console's own width
-    try:
-        console.print(renderable, crop=False)
-    finally:
-        console.width = width
+    # Laid out `needed` wide, then written a line at a time, unwrapped (Console.print(width=) cannot exceed the
+    # console's width). The console's width is left alone: setting it and back would pin it, and every later print
+    # in this process would ignore the terminal's (COLUMNS) width.
+    for line in console.render_lines(renderable, console.options.update_width(needed), pad=False, new_lines=True):
+        console.print(Segments(line), soft_wrap=True)
 
 
 ITEM_OUTCOME = {EntryStatus.COMPLETED: "succeeded", EntryStatus.FAILED: "failed", EntryStatus.CANCELLED: "cancelled",
