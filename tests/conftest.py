@@ -105,7 +105,7 @@ TIER2_PATHS = (
     "tests/reliability/",  # kill -9 of workers under load (DORMANT_RELIABILITY_SECONDS)
     "tests/integration/test_moto_persistence.py",  # kill -9 and restarts of the dev stack's moto, byte for byte
     "tests/ui/test_dashboard.py", "tests/ui/test_dashboard_callbacks.py", "tests/ui/test_pause_and_rewind.py",
-    "tests/ui/test_search_dashboard.py",  # Chromium
+    "tests/ui/test_search_dashboard.py", "tests/ui/test_dashboard_real_data.py",  # Chromium
     "tests/e2e/test_install.py",  # the wheel built and installed into a new venv
     "tests/e2e/test_dev_soak.py",  # the soak of `dormant dev` (DORMANT_SOAK)
     # One feature's walkthrough each on a real `dormant dev` process (1.5-2 minutes together): tier 1 keeps the dev

@@ -59,6 +59,18 @@ class CallbackStatus(BaseModel):
     heartbeat_deadline: float | None = None
 
 
+OperatorAction = Literal["resume", "pause", "unpause", "terminate", "fork", "reset", "delete"]
+
+
+class Compensation(BaseModel):
+    """The rollback a failed workflow ran (dormant.runtime.remedies)."""
+
+    undone: list[str] = Field(description="The steps whose rollback handlers ran, by location, in the order they ran "
+                                          "(newest step first)")
+    failed: list[str] = Field(default_factory=list, description="The steps whose rollback handler failed (it is "
+                                                                "retried)")
+
+
 class ActorStatus(BaseModel):
     workflow: WorkflowState
     error: str | None = None
@@ -71,6 +83,11 @@ class ActorStatus(BaseModel):
                                                           "unpause restores")
     rewritten: OperatorNote | None = Field(None, description="The last reset of its history, or the fork that "
                                                              "created it: who, why, when, from which version")
+    compensation: Compensation | None = Field(None, description="When its rollback handlers ran: which steps were "
+                                                               "undone, in what order")
+    remedies: list[OperatorAction] = Field(default_factory=list, description="The operator actions that apply now "
+                                                                             "(a refused one is left out)")
+    advice: str | None = Field(None, description="What an operator should do next, in words (null: nothing)")
 
 
 class OperationResult(BaseModel):

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from dormant.cli.render import duration, status_words, timeline, when
-from dormant.models import ActorStatus, WaitingCallback, WaitingFor
+from dormant.models import ActorStatus, Compensation, WaitingCallback, WaitingFor
 from dormant.workflow.history import (
     BranchRecord,
     BranchStatus,
@@ -63,6 +63,18 @@ def plain(markup: str | object) -> str:
 ])
 def test_status_in_words(status: ActorStatus, expected: str) -> None:
     assert expected in plain(status_words(status, NOW))
+
+
+def test_a_compensated_failure_says_what_was_undone_and_offers_no_resume() -> None:
+    status = ActorStatus(workflow=WorkflowState.FAILED, error="ConnectionError: down",
+                         compensation=Compensation(undone=["hold", "loop/~2/book"]),
+                         remedies=["pause", "terminate", "fork", "reset", "delete"],
+                         advice="failed and was compensated: ... Reset it to a kept version")
+    text = plain(status_words(status, NOW))
+    assert "compensated: 2 step(s) undone, in this order: hold, loop/~2/book" in text
+    assert "failed and was compensated: ... Reset it to a kept version" in text
+    assert "operator actions that apply: pause, terminate, fork, reset, delete" in text
+    assert "resume" not in text.replace("failed and was compensated", "")
 
 
 def test_status_words_escape_markup_in_errors() -> None:

@@ -123,7 +123,8 @@ def test_the_operator_walkthrough(shop: Path, moto: MotoServer, monkeypatch: pyt
         assert "o-4" in listing and "failed" in listing and "completed" in listing
         assert [row["key"] for row in dev.json("actors", "list", "--status", "failed")] == [["o-4"]]
         words = dev.cli("status", "order", "o-4")
-        assert "failed" in words and "ConnectionError" in words and "dormant resume" in words
+        assert "failed" in words and "ConnectionError" in words and "fix the cause, then resume it" in words
+        assert "operator actions that apply: resume," in words
         timeline = dev.cli("history", "show", "order", "o-4")
         assert "step reserve" in timeline and "step charge" in timeline and "(3 attempts)" in timeline
         assert "ConnectionError: the payment provider is unavailable" in timeline

@@ -55,9 +55,10 @@ def charging(service: Switch) -> Registry:
         await ctx.rollback_checkpoint("start")
 
         def undo(s: StepContext, output: object) -> None:
-            s.state.log.append("undone")
+            s.state.log.append(f"undid {output}")
 
         await ctx.step("book", lambda s: "booked", rollback=undo)
+        await ctx.step("hold", lambda s: "held", rollback=undo)
         await ctx.step("pay", lambda s: service.call("pay"), max_retries=0)
 
     return setup(charger, fan, saga)
@@ -138,10 +139,33 @@ async def test_a_compensated_failure_is_not_retried() -> None:
         handle = env.client.get_or_create("saga", "s")
         await handle.status()
         await env.run_until_idle()
-        assert (await handle.state()).log == ["undone"]
-        with pytest.raises(NotResumableError, match="compensated"):
+        assert (await handle.state()).log == ["undid held", "undid booked"]
+        with pytest.raises(NotResumableError, match="compensated") as refused:
             await handle.resume()
-        assert (await handle.status()).workflow is WorkflowState.FAILED
+        status = await handle.status()
+        assert status.workflow is WorkflowState.FAILED
+        # The status tells the same rule: compensated, what was undone in which order, what is left to do.
+        assert status.compensation is not None and status.compensation.undone == ["hold", "book"]
+        assert status.remedies == ["pause", "terminate", "fork", "reset", "delete"]
+        assert status.advice is not None and "resume is refused" in status.advice and "Reset" in status.advice
+        assert status.advice in str(refused.value)
+
+
+async def test_a_failure_without_compensation_offers_resume_and_says_to_fix_the_cause() -> None:
+    service = Switch()
+    async with TestEnv(charging(service)) as env:
+        handle = env.client.get_or_create("charger", "c")
+        await handle.status()
+        await env.advance(1)
+        status = await handle.status()
+        assert (status.workflow, status.compensation) == (WorkflowState.FAILED, None)
+        assert status.remedies[0] == "resume" and status.advice is not None and "fix the cause" in status.advice
+        service.down = False
+        assert (await handle.resume()).outcome == "retrying"
+        await env.run_until_idle()
+        done = await handle.status()
+        assert (done.workflow, done.advice, done.remedies) == (WorkflowState.COMPLETED, None, ["fork", "reset",
+                                                                                               "delete"])
 
 
 async def test_a_diverged_actor_resumes_only_once_fixed_code_is_there_and_then_runs_its_waiting_messages() -> None:

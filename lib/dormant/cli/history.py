@@ -28,7 +28,7 @@ from dormant.cli.render import note_words, print_whole, shown, shown_key, timeli
 from dormant.core.safetext import json_text
 from dormant.http.keys import encode_key
 from dormant.models import ActorStatus
-from dormant.runtime.offline import parse_export
+from dormant.runtime.offline import in_finished_iterations, parse_export
 from dormant.workflow.errors import DormantError
 from dormant.workflow.history import HistoryEntry
 
@@ -79,10 +79,12 @@ async def export(actor: ActorArgument, key: KeyPartsArgument, url: UrlOption = D
         return 0
     out_file.write_text(text, encoding="utf-8")
     try:
-        entries = len(parse_export(text.split("\n")).history)
+        history = parse_export(text.split("\n")).history
     except (DormantError, ValueError, KeyError) as error:  # kept as received: the file may still help whoever reads it
         raise CliError(f"wrote {out_file}, but it is not a history export `dormant replay` reads: {error}") from None
-    err.print(f"wrote the history of [bold]{shown(actor)}[/bold] {shown_key(parts)} ({entries} entries) to "
+    kept = in_finished_iterations(history)  # (what `dormant replay` of the file does not walk: it says so too)
+    entries = f"{len(history)} entries" + (f", {kept} of them in finished loop iterations" if kept else "")
+    err.print(f"wrote the history of [bold]{shown(actor)}[/bold] {shown_key(parts)} ({entries}) to "
               f"{shown(str(out_file))}; check it against new code with `dormant replay {shown(str(out_file))} "
               "--app module:registry`", highlight=False)
     return 0

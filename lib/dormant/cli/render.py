@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
+from rich.segment import Segments
 from rich.table import Table
 from rich.tree import Tree
 
@@ -62,9 +63,12 @@ def relative(moment: float, now: float) -> str:
     return "in " + duration(delta) if delta >= 0 else duration(delta) + " ago"
 
 
+def stamp(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def when(moment: float, now: float) -> str:
-    stamp = datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return f"{stamp} ({relative(moment, now)})"
+    return f"{stamp(moment)} ({relative(moment, now)})"
 
 
 def shown(text: str) -> str:
@@ -101,7 +105,9 @@ def status_words(status: ActorStatus, now: float) -> str:
             retry = f" (next try {when(waits.deadline, now)}, or when a slot frees)" \
                 if waits.deadline is not None and not waits.queues else ""
             parts.append(f"{'limit' if len(waits.limits) == 1 else 'limits'} {names}{retry}")
-        if waits.deadline is not None and (waits.queues or not waits.limits):
+        # A callback's timeout (or heartbeat) is the workflow's deadline too: said once, on the callback.
+        of_callback = {moment for cb in waits.callbacks for moment in (cb.deadline, cb.heartbeat_deadline)}
+        if waits.deadline is not None and (waits.queues or not waits.limits) and waits.deadline not in of_callback:
             parts.append(f"{'its deadline' if waits.queues else 'a timer'}: {when(waits.deadline, now)}")
         if waits.retry_at is not None:
             parts.append(f"the retry of a failed step at {when(waits.retry_at, now)}")
@@ -135,10 +141,17 @@ def status_words(status: ActorStatus, now: float) -> str:
     if status.search:
         lines.append("search attributes: " + ", ".join(f"[bold]{shown(name)}[/bold]={attribute(value)}"
                                                        for name, value in sorted(status.search.items())))
-    if state is WorkflowState.DIVERGED:
-        lines.append("deploy code that matches its history, then `dormant resume` it")
-    elif state is WorkflowState.FAILED:
-        lines.append("fix the cause, then `dormant resume` retries the failed step")
+    if status.compensation is not None:
+        undone = status.compensation.undone
+        lines.append(f"[yellow]compensated[/yellow]: {len(undone)} step(s) undone, in this order: "
+                     + (", ".join(shown(location) for location in undone) or "-"))
+        if status.compensation.failed:
+            lines.append("[red]rollback failed[/red] (retried): "
+                         + ", ".join(shown(location) for location in status.compensation.failed))
+    if status.advice:  # (dormant.runtime.remedies: the rule resume and the dashboard follow too)
+        lines.append(shown(status.advice))
+        lines.append("operator actions that apply: " + ", ".join(status.remedies)
+                     + (" (`dormant versions` lists the kept versions)" if "reset" in status.remedies else ""))
     if status.rewritten is not None:
         lines.append(note_words(status.rewritten, now))
     return "\n".join(lines)
@@ -175,6 +188,16 @@ def summaries_tables(rows: Sequence[ActorSummary], now: float) -> list[Table]:
             table.add_row(shown(row.name), shown_key(row.key), styled(row.status.value),
                           when(row.since, now) if full else relative(row.since, now),
                           *(attribute(values[name]) if name in values else "-" for name in names))
+        tables.append(table)
+    if names:  # narrower: the attributes in one column, one per line, that wraps (the keys never do)
+        table = Table()
+        for column in ("type", "key", "status", "since", "attributes"):
+            table.add_column(column, no_wrap=column != "attributes", overflow="fold")
+        for row in rows:
+            values = row.attributes or {}
+            table.add_row(shown(row.name), shown_key(row.key), styled(row.status.value), relative(row.since, now),
+                          "\n".join(f"{shown(name)}={attribute(values[name])}" for name in names if name in values)
+                          or "-")
         tables.append(table)
     return tables
 
@@ -234,12 +257,11 @@ def print_at_least(console: Console, renderable: Table | Tree, needed: int) -> N
     if needed <= console.width:
         console.print(renderable)
         return
-    width = console.width
-    console.width = needed  # Console.print(width=) cannot exceed the console's own width
-    try:
-        console.print(renderable, crop=False)
-    finally:
-        console.width = width
+    # Laid out `needed` wide, then written a line at a time, unwrapped (Console.print(width=) cannot exceed the
+    # console's width). The console's width is left alone: setting it and back would pin it, and every later print
+    # in this process would ignore the terminal's (COLUMNS) width.
+    for line in console.render_lines(renderable, console.options.update_width(needed), pad=False, new_lines=True):
+        console.print(Segments(line), soft_wrap=True)
 
 
 ITEM_OUTCOME = {EntryStatus.COMPLETED: "succeeded", EntryStatus.FAILED: "failed", EntryStatus.CANCELLED: "cancelled",
@@ -279,11 +301,21 @@ def _label(entry: HistoryEntry, items: list[HistoryEntry] | None = None) -> str:
             done = " done → " + compact(entry.output) if entry.status is EntryStatus.COMPLETED else ""
             state = f", state {compact(entry.loop_state)}" if entry.loop_state is not None else ""
             text = f"{mark} loop {name}: iteration {entry.iteration}{state}{done}"
-        case EntryKind.SLEEP:
-            text = f"{mark} sleep {name} until {when(entry.deadline or 0, entry.created_at)}"
+        case EntryKind.SLEEP:  # (a moment and how long: the timeline has no "now" to be relative to)
+            deadline = entry.deadline or 0
+            long = duration(deadline - entry.created_at)
+            text = (f"{mark} sleep {name}: slept {long}, until {stamp(deadline)}"
+                    if entry.status is EntryStatus.COMPLETED
+                    else f"{mark} sleep {name} until {stamp(deadline)} ({long} from its start)")
         case EntryKind.MESSAGE:
             received = "; ".join(f"{shown(m.name)} {compact(m.body)}" for m in entry.messages)
-            text = f"{mark} wait {name}: " + ("timed out" if entry.timed_out else f"received {received or '-'}")
+            if entry.timed_out:
+                text = f"{mark} wait {name}: timed out"
+            elif received:
+                text = f"{mark} wait {name}: received {received}"
+            else:
+                until = f" (times out {stamp(entry.deadline)})" if entry.deadline is not None else ""
+                text = f"{mark} wait {name}: waiting{until}"
         case EntryKind.CALLBACK:
             outcome = entry.callback.outcome if entry.callback else None
             result = f"→ {compact(entry.output)}" if outcome == "completed" else (outcome or "open").replace("_", " ")

@@ -38,7 +38,7 @@ from dormant.core.safetext import printable_lines
 from dormant.errors import UnknownActorError
 from dormant.http.client import HttpClient
 from dormant.ports import FINISHED, ActorSummary
-from dormant.runtime.offline import ReplayReport, parse_export, replay_snapshot
+from dormant.runtime.offline import ReplayReport, count_words, in_finished_iterations, parse_export, replay_snapshot
 
 CONCURRENCY = 8
 
@@ -77,10 +77,12 @@ async def replay(file: Annotated[Path | None, typer.Argument(help="A history exp
         report = await replay_snapshot(registry, snapshot)
         if json:
             print_json({"actor": report.ref.name, "key": list(report.ref.key), "outcome": report.outcome,
-                        "replayed": report.replayed, "detail": report.detail})
+                        "replayed": report.replayed, "recorded": len(snapshot.history),
+                        "in_finished_iterations": in_finished_iterations(snapshot.history),
+                        "detail": report.detail})
         else:
             out.print(f"{shown(report.ref.name)} {shown_key(report.ref.key)}: {report.outcome} "
-                      f"({report.replayed} entries replayed)", highlight=False)
+                      f"({count_words(report.replayed, snapshot.history)})", highlight=False)
             out.print(escape(printable_lines(report.detail)), highlight=False)
         return 0 if report.outcome == "ok" else 1
     if file is not None:

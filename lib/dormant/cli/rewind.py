@@ -88,19 +88,20 @@ async def versions(actor: ActorArgument, key: KeyArgument,
 
 
 def _tables(found: list[VersionInfo], now: float) -> list[Table]:
-    """Widest first: the moment gives way to how long ago; the changes column wraps."""
+    """Widest first: the moment gives way to how long ago, then to nothing; the changes column wraps, a location
+    per line (so a name is cut only if it is wider than the column alone)."""
     tables = []
-    for full in (True, False):
+    for committed in ("moment", "ago", None):
         table = Table()
-        for column in ("version", "committed", "status", "entries", "received", "changed"):
+        for column in ("version", *(("committed",) if committed else ()), "status", "entries", "received", "changed"):
             table.add_column(column, no_wrap=column != "changed", overflow="fold",
                              justify="right" if column in ("version", "entries", "received") else "left")
         for info in found:
             changed = "(its commit is not kept)" if info.changed is None else (
-                ", ".join(shown(loc) for loc in info.changed) + (f" (+{info.more_changed} more)"
-                                                                 if info.more_changed else "") or "-")
-            table.add_row(str(info.version), when(info.committed_at, now) if full else relative(info.committed_at,
-                                                                                                   now),
+                "\n".join(shown(loc) for loc in info.changed) + (f"\n(+{info.more_changed} more)"
+                                                                  if info.more_changed else "") or "-")
+            moment = [when(info.committed_at, now) if committed == "moment" else relative(info.committed_at, now)]
+            table.add_row(str(info.version), *(moment if committed else []),
                           styled(info.status.value), str(info.entries),
                           "-" if info.received is None else str(len(info.received)), changed)
         tables.append(table)

@@ -181,6 +181,14 @@ def apply_changes(stored: Mapping[str, Stored], changes: Mapping[str, Stored | N
     return after
 
 
+def changes_to(stored: Mapping[str, Stored], wanted: Mapping[str, Stored]) -> dict[str, Stored | None]:
+    """The changes that turn attributes `stored` into `wanted` (what a commit carries; None unsets): how a fork takes
+    the attributes of the version it forks, and a reset those of the version it resets to."""
+    changes: dict[str, Stored | None] = {name: None for name in stored if name not in wanted}
+    changes.update((name, list(value)) for name, value in wanted.items() if list(stored.get(name) or ()) != list(value))
+    return changes
+
+
 class SearchAttributes(MutableMapping[str, Any]):
     """`c.search` in steps and actions: the actor's search attributes, as a mapping (see the module docstring).
 

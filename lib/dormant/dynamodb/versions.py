@@ -87,4 +87,4 @@ def kept_heads(items: list[dict[str, Any]]) -> list[tuple[Head, Side]] | None:
 
 def _materialized(head: Head, side: Side) -> Materialized:
     return Materialized(head.version, side.at, head.meta, head.state, head.workflow, head.history,
-                        len(side.consumed))
+                        len(side.consumed), head.search)

@@ -92,7 +92,8 @@ class _Actor:
     unwindowed: list[tuple[str, float]] = field(default_factory=list)
 
     def full(self) -> dict[str, Any]:  # a kept snapshot (entries are replaced on upsert, never changed: shallow)
-        return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": dict(self.history)}
+        return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": dict(self.history),
+                "search": dict(self.search)}
 
 
 @dataclass

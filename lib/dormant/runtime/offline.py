@@ -9,7 +9,7 @@ stops at the first step history does not have (nothing new ever runs).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,16 @@ from dormant.core.flow import Limit, unknown_limit
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot
 from dormant.workflow.errors import DormantError
 from dormant.workflow.execution import Execution
-from dormant.workflow.history import DivergenceInfo, HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.history import (
+    ITERATION_MARK,
+    SEPARATOR,
+    DivergenceInfo,
+    EntryKind,
+    EntryStatus,
+    HistoryEntry,
+    WorkflowRecord,
+    WorkflowState,
+)
 from dormant.workflow.host import CommitDraft, Granted, Refused, SlotAsk, StepRun
 from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted
@@ -35,6 +44,32 @@ class _Frontier(BaseException):
     def __init__(self, location: str) -> None:
         self.location = location
         super().__init__(location)
+
+
+def in_finished_iterations(history: Sequence[HistoryEntry]) -> int:
+    """How many entries lie in loop iterations that finished: kept for the record (`history_keep`), but never walked
+    again, since a loop resumes at its current iteration from its saved state. So a replay walks
+    `len(history) - in_finished_iterations(history)` entries at most (what `history export` and `replay` say)."""
+    loops = {e.location: e for e in history if e.kind is EntryKind.LOOP}
+    count = 0
+    for entry in history:
+        for loop_location, loop in loops.items():
+            head = loop_location + SEPARATOR + ITERATION_MARK
+            if not entry.location.startswith(head):
+                continue
+            iteration = entry.location[len(head):].split(SEPARATOR, 1)[0]
+            if iteration.isdigit() and (int(iteration) < loop.iteration or loop.status is EntryStatus.COMPLETED):
+                count += 1
+                break
+    return count
+
+
+def count_words(replayed: int, history: Sequence[HistoryEntry]) -> str:
+    """What a replay of `history` walked, against what it holds: `5 of 21 recorded entries replayed (16 are in
+    finished loop iterations, which a replay does not walk again)`."""
+    kept = in_finished_iterations(history)
+    words = f"{replayed} of {len(history)} recorded entries replayed"
+    return words + (f" ({kept} are in finished loop iterations, which a replay does not walk again)" if kept else "")
 
 
 @dataclass

@@ -55,7 +55,7 @@ from dormant.ports import (
     InboxMessage,
     VersionInfo,
 )
-from dormant.runtime import doctor, pausing, rewind
+from dormant.runtime import doctor, pausing, remedies, rewind
 from dormant.runtime.attention import attention_list
 from dormant.runtime.offline import replay_snapshot
 from dormant.runtime.outcomes import MAX_RACES, OperatorHost, load_existing
@@ -101,10 +101,6 @@ def reset_failure(history: list[HistoryEntry], record: WorkflowRecord) -> tuple[
                                          "waiting_for": [], "deadline": None, "retry_at": None,
                                          "rollback_attempts": 0})
     return changed, runnable
-
-
-def _compensated(history: list[HistoryEntry], record: WorkflowRecord) -> bool:
-    return record.rollback_attempts > 0 or any(e.rollback_done or e.rollback_error for e in history)
 
 
 class Operator:
@@ -166,9 +162,9 @@ class Operator:
 
     async def _retry_failed(self, snapshot: ActorSnapshot) -> OperationResult:
         ref = snapshot.ref
-        if _compensated(snapshot.history, snapshot.workflow):
-            raise NotResumableError("the actor failed and was compensated (its rollback handlers ran): retrying "
-                                    "would build on steps that were undone; terminate or delete it instead")
+        compensated = remedies.compensation(snapshot.history, snapshot.workflow)
+        if compensated is not None:  # (the rule the status's `remedies` and the dashboard follow too)
+            raise NotResumableError(f"the actor {remedies.advice(snapshot.workflow, compensated)}")
         entries, record = reset_failure(snapshot.history, snapshot.workflow)
         draft = CommitDraft(upserts=[e.model_dump(mode="json", exclude_defaults=True) for e in entries],
                             deleted_prefixes=[], state=None, consumed_ids=[], responses={}, events=[],

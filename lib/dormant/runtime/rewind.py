@@ -9,15 +9,16 @@ diverge from it: nothing is stored then.
   version's input, state, history and workflow record, and wakes it: it runs on from there, with the code deployed
   here. Its inbox, events and responses start empty: the source's messages stay the source's. It is written through
   the normal write path (values too big for an item go under the new actor's S3 prefix) in two commits: the create,
-  holding the actor paused with the note "being forked", then the commit of the history. A fork cut off between the
-  two leaves the new actor paused with that note; running the same fork again finishes it.
-- **reset** gives an actor a kept version's history, state and workflow record back, in one commit on its current
-  version: the entries recorded since are deleted, and who reset it, why and from which version is kept on its
-  record (`rewritten`, shown by status and `history show`). Messages waiting in its inbox stay and run. Messages the
-  workflow received after that version are not given back: their ids are in the result, for the operator to send
-  again those that should run (the bodies are in the history of the versions still kept, which a fork at the
-  current version keeps too). Scheduled actions and actions that ran since are undone with the state. A paused actor
-  stays paused; any other is woken.
+  holding the actor paused with the note "being forked", then the commit of the history and of the kept version's
+  search attributes (so the fork is found by them: `dormant actors list --where`). A fork cut off between the two
+  leaves the new actor paused with that note; running the same fork again finishes it.
+- **reset** gives an actor a kept version's history, state, search attributes and workflow record back, in one commit
+  on its current version: the entries recorded since are deleted, and who reset it, why and from which version is
+  kept on its record (`rewritten`, shown by status and `history show`). Messages waiting in its inbox stay and run.
+  Messages the workflow received after that version are not given back: their ids are in the result, for the
+  operator to send again those that should run (the bodies are in the history of the versions still kept, which a
+  fork at the current version keeps too). Scheduled actions and actions that ran since are undone with the state. A
+  paused actor stays paused; any other is woken.
 
 Deadlines are absolute: a sleep or timeout that passed since the kept version fires as soon as the actor runs.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dormant.core.search import changes_to
 from dormant.errors import (
     ActorExistsError,
     ActorNotFoundError,
@@ -97,7 +99,7 @@ async def fork(host: OperatorHost, ref: ActorRef, version: int, new_key: Sequenc
         record = held(record, OperatorNote(action="pause", by=by, reason=reason or "forked paused", at=now))
     draft = CommitDraft(upserts=[e.model_dump(mode="json", exclude_defaults=True) for e in snapshot.history],
                         deleted_prefixes=[], state=None, consumed_ids=[], responses={}, events=[], workflow=record,
-                        committed_at=now)
+                        committed_at=now, search=changes_to({}, snapshot.search) or None)
     meta = ActorMeta(name=target.name, key=target.key, created_at=now, input=snapshot.meta.input)
     host.store.check_creation(target, meta, snapshot.state, [])  # sizes first: nothing is stored if they fail
     host.store.check_commit(target, 1, draft)
@@ -151,7 +153,8 @@ async def reset(host: OperatorHost, ref: ActorRef, version: int, *, reason: str 
             record = held(record, pause)
         upserts, deleted = _rewrite(current.history, kept.history)
         draft = CommitDraft(upserts=upserts, deleted_prefixes=deleted, state=kept.state, consumed_ids=[],
-                            responses={}, events=[], workflow=record, committed_at=now)
+                            responses={}, events=[], workflow=record, committed_at=now,
+                            search=changes_to(current.search, kept.search) or None)
         try:
             new_version = await host.store.commit(ref, current.version, draft)
         except VersionConflict:

@@ -41,6 +41,7 @@ from dormant.ports import (
     InboxMessage,
     Transport,
 )
+from dormant.runtime import remedies
 from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.batches import send_many
 from dormant.runtime.callbacks import waiting_callbacks
@@ -329,9 +330,12 @@ class ActorService:
             # Shown until a later commit: the last wake-up failed (a poison message is on its way to the DLQ).
             error = f"wake-up failed ({wake_error.receive_count} receive(s)): {wake_error.message}"
         definition = self.registry.get(ref.name)
+        compensated = remedies.compensation(snapshot.history, record)
         return ActorStatus(workflow=record.state, error=error, divergence=record.divergence, output=record.output,
                            version=snapshot.version, search=plain(visible(definition.search, snapshot.search)),
-                           paused=record.paused, rewritten=record.rewritten,
+                           paused=record.paused, rewritten=record.rewritten, compensation=compensated,
+                           remedies=remedies.remedies(record, compensated, workflow=definition.workflow_fn is not None),
+                           advice=remedies.advice(record, compensated),
                            waiting_for=WaitingFor(queues=record.waiting_for, deadline=record.deadline,
                                                   retry_at=record.retry_at,
                                                   limits=record.limits if record.state in _WAITING else [],

@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import TypeAdapter
 
+from dormant.core.search import apply_changes
 from dormant.errors import VersionNotRetainedError
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, VersionInfo
 from dormant.workflow.execution import CommitDraft
@@ -44,6 +45,7 @@ class Materialized:
     workflow: dict[str, Any]
     history: dict[str, dict[str, Any]]  # location -> entry
     consumed: int
+    search: dict[str, list[Any]] = field(default_factory=dict)  # its search attributes: name -> [type code, value]
 
 
 @dataclass
@@ -101,6 +103,8 @@ class VersionRing:
             self._snapshot_version, self._delta_bytes = version, 0
             return True
         delta = {"u": draft.upserts, "x": draft.deleted_prefixes, "s": draft.state, "w": workflow}
+        if draft.search:
+            delta["a"] = draft.search  # (as the DynamoDB ring's deltas carry them: a fork or reset restores them)
         self._slots.append(_Slot(version, draft.committed_at, None, delta, len(draft.consumed_ids)))
         self._delta_bytes += weight
         return False
@@ -117,7 +121,7 @@ class VersionRing:
                 assert slot.delta is not None
                 current = apply_delta(current, slot.delta)
             found.append(Materialized(slot.version, slot.at, current["meta"], current["state"], current["workflow"],
-                                      current["history"], slot.consumed))
+                                      current["history"], slot.consumed, current.get("search", {})))
         return found
 
 
@@ -131,7 +135,8 @@ def apply_delta(current: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any
     for entry in delta.get("u") or ():
         history[entry["location"]] = entry
     return {"meta": current["meta"], "state": current["state"] if delta.get("s") is None else delta["s"],
-            "workflow": current["workflow"] if delta.get("w") is None else delta["w"], "history": history}
+            "workflow": current["workflow"] if delta.get("w") is None else delta["w"], "history": history,
+            "search": apply_changes(current.get("search", {}), delta.get("a") or {})}
 
 
 def pick(versions: Sequence[Materialized], version: int) -> Materialized:
@@ -146,7 +151,8 @@ def snapshot_of(ref: ActorRef, kept: Materialized) -> ActorSnapshot:
     """A kept version as the runtime reads it (nothing in its inbox: that is the actor's now, not the version's)."""
     return ActorSnapshot(ref=ref, version=kept.version, meta=ActorMeta.model_validate(kept.meta),
                          state=dict(kept.state), workflow=WorkflowRecord.model_validate(kept.workflow),
-                         history=_HISTORY.validate_python(list(kept.history.values())), inbox=[])
+                         history=_HISTORY.validate_python(list(kept.history.values())), inbox=[],
+                         search=apply_changes(kept.search, {}))
 
 
 def not_retained(version: int, versions: Sequence[Materialized]) -> VersionNotRetainedError:

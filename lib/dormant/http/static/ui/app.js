@@ -112,6 +112,25 @@ function short(value, limit = 80) {
   return text.length <= limit ? text : text.slice(0, limit - 1) + "…";
 }
 
+// A value whose JSON passes LARGE characters is shown collapsed (its size in the summary), its text written only
+// once it is opened, in a box that scrolls both ways: a state of megabytes never widens or stalls the page.
+const LARGE = 4096;
+
+function sizeText(characters) {
+  return characters < 1e6 ? `${(characters / 1e3).toFixed(1)} KB` : `${(characters / 1e6).toFixed(1)} MB`;
+}
+
+function valueView(value, label = "value") {
+  const text = JSON.stringify(value, null, 2) ?? "null";
+  if (text.length <= LARGE) return el("pre", { class: "value-text", text });
+  const box = el("pre", { class: "value-text" });
+  const view = el("details", { class: "large-value", "data-size": String(text.length),
+    ontoggle: () => { if (view.open && !box.textContent) box.textContent = text; } },
+  el("summary", { text: `${label}: ${sizeText(text.length)} of JSON (collapsed; open to show it in a scrolling box)` }),
+  box);
+  return view;
+}
+
 function statusBadge(state) {
   return el("span", { class: `status ${state}`, text: state });
 }
@@ -183,11 +202,9 @@ function versionsTable(kept, onFork, onReset, onShow) {
   return table("versions", ["version", "committed", "status", "entries", "received", "changed", ""], rows);
 }
 
-const HINTS = {
-  failed: "failed: fix the cause, then Resume — the failed step runs again with a fresh attempt count",
-  diverged: "diverged: deploy code that matches its history, then Resume — its waiting messages run then",
-  terminated: "terminated by an operator: it takes no more messages",
-};
+// What to do next comes with the status (`advice`, and `remedies`: the actions that apply), from the rule resume
+// follows (dormant.runtime.remedies): the page never offers what the API would refuse.
+const HINTS = { terminated: "terminated by an operator: it takes no more messages" };
 
 function actorPath(name, segment) {
   return `actors/${encodeURIComponent(name)}/${segment}`;
@@ -406,6 +423,8 @@ function entryLabel(entry, items) {
       if (entry.attempts > 1) parts.push(`(${entry.attempts} attempts)`);
       if (entry.retry_at) parts.push(`retry at ${when(entry.retry_at)}`);
       if (entry.throttled_since) parts.push(`waits for its limit since ${when(entry.throttled_since)}`);
+      if (entry.rollback_done) parts.push("— undone by its rollback handler");
+      else if (entry.rollback_error) parts.push(`— its rollback failed: ${entry.rollback_error.message}`);
       break;
     }
     case "loop": parts.push(`loop ${entry.name}: iteration ${entry.iteration}`); break;
@@ -495,7 +514,8 @@ function timeline(entries, open) {
   }
   return el("ol", { id: "timeline", class: "timeline" }, entries.slice().sort((a, b) => a.seq - b.seq).map((entry) => {
     const depth = entry.location.split("/").length - 1;
-    const item = el("li", { class: entry.status, "data-location": entry.location },
+    const item = el("li", { class: entry.rollback_done ? `${entry.status} undone` : entry.status,
+      "data-location": entry.location },
       el("span", { class: "label", text: entryLabel(entry, mapItems[entry.location]) }),
       el("span", { class: "detail", text: entry.location }),
       entryTimes(entry));
@@ -503,8 +523,16 @@ function timeline(entries, open) {
     if (entry.error) item.append(el("span", { class: "error", text: `${entry.error.type}: ${entry.error.message}` }));
     for (const [label, value] of entryValues(entry)) {
       const id = `${entry.location}#${label}`;
-      item.append(el("details", { class: "value", "data-value": id, open: open.has(id) },
-        el("summary", { text: label }), el("pre", { text: JSON.stringify(value, null, 2) })));
+      const view = valueView(value, label);
+      if (view.tagName === "DETAILS") {  // a large value: collapsed already, under its own summary
+        view.classList.add("value");
+        view.dataset.value = id;
+        view.open = open.has(id);
+        item.append(view);
+      } else {
+        item.append(el("details", { class: "value", "data-value": id, open: open.has(id) },
+          el("summary", { text: label }), view));
+      }
     }
     return item;
   }));
@@ -669,7 +697,14 @@ async function actorView(view, name, segment, generation) {
   const fillStatus = (found) => {
     const parts = [
       el("div", {}, statusBadge(found.workflow), ` version ${found.version}`),
-      el("p", { id: "waits", text: HINTS[found.workflow] || waitsFor(found) })];
+      el("p", { id: "waits", text: found.advice || HINTS[found.workflow] || waitsFor(found) })];
+    if (found.compensation) {
+      parts.push(el("div", { id: "compensation" },
+        el("strong", { text: `compensated: ${found.compensation.undone.length} step(s) undone, in this order` }),
+        el("ol", { id: "undone" }, found.compensation.undone.map((location) => el("li", { text: location }))),
+        found.compensation.failed.length ? el("p", { class: "status failed",
+          text: `rollback failed (retried): ${found.compensation.failed.join(", ")}` }) : null));
+    }
     const attributes = Object.entries(found.search || {});
     if (attributes.length) {
       parts.push(el("p", { id: "search-attributes" }, el("span", { class: "muted", text: "search attributes " }),
@@ -683,8 +718,11 @@ async function actorView(view, name, segment, generation) {
     }
     if (found.rewritten) parts.push(el("p", { id: "rewritten", class: "muted", text: noteText(found.rewritten) }));
     statusCard.replaceChildren(...parts);
-    pauseButton.hidden = found.workflow === "paused" || ["completed", "terminated"].includes(found.workflow);
-    unpauseButton.hidden = found.workflow !== "paused";
+    const can = found.remedies || [];
+    resumeButton.hidden = !can.includes("resume");
+    pauseButton.hidden = !can.includes("pause");
+    unpauseButton.hidden = !can.includes("unpause");
+    terminateButton.hidden = !can.includes("terminate");
   };
   const pauseButton = el("button", { id: "pause", text: "Pause", onclick: () => {
     const reason = prompt("Pause: no wake-up runs it until Unpause; messages sent meanwhile wait. Reason?",
@@ -693,13 +731,19 @@ async function actorView(view, name, segment, generation) {
   } });
   const unpauseButton = el("button", { id: "unpause", class: "primary", text: "Unpause",
     onclick: () => operate("unpause", "POST", "unpause") });
+  const resumeButton = el("button", { id: "resume", class: "primary", text: "Resume",
+    onclick: () => operate("resume", "POST", "resume") });
+  const terminateButton = el("button", { id: "terminate", text: "Terminate", onclick: () => {
+    const reason = prompt("Terminate: the workflow ends and later sends are refused. Reason?", "terminated from the dashboard");
+    if (reason !== null) operate("terminate", "POST", "terminate", reason ? { reason } : {});
+  } });
   fillStatus(status);
   const events = el("ul", { id: "events", class: "events" });
-  const stateBox = el("pre", { id: "state", text: JSON.stringify(value, null, 2) });
+  const stateBox = el("div", { id: "state" }, valueView(value, "state"));
   const timelineBox = el("div", { id: "history" });
   const inboxBox = el("div", { id: "inbox-box" });
   const versionsBox = el("div", { id: "versions-box" });
-  const versionState = el("pre", { id: "version-state", hidden: true });
+  const versionState = el("div", { id: "version-state", hidden: true });
   const callbacksBox = el("div", { id: "callbacks-box" });
   let entries = [];
   let waiting = (status.waiting_for || {}).callbacks || [];
@@ -743,8 +787,8 @@ async function actorView(view, name, segment, generation) {
   const showVersion = async (at) => {
     try {
       const kept = await api("GET", `${base}/versions/${at}`);
-      versionState.textContent = `version ${kept.version} (${kept.workflow.state}), state:\n`
-        + JSON.stringify(kept.state, null, 2);
+      versionState.replaceChildren(el("p", { text: `version ${kept.version} (${kept.workflow.state}), state:` }),
+        valueView(kept.state, "state"));
       versionState.hidden = false;
     } catch (error) {
       flash(`version ${at}: ${explain(error)}`, "error");
@@ -769,7 +813,7 @@ async function actorView(view, name, segment, generation) {
       }
       if (!force && found.version === version) return;  // nothing committed since: nothing else changed
       version = found.version;
-      stateBox.textContent = JSON.stringify(await api("GET", `${base}/state`), null, 2);
+      stateBox.replaceChildren(valueView(await api("GET", `${base}/state`), "state"));
       await Promise.all([readHistory(), readInbox(), readVersions()]);
     } catch (error) {
       if (error.status === 404) flash(`${name} ${segment}: ${error.message}`, "error");
@@ -786,15 +830,11 @@ async function actorView(view, name, segment, generation) {
   };
   await Promise.all([readHistory(), readInbox(), readVersions()]);
   const actions = el("div", { class: "actions" },
-    el("button", { id: "resume", class: "primary", text: "Resume", onclick: () => operate("resume", "POST", "resume") }),
-    pauseButton, unpauseButton,
+    resumeButton, pauseButton, unpauseButton,
     session.dev && definition.workflow ? el("button", { id: "fire-timer", text: "Fire next timer",
       title: "dormant dev: its earliest deadline, retry or scheduled action is due now",
       onclick: () => operate("fire timer", "POST", "fire-timer") }) : null,
-    el("button", { id: "terminate", text: "Terminate", onclick: () => {
-      const reason = prompt("Terminate: the workflow ends and later sends are refused. Reason?", "terminated from the dashboard");
-      if (reason !== null) operate("terminate", "POST", "terminate", reason ? { reason } : {});
-    } }),
+    terminateButton,
     el("button", { id: "delete", class: "danger", text: "Delete", onclick: () => {
       if (confirm(`Delete ${name} ${segment} and everything it stores?`)) operate("delete", "DELETE", null);
     } }));
