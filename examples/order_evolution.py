@@ -89,7 +89,7 @@ async def run_v1(ctx: WorkflowContext) -> None:
     await ctx.rollback_checkpoint("start")
     await ctx.step("reserve", reserve, rollback=release)
     await ctx.step("pack", pack)
-    await ctx.queue.next("wait-payment", names=["payments"])
+    await ctx.queue.next("wait-payment")  # (its only queue)
     await ctx.step("ship", ship)
 
 
@@ -115,7 +115,7 @@ async def run(ctx: WorkflowContext) -> None:
 
             await ctx.step("note-audit", note)
     await ctx.step("pack", pack)
-    await ctx.queue.next("wait-payment", names=["payments"])
+    await ctx.queue.next("wait-payment")  # (its only queue)
     await ctx.step("ship", ship)
 
 

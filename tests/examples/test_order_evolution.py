@@ -72,6 +72,16 @@ async def test_an_unpaid_order_times_out_after_a_day_and_releases_its_reservatio
         assert state.log == ["reserved", "packed", "released"]
 
 
+async def test_an_unpaid_order_of_v1_times_out_and_v1_releases_its_reservation() -> None:
+    async with TestEnv(registry_v1) as env:
+        handle = await _started(env, "unpaid-v1")
+        await env.advance(DAY.total_seconds() + 1)
+        status = await handle.status()
+        assert status.workflow is WorkflowState.FAILED and status.error is not None
+        assert status.error.startswith(WorkflowTimeoutError.__name__)
+        assert (await handle.call("get_state")).log == ["reserved", "packed", "released"]
+
+
 @pytest.mark.memory_only("counts the memory store's commits")
 async def test_the_ephemeral_quote_costs_no_commit_of_its_own() -> None:
     async with TestEnv(registry) as env:
