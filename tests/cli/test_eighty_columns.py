@@ -7,9 +7,7 @@ The API is uvicorn over a TestEnv (dev mode) in a thread of its own; the command
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,11 +18,10 @@ from typer.testing import CliRunner
 from dormant import StepContext, WorkflowContext, actor, callback, queue, setup
 from dormant.actor import Registry
 from dormant.cli.main import app
-from dormant.http.app import create_app
 from dormant.settings import Settings
 from dormant.testing import TestEnv
 from examples.order_search import registry as shop
-from tests.api.support import serve
+from tests.cli.support import api_in_thread
 
 WIDTH = 80
 LONG_STEP = "hold-the-slot"  # its locations fit the `changed` column at 80 alone, not two to a line
@@ -67,36 +64,23 @@ async def approve_run(ctx: WorkflowContext) -> None:
 registry = Registry([*shop.actors.values(), *setup(napper, approver).actors.values()])
 
 
+async def _prepare(env: TestEnv) -> None:
+    for key, customer, amount in [("order-0001", "customer-42", 12_500), ("order-0002", "customer-42", 400)]:
+        await env.client.get_or_create("shop-order", key).send("place", {"customer": customer, "amount": amount})
+    await env.client.get_or_create("approver", "a-1").status()
+    napping = env.client.get_or_create("napper", "n-1")
+    await napping.status()
+    await env.run_until_idle()
+    await env.advance(6)
+    for text in ("one", "two", "three"):
+        await napping.send("notes", {"text": text})
+        await env.run_until_idle()
+
+
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    ready, stop, found = threading.Event(), threading.Event(), []
-
-    async def main() -> None:
-        async with TestEnv(registry) as env:
-            for key, customer, amount in [("order-0001", "customer-42", 12_500), ("order-0002", "customer-42", 400)]:
-                await env.client.get_or_create("shop-order", key).send("place", {"customer": customer,
-                                                                                 "amount": amount})
-            await env.client.get_or_create("approver", "a-1").status()
-            napping = env.client.get_or_create("napper", "n-1")
-            await napping.status()
-            await env.run_until_idle()
-            await env.advance(6)
-            for text in ("one", "two", "three"):
-                await napping.send("notes", {"text": text})
-                await env.run_until_idle()
-            async with serve(create_app(registry, Settings(dev=True, auth_mode="none"),  # type: ignore[arg-type]
-                                        service=env.service)) as base:
-                found.append(base)
-                ready.set()
-                while not stop.is_set():
-                    await asyncio.sleep(0.02)
-
-    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    yield found[0]
-    stop.set()
-    thread.join(30)
+    with api_in_thread(registry, settings=Settings(dev=True, auth_mode="none"), prepare=_prepare) as base:
+        yield base
 
 
 def run(url: str | None, *args: str, code: int = 0) -> str:

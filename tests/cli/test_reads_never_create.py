@@ -3,19 +3,14 @@ runs in a thread of its own over a TestEnv, as in tests/cli/test_send.py."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 
 import pytest
 from typer.testing import CliRunner
 
 from dormant.cli.main import app
-from dormant.http.app import create_app
-from dormant.settings import Settings
-from dormant.testing import TestEnv
 from tests.api.apps import registry
-from tests.api.support import serve
+from tests.cli.support import api_in_thread
 
 READS = [["status", "account", "ghost"], ["state", "account", "ghost"], ["history", "show", "account", "ghost"],
          ["history", "export", "account", "ghost"], ["inbox", "account", "ghost"], ["versions", "account", "ghost"],
@@ -24,23 +19,8 @@ READS = [["status", "account", "ghost"], ["state", "account", "ghost"], ["histor
 
 @pytest.fixture
 def api() -> Iterator[str]:
-    ready, stop = threading.Event(), threading.Event()
-    found: dict[str, str] = {}
-
-    async def main() -> None:
-        async with TestEnv(registry) as env, \
-                serve(create_app(registry, Settings(dev=True), service=env.service)) as url:
-            found["url"] = url
-            ready.set()
-            while not stop.is_set():
-                await asyncio.sleep(0.05)
-
-    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    yield found["url"]
-    stop.set()
-    thread.join(30)
+    with api_in_thread(registry) as url:
+        yield url
 
 
 def run(url: str, *args: str) -> tuple[int, str]:

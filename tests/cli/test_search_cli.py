@@ -4,9 +4,7 @@ counts per status of the matches, and one clear line for conditions that cannot 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -15,43 +13,29 @@ from typer.testing import CliRunner
 from dormant import actor, setup
 from dormant.actor import Registry
 from dormant.cli.main import app
-from dormant.http.app import create_app
 from dormant.settings import Settings
 from dormant.testing import TestEnv
 from examples.order_search import registry as shop
-from tests.api.support import serve
+from tests.cli.support import api_in_thread
 
 plain = actor("plain")  # declares no search attributes: `--where` without `--type` leaves it out
 registry = Registry([*shop.actors.values(), *setup(plain).actors.values()])
 HOSTILE = "evil\u202e[bold]x"  # a bidi override and Rich markup (control characters are refused when set)
 
 
+async def _prepare(env: TestEnv) -> None:
+    for key, customer, amount in [("o-1", "42", 12_500), ("o-2", "42", 4_000), ("o-3", HOSTILE, 30_000)]:
+        await env.client.get_or_create("shop-order", key).send("place", {"customer": customer, "amount": amount})
+    await env.run_until_idle()
+    await env.client.get_or_create("shop-order", "o-2").send("ship", {"carrier": "ups"})
+    await env.client.get_or_create("plain", "p").status()
+    await env.run_until_idle()
+
+
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    ready, stop, found = threading.Event(), threading.Event(), []
-
-    async def main() -> None:
-        async with TestEnv(registry) as env:
-            for key, customer, amount in [("o-1", "42", 12_500), ("o-2", "42", 4_000), ("o-3", HOSTILE, 30_000)]:
-                await env.client.get_or_create("shop-order", key).send("place", {"customer": customer,
-                                                                                 "amount": amount})
-            await env.run_until_idle()
-            await env.client.get_or_create("shop-order", "o-2").send("ship", {"carrier": "ups"})
-            await env.client.get_or_create("plain", "p").status()
-            await env.run_until_idle()
-            async with serve(create_app(registry, Settings(dev=True, auth_mode="none"),  # type: ignore[arg-type]
-                                        service=env.service)) as base:
-                found.append(base)
-                ready.set()
-                while not stop.is_set():
-                    await asyncio.sleep(0.02)
-
-    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    yield found[0]
-    stop.set()
-    thread.join(30)
+    with api_in_thread(registry, settings=Settings(dev=True, auth_mode="none"), prepare=_prepare) as base:
+        yield base
 
 
 def run(url: str, *args: str) -> tuple[int, str]:

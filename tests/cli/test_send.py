@@ -4,9 +4,7 @@ own; the commands run in-process, as in tests/cli/test_token.py."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -14,35 +12,16 @@ from typer.testing import CliRunner
 
 from dormant.cli.actor import send_outcome
 from dormant.cli.main import app
-from dormant.http.app import create_app
 from dormant.models import SendResult
-from dormant.settings import Settings
-from dormant.testing import TestEnv
 from dormant.workflow.history import WorkflowState
 from tests.api.apps import desk_registry
-from tests.api.support import serve
+from tests.cli.support import api_in_thread
 
 
 @pytest.fixture
 def api() -> Iterator[str]:
-    ready, stop = threading.Event(), threading.Event()
-    found: dict[str, str] = {}
-
-    async def main() -> None:
-        registry = desk_registry()
-        async with TestEnv(registry) as env, \
-                serve(create_app(registry, Settings(dev=True), service=env.service)) as url:
-            found["url"] = url
-            ready.set()
-            while not stop.is_set():
-                await asyncio.sleep(0.05)
-
-    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    yield found["url"]
-    stop.set()
-    thread.join(30)
+    with api_in_thread(desk_registry()) as url:
+        yield url
 
 
 def send(api: str, *args: str) -> tuple[int, str]:
