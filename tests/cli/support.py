@@ -34,8 +34,7 @@ def api_in_thread(registry: Any, *, settings: Settings | None = None,
                 async with serve(create_app(registry, settings or Settings(dev=True), service=env.service)) as url:
                     found.append(url)
                     ready.set()
-                    while not stop.is_set():
-                        await asyncio.sleep(0.02)
+                    await asyncio.to_thread(stop.wait)  # served until the test's block ends
         except BaseException as error:
             failed.append(error)
             ready.set()

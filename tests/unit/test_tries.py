@@ -80,7 +80,7 @@ async def test_try_step_kinds_and_what_catch_leaves_out() -> None:
         raise NonRetryableError("declined")
 
     async def slow(s: StepContext) -> None:
-        await asyncio.sleep(10)
+        await asyncio.Event().wait()  # never finishes: only the step's timeout ends it
 
     @a.workflow
     async def run(ctx: WorkflowContext) -> None:
