@@ -29,20 +29,16 @@ from pathlib import Path
 import pytest
 
 from dormant.dev.stack import free_port
+from tests.docs.blocks import doc_blocks
 from tests.servers import fake_aws_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "build" / "test-install"
 
 
-def readme_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Use it in your own project")
-    return text[start:text.index("\n## ", start + 1)]
-
-
 def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", readme_section(), flags=re.DOTALL)
+    """The section's blocks (`<!-- run: readme-own-project -->`) in one language."""
+    return [block.text for block in doc_blocks("readme-own-project") if block.lang == language]
 
 
 def run(*command: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,

@@ -1,5 +1,6 @@
-"""docs/testing.md's code: its Python blocks, in order, are one test module, and each of its `test_*` functions
-runs here. A block keeps its line numbers in docs/testing.md, so a traceback points at the page."""
+"""docs/testing.md's code: its Python blocks (marked `<!-- run: testing-page -->`), in order, are one test module,
+and each of its `test_*` functions runs here. A block keeps its line numbers in docs/testing.md, so a traceback points
+at the page."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.docs.blocks import doc_blocks
+
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
@@ -18,10 +21,11 @@ FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 def page_module() -> types.ModuleType:
     text = PAGE.read_text()
     lines = [""] * text.count("\n")
-    for block in FENCE.finditer(text):
-        first = text.count("\n", 0, block.start(1))
-        for offset, line in enumerate(block.group(1).splitlines()):
-            lines[first + offset] = line
+    blocks = doc_blocks("testing-page")
+    assert len(blocks) == len(FENCE.findall(text)), "every Python block of docs/testing.md is a part of the module"
+    for block in blocks:
+        for offset, line in enumerate(block.text.splitlines()):
+            lines[block.line + offset] = line
     module = types.ModuleType("docs_testing")
     exec(compile("\n".join(lines), str(PAGE), "exec"), module.__dict__)  # the page's own code
     return module
