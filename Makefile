@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test durations lint test-py313 localstack localstack-tools fuzz demo check bench soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
+.PHONY: test durations lint docs docs-tools test-py313 localstack localstack-tools fuzz demo check bench soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
 	build-ApiFunction build-DependenciesLayer trim-layer coldstart chromium swagger-ui infra-zips infra-build scan-tools \
 	scan
 
@@ -23,6 +23,10 @@ DEPLOY_STAMP := $(DEPLOY_VENV)/.installed-$(subst $(space),+,$(subst ==,-,$(DEPL
 SCAN_VENV := tools/scan-venv
 SCAN_PINS := checkov==3.3.30
 SCAN_STAMP := $(SCAN_VENV)/.installed-$(subst $(space),+,$(subst ==,-,$(SCAN_PINS)))
+# The documentation site (mkdocs.yml: docs/ and an API reference from the docstrings) in a venv of its own.
+DOCS_VENV := tools/docs-venv
+DOCS_PINS := mkdocs==1.6.1 mkdocs-material==9.8.1 mkdocstrings==1.0.8 mkdocstrings-python==2.0.11
+DOCS_STAMP := $(DOCS_VENV)/.installed-$(subst $(space),+,$(subst ==,-,$(DOCS_PINS)))
 # Where `make infra-zips` puts the zips infra/ deploys (Terraform's code_zip / layer_zip default to these).
 INFRA_BUILD ?= infra/.build
 # The package of the registry that DORMANT_APP names, bundled into the functions (a directory or a single .py).
@@ -158,8 +162,9 @@ durations: lint java $(NODE_STAMP)
 # browser tests, DORMANT_LOCALSTACK for the `localstack` tests and DORMANT_PYTHON313_REQUIRED for the layer built for
 # Lambda's 3.13. The fuzzing, the kill -9 run and the soak run at bounds between their defaults and `make fuzz` /
 # `make soak`'s. CHECK_PYTHON=.venv/bin/python runs it on 3.11 instead.
-TEST_TOOLS := $(NODE_STAMP) $(DEPLOY_STAMP) $(SCAN_STAMP) $(CHROMIUM) $(LOCALSTACK_STAMP)
-TEST_ENV = DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VENV)/bin DORMANT_CHROMIUM=$(CHROMIUM) \
+TEST_TOOLS := $(NODE_STAMP) $(DEPLOY_STAMP) $(SCAN_STAMP) $(DOCS_STAMP) $(CHROMIUM) $(LOCALSTACK_STAMP)
+TEST_ENV = DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VENV)/bin DORMANT_DOCS_TOOLS=$(DOCS_VENV)/bin \
+	DORMANT_CHROMIUM=$(CHROMIUM) \
 	DORMANT_LOCALSTACK=$(LOCALSTACK_VENV) DORMANT_PYTHON313_REQUIRED=1
 CHECK_ENV = DORMANT_FUZZ_EXAMPLES=10 DORMANT_PROPERTY_EXAMPLES=200 DORMANT_RELIABILITY_SECONDS=20 DORMANT_SOAK=ci
 CHECK_PYTHON ?= $(VENV313)/bin/python
@@ -233,6 +238,18 @@ $(SCAN_STAMP):
 
 scan-tools: $(SCAN_STAMP)
 
+$(DOCS_STAMP):
+	test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet $(DOCS_PINS)
+	touch $(DOCS_STAMP)
+
+docs-tools: $(DOCS_STAMP)
+
+# The documentation site into build/site, strictly: a broken link or anchor, or a page left out of the nav, fails
+# (tests/docs/test_site.py runs the same in `make check`). `$(DOCS_VENV)/bin/mkdocs serve` shows it while you write.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --quiet
+
 # The security scan alone (make test runs it too, in tests/deploy/test_scan.py): offline, no check skipped
 # except those marked in the files themselves, each with its reason (listed in docs/deploy.md).
 scan: $(SCAN_STAMP)
@@ -296,4 +313,4 @@ infra-build:
 	$(MAKE) --no-print-directory infra-zips
 
 clean:
-	rm -rf $(VENV) $(VENV313) $(DEPLOY_VENV) $(SCAN_VENV) $(LOCALSTACK_VENV) .pytest_cache .mypy_cache .ruff_cache .aws-sam build
+	rm -rf $(VENV) $(VENV313) $(DEPLOY_VENV) $(SCAN_VENV) $(DOCS_VENV) $(LOCALSTACK_VENV) .pytest_cache .mypy_cache .ruff_cache .aws-sam build
