@@ -49,6 +49,7 @@ def run_session(block: Block, workdir: Path, deadline: float = 30) -> list[Ran]:
     dev.args = dev.args[2:]  # the page's --app (DevProcess puts its own first)
     dev.start()
     bin_dir = str(Path(sys.executable).parent) + "/"
+    env = {**env, "DORMANT_URL": dev.url}  # where `dormant` commands without --url go (their default is :8787)
     ran: list[Ran] = []
     try:
         for line in lines[1:]:
