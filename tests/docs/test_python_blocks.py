@@ -1,4 +1,5 @@
-"""The Python blocks of README.md that a reader runs as they are (docs/testing.md's: tests/unit/test_docs_testing.py)."""
+"""The Python blocks of README.md that a reader runs as they are (docs/testing.md's run in
+tests/unit/test_docs_testing.py)."""
 
 from __future__ import annotations
 
