@@ -108,6 +108,7 @@ TIER2_PATHS = (
     "tests/ui/test_search_dashboard.py", "tests/ui/test_dashboard_real_data.py",  # Chromium
     "tests/e2e/test_install.py",  # the wheel built and installed into a new venv
     "tests/docs/test_terraform_recipe.py",  # docs/deploy.md's Terraform recipe on moto, as written (minutes)
+    "tests/docs/test_dev_blocks.py",  # README's blocks on a real `dormant dev` (12 s under load: tier 1 is full)
     "tests/docs/test_site.py",  # the docs site built strictly with mkdocs (its own venv, tools/docs-venv)
     "tests/e2e/test_dev_soak.py",  # the soak of `dormant dev` (DORMANT_SOAK)
     # One feature's walkthrough each on a real `dormant dev` process (1.5-2 minutes together): tier 1 keeps the dev
