@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from enum import Enum
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from pydantic_core import to_jsonable_python
 
@@ -36,6 +36,9 @@ from dormant.workflow.replay import HistoryIndex
 from dormant.workflow.signals import DeadlinePassed, WakeAborted, WakeRestart
 from dormant.workflow.state_cell import StateCell
 from dormant.workflow.values import check_json
+
+
+T = TypeVar("T")
 
 
 def to_json(value: Any, what: str = "the value") -> Any:
@@ -77,14 +80,70 @@ async def _error_of(operation: Awaitable[None]) -> BaseException | None:
     return None
 
 
+class _Resume:
+    """Awaiting it goes on with a coroutine that was started elsewhere and suspended on `pending`."""
+
+    __slots__ = ("_coro", "_pending")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], pending: Any) -> None:
+        self._coro = coro
+        self._pending = pending
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, pending = self._coro, self._pending
+        while True:
+            try:
+                sent = yield pending
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as error:  # thrown in by the task (a cancellation): the coroutine's to handle
+                try:
+                    pending = coro.throw(error)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    pending = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+async def _resumed(coro: Coroutine[Any, Any, T], pending: Any) -> T:
+    result: T = await _Resume(coro, pending)
+    return result
+
+
+def start_eagerly(operation: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
+    """`operation` run now, in the calling task, up to its first suspension: if it never suspends (the in-memory
+    store answers at once), a finished future, without a task or a turn of the event loop; else a task that runs the
+    rest (as `asyncio.ensure_future` would have run the whole). For store calls that must not be cut off half-way."""
+    loop = asyncio.get_running_loop()
+    try:
+        pending = operation.send(None)
+    except StopIteration as stop:
+        done: asyncio.Future[T] = loop.create_future()
+        done.set_result(stop.value)
+        return done
+    except asyncio.CancelledError:
+        done = loop.create_future()
+        done.cancel()
+        return done
+    except Exception as error:
+        done = loop.create_future()
+        done.set_exception(error)
+        return done
+    return loop.create_task(_resumed(operation, pending))
+
+
 async def run_to_the_end(operation: Awaitable[None]) -> tuple[bool, BaseException | None]:
     """Await `operation` to its end even if the calling task is cancelled meanwhile.
 
     A race loser is cancelled while it may be the branch that happens to commit for the whole run;
     abandoning that store call half-way would void the wake-up. Returns (caller was cancelled, the
-    operation's error or None).
+    operation's error or None). An operation that finishes without suspending costs no task.
     """
-    task = asyncio.ensure_future(operation)
+    task = start_eagerly(operation) if isinstance(operation, Coroutine) else asyncio.ensure_future(operation)
     cancelled = False
     while not task.done():
         try:
