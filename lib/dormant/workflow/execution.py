@@ -37,7 +37,6 @@ from dormant.workflow.signals import DeadlinePassed, WakeAborted, WakeRestart
 from dormant.workflow.state_cell import StateCell
 from dormant.workflow.values import check_json
 
-
 T = TypeVar("T")
 
 
