@@ -76,7 +76,8 @@ def main() -> None:
         print(f"round {round_ + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"{args.rounds} rounds (alternating), N = {args.n}, load {load}; CPU microseconds per item\n")
-    print("| row | Dormant (median) | RivetKit (median) | Dormant / RivetKit: min | median |\n|---|---:|---:|---:|---:|")
+    print("| row | Dormant (median) | RivetKit (median) | Dormant / RivetKit: min | median |")
+    print("|---|---:|---:|---:|---:|")
     for row in ROWS:
         ours = [s[row] * 1e6 for s in samples["dormant"]]
         theirs = [s[row] * 1e6 for s in samples["rivetkit"]]

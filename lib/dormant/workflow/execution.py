@@ -8,6 +8,7 @@ layer provides (queue schemas, step contexts) comes through `WorkflowHost`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from enum import Enum
@@ -118,8 +119,11 @@ def start_eagerly(operation: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
     store answers at once), a finished future, without a task or a turn of the event loop; else a task that runs the
     rest (as `asyncio.ensure_future` would have run the whole). For store calls that must not be cut off half-way."""
     loop = asyncio.get_running_loop()
+    # In a context of its own, as a task's: what it sets (a client's context variables) stays its own, and a task
+    # that runs the rest runs in that same context (a variable set before the suspension is reset after it).
+    context = contextvars.copy_context()
     try:
-        pending = operation.send(None)
+        pending = context.run(operation.send, None)
     except StopIteration as stop:
         done: asyncio.Future[T] = loop.create_future()
         done.set_result(stop.value)
@@ -132,17 +136,19 @@ def start_eagerly(operation: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
         done = loop.create_future()
         done.set_exception(error)
         return done
-    return loop.create_task(_resumed(operation, pending))
+    return loop.create_task(_resumed(operation, pending), context=context)
 
 
-async def run_to_the_end(operation: Awaitable[None]) -> tuple[bool, BaseException | None]:
+async def run_to_the_end(operation: Awaitable[None], *, eager: bool = False) -> tuple[bool, BaseException | None]:
     """Await `operation` to its end even if the calling task is cancelled meanwhile.
 
     A race loser is cancelled while it may be the branch that happens to commit for the whole run;
     abandoning that store call half-way would void the wake-up. Returns (caller was cancelled, the
-    operation's error or None). An operation that finishes without suspending costs no task.
+    operation's error or None). `eager`: started at once in this task (`start_eagerly`), so an operation that
+    finishes without suspending costs no task; not for commits, whose order beside other branches' steps stays the
+    one a turn of the event loop gives on every store.
     """
-    task = start_eagerly(operation) if isinstance(operation, Coroutine) else asyncio.ensure_future(operation)
+    task = start_eagerly(operation) if eager and isinstance(operation, Coroutine) else asyncio.ensure_future(operation)
     cancelled = False
     while not task.done():
         try:
