@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test durations lint docs docs-tools test-py313 localstack localstack-tools fuzz demo check bench soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
+.PHONY: test durations lint docs docs-tools test-py313 localstack localstack-tools fuzz demo check bench bench-check bench-peers soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
 	build-ApiFunction build-DependenciesLayer trim-layer coldstart chromium swagger-ui infra-zips infra-build scan-tools \
 	scan
 
@@ -217,6 +217,26 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
+
+# The CI guard (benchmarks/bench_check.py): fails when the engine's CPU per fresh step, replayed entry or drained
+# message (as a ratio to a calibration measured in the same run) or its memory per step or entry is over budget.
+bench-check: $(STAMP)
+	$(BIN)/python benchmarks/bench_check.py
+
+# Dormant beside RivetKit and the AWS durable execution SDK (benchmarks/peers.py, docs/performance.md). Their installs
+# live in tools/bench-peers/ (its own package.json and lock; a venv of its own): never needed by `make test`.
+PEERS_DIR := tools/bench-peers
+PEERS_VENV := $(PEERS_DIR)/aws-venv
+PEERS_PINS := aws-durable-execution-sdk-python==3.0.0
+PEERS_STAMP := $(PEERS_DIR)/.installed
+$(PEERS_STAMP): $(PEERS_DIR)/package.json $(PEERS_DIR)/package-lock.json
+	cd $(PEERS_DIR) && npm ci --no-audit --no-fund
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet $(PEERS_PINS)
+	touch $(PEERS_STAMP)
+
+bench-peers: $(STAMP) $(PEERS_STAMP)
+	$(BIN)/python benchmarks/peers.py --aws-python $(PEERS_VENV)/bin/python --node-dir $(PEERS_DIR)
 
 # Deleting any compensation handler, timeout, names= filter, broadcast or race branch in examples/ must make a
 # test fail (tests/mutation/check.py); about a minute on 2 cores, fails past its 150 s budget.

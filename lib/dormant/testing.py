@@ -220,7 +220,10 @@ class _Runner:
             while True:
                 self.again.discard(ref.id)
                 more = self.transport.take_carried(ref)
-                carried.messages += [m for m in more.messages if m.id not in {c.id for c in carried.messages}]
+                for message in more.messages:
+                    if message.id not in carried.ids:
+                        carried.ids.add(message.id)
+                        carried.messages.append(message)
                 carried.creation = carried.creation or more.creation
                 try:
                     self.reports.append(await wake_actor(self.service, ref, messages=carried.messages,

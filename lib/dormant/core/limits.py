@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from dormant.errors import InvalidKeyError, InvalidMessageIdError, InvalidSettingError, ItemTooLargeError
 from dormant.workflow.callbacks import LEGACY_MESSAGE_PREFIX, RESERVED_ID_PREFIX, is_reserved_message_id
+from dormant.workflow.host import DraftSizes
 
 if TYPE_CHECKING:
     from dormant.workflow.execution import CommitDraft
@@ -322,6 +323,26 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one encoder: json.dumps makes one per call
+
+
+def json_size(value: Any) -> int:
+    """UTF-8 bytes of `value`'s compact JSON, as the stores write it (a lone surrogate raises UnicodeEncodeError)."""
+    if value is None:
+        return 4
+    return len(_COMPACT.encode(value).encode())
+
+
+def draft_sizes(draft: CommitDraft) -> DraftSizes:
+    """The JSON sizes of `draft`'s values, measured on the first call and kept on the draft: the limit check, the
+    commit and the kept-versions ring each need them, and none measures them again."""
+    if draft.sizes is None:
+        draft.sizes = DraftSizes(upserts=[json_size(entry) for entry in draft.upserts], state=json_size(draft.state),
+                                 responses=[json_size(response) for response in draft.responses.values()],
+                                 events=[json_size(payload) for _, payload in draft.events])
+    return draft.sizes
+
+
 def json_bytes(value: Any) -> int:
     """Bytes of `value` as the stores write it: compact JSON, UTF-8."""
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
@@ -419,9 +440,26 @@ def check_values(actor_type: str, values: Iterable[tuple[str, Any]]) -> None:
     for what, value in values:
         if value is None or isinstance(value, (bool, int, float)):
             continue
-        size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+        size = json_size(value)
         if size > VALUE.maximum:
             raise value_too_large(actor_type, what, size)
+
+
+def check_draft(actor_type: str, draft: CommitDraft) -> None:
+    """`check_values` of every value `draft` stores (`draft_values`), from its sizes measured once (`draft_sizes`)."""
+    sizes = draft_sizes(draft)
+    maximum = VALUE.maximum
+    for entry, size in zip(draft.upserts, sizes.upserts, strict=True):
+        if size > maximum:
+            raise value_too_large(actor_type, f"history entry {entry.get('location')!r}", size)
+    if sizes.state > maximum:
+        raise value_too_large(actor_type, "the state", sizes.state)
+    for size in sizes.responses:
+        if size > maximum:
+            raise value_too_large(actor_type, "a response", size)
+    for (name, _), size in zip(draft.events, sizes.events, strict=True):
+        if size > maximum:
+            raise value_too_large(actor_type, f"the payload of event {name!r}", size)
 
 
 def draft_values(draft: CommitDraft) -> list[tuple[str, Any]]:

@@ -24,7 +24,7 @@ from pydantic import TypeAdapter
 from dormant.core.callbacks import CallbackRecord, callback_record, heartbeat_allowed, may_replace
 from dormant.core.cursors import check_attention_cursor, check_cursor, listing_key, page_of
 from dormant.core.dedupe import DEDUPE_WINDOW, dedupe_until, is_duplicate
-from dormant.core.limits import check_values, draft_values
+from dormant.core.limits import check_draft, check_values
 from dormant.core.records import (
     ActorCount,
     ActorMeta,
@@ -297,7 +297,7 @@ class MemoryEventStore:
                            *((f"the payload of event {name!r}", payload) for name, payload in events)])
 
     def check_commit(self, ref: ActorRef, version: int, draft: CommitDraft) -> None:
-        check_values(ref.name, draft_values(draft))
+        check_draft(ref.name, draft)
         self._checked = draft
 
     async def prepare_message(self, ref: ActorRef, message: InboxMessage) -> InboxMessage:

@@ -16,6 +16,7 @@ class Carried:
 
     messages: list[InboxMessage] = field(default_factory=list)
     creation: Creation | None = None
+    ids: set[str] = field(default_factory=set)  # of `messages`: a burst of sends is not quadratic
 
 
 class MemoryTransport:
@@ -53,7 +54,8 @@ class MemoryTransport:
             due.setdefault(ref.id, ref)
             if message is not None or creation is not None:
                 carried = self._carried.setdefault(ref.id, Carried())
-                if message is not None and all(m.id != message.id for m in carried.messages):
+                if message is not None and message.id not in carried.ids:
+                    carried.ids.add(message.id)
                     carried.messages.append(message)
                 carried.creation = carried.creation or creation
         return list(due.values())

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dormant.core.flow import Limit, check_use, unknown_limit, wait_label
-from dormant.core.slots import SlotLease, SlotRefusal, SlotRequest
+from dormant.core.slots import LimitRule, SlotLease, SlotRefusal, SlotRequest
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import sleeping_party
 from dormant.workflow.host import Granted, Refused, SlotAsk
@@ -42,7 +42,10 @@ RENEWALS = object()
 class _Held:
     lease: SlotLease
     length: float
-    renewal: asyncio.Task[None] | None
+    # The renewal: a callback due at the loop's next turn that starts its task. A step whose body ends without
+    # waiting (a plain function) gives its slot back before that turn: no task is made (flow control inline).
+    starting: asyncio.Handle | None = None
+    renewal: asyncio.Task[None] | None = None
 
 
 class LimitSlots:
@@ -51,6 +54,7 @@ class LimitSlots:
     def __init__(self, service: ActorService, ref: ActorRef) -> None:
         self._service = service
         self._ref = ref
+        self._rules: dict[tuple[str, str | None], LimitRule] = {}  # made once per wake-up (frozen dataclasses)
 
     def _limit(self, step: str, name: str) -> Limit:
         declared = self._service.registry.limits
@@ -68,22 +72,32 @@ class LimitSlots:
         clock = self._service.clock
         now = clock.now()
         length = limit.lease_for(ask.timeout)
+        rule = self._rules.get((ask.limit, ask.key))
+        if rule is None:
+            rule = self._rules[ask.limit, ask.key] = limit.rule(ask.limit, ask.key)
         answer = await self._service.store.acquire_slot(SlotRequest(
-            rule=limit.rule(ask.limit, ask.key), ref=self._ref, holder=f"{self._ref.id}|{ask.location}", now=now,
+            rule=rule, ref=self._ref, holder=f"{self._ref.id}|{ask.location}", now=now,
             lease_until=now + length, queued_since=ask.since, queued=ask.queued, priority=priority))
         if isinstance(answer, SlotRefusal):
             retry_at = retry_time(limit, answer, now)
             log.debug("step %s of %s waits for limit %s (%s): next try in %.3f s", ask.location, self._ref,
                       ask.limit, answer.by, retry_at - now)
             return Refused(limit=wait_label(ask.limit, ask.key, ask.priority), retry_at=retry_at)
-        renewal = None
+        held = _Held(answer, length)
         if answer.slot is not None:
-            renewal = asyncio.get_running_loop().create_task(self._renew(answer, length))
-        return Granted(limit=ask.limit, handle=_Held(answer, length, renewal))
+            held.starting = asyncio.get_running_loop().call_soon(self._start_renewal, held)
+        return Granted(limit=ask.limit, handle=held)
+
+    def _start_renewal(self, held: _Held) -> None:
+        held.starting = None
+        held.renewal = asyncio.get_running_loop().create_task(self._renew(held.lease, held.length))
 
     async def release(self, granted: Granted) -> None:
         held = granted.handle
         assert isinstance(held, _Held)
+        if held.starting is not None:
+            held.starting.cancel()
+            held.starting = None
         if held.renewal is not None:
             held.renewal.cancel()
             await asyncio.gather(held.renewal, return_exceptions=True)

@@ -14,7 +14,6 @@ then are not in it, whatever version one goes back to.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from dormant.core.limits import draft_sizes, json_size
 from dormant.core.search import apply_changes
 from dormant.errors import VersionNotRetainedError
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, VersionInfo
@@ -59,7 +59,7 @@ class _Slot:
 
 def json_weight(value: Any) -> int:
     """UTF-8 bytes of `value`'s compact JSON."""
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    return json_size(value)
 
 
 def commit_weight(upserts: Sequence[Any], state: Any, workflow: Any) -> int:
@@ -97,7 +97,8 @@ class VersionRing:
             full: Callable[[], dict[str, Any]]) -> bool:
         """Keep commit `version` (`draft`, its workflow record as JSON); `full()` is the actor after it. True when it
         is kept as a snapshot."""
-        weight = commit_weight(draft.upserts, draft.state, workflow)
+        sizes = draft_sizes(draft)  # (measured once: the store's limit check measured them already)
+        weight = sum(sizes.upserts) + sizes.state + json_size(workflow)
         if snapshot_due(version, self._snapshot_version, self.size, self._delta_bytes, weight):
             self._slots.append(_Slot(version, draft.committed_at, full(), None, len(draft.consumed_ids)))
             self._snapshot_version, self._delta_bytes = version, 0

@@ -8,10 +8,11 @@ layer provides (queue schemas, step contexts) comes through `WorkflowHost`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from enum import Enum
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from pydantic_core import to_jsonable_python
 
@@ -36,6 +37,8 @@ from dormant.workflow.replay import HistoryIndex
 from dormant.workflow.signals import DeadlinePassed, WakeAborted, WakeRestart
 from dormant.workflow.state_cell import StateCell
 from dormant.workflow.values import check_json
+
+T = TypeVar("T")
 
 
 def to_json(value: Any, what: str = "the value") -> Any:
@@ -77,14 +80,75 @@ async def _error_of(operation: Awaitable[None]) -> BaseException | None:
     return None
 
 
-async def run_to_the_end(operation: Awaitable[None]) -> tuple[bool, BaseException | None]:
+class _Resume:
+    """Awaiting it goes on with a coroutine that was started elsewhere and suspended on `pending`."""
+
+    __slots__ = ("_coro", "_pending")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], pending: Any) -> None:
+        self._coro = coro
+        self._pending = pending
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, pending = self._coro, self._pending
+        while True:
+            try:
+                sent = yield pending
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as error:  # thrown in by the task (a cancellation): the coroutine's to handle
+                try:
+                    pending = coro.throw(error)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    pending = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+async def _resumed(coro: Coroutine[Any, Any, T], pending: Any) -> T:
+    result: T = await _Resume(coro, pending)
+    return result
+
+
+def start_eagerly(operation: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
+    """`operation` run now, in the calling task, up to its first suspension: if it never suspends (the in-memory
+    store answers at once), a finished future, without a task or a turn of the event loop; else a task that runs the
+    rest (as `asyncio.ensure_future` would have run the whole). For store calls that must not be cut off half-way."""
+    loop = asyncio.get_running_loop()
+    # In a context of its own, as a task's: what it sets (a client's context variables) stays its own, and a task
+    # that runs the rest runs in that same context (a variable set before the suspension is reset after it).
+    context = contextvars.copy_context()
+    try:
+        pending = context.run(operation.send, None)
+    except StopIteration as stop:
+        done: asyncio.Future[T] = loop.create_future()
+        done.set_result(stop.value)
+        return done
+    except asyncio.CancelledError:
+        done = loop.create_future()
+        done.cancel()
+        return done
+    except Exception as error:
+        done = loop.create_future()
+        done.set_exception(error)
+        return done
+    return loop.create_task(_resumed(operation, pending), context=context)
+
+
+async def run_to_the_end(operation: Awaitable[None], *, eager: bool = False) -> tuple[bool, BaseException | None]:
     """Await `operation` to its end even if the calling task is cancelled meanwhile.
 
     A race loser is cancelled while it may be the branch that happens to commit for the whole run;
     abandoning that store call half-way would void the wake-up. Returns (caller was cancelled, the
-    operation's error or None).
+    operation's error or None). `eager`: started at once in this task (`start_eagerly`), so an operation that
+    finishes without suspending costs no task; not for commits, whose order beside other branches' steps stays the
+    one a turn of the event loop gives on every store.
     """
-    task = asyncio.ensure_future(operation)
+    task = start_eagerly(operation) if eager and isinstance(operation, Coroutine) else asyncio.ensure_future(operation)
     cancelled = False
     while not task.done():
         try:

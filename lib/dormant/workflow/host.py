@@ -22,6 +22,16 @@ class StepRun:
     search: dict[str, Any] = field(default_factory=dict)  # search attributes it set (None: unset): kept if it succeeds
 
 
+@dataclass(slots=True)
+class DraftSizes:
+    """UTF-8 bytes of a draft's values as compact JSON (a value of None: 4, JSON's `null`)."""
+
+    upserts: list[int]
+    state: int
+    responses: list[int]
+    events: list[int]
+
+
 @dataclass
 class CommitDraft:
     """Everything one commit stores, atomically: entries, state, consumed messages, responses, events."""
@@ -36,6 +46,9 @@ class CommitDraft:
     committed_at: float = 0.0  # the clock when the draft was made (stamps events)
     search: dict[str, Any] | None = None  # search attributes set (name -> [type code, value]) or unset (None)
     callbacks: list[CallbackChange] = field(default_factory=list)  # callbacks opened or closed (their lookups)
+    # The JSON sizes of its values, measured once by the first reader (dormant.core.limits.draft_sizes) and reused by
+    # the others (the store's limit check, the kept-versions ring): a draft is not changed once it is checked.
+    sizes: DraftSizes | None = field(default=None, compare=False, repr=False)
 
     def is_empty(self) -> bool:
         return not (self.upserts or self.deleted_prefixes or self.state is not None or self.consumed_ids

@@ -98,7 +98,7 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
     finally:
         # Whatever ended the attempt (a result, a failure, its timeout, a race that cancelled it), the slot goes
         # back now, even while this task is being cancelled.
-        cancelled, error = await run_to_the_end(ex.host.release_limit(granted))
+        cancelled, error = await run_to_the_end(ex.host.release_limit(granted), eager=True)
         if error is not None and not isinstance(error, asyncio.CancelledError):
             raise error
         if cancelled:

@@ -14,7 +14,7 @@ import asyncio
 
 from dormant.workflow.entries import Entry
 from dormant.workflow.errors import WorkflowDefinitionError
-from dormant.workflow.execution import Execution, run_to_the_end
+from dormant.workflow.execution import Execution, run_to_the_end, start_eagerly
 from dormant.workflow.frame import Frame
 from dormant.workflow.host import Granted, Refused, SlotAsk, StepRun
 from dormant.workflow.signals import Suspend, WakeAborted
@@ -32,11 +32,13 @@ async def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None,
         # Asking counts as running the step: a wait in another branch waits in process beside it, as beside its body
         # (whether the store answers at once or after a round trip).
         ex.step_started()
-        asking = asyncio.ensure_future(ex.host.acquire_limit(SlotAsk(
+        # Asked at once, in this task: a store that answers without waiting (memory) costs no task and no turn of
+        # the event loop; one that waits goes on in a task of its own, shielded.
+        asking = start_eagerly(ex.host.acquire_limit(SlotAsk(
             limit=limit, location=entry.location, timeout=timeout, since=place, queued=since is not None, key=key,
             priority=priority)))
         try:
-            answer = await asyncio.shield(asking)
+            answer = asking.result() if asking.done() else await asyncio.shield(asking)
         except asyncio.CancelledError:
             # Cancelled while asking (a race lost): the store may have given the slot all the same. Finish the ask
             # and give back what it got, then go on being cancelled.
