@@ -116,6 +116,17 @@ def _parse(body: Any) -> CallbackRequest:
     return parsed
 
 
+_PAGE_ANSWERS: dict[int | str, dict[str, Any]] = {
+    code: {"description": text, "content": {"text/html": {"schema": {"type": "string"}}}} for code, text in (
+        (400, "not a token, or not a form"),
+        (404, "no approval callback has this token"),
+        (409, "decided already, the other way"),
+        (410, "over: timed out, cancelled, its actor gone or finished"),
+        (413, "the body is too big"),
+        (415, "not the page's form"),
+        (422, "no decision=approve or decision=reject"))}
+
+
 def _html_error(error: Exception) -> HTMLResponse:
     mapped = error if isinstance(error, ApiError) else from_exception(error)
     if mapped is None:
@@ -176,7 +187,9 @@ def callback_router(get_service: GetService, limit: int) -> APIRouter:
             token, body, signed=SignedBody(request.headers, raw))
         return JSONResponse(status.model_dump(mode="json"), status_code=202 if status.status == "accepted" else 200)
 
-    @router.get(APPROVAL_PATH, response_class=HTMLResponse, summary="An approval callback's confirmation page",
+    pages = APIRouter(tags=["callbacks"], responses=_PAGE_ANSWERS)  # HTML: a person follows this link
+
+    @pages.get(APPROVAL_PATH, response_class=HTMLResponse, summary="An approval callback's confirmation page",
                 description="Shows the callback's description and Approve / Reject buttons; completes nothing.")
     async def approval(token: str) -> HTMLResponse:
         try:
@@ -187,7 +200,7 @@ def callback_router(get_service: GetService, limit: int) -> APIRouter:
             return _html_error(error)
         return approval_page.confirmation(page.status, page.description)
 
-    @router.post(APPROVAL_PATH, response_class=HTMLResponse, summary="Approve or reject (the page's form)",
+    @pages.post(APPROVAL_PATH, response_class=HTMLResponse, summary="Approve or reject (the page's form)",
                  openapi_extra={"requestBody": {"required": True, "content": {FORM: {"schema": {
                      "type": "object", "required": ["decision"],
                      "properties": {"decision": {"type": "string", "enum": ["approve", "reject"]}}}}}}})
@@ -200,4 +213,5 @@ def callback_router(get_service: GetService, limit: int) -> APIRouter:
             return _html_error(error)
         return approval_page.decided(approved, status)
 
+    router.include_router(pages)
     return router
