@@ -393,6 +393,26 @@ async def test_an_expired_approval_page_offers_no_buttons_and_its_post_is_410() 
         assert (await _state(env, "wh-approval", "a")).outcome == "CallbackTimeoutError"
 
 
+def test_through_mangum_a_signed_webhook_and_an_approval_form_sent_base64_encoded(secret: str) -> None:
+    """As API Gateway (HTTP API, payload v2) hands them to the Lambda: headers lowercased, a form body base64."""
+    with mangum_harness(registry, Settings(max_body_bytes=LIMIT)) as harness:
+        env = harness.env
+        signed_token = harness.run(_token(env, "wh-signed", "m"))
+        approval_token = harness.run(_token(env, "wh-approval", "m"))
+        body = b'{"id": "ch_m", "amount": 3}'
+        webhook = harness.handler(http_api_v2_event("POST", f"/callbacks/{signed_token}/webhook", body=body, headers={
+            "content-type": "application/json", "x-hub-signature-256": SIGNED.sign(body)}), None)
+        assert webhook["statusCode"] == 202, webhook
+        page = harness.handler(http_api_v2_event("GET", f"/callbacks/{approval_token}/approve"), None)
+        assert page["statusCode"] == 200 and "Approve" in page["body"]
+        form = harness.handler(http_api_v2_event(
+            "POST", f"/callbacks/{approval_token}/approve", body=b"decision=approve", base64_body=True,
+            headers={"content-type": "application/x-www-form-urlencoded"}), None)
+        assert form["statusCode"] == 200 and "Approved" in form["body"]
+        assert harness.run(_state(env, "wh-signed", "m")).outcome == "Charge(id='ch_m', amount=3)"
+        assert harness.run(_state(env, "wh-approval", "m")).outcome == "Approval(approved=True)"
+
+
 async def test_the_urls_a_workflow_hands_out() -> None:
     seen: dict[str, str] = {}
     urls = actor("wh-urls", callbacks={"ok": callback(Approval)})
