@@ -305,8 +305,8 @@ async def test_a_signed_callback_through_the_json_route_with_a_signature_and_in_
         assert (await env.client.complete_callback(other, {"id": "c", "amount": 2})).status == "accepted"
 
 
-async def test_a_missing_secret_is_the_deployment_s_fault_a_500_that_changes_nothing(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_missing_secret_is_the_deployment_s_fault_a_500_that_changes_nothing_and_logs_no_token(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     async with TestEnv(registry) as env:
         token = await _token(env, "wh-signed", "a")
         body = b'{"id": "c", "amount": 1}'
@@ -318,6 +318,9 @@ async def test_a_missing_secret_is_the_deployment_s_fault_a_500_that_changes_not
             answer = await outside.post(f"/callbacks/{token}/webhook", content=body, headers={
                 "Content-Type": "application/json", "X-Hub-Signature-256": signature})
         assert (answer.status_code, answer.json()["error"]["code"]) == (500, "internal")
+        logged = "\n".join(record.getMessage() for record in caplog.records)
+        assert SECRET_ENV in caplog.text and "/callbacks/<token>/webhook" in logged  # what to set, and where
+        assert token not in caplog.text
         await env.run_until_idle()
         assert _dump(env) == before
 
