@@ -42,6 +42,7 @@ MORE_PATTERNS: dict[str, str] = {
     "Bounded map (a quorum write: two replicas at a time, done at three acknowledgements)": "bounded_map",
     "Search attributes (find actors by what their steps set)": "order_search",
     "Callback from an outside system (a payment provider's webhook: ctx.callback)": "payment_webhook",
+    "Approval link in an email (a confirmation page; only its button decides)": "refund_approval",
     "Changing and bounding a running workflow (get_version, try_step, an ephemeral step, workflow_timeout)":
         "order_evolution",
 }

@@ -3,12 +3,14 @@
 from dormant.actor import ActorDefinition, Registry, actor, callback, event, queue, setup
 from dormant.client import ActorHandle, Client
 from dormant.core.flow import Limit
+from dormant.core.signatures import HmacSignature
 from dormant.errors import (
     ActorExistsError,
     ActorNotFoundError,
     CallbackCompletedError,
     CallbackExpiredError,
     CallbackNotFoundError,
+    CallbackSignatureError,
     ForbiddenError,
     InvalidCallbackTokenError,
     InvalidKeyError,
@@ -22,7 +24,7 @@ from dormant.errors import (
     VersionConflict,
     WorkflowTimeoutError,
 )
-from dormant.models import ActorStatus, CallbackStatus, SendResult
+from dormant.models import ActorStatus, Approval, CallbackStatus, SendResult
 from dormant.runtime.access import AccessRequest
 from dormant.runtime.contexts import ActionContext, HookContext, StepContext
 from dormant.workflow import (
@@ -59,10 +61,11 @@ from dormant.workflow import (
 
 __all__ = [
     "AccessRequest", "ActionContext", "ActorDefinition", "ActorExistsError", "ActorHandle", "ActorNotFoundError",
-    "ActorStatus", "Callback", "CallbackCancelledError", "CallbackCompletedError", "CallbackError",
+    "ActorStatus", "Approval", "Callback", "CallbackCancelledError", "CallbackCompletedError", "CallbackError",
     "CallbackExpiredError", "CallbackFailedError", "CallbackHeartbeatTimeoutError", "CallbackNotFoundError",
-    "CallbackStatus", "CallbackTimeoutError", "CallbackUrlError", "Caller", "Client", "ForbiddenError",
-    "HistoryDivergedError", "HookContext", "InvalidCallbackTokenError", "InvalidKeyError", "InvalidMessageError",
+    "CallbackSignatureError", "CallbackStatus", "CallbackTimeoutError", "CallbackUrlError", "Caller", "Client",
+    "ForbiddenError", "HistoryDivergedError", "HmacSignature", "HookContext", "InvalidCallbackTokenError",
+    "InvalidKeyError", "InvalidMessageError",
     "JoinError", "Limit", "Loop", "MapError", "MapItem", "MapItemStatus", "MapResult", "NonRetryableError",
     "QueueMessage", "QueueTimeoutError", "RaceError", "RaceResult", "Registry", "SendResult", "StepContext",
     "StepExhaustedError", "StepFailure", "StepOnlyError", "StepResult", "StepTimeoutError", "TryFailure",

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from dormant.core.flow import Limit, check_limits
 from dormant.core.search import check_declaration
+from dormant.core.signatures import Verifier
 from dormant.errors import (
     InvalidArgumentsError,
     InvalidMessageError,
@@ -24,6 +25,7 @@ from dormant.errors import (
     UnknownEventError,
     UnknownQueueError,
 )
+from dormant.models import Approval
 from dormant.workflow.errors import WorkflowDefinitionError
 from dormant.workflow.execution import to_json
 from dormant.workflow.history import validate_name
@@ -65,10 +67,18 @@ class EventSpec:
 
 @dataclass(frozen=True)
 class CallbackSpec:
-    """A callback's result type: what `POST /callbacks/{token}` must carry as `result` (validated before anything
-    is stored), and what `cb.result()` returns (decoded into it)."""
+    """A callback's result type: what `POST /callbacks/{token}` must carry as `result` (or its webhook route as the
+    whole body; validated before anything is stored), and what `cb.result()` returns (decoded into it); what its
+    approval page says (`description`); how a request to it proves its sender (`verify`)."""
 
     result: Any = Any
+    description: str | None = None
+    verify: Verifier | None = None
+
+    @property
+    def is_approval(self) -> bool:
+        """Whether its result is an Approval: then `cb.approval_url` shows a confirmation page."""
+        return isinstance(self.result, type) and issubclass(self.result, Approval)
 
     def validate_result(self, name: str, value: Any) -> Any:
         return to_json(_validate(self.result, value, f'callback "{name}" result'),
@@ -88,9 +98,26 @@ def event(payload: Any = Any) -> EventSpec:
     return EventSpec(payload=payload)
 
 
-def callback(result: Any = Any) -> CallbackSpec:
-    """Declare a callback (`ctx.callback(name)`) whose result validates against `result` (a model or any type)."""
-    return CallbackSpec(result=result)
+MAX_DESCRIPTION = 1000
+
+
+def callback(result: Any = Any, *, description: str | None = None, verify: Verifier | None = None) -> CallbackSpec:
+    """Declare a callback (`ctx.callback(name)`) whose result validates against `result` (a model or any type).
+
+    `description`: what the approval page (`cb.approval_url`, for `callback(Approval)`) asks the person.
+    `verify(headers, body) -> bool` (e.g. `HmacSignature(secret_env="PAYMENT_WEBHOOK_SECRET")`): every HTTP request
+    that completes, fails or heartbeats the callback must pass it (401 otherwise), on both of its POST routes."""
+    if description is not None and (not isinstance(description, str) or len(description) > MAX_DESCRIPTION):
+        raise WorkflowDefinitionError(f"callback description must be a string of at most {MAX_DESCRIPTION} "
+                                      "characters")
+    if verify is not None and not callable(verify):
+        raise WorkflowDefinitionError("callback verify= takes a function verify(headers, body) -> bool, e.g. "
+                                      'HmacSignature(secret_env="WEBHOOK_SECRET")')
+    spec = CallbackSpec(result=result, description=description, verify=verify)
+    if spec.is_approval and verify is not None:
+        raise WorkflowDefinitionError("an approval callback takes no verify=: its page posts a form a person "
+                                      "submits, which no provider signs (its token is its authorization)")
+    return spec
 
 
 _ADAPTERS: dict[Any, TypeAdapter[Any]] = {}

@@ -207,3 +207,8 @@ class CallbackExpiredError(DormantError):
 
 class CallbackCompletedError(DormantError):
     """The callback was completed (or failed) already, with another result: a second completion is refused."""
+
+
+class CallbackSignatureError(DormantError):
+    """A request to a callback that declares a signature check (`callback(..., verify=...)`) carries no valid
+    signature of its body: nothing is stored."""

@@ -59,6 +59,13 @@ class CallbackStatus(BaseModel):
     heartbeat_deadline: float | None = None
 
 
+class Approval(BaseModel):
+    """The result of an approval callback (`callback(Approval)`, `cb.approval_url`): what the person who followed
+    the link chose on its confirmation page (approve: True, reject: False)."""
+
+    approved: bool
+
+
 OperatorAction = Literal["resume", "pause", "unpause", "terminate", "fork", "reset", "delete"]
 
 

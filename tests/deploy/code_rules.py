@@ -51,7 +51,8 @@ AUTHORIZATION = {"iam": "AWS_IAM", "jwt": "JWT", "none": "NONE"}
 # The routes of the HTTP API: $default, every path, the operator routes too, behind the auth mode's authorization (the
 # app then checks the operator token on those; tests/deploy/test_parity.py checks both layers), and the callback
 # routes, without authorization in every mode: their token is their authorization (the app checks it)
-CALLBACK_ROUTES = {"POST /callbacks/{token}", "GET /callbacks/{token}"}
+CALLBACK_ROUTES = {"POST /callbacks/{token}", "GET /callbacks/{token}", "POST /callbacks/{token}/webhook",
+                   "GET /callbacks/{token}/approve", "POST /callbacks/{token}/approve"}
 ROUTES = {"$default", *CALLBACK_ROUTES}
 OPERATOR_TOKEN_ARN = ("arn:{AWS::Partition}:ssm:{AWS::Region}:{AWS::AccountId}:"
                       "parameter{param.inspector_token_parameter}")

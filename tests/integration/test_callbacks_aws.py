@@ -15,7 +15,7 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from dormant import CallbackError, StepContext, WorkflowContext, actor, callback, setup
+from dormant import Approval, CallbackError, StepContext, WorkflowContext, actor, callback, setup
 from dormant.dynamodb.callbacks import CallbackItems
 from dormant.dynamodb.keys import CALLBACK_PARTITION as PARTITION_PREFIX
 from dormant.dynamodb.keys import CALLBACK_SK as SORT_KEY
@@ -170,6 +170,51 @@ async def test_hostile_callback_requests_through_the_app_leave_the_table_as_it_w
         assert not any(token in a.text or used in a.text or "4111" in a.text for a in answers)
         await env.run_until_idle()
         assert sorted(map(_readable, await _scan(env))) == before
+
+
+async def test_a_webhook_and_an_approval_page_on_aws_where_the_page_s_get_reads_one_item_and_writes_nothing(
+        aws_endpoints: dict[str, str]) -> None:
+    signoff = actor("aws-signoff", state=Handed, callbacks={"decision": callback(Approval, description="Ship?")})
+
+    @signoff.workflow
+    async def signoff_run(ctx: WorkflowContext) -> None:
+        cb = await ctx.callback("decision", timeout=3600)
+
+        def hand_out(s: StepContext) -> None:
+            s.state.token = cb.token
+
+        await ctx.step("hand-out", hand_out)
+        decided = await cb.result()
+
+        def record(s: StepContext) -> None:
+            s.state.outcome = f"approved={decided.approved}"
+
+        await ctx.step("record", record)
+
+    both = setup(approval, signoff)
+    async with AwsTestEnv(both, settings=Settings(**aws_endpoints)) as env:
+        handle, token = await _started(env, "order-6")
+        app = create_app(both, Settings(auth_mode="iam", max_body_bytes=4096), service=env.service)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as outside:
+            # the provider's own JSON is the result whole: here a bare `true`
+            answer = await outside.post(f"/callbacks/{token}/webhook", content=b"true",
+                                        headers={"Content-Type": "application/json"})
+            assert answer.status_code == 202, answer.text
+            await env.run_until_idle()
+            assert (await handle.state()).outcome == "approved=True"
+            person = env.client.get_or_create("aws-signoff", ["s-1"])
+            await person.status()
+            await env.run_until_idle()
+            link = f"/callbacks/{(await person.state()).token}/approve"
+            before, items = Counter(env.meter.requests), sorted(map(_readable, await _scan(env)))
+            page = await outside.get(link)
+            assert page.status_code == 200 and "Ship?" in page.text
+            assert _delta(before, env.meter.requests) == {"dynamodb.GetItem": 1}  # the lookup, nothing else
+            assert sorted(map(_readable, await _scan(env))) == items
+            decided = await outside.post(link, data={"decision": "reject"})
+            assert decided.status_code == 200 and "Rejected" in decided.text
+        await env.run_until_idle()
+        assert (await person.state()).outcome == "approved=False"
 
 
 def _change(state: str) -> CallbackChange:

@@ -10,7 +10,9 @@ import uuid
 from pathlib import Path
 
 from playwright.async_api import BrowserContext, expect
+from pydantic import BaseModel
 
+from dormant import Approval, StepContext, WorkflowContext, actor, callback, setup
 from dormant.http.app import create_app
 from dormant.http.client import HttpClient
 from dormant.settings import Settings
@@ -80,3 +82,56 @@ async def test_deployed_the_page_shows_a_callbacks_deadlines_never_its_token(bro
             await expect(page.locator("#timeline")).to_contain_text("callback payment: open")
             assert await page.locator(".callback-token").count() == 0
             assert token not in await page.content()
+
+
+class _Decision(BaseModel):
+    link: str = ""
+    outcome: str = ""
+
+
+_refund = actor("refund", state=_Decision, callbacks={"sign-off": callback(Approval, description=(
+    'Refund 42 € to <b>order-7</b>? <img src=x onerror="document.title=1">'))})
+
+
+@_refund.workflow
+async def _refund_run(ctx: WorkflowContext) -> None:
+    approval = await ctx.callback("sign-off", timeout=3600)
+
+    def email(s: StepContext) -> None:
+        s.state.link = approval.approval_url
+
+    await ctx.step("email", email)
+    decided = await approval.result()
+
+    def record(s: StepContext) -> None:
+        s.state.outcome = "approved" if decided.approved else "rejected"
+
+    await ctx.step("record", record)
+
+
+async def test_an_approval_link_s_page_completes_nothing_and_its_button_does(browser: BrowserContext) -> None:
+    refunds = setup(_refund)
+    async with TestEnv(refunds) as env:
+        handle = env.client.get_or_create("refund", ["r-1"])
+        await handle.status()
+        await env.run_until_idle()
+        token = (await handle.state()).link.rsplit("/", 2)[1]
+        async with serve(create_app(refunds, Settings(auth_mode="iam"), service=env.service)) as url:
+            page = await browser.new_page()
+            seen = watch(page, url)
+            for _ in range(2):  # a scanner's prefetch, then the person: opening the page decides nothing
+                await page.goto(f"{url}/callbacks/{token}/approve")
+                await expect(page.locator("#description")).to_have_text(
+                    'Refund 42 € to <b>order-7</b>? <img src=x onerror="document.title=1">')  # shown as text
+            await env.run_until_idle()
+            assert (await env.client.callback_status(token)).status == "open"
+            assert (await handle.status()).workflow == "sleeping" and await page.title() == "Approval"
+            await page.locator("#approve").click()
+            await expect(page.locator("#outcome")).to_have_text("Approved. Thank you.")
+            await env.run_until_idle()
+            assert (await handle.state()).outcome == "approved"
+            assert (await handle.status()).workflow == "completed"
+            await page.goto(f"{url}/callbacks/{token}/approve")
+            await expect(page.locator("#outcome")).to_have_text("This request has been answered already.")
+            assert await page.locator("#approve").count() == 0
+            assert seen == {"outside": [], "errors": []}

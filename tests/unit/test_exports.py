@@ -12,6 +12,8 @@ from dormant import UnknownActorOptionError, actor
 PUBLIC = {
     # the actor model and its registry
     "ActorDefinition", "Registry", "actor", "callback", "event", "queue", "setup", "Limit",
+    # what a callback declares: an approval's result, a webhook's signature check
+    "Approval", "HmacSignature",
     # contexts
     "AccessRequest", "ActionContext", "HookContext", "StepContext", "WorkflowContext",
     # the client and what it returns
@@ -22,7 +24,8 @@ PUBLIC = {
     # errors
     "ActorExistsError", "ActorNotFoundError", "CallbackCancelledError", "CallbackCompletedError", "CallbackError",
     "CallbackExpiredError",
-    "CallbackFailedError", "CallbackHeartbeatTimeoutError", "CallbackNotFoundError", "CallbackTimeoutError",
+    "CallbackFailedError", "CallbackHeartbeatTimeoutError", "CallbackNotFoundError", "CallbackSignatureError",
+    "CallbackTimeoutError",
     "CallbackUrlError", "ForbiddenError", "HistoryDivergedError", "InvalidCallbackTokenError", "InvalidKeyError",
     "InvalidMessageError", "JoinError", "MapError", "NonRetryableError", "QueueTimeoutError", "RaceError",
     "StepExhaustedError", "StepOnlyError", "StepTimeoutError", "UnknownActionError", "UnknownActorError",

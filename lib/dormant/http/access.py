@@ -24,9 +24,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def logged_path(path: str) -> str:
-    """The path as logged: a callback's token (its authorization) cut out of `/callbacks/{token}`."""
+    """The path as logged: a callback's token (its authorization) cut out of `/callbacks/{token}[/...]`."""
     if path.startswith("/callbacks/"):
-        return "/callbacks/<token>"
+        rest = path[len("/callbacks/"):].partition("/")[2]
+        return "/callbacks/<token>" + ("/" + rest if rest in ("webhook", "approve") else "")
     return path
 
 

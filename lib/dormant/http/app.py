@@ -15,7 +15,6 @@ that does not exist. Who the caller is comes from the request context API Gatewa
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -36,7 +35,8 @@ from dormant.errors import (
     VersionConflict,
     WakeFailedError,
 )
-from dormant.http.callbacks import PATH as CALLBACK_PATH
+from dormant.http.bodies import read_json
+from dormant.http.callbacks import PATHS as CALLBACK_PATHS
 from dormant.http.callbacks import callback_router
 from dormant.http.callbacks import request_schemas as callback_schemas
 from dormant.http.credentials import TokenSource, require_operator, token_source
@@ -61,7 +61,7 @@ from dormant.workflow.caller import Caller
 from dormant.workflow.errors import InvalidJsonError, InvalidStateError
 from dormant.workflow.execution import to_json
 from dormant.workflow.history import HistoryEntry
-from dormant.workflow.values import check_json, describe_errors
+from dormant.workflow.values import describe_errors
 
 ServiceFactory = Callable[[], AbstractAsyncContextManager[ActorService]]
 MAX_MESSAGE_ID = HTTP_MESSAGE_ID.maximum  # dormant.core.limits
@@ -112,46 +112,6 @@ class _Batch(BaseModel):
 class _CreateBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: Any = None
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-async def _read_json(request: Request, limit: int, *, required: bool) -> tuple[bool, Any]:
-    """(present, value) of a JSON body, enforcing the size limit before reading more than it."""
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        if not declared.isdigit():
-            raise ApiError(400, "bad_request", "Content-Length must be a number")
-        if int(declared) > limit:
-            raise ApiError(413, "payload_too_large", f"the body has {declared} bytes; the limit is {limit}")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise ApiError(413, "payload_too_large", f"the body is over the limit of {limit} bytes")
-    if not body.strip():
-        if required:
-            raise ApiError(400, "invalid_json", "a JSON body is required")
-        return False, None
-    content_type = request.headers.get("content-type")
-    if content_type is not None:
-        media = content_type.split(";", 1)[0].strip().lower()
-        if media != "application/json" and not media.endswith("+json"):
-            raise ApiError(415, "unsupported_media_type", f"send JSON (Content-Type: application/json), "
-                                                          f"not {media or 'an empty type'}")
-    try:
-        value = json.loads(bytes(body), parse_constant=_reject_constant)
-    except UnicodeDecodeError as error:
-        raise ApiError(400, "invalid_json", f"the body is not valid UTF-8 (at byte {error.start})") from None
-    except json.JSONDecodeError as error:  # its text names the position and the rule, not the input
-        raise ApiError(400, "invalid_json", f"the body is not valid JSON: {error.msg} at line {error.lineno} "
-                                            f"column {error.colno}") from None
-    except (ValueError, RecursionError) as error:  # NaN/Infinity (see _reject_constant), too deep
-        raise ApiError(400, "invalid_json", f"the body is not valid JSON: {error}"[:200]) from None
-    check_json(value, "the body")  # InvalidJsonError -> 400 invalid_json, naming the path
-    return True, value
 
 
 def _message_id(value: str | None) -> str | None:
@@ -229,8 +189,9 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
             document = merge_openapi(document, callback_routes, title=app.title, version=app.version)
             for name, schema in callback_schemas().items():  # its body's schema, which FastAPI does not see
                 document["components"]["schemas"].setdefault(name, schema)
-            for operation in document["paths"][CALLBACK_PATH].values():
-                operation["security"] = []  # the token in the path is the authorization
+            for path in CALLBACK_PATHS:
+                for operation in document["paths"][path].values():
+                    operation["security"] = []  # the token in the path is the authorization
             app.openapi_schema = document
         return app.openapi_schema
 
@@ -288,7 +249,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     async def get_or_create(request: Request, actor: str, key: str,
                             if_none_match: str | None = Header(None, alias="If-None-Match")) -> JSONResponse:
         _, ref, caller = await allowed(request, actor, key, "create")
-        present, body = await _read_json(request, limit, required=False)
+        present, body = await read_json(request, limit, required=False)
         try:
             actor_input = _CreateBody.model_validate(body if present else {}).input
         except ValidationError as error:
@@ -306,7 +267,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
                    idempotency_key: str | None = Header(None, alias="Idempotency-Key")) -> JSONResponse:
         _, ref, caller = await allowed(request, actor, key, "send", queue)  # before reading the body
         message_id = _message_id(idempotency_key)
-        _, body = await _read_json(request, limit, required=True)
+        _, body = await read_json(request, limit, required=True)
         svc = await holder.get()
         if wait:
             async with waits.hold(caller):
@@ -324,7 +285,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     @app.post("/actors/{actor}/{key}/queues/{queue}/batch", include_in_schema=False)
     async def send_many(request: Request, actor: str, key: str, queue: str, create: bool = True) -> JSONResponse:
         _, ref, caller = await allowed(request, actor, key, "send", queue)  # before reading the body
-        _, body = await _read_json(request, limit, required=True)
+        _, body = await read_json(request, limit, required=True)
         try:
             batch = _Batch.model_validate(body)
         except ValidationError as error:
@@ -342,7 +303,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     @app.post("/actors/{actor}/{key}/actions/{action}", include_in_schema=False)
     async def call(request: Request, actor: str, key: str, action: str, create: bool = True) -> dict[str, Any]:
         definition, ref, caller = await allowed(request, actor, key, "call", action)
-        present, args = await _read_json(request, limit, required=False)
+        present, args = await read_json(request, limit, required=False)
         if not present:
             args = []
         if not isinstance(args, list):
@@ -428,10 +389,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     operator_routes = operator_router(registry, holder.get, authorize, dev=settings.dev)  # list, resume, ...
     app.include_router(operator_routes)
 
-    async def read_callback_body(request: Request) -> tuple[bool, Any]:
-        return await _read_json(request, limit, required=True)
-
-    callback_routes = callback_router(holder.get, read_callback_body)  # outside the callers' auth: the token
+    callback_routes = callback_router(holder.get, limit)  # outside the callers' auth: the token
     app.include_router(callback_routes)
     app.include_router(ui_router(dev=settings.dev, title=app.title))  # /ui and /docs, from packaged files
     return app

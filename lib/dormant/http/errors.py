@@ -25,6 +25,7 @@ from dormant.errors import (
     TransportError,
     WouldDivergeError,
 )
+from dormant.http.access import logged_path
 from dormant.http.error_codes import ERROR_CODES
 from dormant.workflow.errors import InvalidJsonError
 
@@ -135,7 +136,8 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(mapped)
 
     async def on_unexpected(request: Request, error: Exception) -> JSONResponse:
-        log.exception("unhandled error in %s %s", request.method, request.url.path, exc_info=error)
+        # the logged path: a callback's token is its authorization, and logs are read by others
+        log.exception("unhandled error in %s %s", request.method, logged_path(request.url.path), exc_info=error)
         return error_response(ApiError(500, "internal", "internal error; see the API's logs"))
 
     app.add_exception_handler(ApiError, on_api_error)

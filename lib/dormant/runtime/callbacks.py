@@ -13,13 +13,18 @@ token itself is never stored outside the actor's history, never logged and never
   against the callback's declared model (`callback(Model)`).
 - A heartbeat moves the record's heartbeat deadline (one conditional write): the actor is not woken; it reads
   the record only once its recorded heartbeat deadline is reached (dormant.workflow.callbacks).
+- A request that came over HTTP carries its headers and exact body (`SignedBody`): a callback that declares
+  `verify=` takes it only if the verifier accepts them (CallbackSignatureError, 401), checked after the record is
+  found (it names the actor type, hence the declaration) and before the body is validated or anything written.
+  In-process calls (`Client.complete_callback` on TestEnv or a service) are the application's own code: unchecked.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dormant.actor import CallbackSpec, Registry
@@ -28,6 +33,7 @@ from dormant.errors import (
     CallbackCompletedError,
     CallbackExpiredError,
     CallbackNotFoundError,
+    CallbackSignatureError,
     IdempotencyConflictError,
     InvalidCallbackTokenError,
     InvalidMessageError,
@@ -47,6 +53,24 @@ TOKEN_PATTERN = re.compile(r"dcb_[A-Za-z0-9_-]{43}")
 REDACTED = "<redacted>"
 MAX_ERROR_TYPE = 128
 MAX_ERROR_MESSAGE = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class SignedBody:
+    """What a signature is checked against: the request's headers and its body exactly as sent."""
+
+    headers: Mapping[str, str]
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackPage:
+    """What an approval page shows: the callback's name and declared description, where it stands, whether it
+    is an approval (`callback(Approval)`)."""
+
+    status: CallbackStatus
+    description: str | None
+    approval: bool
 
 
 def new_token() -> str:
@@ -118,16 +142,36 @@ class CallbackOperations:
             return _shown(record, "expired")
         return _shown(record)
 
-    async def complete(self, token: str, result: Any = None) -> CallbackStatus:
+    async def page(self, token: str) -> CallbackPage:
+        """What its approval page shows (one read)."""
+        record = await self._find(check_token(token))
+        spec = self._spec(record)
+        status = _shown(record, "expired") if record.state == "open" and _expired(record, self.host.clock.now()) \
+            else _shown(record)
+        return CallbackPage(status=status, description=spec.description, approval=spec.is_approval)
+
+    async def approve(self, token: str, approved: bool) -> CallbackStatus:
+        """Complete an approval callback (`callback(Approval)`) with the decision taken on its page."""
+        hashed = check_token(token)
+        record = await self._find(hashed)
+        if not self._spec(record).is_approval:
+            raise CallbackNotFoundError("no approval callback has this token: this callback takes a result, not an "
+                                        "approval (declare it callback(Approval) to use its approval link)")
+        return await self.complete(token, {"approved": approved})
+
+    async def complete(self, token: str, result: Any = None, *, signed: SignedBody | None = None
+                       ) -> CallbackStatus:
         """Deliver the result (validated against the callback's declared model)."""
         hashed = check_token(token)
         record = await self._find(hashed)
         spec = self._spec(record)
+        self._verify(spec, signed)
         given = to_json(result, "the result")  # what HTTP sends: JSON the store can hold (InvalidJsonError)
         value = spec.validate_result(record.name, given)  # InvalidMessageError names the field, never the value
         return await self._deliver(record, {"token_hash": hashed, "outcome": "completed", "result": value})
 
-    async def fail(self, token: str, error_type: str, message: str = "") -> CallbackStatus:
+    async def fail(self, token: str, error_type: str, message: str = "", *, signed: SignedBody | None = None
+                   ) -> CallbackStatus:
         """Deliver a failure: `cb.result()` raises CallbackFailedError(error_type, message)."""
         hashed = check_token(token)
         if not isinstance(error_type, str) or not 0 < len(error_type) <= MAX_ERROR_TYPE \
@@ -137,14 +181,19 @@ class CallbackOperations:
             raise InvalidMessageError(f"error.message must be a string of at most {MAX_ERROR_MESSAGE} characters")
         check_json([error_type, message], "the error")  # lone surrogates: InvalidJsonError
         record = await self._find(hashed)
-        self._spec(record)
+        self._verify(self._spec(record), signed)
         return await self._deliver(record, {"token_hash": hashed, "outcome": "failed",
                                             "error": {"type": error_type, "message": message}})
 
-    async def heartbeat(self, token: str) -> CallbackStatus:
+    async def heartbeat(self, token: str, *, signed: SignedBody | None = None) -> CallbackStatus:
         """Move the heartbeat deadline to now + heartbeat_timeout (one read, one conditional write)."""
         hashed = check_token(token)
         record = await self._find(hashed)
+        if signed is not None:  # (a callback the deployed code no longer declares takes heartbeats, as before)
+            definition = self.host.registry.actors.get(record.actor)
+            declared = definition.callbacks.get(record.name) if definition is not None else None
+            if declared is not None:
+                self._verify(declared, signed)
         now = self.host.clock.now()
         self._check_open(record, now)
         if record.heartbeat_timeout is None:  # nothing to move: the heartbeat only says it is still open
@@ -170,6 +219,14 @@ class CallbackOperations:
         except (UnknownActorError, UnknownCallbackError):
             raise CallbackExpiredError("the code deployed no longer declares this callback (or its actor type)"
                                        ) from None
+
+    @staticmethod
+    def _verify(spec: CallbackSpec, signed: SignedBody | None) -> None:
+        if spec.verify is None or signed is None:
+            return
+        if not spec.verify(signed.headers, signed.body):
+            raise CallbackSignatureError("the request carries no valid signature of its body: this callback takes "
+                                         "only requests its sender signed")
 
     @staticmethod
     def _check_open(record: CallbackRecord, now: float) -> None:

@@ -58,6 +58,8 @@ RESERVED_ID_PREFIX = "dormant:"
 MESSAGE_PREFIX = RESERVED_ID_PREFIX + "callback:"  # a completion's id: this and the callback id (one per callback)
 LEGACY_MESSAGE_PREFIX = "callback-"  # the same, for callbacks opened before the reserved namespace
 _LEGACY_MESSAGE_ID = re.compile(LEGACY_MESSAGE_PREFIX + "[0-9a-f]{32}")
+WEBHOOK_SUFFIX = "/webhook"  # `cb.webhook_url`: POST the provider's own JSON there, the whole body is the result
+APPROVAL_SUFFIX = "/approve"  # `cb.approval_url`: GET shows a confirmation page, its form POSTs the decision
 _STATES: dict[CallbackOutcome, CallbackState] = {"completed": "completed", "failed": "failed", "timed_out": "timed_out",
                                        "heartbeat_timed_out": "timed_out", "cancelled": "cancelled"}
 
@@ -125,6 +127,19 @@ class Callback:
             raise CallbackUrlError("cb.url needs the API's public URL: set DORMANT_PUBLIC_URL (or TestEnv's "
                                    "public_url=; `dormant dev` sets its own URL); cb.token is always available")
         return url
+
+    @property
+    def webhook_url(self) -> str:
+        """`cb.url` + `/webhook`: the URL to give a provider that posts its own JSON: the whole body is the result
+        (validated against the declared model); no `{"result": ...}` envelope, no failure or heartbeat form."""
+        return self.url + WEBHOOK_SUFFIX
+
+    @property
+    def approval_url(self) -> str:
+        """`cb.url` + `/approve`, for a callback declared `callback(Approval)`: a link for an email. Opening it
+        shows a confirmation page (a GET never completes anything: mail scanners prefetch links); its Approve or
+        Reject button posts the decision, and `result()` returns `Approval(approved=...)`."""
+        return self.url + APPROVAL_SUFFIX
 
     async def result(self) -> Any:
         """Wait for the outside system's result (validated by the declared model, decoded into it).
