@@ -302,6 +302,9 @@ def item_size(item: Mapping[str, Any]) -> int:
             total += len(text) if isinstance(text, str) and text.isascii() else len(str(text).encode())
         elif "B" in value and isinstance(value["B"], bytes):
             total += len(value["B"])
+        elif "N" in value:
+            digits = str(value["N"]).lstrip("-").replace(".", "").strip("0") or "0"
+            total += (len(digits) + 1) // 2 + 1
         else:
             total += _value_size(value)
     return total

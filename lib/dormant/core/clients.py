@@ -84,7 +84,7 @@ OWN_INPUTS = frozenset({"dynamodb", "sqs"})
 def fixed_user_agent(session: Any) -> str:
     """The User-Agent of Dormant's clients, made once: botocore otherwise rebuilds its full header twice per request
     (a tenth of a DynamoDB request's client CPU), only to report which optional client features are on."""
-    return f"{session.user_agent()} dormant"
+    return f"{session.user_agent_name}/{session.user_agent_version} dormant"  # (+ the session's extra, by botocore)
 
 
 class ThreadedClient:
