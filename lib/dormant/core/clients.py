@@ -10,6 +10,10 @@
   A cancelled call's thread still finishes its request (bounded by the read timeout): fine in a function,
   not for a process that must exit at once.
 
+Either way a request does no more per call than it must (docs/performance.md, "Through the AWS adapter"): DynamoDB's
+item responses are parsed lean (dormant.core.responses), the User-Agent is made once per client, and DynamoDB and SQS
+requests, which Dormant's own code builds, are not validated against the model again.
+
 Nothing here imports aiobotocore unless it is asked for. It sits below the backends (a store can open its own
 client: DynamoEventStore.connect) and knows the settings only by their face (`ClientSettings`).
 """
