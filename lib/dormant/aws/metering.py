@@ -145,8 +145,13 @@ def instrument(client: Any, *, always: Meter | None = None, capacity: bool = Fal
         # by identity: meters are dataclasses, and an empty scope equals an empty `always` by value
         return (*active, always) if always is not None and all(m is not always for m in active) else active
 
+    def before_build(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        # DynamoDB's facts from the call's own parameters, not from its serialized body parsed again
+        context[_CONTEXT_KEY] = _dynamodb_facts(model.name, params)
+
     def before_call(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
-        context[_CONTEXT_KEY] = _request_facts(service, model.name, params.get("body"))
+        if service != "dynamodb" or _CONTEXT_KEY not in context:
+            context[_CONTEXT_KEY] = _request_facts(service, model.name, params.get("body"))
         with _counting:
             for meter in meters():
                 meter.calls[f"{service}.{model.name}"] += 1
@@ -200,6 +205,8 @@ def instrument(client: Any, *, always: Meter | None = None, capacity: bool = Fal
 
     if capacity and service == "dynamodb":
         ask_consumed_capacity(events, unique_id=f"{tag}-capacity")
+    if service == "dynamodb":
+        events.register("before-parameter-build.dynamodb", before_build, unique_id=f"{tag}-build")
     events.register("before-call", before_call, unique_id=f"{tag}-facts")
     events.register("before-send", before_send, unique_id=f"{tag}-send")
     events.register("after-call", after_call, unique_id=f"{tag}-call")
@@ -235,17 +242,22 @@ def _request_facts(service: str, operation: str, body: Any) -> _RequestFacts:
     size = len(raw.encode() if isinstance(raw, str) else raw)
     params = _parsed_body(raw)
     if service == "dynamodb":
-        asked = params.get("ReturnConsumedCapacity", "NONE") != "NONE"
-        if operation == "BatchGetItem":  # consistency is asked per table there
-            tables = list(params.get("RequestItems", {}).values())
-            return _RequestFacts(reads=max(1, len(tables)), asked=asked,
-                                 consistent=bool(tables) and all(t.get("ConsistentRead") for t in tables))
-        return _RequestFacts(write_units=_write_units(operation, params), asked=asked,
-                             consistent=bool(params.get("ConsistentRead", operation == "TransactGetItems")))
+        return _dynamodb_facts(operation, params)
     if service == "sqs":
         url = str(params.get("QueueUrl", ""))
         return _RequestFacts(queue_kind="fifo" if url.endswith(".fifo") else "standard", payload=size)
     return _RequestFacts()
+
+
+def _dynamodb_facts(operation: str, params: Mapping[str, Any]) -> _RequestFacts:
+    """A DynamoDB request's facts from its parameters (binary values as bytes or base64: the same sizes)."""
+    asked = params.get("ReturnConsumedCapacity", "NONE") != "NONE"
+    if operation == "BatchGetItem":  # consistency is asked per table there
+        tables = list(params.get("RequestItems", {}).values())
+        return _RequestFacts(reads=max(1, len(tables)), asked=asked,
+                             consistent=bool(tables) and all(t.get("ConsistentRead") for t in tables))
+    return _RequestFacts(write_units=_write_units(operation, params), asked=asked,
+                         consistent=bool(params.get("ConsistentRead", operation == "TransactGetItems")))
 
 
 def _parsed_body(raw: bytes | str) -> dict[str, Any]:
@@ -282,7 +294,20 @@ def _consumed_capacity(reported: Any) -> tuple[float, float] | None:
 
 def item_size(item: Mapping[str, Any]) -> int:
     """DynamoDB's size of an item in wire form ({"attr": {"S": "..."}}): names plus values, in bytes."""
-    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+    total = 0
+    for name, value in item.items():  # every read response is walked: strings and binaries without a call each
+        total += len(name) if name.isascii() else len(name.encode())
+        if "S" in value:
+            text = value["S"]
+            total += len(text) if isinstance(text, str) and text.isascii() else len(str(text).encode())
+        elif "B" in value and isinstance(value["B"], bytes):
+            total += len(value["B"])
+        elif "N" in value:
+            digits = str(value["N"]).lstrip("-").replace(".", "").strip("0") or "0"
+            total += (len(digits) + 1) // 2 + 1
+        else:
+            total += _value_size(value)
+    return total
 
 
 def _value_size(value: Mapping[str, Any]) -> int:

@@ -195,7 +195,8 @@ class Observer:
         self.records.append(record)
         del self.records[:-self.keep]
         level = logging.ERROR if error is not None else logging.INFO
-        log.log(level, "%s", record.line(), extra=record.fields())
+        if log.isEnabledFor(level):  # the line and its fields are made only for a logger that writes them
+            log.log(level, "%s", record.line(), extra=record.fields())
         if self.metrics is not None:
             self.metrics.wake(record)
         return record

@@ -10,6 +10,10 @@
   A cancelled call's thread still finishes its request (bounded by the read timeout): fine in a function,
   not for a process that must exit at once.
 
+Either way a request does no more per call than it must (docs/performance.md, "Through the AWS adapter"): DynamoDB's
+item responses are parsed lean (dormant.core.responses), the User-Agent is made once per client, and DynamoDB and SQS
+requests, which Dormant's own code builds, are not validated against the model again.
+
 Nothing here imports aiobotocore unless it is asked for. It sits below the backends (a store can open its own
 client: DynamoEventStore.connect) and knows the settings only by their face (`ClientSettings`).
 """
@@ -57,10 +61,34 @@ def _threads() -> ThreadPoolExecutor:
 
 @functools.cache
 def botocore_session() -> Any:
-    """One botocore session per process: its loaded endpoint data and models serve every client made from it."""
+    """One botocore session per process: its loaded endpoint data and models serve every client made from it
+    (DynamoDB's item responses parsed lean: dormant.core.responses)."""
     from botocore.session import get_session  # type: ignore[import-untyped]
 
-    return get_session()
+    from dormant.core.responses import lean_botocore
+
+    return lean_botocore(get_session())
+
+
+def aiobotocore_session() -> Any:
+    """A new aiobotocore session (one per client: a session's credential lock belongs to the event loop that first
+    uses it), DynamoDB's item responses parsed lean (dormant.core.responses)."""
+    from aiobotocore.session import get_session  # type: ignore[import-untyped]
+
+    from dormant.core.responses import lean_aiobotocore
+
+    return lean_aiobotocore(get_session())
+
+
+# The services whose every request Dormant's own code builds: botocore's check of the parameters against the model
+# (a walk of every request) is switched off there; the server still refuses what is invalid (StorageRefusedError).
+OWN_INPUTS = frozenset({"dynamodb", "sqs"})
+
+
+def fixed_user_agent(session: Any) -> str:
+    """The User-Agent of Dormant's clients, made once: botocore otherwise rebuilds its full header twice per request
+    (a tenth of a DynamoDB request's client CPU), only to report which optional client features are on."""
+    return f"{session.user_agent_name}/{session.user_agent_version} dormant"  # (+ the session's extra, by botocore)
 
 
 class ThreadedClient:
@@ -105,21 +133,24 @@ async def open_client(service: str, settings: ClientSettings, *, kind: ClientKin
     config = client_options(**options)
     if service == "s3":  # presigned URLs (dormant.http.large_responses) signed as every region accepts them
         config["signature_version"] = "s3v4"
+    if service in OWN_INPUTS:
+        config["parameter_validation"] = False
     if kind == "threads":
         from botocore.config import Config  # type: ignore[import-untyped]
 
-        client = (session or botocore_session()).create_client(service, config=Config(**config),
-                                                   **settings.client_kwargs(service))
+        session = session or botocore_session()
+        client = session.create_client(service, config=Config(user_agent=fixed_user_agent(session), **config),
+                                       **settings.client_kwargs(service))
         try:
             yield ThreadedClient(client)
         finally:
             client.close()
         return
     from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
-    from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
-    async with (session or get_session()).create_client(service, config=AioConfig(**config),
-                                           **settings.client_kwargs(service)) as client:
+    session = session or aiobotocore_session()
+    async with session.create_client(service, config=AioConfig(user_agent=fixed_user_agent(session), **config),
+                                     **settings.client_kwargs(service)) as client:
         yield client
 
 

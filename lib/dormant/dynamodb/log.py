@@ -74,11 +74,10 @@ class CommitLog:
         for attempt in range(TORN_READ_RETRIES):
             ring_items, pending = await asyncio.gather(self.ring.items(ref), self.messages.pending(ref))
             try:
-                materialized = materialize(ring_items, lambda newest: self.heads.get(ref, newest))
-                if materialized is None:
+                head = materialize(ring_items, lambda newest: self.heads.get(ref, newest))
+                if head is None:
                     return None
-                head, chain = materialized
-                consumed = {mid: at for side in chain for mid, at in side.consumed_at()}
+                consumed = dict(head.chain_consumed)
                 inbox, held = self.messages.live(ref, pending.messages, consumed)
                 # Values kept in S3: a reader of a version a later commit lapped may miss one; it reads again.
                 fetched, inbox = await asyncio.gather(self.values.fetch_all(head.all_refs()),

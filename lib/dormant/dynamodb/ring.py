@@ -35,9 +35,10 @@ def live_items(items: list[dict[str, Any]]) -> dict[int, dict[str, Any]] | None:
     return by_version
 
 
-def materialize(items: list[dict[str, Any]], cached: Callable[[int], Head | None]) -> tuple[Head, list[Side]] | None:
-    """The newest version: its snapshot plus the deltas after it. Returns it and the chain's side work; None when
-    there is no live actor (no slot 0, or a deletion's marker there). `cached(version)`: a head already built."""
+def materialize(items: list[dict[str, Any]], cached: Callable[[int], Head | None]) -> Head | None:
+    """The newest version: its snapshot plus the deltas after it; None when there is no live actor (no slot 0, or a
+    deletion's marker there). `cached(version)`: a head already built, taken as it is (its payloads are not parsed
+    again: the chain's consumed messages are its `chain_consumed`)."""
     by_version = live_items(items)
     if by_version is None:
         return None
@@ -53,13 +54,13 @@ def materialize(items: list[dict[str, Any]], cached: Callable[[int], Head | None
         if "snap" in item:
             break
         version -= 1
+    known = cached(newest)
+    if known is not None and known.incarnation == incarnation:
+        return known
     chain.reverse()  # snapshot first
     payloads = [commit_payload(item) for item in chain]
     sides = [Side.from_payload(payload, float(item["at"]["N"])) for item, payload in zip(chain, payloads,
                                                                                             strict=True)]
-    known = cached(newest)
-    if known is not None and known.incarnation == incarnation:
-        return known, sides
     head = Head.from_snapshot(int(chain[0]["v"]["N"]), int(chain[0]["n"]["N"]), payloads[0]["f"], sides[0],
                               incarnation)
     for item, payload, side in zip(chain[1:], payloads[1:], sides[1:], strict=True):
@@ -69,7 +70,7 @@ def materialize(items: list[dict[str, Any]], cached: Callable[[int], Head | None
                             else head.delta_bytes + len(item["z"]["B"]))
     head.releases = {version: tuple(item[RELEASES]["SS"]) for version, item in by_version.items()
                      if RELEASES in item and version > newest - head.ring}
-    return head, sides
+    return head
 
 
 def delta_of(base: Head, draft: CommitDraft, now: float) -> tuple[Side, dict[str, Any]]:
