@@ -1,0 +1,30 @@
+"""docs/operations.md's walkthrough run as written: every `console` transcript of its shop, in page order, against
+a real `dormant dev` (started twice: the shop, then its next release over the same data), each command's output
+compared with the page's (tests/docs/transcript.py says what is normalized)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.docs.blocks import ROOT, doc_blocks
+from tests.docs.transcript import Session
+
+pytestmark = pytest.mark.tier2  # two dev-stack starts and a dozen retried steps: about a minute
+
+
+def test_the_operations_walkthrough_prints_what_the_page_shows(tmp_path: Path) -> None:
+    walk = tmp_path / "walk"  # the page's /tmp/walk: a copy of docs/operations
+    shutil.copytree(ROOT / "docs" / "operations", walk)
+    session = Session(walk)
+    try:
+        for block in doc_blocks("operations-walkthrough"):
+            session.run(block)
+    finally:
+        session.stop()
+    exported = [json.loads(line) for line in (walk / "h.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert exported[0]["type"] == "actor" and sum(line["type"] == "entry" for line in exported) == 4
+    assert not (walk / "payments.down").exists()
