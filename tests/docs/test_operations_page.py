@@ -23,8 +23,25 @@ def test_the_operations_walkthrough_prints_what_the_page_shows(tmp_path: Path) -
     try:
         for block in doc_blocks("operations-walkthrough"):
             session.run(block)
+        # The page's export line is on stderr: with --out, stdout carries nothing; without, only the export.
+        written = session.shell("dormant history export order o-4 --out again.jsonl")
+        assert written.returncode == 0 and written.stdout == "", written
+        assert written.stderr.startswith("wrote the history of order o-4 (4 entries) to again.jsonl; "), written
+        piped = session.shell("dormant history export order o-4")
+        assert piped.returncode == 0 and piped.stderr == "" and piped.stdout == (walk / "h.jsonl").read_text()
     finally:
         session.stop()
     exported = [json.loads(line) for line in (walk / "h.jsonl").read_text(encoding="utf-8").splitlines()]
     assert exported[0]["type"] == "actor" and sum(line["type"] == "entry" for line in exported) == 4
     assert not (walk / "payments.down").exists()
+
+
+def test_the_search_transcript_prints_what_the_page_shows(tmp_path: Path) -> None:
+    """"Search attributes": `examples.order_search` (importable from the checkout, as from the page's terminal)."""
+    session = Session(tmp_path / "walk")
+    session.workdir.mkdir()
+    try:
+        (block,) = doc_blocks("operations-search")
+        session.run(block)
+    finally:
+        session.stop()

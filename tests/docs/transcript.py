@@ -140,6 +140,11 @@ class Session:
         self.ran.append((step.command, result.stdout))
         self.compare(where, step.shown, printed)
 
+    def shell(self, command: str) -> subprocess.CompletedProcess[str]:
+        """A command of the test's own, in the reader's terminal, its two streams apart."""
+        return subprocess.run(["bash", "-c", command], cwd=self.cwd, env={**self.env, "DORMANT_URL": self.url},
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
     def matches(self, shown: list[str], printed: list[str]) -> bool:
         """Whether they agree, without numbering ids yet (a read tried again must not take numbers)."""
         page, run = Ids(dict(self.page_ids.seen)), Ids(dict(self.run_ids.seen))
@@ -172,8 +177,13 @@ class Session:
 
     def console_banner(self, lines: int) -> list[str]:
         """The first `lines` lines of the dev console's banner (its log lines, which may come first, left out)."""
-        text = self.console.read_text(errors="replace")
-        return [line for line in text.splitlines() if line.strip() and not LOG_LINE.match(line)][:lines]
+        until = time.monotonic() + 30
+        while True:  # (the API answers before the banner is written whole)
+            text = self.console.read_text(errors="replace")
+            banner = [line for line in text.splitlines() if line.strip() and not LOG_LINE.match(line)][:lines]
+            if len(banner) == lines or time.monotonic() > until:
+                return banner
+            time.sleep(0.1)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
