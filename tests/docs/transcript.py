@@ -37,6 +37,7 @@ VARYING = [  # (pattern, what stands for it), in this order
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"), "<time>"),
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00"), "<time>"),
     (re.compile(r"\(?(?:[\d.]+ ?[dhms] )+ago\)?"), "<ago>"),  # "(7.5 s ago)", "(1m 51s ago)"
+    (re.compile(r"\(in [\d.]+ ?[dhms](?: [\d.]+ ?[dhms])*\)"), "(in <later>)"),  # "(in 23h 59m)"
     (re.compile(r"\bin \d+ ms\b"), "in <n> ms"),
     (re.compile(r"\bfor [\d.]+ s\b"), "for <n> s"),
     (re.compile(r"\b\d+:\d\d:\d\d\b"), "<elapsed>"),  # a progress bar's
@@ -109,8 +110,8 @@ class Session:
             self.step(block, step, index)
 
     def step(self, block: Block, step: Step, index: int) -> None:
-        words = shlex.split(step.command, comments=True)
-        command = step.command.replace(PAGE_DIR, str(self.workdir))
+        words = shlex.split(step.command.replace(".venv/bin/", ""), comments=True)  # this interpreter's bin is on PATH
+        command = step.command.replace(PAGE_DIR, str(self.workdir)).replace(".venv/bin/", "")
         where = f"{block.where}, step {index + 1} ({step.command})"
         if words == ["echo", "$?"]:
             shown = [line for line in step.shown if line.strip()]

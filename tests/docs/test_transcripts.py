@@ -1,6 +1,6 @@
-"""docs/operations.md's walkthrough run as written: every `console` transcript of its shop, in page order, against
-a real `dormant dev` (started twice: the shop, then its next release over the same data), each command's output
-compared with the page's (tests/docs/transcript.py says what is normalized)."""
+"""The docs' console transcripts run as written against a real `dormant dev`, each command's output compared with
+the page's (tests/docs/transcript.py says what is normalized): docs/operations.md's walkthrough (the shop, then its
+next release over the same data) and its search, docs/dev-stack.md's fired timer."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from tests.docs.blocks import ROOT, doc_blocks
 from tests.docs.transcript import Session
 
-pytestmark = pytest.mark.tier2  # two dev-stack starts and a dozen retried steps: about a minute
+pytestmark = pytest.mark.tier2  # four dev-stack starts, reads retried until the worker got there: 1-3 minutes
 
 
 def test_the_operations_walkthrough_prints_what_the_page_shows(tmp_path: Path) -> None:
@@ -42,6 +42,17 @@ def test_the_search_transcript_prints_what_the_page_shows(tmp_path: Path) -> Non
     session.workdir.mkdir()
     try:
         (block,) = doc_blocks("operations-search")
+        session.run(block)
+    finally:
+        session.stop()
+
+
+def test_the_dev_stack_s_fire_timer_prints_what_the_page_shows(tmp_path: Path) -> None:
+    """docs/dev-stack.md, "Time": an auction's 24 h deadline fired now."""
+    session = Session(tmp_path / "walk")
+    session.workdir.mkdir()
+    try:
+        (block,) = doc_blocks("dev-stack-fire-timer")
         session.run(block)
     finally:
         session.stop()
