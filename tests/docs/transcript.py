@@ -103,7 +103,6 @@ class Session:
         bin_dir = str(Path(sys.executable).parent)
         self.env = environment(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")])),
                                PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), NO_COLOR="1", COLUMNS="120")
-        self.ran: list[tuple[str, str]] = []  # (command, output) in order
 
     def run(self, block: Block) -> None:
         for index, step in enumerate(steps(block)):
@@ -138,7 +137,6 @@ class Session:
                 break
             time.sleep(0.3)  # the worker has not got there yet: read again
         self.returncode = result.returncode
-        self.ran.append((step.command, result.stdout))
         self.compare(where, step.shown, printed)
 
     def shell(self, command: str) -> subprocess.CompletedProcess[str]:
