@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,12 +23,12 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-import dormant
 from dormant.actor import Registry
 from dormant.deploy import layer, render
 from dormant.deploy.errors import AppNotFoundError, ProjectExistsError
 
 MARKER = "dormant-package.json"  # what says a folder is a package's output (and may be written over)
+LIBRARY = Path(__file__).resolve().parents[1]  # the installed dormant package
 EPOCH = (1980, 1, 1, 0, 0, 0)  # zip entries' time: the same files make the same zip (Terraform's source hash)
 
 
@@ -73,7 +74,7 @@ def load(module: str, attribute: str, root: Path) -> None:
 def code_files(source: AppSource) -> dict[str, bytes]:
     """zip path -> content of the functions' bundle: dormant's modules and static files, the Lambda entry points
     and every file of the app's package (no bytecode caches)."""
-    library = Path(dormant.__file__).resolve().parent
+    library = LIBRARY
     files = {f"dormant/{p.relative_to(library)}": p.read_bytes() for p in library.rglob("*.py")
              if "__pycache__" not in p.parts and p.relative_to(library).parts[:2] != ("deploy", "files")}
     files |= {f"dormant/{p.relative_to(library)}": p.read_bytes()
@@ -131,14 +132,20 @@ def lambda_python() -> str | None:
     if found is None:
         return None
     probe = subprocess.run([found, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
-                           text=True, check=False, stdin=subprocess.DEVNULL)
+                           text=True, check=False, stdin=subprocess.DEVNULL, env=lambda_python_environment())
     return found if probe.returncode == 0 and probe.stdout.strip() == layer.LAMBDA_PYTHON else None
+
+
+def lambda_python_environment() -> dict[str, str]:
+    # pyenv's shim runs python3.13 only when asked for that version (PYENV_VERSION); harmless without pyenv
+    return {**os.environ, "PYENV_VERSION": layer.LAMBDA_PYTHON}
 
 
 def compile_bytecode(python: str, folder: Path) -> None:
     # unchecked-hash: the runtime never compares the .pyc with its source (no stat of every file at import)
     subprocess.run([python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
-                    str(folder)], capture_output=True, check=False, stdin=subprocess.DEVNULL)
+                    str(folder)], capture_output=True, check=False, stdin=subprocess.DEVNULL,
+                   env=lambda_python_environment())
 
 
 def dormant_version() -> str:

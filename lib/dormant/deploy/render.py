@@ -48,7 +48,7 @@ def terraform_names() -> list[str]:
 
 
 def check_app(app: str) -> str:
-    if not APP_SPEC.match(app):
+    if not APP_SPEC.fullmatch(app):
         raise InvalidAppSpecError(f"--app {app!r}: expected module:attribute, e.g. shop.app:registry")
     return app
 
@@ -112,3 +112,12 @@ Written by `dormant package --app {app}`; build it again after a change rather t
 - `{BUNDLE_DIR}/`: the functions' code (Dormant, its Lambda entry points, your package); `{LAYER_DIR}/python/`: the
   dependencies, built for Lambda's Python 3.13 on arm64.
 """
+
+
+def repository_files() -> dict[str, str]:
+    """Dormant's own deployment as its repository holds it (path -> text): the shipped files, examples' defaults
+    kept (`make package-examples` writes them; tests/unit/test_deploy_files.py compares)."""
+    found = {"template.yaml": shipped_text("template.yaml")}
+    found |= {f"infra/{name}": shipped_text("terraform", name) for name in terraform_names()}
+    found |= {name: shipped_text(*name.split("/")) for name in FUNCTIONS}
+    return found
