@@ -10,7 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import Result
+from typer.testing import CliRunner
 
+from dormant.cli.main import app
 from dormant.deploy import layer, package, render, scaffold
 from dormant.deploy.errors import AppNotFoundError, ProjectExistsError
 from tests.deploy.support import load_template
@@ -128,3 +131,23 @@ def test_the_layer_is_trimmed_of_what_a_function_never_loads(tmp_path: Path) -> 
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_dir())
     assert left == ["boto3", "boto3/data", "boto3/data/sqs", "botocore", "botocore/data", "botocore/data/dynamodb",
                     "pydantic", "pydantic/main"]
+
+
+def test_the_command_refuses_by_name_and_writes_nothing(project: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "out"
+
+    def package_command(*args: str) -> Result:
+        return runner.invoke(app, ["package", "--project", str(project), "--out", str(out), *args],
+                             env={"COLUMNS": "80"})
+
+    bad = package_command("--app", "pkgshop.app")
+    assert bad.exit_code == 2 and "InvalidAppSpecError" in bad.stderr and "module:attribute" in bad.stderr
+    missing = package_command("--app", "elsewhere.app:registry")
+    assert missing.exit_code == 2 and "AppNotFoundError" in missing.stderr
+    assert not out.exists()
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    taken = package_command("--app", "pkgshop.app:registry")
+    assert taken.exit_code == 2 and "ProjectExistsError" in taken.stderr
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]

@@ -138,6 +138,8 @@ $ make package    # the deployment in build/: template.yaml (SAM), terraform/, t
 $ make deploy     # sam build and sam deploy --guided (AWS credentials needed)
 ```
 
+(Dormant from a wheel rather than your package index: `.venv/bin/pip install /path/to/dormant-*.whl -e ".[dev,test]"`.)
+
 Try it under `make dev`:
 
 ```console
