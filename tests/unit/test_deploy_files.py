@@ -6,11 +6,14 @@ and the code paths, so it gets the same queues, indexes, bucket, alarms, auth mo
 from __future__ import annotations
 
 import difflib
+import importlib
+import re
+import sys
 from pathlib import Path
 
 import pytest
 
-from dormant.deploy import render
+from dormant.deploy import layer, package, render
 from dormant.deploy.errors import InvalidAppSpecError, ShippedFilesChangedError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,3 +67,32 @@ def test_an_app_that_is_not_module_attribute_is_refused(app: str) -> None:
 def test_a_substitution_that_no_longer_matches_fails_loudly() -> None:
     with pytest.raises(ShippedFilesChangedError, match="occurs 0 times"):
         render.apply("nothing here", [render.Substitution("CodeUri: functions/", "CodeUri: bundle/")], "t.yaml")
+
+
+def makefile_value(name: str) -> str:
+    (value,) = re.findall(rf"^{name} \?= (.*)$", (ROOT / "Makefile").read_text(), flags=re.MULTILINE)
+    return value.strip()
+
+
+def test_the_repository_s_layer_and_a_packaged_one_make_the_same_choices() -> None:
+    """The Makefile builds examples' layer in the repository (build-DependenciesLayer, trim-layer); dormant.deploy.layer
+    builds a user's: the same platform, the same packages left out, the same service models kept."""
+    assert makefile_value("LAMBDA_PYTHON") == layer.LAMBDA_PYTHON
+    assert makefile_value("LAMBDA_PLATFORM") == layer.LAMBDA_PLATFORM
+    assert set(makefile_value("LAYER_EXCLUDE").split()) == layer.EXCLUDED
+    assert set(makefile_value("LAYER_SERVICES").split()) == layer.SERVICES
+    trimmed = re.findall(r'"\$\(LAYER_SITE\)"?/?([\w*.\-/]+)', (ROOT / "Makefile").read_text())
+    assert {"bin", "pip", "pip-*.dist-info", "pydantic/v1"} <= {t.strip('"/') for t in trimmed}
+
+
+def test_the_repository_s_bundle_and_a_packaged_one_hold_the_same_code() -> None:
+    """tools/bundle.py zips examples' bundle for infra/ (as make build-WorkerFunction copies it for sam build);
+    dormant.deploy.package bundles a user's app: the same files (but the templates the wheel ships)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        bundle = importlib.import_module("bundle")
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    ours = set(bundle.code_files(ROOT / "examples"))
+    packaged = set(package.code_files(package.AppSource(ROOT / "examples", ROOT)))
+    assert {n for n in ours if not n.startswith("dormant/deploy/files/")} == packaged
