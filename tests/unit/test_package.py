@@ -4,6 +4,7 @@ pip's layer, `sam build` and Terraform on its output: tests/deploy/test_your_app
 
 from __future__ import annotations
 
+import json
 import sys
 import zipfile
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 
 from dormant.cli.main import app
 from dormant.deploy import layer, package, render, scaffold
-from dormant.deploy.errors import AppNotFoundError, ProjectExistsError
+from dormant.deploy.errors import AppNotFoundError, LayerBuildError, ProjectExistsError
 from tests.deploy.support import load_template
 
 
@@ -151,3 +152,37 @@ def test_the_command_refuses_by_name_and_writes_nothing(project: Path, tmp_path:
     taken = package_command("--app", "pkgshop.app:registry")
     assert taken.exit_code == 2 and "ProjectExistsError" in taken.stderr
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_a_whole_package_with_a_stand_in_layer(project: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """package() end to end but pip (tests/deploy/test_your_app.py runs it): what it writes, the zips Terraform
+    deploys, and a run that failed halfway is replaced by the next."""
+    out = tmp_path / "build"
+
+    def failing(site: Path, requirements: list[str]) -> None:
+        raise LayerBuildError("no wheel")
+
+    monkeypatch.setattr(layer, "build", failing)
+    with pytest.raises(LayerBuildError):
+        package.package("pkgshop.app:registry", out, project, bytecode=False)
+    assert json.loads((out / package.MARKER).read_text())["complete"] is False
+
+    def stand_in(site: Path, requirements: list[str]) -> None:
+        (site / "python" / "boto3").mkdir(parents=True)
+        (site / "python" / "boto3" / "__init__.py").write_text("")
+
+    monkeypatch.setattr(layer, "build", stand_in)
+    everything = package.code_files  # (dormant's 3.7 MB zipped takes a second: two of its modules stand in)
+    monkeypatch.setattr(package, "code_files", lambda source: {
+        name: data for name, data in everything(source).items()
+        if not name.startswith("dormant/") or name in ("dormant/__init__.py", "dormant/aws/worker.py")})
+    requirements = package.package("pkgshop.app:registry", out, project, bytecode=False)
+    assert json.loads((out / package.MARKER).read_text()) == {
+        "app": "pkgshop.app:registry", "dormant": package.dormant_version(), "requirements": requirements,
+        "complete": True, "bytecode": False}
+    assert sorted(p.name for p in out.iterdir()) == [
+        "Makefile", "README.md", "bundle", package.MARKER, "layer", "template.yaml", "terraform"]
+    code = zipfile.ZipFile(out / "terraform" / ".build" / "code.zip").namelist()
+    assert "pkgshop/app.py" in code and "functions/api/handler.py" in code and "dormant/aws/worker.py" in code
+    assert zipfile.ZipFile(out / "terraform" / ".build" / "layer.zip").namelist() == ["python/boto3/__init__.py"]

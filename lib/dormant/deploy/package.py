@@ -160,6 +160,8 @@ def package(app: str, out: Path, project: Path, *, bytecode: bool = True) -> lis
     source = find_app(app, project)
     requirements = [*layer.dormant_requirements(), *layer.project_requirements(project)]
     prepare_out(out)
+    marker = {"app": app, "dormant": dormant_version(), "requirements": requirements, "complete": False}
+    (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")  # first: a failed run is ours
     write_deployment(out, app)
     bundle = out / render.BUNDLE_DIR
     write_tree(bundle, code_files(source))
@@ -171,6 +173,6 @@ def package(app: str, out: Path, project: Path, *, bytecode: bool = True) -> lis
     zips = out / render.TERRAFORM_DIR / ".build"
     write_zip(zips / "code.zip", bundle)
     write_zip(zips / "layer.zip", out / render.LAYER_DIR)
-    (out / MARKER).write_text(json.dumps({"app": app, "dormant": dormant_version(), "requirements": requirements,
-                                          "bytecode": python is not None}, indent=2) + "\n", encoding="utf-8")
+    marker |= {"bytecode": python is not None, "complete": True}
+    (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
     return requirements
