@@ -276,6 +276,12 @@ scan: $(SCAN_STAMP)
 	$(SCAN_VENV)/bin/checkov --skip-download --quiet --compact -f template.yaml --framework cloudformation
 	$(SCAN_VENV)/bin/checkov --skip-download --quiet --compact -d infra --framework terraform
 
+# Dormant's own deployment, template.yaml, infra/*.tf and functions/, is what the wheel ships for `dormant package`
+# (lib/dormant/deploy/files, docs/your-app.md): edit it there, then this writes the repository's copies
+# (tests/unit/test_deploy_files.py checks they are equal).
+package-examples: $(STAMP)
+	$(BIN)/python tools/package_examples.py
+
 # `sam build` (into .aws-sam/build): the functions are pure Python and build offline; the layer downloads wheels.
 sam-build: $(DEPLOY_STAMP)
 	SAM_CLI_TELEMETRY=0 $(DEPLOY_VENV)/bin/sam build --template-file template.yaml

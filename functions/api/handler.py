@@ -21,10 +21,10 @@ from dormant.http.large_responses import LAMBDA_RESPONSE_BYTES
 
 telemetry = lambda_telemetry("dormant-api")
 settings = function_settings()  # botocore's clients in threads: no aiohttp at a cold start (dormant.aws.clients)
-if not settings.app:
-    raise RuntimeError("set DORMANT_APP=module:attribute to the registry the API serves")
 if settings.max_response_bytes is None:  # a Lambda response is at most 6 MB: bigger ones go through S3
     settings = settings.model_copy(update={"max_response_bytes": LAMBDA_RESPONSE_BYTES})
+if not settings.app:
+    raise RuntimeError("set DORMANT_APP=module:attribute to the registry the API serves")
 app = create_app(load_registry(settings.app), settings)
 mangum = Mangum(AccessLog(app), lifespan="off")
 handler = telemetry.handler(mangum)  # request ids on every log line

@@ -41,7 +41,9 @@ SECOND = ("second" + EVIL,)
 FORK = ("fork" + EVIL,)
 MESSAGE_ID = f"id\u202e\u2028{BIDI}"  # an in-process message id may hold what is not a control
 SENDER = Caller(kind="jwt", id=EVIL)
-ELSEWHERE = {("dev",): "a server: its console is checked by tests/e2e/test_cli_terminal.py"}
+ELSEWHERE = {("dev",): "a server: its console is checked by tests/e2e/test_cli_terminal.py",
+             # no server, no actor data: they write a project's files (tests/unit/test_scaffold.py, test_package.py)
+             ("new",): "tests/unit/test_scaffold.py", ("package",): "tests/unit/test_package.py"}
 ESCAPED_BIDI = ("\\u202e", "~E2~80~AE")  # as text or JSON shows it, as a key shows it
 ESCAPED_C1 = ("\\x9b", "\\u009b", "~C2~9B")
 

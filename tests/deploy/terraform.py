@@ -148,13 +148,7 @@ class TerraformRun:
         for path in INFRA.glob("*.tf"):
             shutil.copy(path, self.workdir / path.name)
         (self.workdir / "none.tfrc").write_text("")
-        endpoints = "\n".join(f'    {service} = "{self.moto.endpoint}"' for service in SERVICES)
-        (self.workdir / "moto_override.tf").write_text(
-            'provider "aws" {\n  region                      = "' + REGION + '"\n'
-            '  access_key                  = "testing"\n  secret_key                  = "testing"\n'
-            "  skip_credentials_validation = true\n  skip_requesting_account_id  = true\n"
-            "  skip_metadata_api_check     = true\n  s3_use_path_style           = true\n"
-            "  endpoints {\n" + endpoints + "\n  }\n}\n")
+        (self.workdir / "moto_override.tf").write_text(moto_override(self.moto.endpoint))
         (self.workdir / "dev_override.tf").write_text(DEV_OVERRIDE)
         layer = self.workdir / "layer"
         (layer / "python").mkdir(parents=True)
@@ -247,6 +241,16 @@ class TerraformRun:
         finally:
             self.moto.stop()
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def moto_override(endpoint: str) -> str:
+    """The AWS provider on a moto server: every service at `endpoint`, S3 path-style, no credentials checked."""
+    endpoints = "\n".join(f'    {service} = "{endpoint}"' for service in SERVICES)
+    return ('provider "aws" {\n  region                      = "' + REGION + '"\n'
+            '  access_key                  = "testing"\n  secret_key                  = "testing"\n'
+            "  skip_credentials_validation = true\n  skip_requesting_account_id  = true\n"
+            "  skip_metadata_api_check     = true\n  s3_use_path_style           = true\n"
+            "  endpoints {\n" + endpoints + "\n  }\n}\n")
 
 
 DEV_OVERRIDE = "".join(

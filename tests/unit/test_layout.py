@@ -46,9 +46,13 @@ LAYERS: dict[str, set[str]] = {
     "dormant.dev": {"dormant.workflow", "dormant.core", "dormant.ports", "dormant.runtime", "dormant.settings",
                     "dormant.actor", "dormant.client", "dormant.aws", "dormant.dynamodb", "dormant.s3", "dormant.sqs",
                     "dormant.http", "dormant.memory", *ERRORS},
+    # a user's project and its deployment (`dormant new`, `dormant package`); its files/ are the Lambda entry points
+    # (functions/), which compose aws and http as the functions do
+    "dormant.deploy": {"dormant.workflow", "dormant.actor", "dormant.settings", "dormant.aws", "dormant.http",
+                       *ERRORS},
     "dormant.cli": {"dormant.workflow", "dormant.core", "dormant.ports", "dormant.runtime", "dormant.settings",
                     "dormant.actor", "dormant.client", "dormant.aws", "dormant.dynamodb", "dormant.http",
-                    "dormant.dev", "dormant.memory", *ERRORS},
+                    "dormant.dev", "dormant.memory", "dormant.deploy", *ERRORS},
     "dormant": {"dormant.workflow", "dormant.core", "dormant.runtime", "dormant.actor", "dormant.client", *ERRORS},
 }
 # What this layout still owes (issue 27 pays it off): it may only shrink, and must be empty when issue 27 is done.

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from dormant.cli import actor, actors, callbacks, dev, doctor, history, operate, replay, rewind, waiting
+from dormant.cli import actor, actors, callbacks, dev, doctor, history, new, operate, package, replay, rewind, waiting
 from dormant.cli.common import ApiAuth, use_auth
 
 app = typer.Typer(name="dormant", help="Durable actor workflows on AWS: run them locally, inspect and operate them.",
@@ -16,7 +16,7 @@ app = typer.Typer(name="dormant", help="Durable actor workflows on AWS: run them
                   rich_markup_mode="markdown", pretty_exceptions_enable=False, add_completion=False)
 app.add_typer(actors.app, name="actors")
 app.add_typer(history.app, name="history")
-for module in (dev, actor, operate, rewind, replay, waiting, callbacks, doctor):
+for module in (dev, actor, operate, rewind, replay, waiting, callbacks, doctor, new, package):
     module.register(app)
 
 

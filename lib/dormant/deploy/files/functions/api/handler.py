@@ -1,0 +1,31 @@
+"""API Lambda entry point: the HTTP API (dormant.http.app) behind API Gateway, through Mangum.
+
+Configuration comes from the environment (dormant.settings.Settings): DORMANT_APP names the registry
+(`module:attribute`), DORMANT_TABLE / DORMANT_QUEUE_* the resources, DORMANT_AUTH_MODE how API Gateway
+authenticated the caller, DORMANT_INSPECTOR_TOKEN_PARAMETER the SSM parameter holding the operator token
+(read at run time). The AWS clients are opened at init (when the queue URLs are given) and reused by the
+container. Every request is logged as one JSON record (dormant.http.access through dormant.aws.telemetry).
+"""
+
+from __future__ import annotations
+
+from mangum import Mangum
+
+from dormant.actor import load_registry
+from dormant.aws.clients import function_settings
+from dormant.aws.prewarm import open_api_service
+from dormant.aws.telemetry import lambda_telemetry
+from dormant.http.access import AccessLog
+from dormant.http.app import create_app
+from dormant.http.large_responses import LAMBDA_RESPONSE_BYTES
+
+telemetry = lambda_telemetry("dormant-api")
+settings = function_settings()  # botocore's clients in threads: no aiohttp at a cold start (dormant.aws.clients)
+if settings.max_response_bytes is None:  # a Lambda response is at most 6 MB: bigger ones go through S3
+    settings = settings.model_copy(update={"max_response_bytes": LAMBDA_RESPONSE_BYTES})
+if not settings.app:
+    raise RuntimeError("set DORMANT_APP=module:attribute to the registry the API serves")
+app = create_app(load_registry(settings.app), settings)
+mangum = Mangum(AccessLog(app), lifespan="off")
+handler = telemetry.handler(mangum)  # request ids on every log line
+open_api_service(app, settings)  # the session and clients in the init phase (kept by a SnapStart snapshot)
