@@ -1,5 +1,5 @@
 # The HTTP API: every route to the API function, on the $default stage (paths carry no stage prefix). One route,
-# $default, with the deploy-time authentication (auth_mode), in front of every path (but the two callback routes
+# $default, with the deploy-time authentication (auth_mode), in front of every path (but the callback routes
 # below, authorized by their token): the operator routes (history,
 # inspector, listing, resume, terminate, delete) need a verified caller like every other route, then the operator
 # token (X-Dormant-Operator-Token), which the app checks (docs/http-api.md, "Auth").
@@ -65,6 +65,31 @@ resource "aws_apigatewayv2_route" "callback_status" {
   #checkov:skip=CKV_AWS_309:The token in the path is the authorization (checked by the app; single use, expiring); an outside system holds nothing else
   api_id             = aws_apigatewayv2_api.http.id
   route_key          = "GET /callbacks/{token}"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+# A provider's own JSON (cb.webhook_url) and an approval link's page and form (cb.approval_url): the same token
+resource "aws_apigatewayv2_route" "callback_webhook" {
+  #checkov:skip=CKV_AWS_309:The token in the path is the authorization (checked by the app; single use, expiring); an outside system holds nothing else
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "POST /callbacks/{token}/webhook"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "callback_approval_page" {
+  #checkov:skip=CKV_AWS_309:The token in the path is the authorization (checked by the app; single use, expiring); an outside system holds nothing else
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "GET /callbacks/{token}/approve"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_apigatewayv2_route" "callback_approval" {
+  #checkov:skip=CKV_AWS_309:The token in the path is the authorization (checked by the app; single use, expiring); an outside system holds nothing else
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "POST /callbacks/{token}/approve"
   target             = "integrations/${aws_apigatewayv2_integration.api.id}"
   authorization_type = "NONE"
 }
