@@ -24,15 +24,15 @@ import pytest
 
 from tests.deploy.support import REGION, ROOT, deploy_tool, terraform, tool_environment
 from tests.deploy.terraform import DEV_OVERRIDE, moto_override, provider_mirror
+from tests.docs.blocks import doc_blocks
 from tests.servers import MotoServer
 
 PAGE = ROOT / "docs" / "your-app.md"
-CONSOLE = re.compile(r"^```console\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 def page_commands() -> list[str]:
-    """Every command of the page's console blocks (the `$ ` lines), in order."""
-    return [line[2:] for block in CONSOLE.findall(PAGE.read_text()) for line in block.splitlines()
+    """Every command of the page's console blocks (marked `<!-- run: your-app -->`; the `$ ` lines), in order."""
+    return [line[2:] for block in doc_blocks("your-app") for line in block.text.splitlines()
             if line.startswith("$ ")]
 
 
