@@ -27,8 +27,6 @@ from tests.deploy.terraform import DEV_OVERRIDE, moto_override, provider_mirror
 from tests.docs.blocks import doc_blocks
 from tests.servers import MotoServer
 
-PAGE = ROOT / "docs" / "your-app.md"
-
 
 def page_commands() -> list[str]:
     """Every command of the page's console blocks (marked `<!-- run: your-app -->`; the `$ ` lines), in order."""
