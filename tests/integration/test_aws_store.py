@@ -333,7 +333,7 @@ async def test_workflow_end_to_end_on_the_store(store: DynamoEventStore) -> None
         assert (await handle.send("add", {"delta": delta})).status == "queued"
     await run_until_idle(service, transport)
     assert (await handle.state()).model_dump() == {"value": 6, "processed": 3}
-    asked = asyncio.ensure_future(handle.send("ask", {"plus": 10}, wait=True, timeout=60))  # a deadline only
+    asked = asyncio.ensure_future(handle.send("ask", {"plus": 10}, wait=True, timeout=200))  # a deadline only
 
     def ask_is_due() -> bool:  # its wake-up is in (a timer still pending from before is not: it is not due yet)
         upcoming = transport.next_time()
