@@ -3,6 +3,7 @@ tests/ui/test_timeline.py).
 
 - `traced`: takes a message, runs a step that fails on its first attempt and succeeds on its second, sleeps 2 s (more
   than INLINE_WAIT: the actor suspends and a timer wakes it) and runs another step (issue 31's scenario);
+- `plain`: takes a message and runs a step;
 - `lanes`: a 3-branch join of steps, a retried step and a 2 s sleep, then a last step (the timeline's lanes).
 """
 
@@ -71,4 +72,17 @@ async def run_lanes(ctx: WorkflowContext) -> None:
     await ctx.step("ship", ship)
 
 
-registry = setup(traced, lanes)
+plain = actor("plain", state=Done, queues={"go": queue(Go)})
+
+
+@plain.workflow
+async def run_plain(ctx: WorkflowContext) -> None:
+    await ctx.queue.next("order")
+
+    def ship(s: StepContext) -> None:
+        s.state.shipped = True
+
+    await ctx.step("ship", ship)
+
+
+registry = setup(traced, lanes, plain)

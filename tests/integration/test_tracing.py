@@ -7,10 +7,12 @@ in the message attribute and again in the sleep's timer message."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -22,10 +24,11 @@ from dormant.aws.clients import open_clients
 from dormant.aws.worker import open_worker
 from dormant.dynamodb.store import create_table
 from dormant.http.app import create_app
+from dormant.ports import ActorRef, EventStore
 from dormant.runtime import tracing
 from dormant.settings import Settings
 from dormant.sqs.poller import SqsPoller
-from dormant.sqs.transport import create_queues
+from dormant.sqs.transport import QueueUrls, create_queues, dedup_id, group_id
 from tests.tracing_app import registry
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -40,8 +43,16 @@ def exporter() -> Iterator[InMemorySpanExporter]:
     restore()
 
 
+@dataclass
+class Stack:
+    app: Any
+    sqs: Any
+    urls: QueueUrls
+    store: EventStore
+
+
 @asynccontextmanager
-async def aws_stack(endpoints: dict[str, str]) -> AsyncIterator[str]:
+async def aws_stack(endpoints: dict[str, str]) -> AsyncIterator[Stack]:
     """The API (as the API Lambda serves it) and the worker with its two pollers; yields the API's base URL."""
     suffix = uuid.uuid4().hex[:10]
     settings = Settings(**endpoints, table=f"tr-{suffix}", queue_name=f"tr-{suffix}.fifo",  # type: ignore[arg-type]
@@ -57,7 +68,7 @@ async def aws_stack(endpoints: dict[str, str]) -> AsyncIterator[str]:
             tasks = [asyncio.create_task(poller.run()) for poller in pollers]
             app = create_app(registry, settings)
             try:
-                yield app  # type: ignore[misc]
+                yield Stack(app, sqs, urls, worker.service.store)
             finally:
                 for poller in pollers:
                     poller.stop()
@@ -114,10 +125,11 @@ def check_the_scenario(spans: list[ReadableSpan], actor: str, key: list[str]) ->
     return {"requests": requests, "wakes": wakes, "charges": charges, "ships": ships}
 
 
+@pytest.mark.tier2  # 7-8 s: the 2 s sleep's timer through SQS, a retry; tier 1 has the quick crossing below
 async def test_one_send_is_one_trace_across_sqs_and_a_sleep(aws_endpoints: dict[str, str],
                                                             exporter: InMemorySpanExporter) -> None:
-    async with aws_stack(aws_endpoints) as app, httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://api") as http:  # type: ignore[arg-type]
+    async with aws_stack(aws_endpoints) as stack, httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=stack.app), base_url="http://api") as http:
         answer = await http.post("/actors/traced/t-1/queues/go", json={"order": "o-1"},
                                  headers={"traceparent": CALLER})
         assert answer.status_code == 202, answer.text
@@ -125,3 +137,38 @@ async def test_one_send_is_one_trace_across_sqs_and_a_sleep(aws_endpoints: dict[
     found = check_the_scenario(spans, "traced", ["t-1"])
     assert f"{found['requests'][0].context.trace_id:032x}" == CALLER_TRACE
     assert found["requests"][0].parent.span_id == int(CALLER.split("-")[2], 16)
+
+
+async def test_a_wake_up_sent_before_traces_still_runs_and_starts_a_trace(aws_endpoints: dict[str, str],
+                                                                          exporter: InMemorySpanExporter) -> None:
+    """A wake-up message written by a version without traces: no message attribute, a stored message without a
+    traceparent (the worker stores it, as a send cut off before its write)."""
+    old = {"actor": "plain", "key": ["p-1"], "message": {"id": "m-old", "queue": "go", "body": {"order": "o-9"},
+                                                         "created_at": time.time(), "kind": "queue", "args": []},
+           "creation": {"input": None}}
+    ref = ActorRef(name="plain", key=("p-1",))
+    async with aws_stack(aws_endpoints) as stack:
+        await stack.sqs.send_message(QueueUrl=stack.urls.wake, MessageBody=json.dumps(old),
+                                     MessageGroupId=group_id(ref), MessageDeduplicationId=dedup_id(ref, "m-old"))
+        spans = await spans_until(exporter, "step ship")
+        snapshot = await stack.store.load(ref)
+    assert snapshot is not None and snapshot.state == {"shipped": True}
+    wake = next(s for s in spans if s.name == "dormant.wake")
+    assert wake.parent is None and not wake.links  # nothing carried: a trace of its own
+    ship = next(s for s in spans if s.name == "step ship")
+    assert ship.context.trace_id == wake.context.trace_id  # type: ignore[union-attr]
+
+
+async def test_a_send_over_http_continues_the_callers_trace_across_sqs(aws_endpoints: dict[str, str],
+                                                                       exporter: InMemorySpanExporter) -> None:
+    ref = ActorRef(name="plain", key=("p-2",))
+    async with aws_stack(aws_endpoints) as stack, httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=stack.app), base_url="http://api") as http:
+        answer = await http.post("/actors/plain/p-2/queues/go", json={"order": "o-2"}, headers={"traceparent": CALLER})
+        assert answer.status_code == 202, answer.text
+        spans = await spans_until(exporter, "step ship")
+        snapshot = await stack.store.load(ref)
+    assert snapshot is not None and snapshot.inbox == []
+    names = {s.name for s in spans if s.context.trace_id == int(CALLER_TRACE, 16)}  # type: ignore[union-attr]
+    assert {"POST /actors/{type}/{key}/queues/{name}", "SQS SendMessage", "dormant.wake", "wait order",
+            "step ship", "dormant.store.load", "dormant.store.commit"} <= names
