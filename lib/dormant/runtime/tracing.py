@@ -109,8 +109,8 @@ def build(*, exporters: Sequence[Any] | None = None, ring: SpanRing | None = Non
         simple = type(exporter).__name__ in ("ConsoleSpanExporter", "InMemorySpanExporter")
         provider.add_span_processor(SimpleSpanProcessor(exporter) if simple else BatchSpanProcessor(exporter))
     if ring is not None:
-        processor: Any = ring  # a SpanProcessor by its methods
-        provider.add_span_processor(processor)
+        exporter: Any = ring  # a SpanExporter by its methods
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
     return Tracing(tracer=provider.get_tracer("dormant"), provider=provider, ring=ring)
 
 
@@ -310,6 +310,8 @@ def _entry_runs(entry: Mapping[str, Any], seen: EntrySeen) -> Iterator[tuple[str
         return
     seen.keys.add(("done", location))
     start, end = float(entry.get("created_at") or 0.0), float(entry.get("updated_at") or 0.0)
+    if kind == "sleep" and entry.get("deadline") is not None:  # it ended when due (the wake-up noticed it later)
+        end = min(end, float(entry["deadline"])) if end else float(entry["deadline"])
     if kind in ("message", "sleep", "callback"):
         label = {"message": "wait", "sleep": "sleep", "callback": "callback"}[str(kind)]
         _ended(seen, location, end)
@@ -349,16 +351,20 @@ def _emit(tracer: Any, name: str, start: float, end: float, attributes: dict[str
 # -- the dev ring ---------------------------------------------------------------------------------------------
 
 class SpanRing:
-    """A SpanProcessor keeping the last `size` finished spans in memory, as JSON-ready dicts (`dormant dev`'s
+    """A SpanExporter keeping the last `size` finished spans in memory, as JSON-ready dicts (`dormant dev`'s
     dashboard reads them per actor)."""
 
     def __init__(self, size: int = 5000) -> None:
         self.spans: deque[dict[str, Any]] = deque(maxlen=size)
 
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        pass
+    def export(self, spans: Sequence[Any]) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
 
-    def on_end(self, span: Any) -> None:
+        for span in spans:
+            self.keep(span)
+        return SpanExportResult.SUCCESS
+
+    def keep(self, span: Any) -> None:
         context = span.get_span_context()
         parent = span.parent
         attributes = dict(span.attributes or {})
