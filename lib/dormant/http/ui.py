@@ -4,7 +4,8 @@ they work offline and behind a firewall).
 - `/ui`: a single page (static/ui: HTML, JS, CSS) over the API's own routes: the actors that need an operator
   (failed first) and every type's counts per status, actors by status and what they wait for, actors found by their
   search attributes (conditions as rows, the matches' counts per status), per actor its search attributes, its
-  state, its history (timestamps, expandable values), its waiting messages, forms to send a message or call an
+  state, its timeline (lanes.js: entries on a time axis, a lane per branch; docs/observability.md), its history
+  (timestamps, expandable values), its waiting messages, forms to send a message or call an
   action (from the OpenAPI document's schemas), its live events and the divergence diff, and buttons to resume,
   terminate, delete and, under `dormant dev`, fire its next timer. The page holds no data; outside `dormant dev`
   it asks for the operator token and sends it in X-Dormant-Operator-Token (Authorization stays free for the
