@@ -6,7 +6,7 @@
   of the step and the second step, all in the request's trace, each with actor and location attributes.
 - The dashboard's timeline in Chromium: an actor with a 3-branch join, a retried step and a sleep drawn as lanes
   (`data-lane`) of bars (`data-entry`), each attempt of the step from the spans; the page is no wider than the
-  window (a screenshot's width).
+  window (a screenshot's width); 600 entries in three branches draw as 601 bars in their lanes.
 
 Tier 2 (`pytestmark`): each starts a dev stack and waits out a 2 s sleep; the first uses Chromium.
 """
@@ -133,4 +133,22 @@ async def test_the_timeline_draws_branches_a_retried_step_and_a_sleep_as_lanes(
         width, _ = png_size(await page.screenshot(full_page=True))
         assert width == 1100
         assert await page.evaluate("document.documentElement.scrollWidth") <= 1100
+        # hundreds of entries: one bar each, in their lanes, placed in one pass (the page's own module, as it loads it)
+        drawn = await page.evaluate("""async () => {
+            const { lanesView } = await import("./ui/assets/lanes.js");
+            const entries = [{ location: "fan", kind: "join", name: "fan", seq: 0, status: "completed",
+                               created_at: 1000, updated_at: 1700, branches: { x: {}, y: {}, z: {} } }];
+            for (let i = 0; i < 600; i += 1) {
+                const branch = "xyz"[i % 3];
+                entries.push({ location: `fan/${branch}/s${i}`, kind: "step", name: `s${i}`, seq: i + 1,
+                               status: "completed", attempts: 1, created_at: 1000 + i, updated_at: 1001 + i,
+                               started_at: 1000 + i, ended_at: 1000.5 + i });
+            }
+            const view = lanesView(entries, [], 2000);
+            document.querySelector("#lanes-box").replaceChildren(view);
+            return { bars: view.querySelectorAll("[data-entry]").length,
+                     lanes: [...view.querySelectorAll("[data-lane]")].map((lane) => lane.dataset.lane),
+                     wide: document.documentElement.scrollWidth };
+        }""")
+        assert drawn == {"bars": 601, "lanes": ["main", "fan/x", "fan/y", "fan/z"], "wide": 1100}
         assert seen == {"outside": [], "errors": []}

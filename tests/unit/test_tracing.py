@@ -126,8 +126,8 @@ def test_entry_spans_come_from_a_commits_entries(exporter: InMemorySpanExporter)
          "started_at": 1.0, "ended_at": 2.0, "rollback_done": True, "updated_at": 16.0},
     ]
     with current.tracer.start_as_current_span("dormant.wake") as wake:
-        tracing.entry_spans(current.tracer, upserts, "lanes", ["k"], seen)
-        tracing.entry_spans(current.tracer, upserts, "lanes", ["k"], seen)  # re-upserted: not traced twice
+        tracing.entry_spans(current.tracer, upserts, "lanes", ["k"], seen, 7)
+        tracing.entry_spans(current.tracer, upserts, "lanes", ["k"], seen, 8)  # re-upserted: not traced twice
     spans = {s.name: s for s in exporter.get_finished_spans() if s.name != "dormant.wake"}
     assert sorted(spans) == ["branch a", "branch b", "join fan-out", "rollback undo", "sleep cool-off",
                              "step charge", "step undo", "step work"]
@@ -140,7 +140,8 @@ def test_entry_spans_come_from_a_commits_entries(exporter: InMemorySpanExporter)
     assert (branch_a.start_time, branch_a.end_time) == (9_000_000_000, 12_000_000_000)  # to its last step's end
     assert spans["branch b"].status.status_code is trace.StatusCode.ERROR
     assert all(s.parent is not None and s.parent.span_id == wake.get_span_context().span_id for s in spans.values())
-    assert all(s.attributes is not None and s.attributes["dormant.actor"] == "lanes" for s in spans.values())
+    assert all(s.attributes is not None and s.attributes["dormant.actor"] == "lanes"
+               and s.attributes["dormant.version"] == 7 for s in spans.values())
 
 
 @pytest.mark.parametrize(("path", "route"), [
@@ -162,3 +163,26 @@ def test_the_wake_up_log_line_carries_its_trace_id() -> None:
     assert record.fields()["trace_id"] == TRACE
     assert "trace" not in WakeRecord(actor="a", key=["k"], wake_id="w", outcome="sleeping", duration_ms=1.0,
                                      messages=1, receive_count=1).line()
+
+
+def test_the_exporters_are_those_otel_traces_exporter_names(monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console,none")
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    assert [type(e) for e in tracing.exporters_from_env()] == [ConsoleSpanExporter]
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin")
+    assert tracing.exporters_from_env() == [] and "Dormant knows console, otlp and none" in caplog.text
+    monkeypatch.delenv("OTEL_TRACES_EXPORTER")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318")
+    exporters = tracing.exporters_from_env()  # otlp: the exporter if installed, else a warning saying what to install
+    assert len(exporters) == 1 or "pip install opentelemetry-exporter-otlp-proto-http" in caplog.text
+
+
+def test_a_dormant_provider_names_its_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+    built = tracing.build(exporters=[])
+    assert built.provider.resource.attributes["service.name"] == "dormant"
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "shop")
+    assert tracing.build(exporters=[]).provider.resource.attributes["service.name"] == "shop"

@@ -307,7 +307,7 @@ class ObservedStore:
             tally.consumed += len(draft.consumed_ids)
             tally.version = version
             if self.tracer is not None and tally.traced is not None:
-                tracing.entry_spans(self.tracer, draft.upserts, ref.name, ref.key, tally.traced)
+                tracing.entry_spans(self.tracer, draft.upserts, ref.name, ref.key, tally.traced, version)
         return version
 
 

@@ -105,16 +105,17 @@ def build(*, exporters: Sequence[Any] | None = None, ring: SpanRing | None = Non
 
     defaults = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "dormant"}
     provider = TracerProvider(resource=Resource.create(defaults))  # the sampler: OTEL_TRACES_SAMPLER, as the SDK reads
-    for exporter in (_exporters_from_env() if exporters is None else exporters):
+    for exporter in (exporters_from_env() if exporters is None else exporters):
         simple = type(exporter).__name__ in ("ConsoleSpanExporter", "InMemorySpanExporter")
         provider.add_span_processor(SimpleSpanProcessor(exporter) if simple else BatchSpanProcessor(exporter))
     if ring is not None:
-        exporter: Any = ring  # a SpanExporter by its methods
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        kept: Any = ring  # a SpanExporter by its methods
+        provider.add_span_processor(SimpleSpanProcessor(kept))
     return Tracing(tracer=provider.get_tracer("dormant"), provider=provider, ring=ring)
 
 
-def _exporters_from_env() -> list[Any]:
+def exporters_from_env() -> list[Any]:
+    """The exporters OTEL_TRACES_EXPORTER names (an OTLP endpoint alone: otlp); a warning for what cannot be made."""
     names = [n.strip().lower() for n in os.environ.get("OTEL_TRACES_EXPORTER", "").split(",") if n.strip()]
     if not names and (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
                       or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
@@ -170,7 +171,7 @@ def flush() -> None:
 
 def traceparent() -> str | None:
     """The W3C traceparent of the current span, to store with a message or send with it; None when off."""
-    if _current is None:
+    if _current is None and (_decided or current() is None):
         return None
     from opentelemetry import trace
 
@@ -246,7 +247,7 @@ def start_wake_span(tracer: Any, name: str, attributes: dict[str, Any], contexts
 
 def client_span(name: str, attributes: dict[str, Any] | None = None) -> AbstractContextManager[Any]:
     """A CLIENT span around a call to AWS (an SQS send); a no-op context when off."""
-    tracing = _current
+    tracing = current()
     if tracing is None:
         return nullcontext()
     from opentelemetry.trace import SpanKind
@@ -275,12 +276,15 @@ class EntrySeen:
 
 
 def entry_spans(tracer: Any, upserts: Iterable[Mapping[str, Any]], actor: str, key: Sequence[str],
-                seen: EntrySeen) -> None:
+                seen: EntrySeen, version: int | None = None) -> None:
     """Emit a span per entry run that these upserted entries (history entries' JSON) finished: step attempts,
-    waits, sleeps, join/race/map (with a span per branch), rollback handlers. Children of the current span."""
+    waits, sleeps, join/race/map (with a span per branch), rollback handlers. Children of the current span.
+    `version`: the actor's version the commit that holds them made."""
     for entry in upserts:
         for name, start, end, attributes, error in _entry_runs(entry, seen):
             attributes.update({"dormant.actor": actor, "dormant.key": list(key)})
+            if version is not None:
+                attributes["dormant.version"] = version
             _emit(tracer, name, start, end, attributes, error)
 
 
