@@ -241,7 +241,7 @@ def start_wake_span(tracer: Any, name: str, attributes: dict[str, Any], contexts
     parent = trace.set_span_in_context(trace.NonRecordingSpan(contexts[0])) if contexts else None
     links = [Link(context) for context in contexts[1:]]
     manager = tracer.start_as_current_span(name, context=parent, links=links, attributes=attributes,
-                                                   kind=trace.SpanKind.CONSUMER)
+                                           kind=trace.SpanKind.CONSUMER)
     return manager.__enter__(), manager
 
 
@@ -295,7 +295,8 @@ def _entry_runs(entry: Mapping[str, Any], seen: EntrySeen) -> Iterator[tuple[str
     if kind == "step":
         started, ended = entry.get("started_at"), entry.get("ended_at")
         mark = ("attempt", location, entry.get("attempts"), started)
-        if started is not None and ended is not None and mark not in seen.keys:
+        rolled_back = entry.get("rollback_done") or entry.get("rollback_error")  # its attempt was traced before
+        if started is not None and ended is not None and not rolled_back and mark not in seen.keys:
             seen.keys.add(mark)
             outcome = "retry" if entry.get("retry_at") is not None and status == "pending" else str(status)
             error = entry.get("error") if outcome != "completed" else None
@@ -303,7 +304,7 @@ def _entry_runs(entry: Mapping[str, Any], seen: EntrySeen) -> Iterator[tuple[str
             yield (f"step {entry.get('name')}", float(started), float(ended),
                    {**base, "dormant.attempt": int(entry.get("attempts") or 1), "dormant.outcome": outcome}, error)
         rolled = ("rollback", location)
-        if (entry.get("rollback_done") or entry.get("rollback_error")) and rolled not in seen.keys:
+        if rolled_back and rolled not in seen.keys:
             seen.keys.add(rolled)
             at = float(entry.get("updated_at") or 0.0)
             failed = entry.get("rollback_error")
