@@ -142,3 +142,16 @@ data "aws_partition" "current" {}
 data "aws_region" "current" {}
 
 data "aws_caller_identity" "current" {}
+
+# var.adot_layer_arn set: X-Ray's write actions (they have no resource-level permissions)
+resource "aws_iam_role_policy_attachment" "worker_xray" {
+  count      = var.adot_layer_arn != "" ? 1 : 0
+  role       = aws_iam_role.worker.name
+  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/AWSXRayDaemonWriteAccess"
+}
+
+resource "aws_iam_role_policy_attachment" "api_xray" {
+  count      = var.adot_layer_arn != "" ? 1 : 0
+  role       = aws_iam_role.api.name
+  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/AWSXRayDaemonWriteAccess"
+}

@@ -193,3 +193,14 @@ variable "snap_start" {
     error_message = "snap_start: \"None\" or \"PublishedVersions\"."
   }
 }
+
+variable "adot_layer_arn" {
+  description = "Traces (../docs/observability.md, \"Traces on Lambda\"): the ARN of the AWS Distro for OpenTelemetry Python layer for arm64 in this region. Set, both functions run under it (AWS_LAMBDA_EXEC_WRAPPER=/opt/otel-instrument) with X-Ray active tracing and may write to X-Ray. Empty: no traces."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^(arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]+:[0-9]+)?$", var.adot_layer_arn))
+    error_message = "adot_layer_arn: empty, or a Lambda layer version ARN."
+  }
+}

@@ -133,11 +133,17 @@ def _makefile_variable(name: str) -> str:
     return match.group(1)
 
 
+# adot_layer_arn set (docs/observability.md, "Traces on Lambda"): what it adds to each function, and nothing else
+TRACING_ENVIRONMENT = {"AWS_LAMBDA_EXEC_WRAPPER": "/opt/otel-instrument"}  # the ADOT layer's wrapper
+XRAY_POLICY = "arn:{AWS::Partition}:iam::aws:policy/AWSXRayDaemonWriteAccess"  # X-Ray's writes: no resource-level
+
+
 def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> list[str]:
     """Everything in the description (of the scenario `values`) that does not fit the code."""
     problems: list[str] = []
     settings = Settings(_env_file=None)
     scenario = {**d["parameters"], **(values or {})}
+    traced = bool(scenario.get("adot_layer_arn"))
 
     # -- the table: exactly what the store creates in tests and `dormant dev`
     definition = aws_store.table_definition("t")
@@ -168,6 +174,8 @@ def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> lis
             if env.get(name) != target:
                 problems.append(f"{role} {name} = {env.get(name)!r}, expected {target}")
         for name in env:
+            if traced and TRACING_ENVIRONMENT.get(name) == env[name]:
+                continue
             field = name.removeprefix("DORMANT_").lower()
             if not name.startswith("DORMANT_") or field not in Settings.model_fields:
                 problems.append(f"{role} sets {name}, which dormant.settings.Settings does not read")
@@ -293,7 +301,7 @@ def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> lis
             extra = {a: sorted(r) for a, r in grants.items() if expected.get(a) != r}
             missing = {a: sorted(r) for a, r in expected.items() if grants.get(a) != r}
             problems.append(f"{role} grants {extra} where the code needs {missing}")
-        if policy["managed_policies"]:
+        if policy["managed_policies"] != ([XRAY_POLICY] if traced else []):
             problems.append(f"{role} attaches managed policies {policy['managed_policies']} (too broad)")
         if policy["assumed_by"] != ["lambda.amazonaws.com"]:
             problems.append(f"{role} is assumed by {policy['assumed_by']}")
@@ -307,7 +315,7 @@ def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> lis
             problems.append(f"{role} runtime {function['runtime']}; the Makefile builds the layer for {python}")
         if function["architectures"] != [arch]:
             problems.append(f"{role} architectures {function['architectures']}; the layer is built for {platform}")
-        if function["layers"] != ["{layer.arn}"]:
+        if function["layers"] != ["{layer.arn}", *(["{param.adot_layer_arn}"] if traced else [])]:
             problems.append(f"{role} layers {function['layers']}")
     layer = d["layers"].get("layer", {})
     if layer.get("runtimes") != [f"python{python}"] or layer.get("architectures") != [arch]:

@@ -34,6 +34,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "operations": {"alarm_topic_arn": "arn:aws:sns:us-east-1:123456789012:ops", "data_name_prefix": "dormant-dev",
                    "api_reserved_concurrency": -1, "worker_reserved_concurrency": -1,
                    "table_deletion_protection": False, "value_bucket_name": "dormant-dev-values-123456789012"},
+    "traced": {"adot_layer_arn": "arn:aws:lambda:us-east-1:901920570463:layer:aws-otel-python-arm64-ver-1-32-0:1"},
 }
 # What `Ref` returns, per CloudFormation type
 _REF_ATTRIBUTE = {
@@ -251,6 +252,7 @@ def describe_sam(translated: dict[str, Any], values: dict[str, Any] | None = Non
             "log_group": p.get("LoggingConfig", {}).get("LogGroup"), "layers": p.get("Layers", []),
             "reserved_concurrency": _reserved(p.get("ReservedConcurrentExecutions"), sam.values),
             "snap_start": p.get("SnapStart", {}).get("ApplyOn", "None"),
+            "tracing": p.get("TracingConfig", {}).get("Mode", "PassThrough"),
         }
     for p in sam.of_type_any("AWS::Lambda::EventSourceMapping"):
         described["event_sources"][(p["FunctionName"], p["EventSourceArn"])] = {
@@ -500,6 +502,7 @@ def describe_terraform(directory: Path, texts: dict[str, str] | None = None,
             "layers": get(body, "layers", []),
             "reserved_concurrency": _reserved(get(body, "reserved_concurrent_executions"), tf.values),
             "snap_start": v(one_block(body["snap_start"])["apply_on"]) if "snap_start" in body else "None",
+            "tracing": v(one_block(body["tracing_config"])["mode"]) if "tracing_config" in body else "PassThrough",
         }
     for body in tf.resources_of("aws_lambda_event_source_mapping"):
         scaling = v(one_block(body["scaling_config"])) if "scaling_config" in body else {}

@@ -58,7 +58,7 @@ PARAMETERS = {
     "WorkerReservedConcurrency": "worker_reserved_concurrency", "WorkerMaxConcurrency": "worker_max_concurrency",
     "DataNamePrefix": "data_name_prefix", "AlarmTopicArn": "alarm_topic_arn", "SnapStart": "snap_start",
     "ValueBucketName": "value_bucket_name",
-    "PublicUrl": "public_url",
+    "PublicUrl": "public_url", "AdotLayerArn": "adot_layer_arn",
 }
 _TOKEN = re.compile(r"\{param\.(\w+)\}")
 

@@ -44,7 +44,8 @@ def test_the_scenarios_change_what_they_should(translated: dict[str, Any]) -> No
     """The scenarios are not the same deployment four times."""
     described = {name: describe_sam(translated, values) for name, values in SCENARIOS.items()}
     routes = {name: d["http"]["routes"]["$default"]["authorization"] for name, d in described.items()}
-    assert routes == {"defaults": "AWS_IAM", "jwt": "JWT", "none": "NONE", "operations": "AWS_IAM"}
+    assert routes == {"defaults": "AWS_IAM", "jwt": "JWT", "none": "NONE", "operations": "AWS_IAM",
+                      "traced": "AWS_IAM"}
     assert [name for name, d in described.items() if d["http"]["authorizers"]] == ["jwt"]
     operations = described["operations"]
     assert operations["tables"]["table"]["name"] == "{param.data_name_prefix}-actors"
@@ -53,6 +54,16 @@ def test_the_scenarios_change_what_they_should(translated: dict[str, Any]) -> No
     assert operations["functions"]["api"]["reserved_concurrency"] == -1
     assert operations["alarms"]["worker_errors_alarm"]["actions"] == ["{param.alarm_topic_arn}"]
     assert described["defaults"]["alarms"]["worker_errors_alarm"]["actions"] == []
+    # traces: the ADOT layer, its wrapper, X-Ray active tracing and X-Ray's write policy, only when asked for
+    traced, plain = described["traced"], described["defaults"]
+    for role in ("worker", "api"):
+        assert traced["functions"][role]["tracing"] == "Active" and plain["functions"][role]["tracing"] == "PassThrough"
+        assert traced["functions"][role]["layers"][-1] == "{param.adot_layer_arn}"
+        assert len(plain["functions"][role]["layers"]) == 1
+        assert traced["functions"][role]["environment"]["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/otel-instrument"
+        assert "AWS_LAMBDA_EXEC_WRAPPER" not in plain["functions"][role]["environment"]
+    assert {len(role["managed_policies"]) for role in traced["iam"].values()} == {1}
+    assert {len(role["managed_policies"]) for role in plain["iam"].values()} == {0}
 
 
 @pytest.mark.parametrize("side", ["sam", "terraform"])

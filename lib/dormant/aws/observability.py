@@ -13,14 +13,15 @@ written. The record then goes to:
   WakeUpFailures, Steps, Commits, VersionConflicts, StepRetries, DeadLettered, MessagesConsumed, StepsThrottled
   (steps a flow-control limit kept waiting; the log line names the limits),
   WakeUpLatency (message ready -> wake-up start) and WakeUpDuration;
-- with `DORMANT_TRACING=1` and the OpenTelemetry API installed, a span around the wake-up and one around
-  each store load and commit (an OpenTelemetry SDK or the ADOT Lambda layer exports them, e.g. to X-Ray).
+- with tracing on (dormant.runtime.tracing: the OTEL_* variables, or `DORMANT_TRACING=1`), a span around the
+  wake-up (continuing the trace its message carried), one around each store load and commit, and a span per entry
+  each commit finished (step attempts, waits, sleeps, branches, rollback handlers); the record then carries the
+  wake-up's `trace_id`.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from dormant.core.slots import SlotRefusal
 from dormant.dynamodb.outputs import changed
 from dormant.errors import VersionConflict
+from dormant.runtime import tracing
 
 if TYPE_CHECKING:
     from dormant.aws.metering import Meter
@@ -56,6 +58,7 @@ class WakeTally:
     version: int | None = None
     throttled: set[str] = field(default_factory=set)  # steps (actor|location) a limit refused a slot
     limits: set[str] = field(default_factory=set)  # the limits that refused them
+    traced: tracing.EntrySeen | None = None  # the entries traced so far (tracing on)
 
 
 _tally: ContextVar[WakeTally | None] = ContextVar("dormant_wake_tally", default=None)
@@ -85,6 +88,7 @@ class WakeRecord:
     dead_letter: bool = False
     throttled: int = 0  # steps that waited for a slot of a limit (ctx.step(limit=...)) in this wake-up
     limits: list[str] = field(default_factory=list)  # which limits refused them
+    trace_id: str | None = None  # the wake-up's trace (tracing on)
 
     def fields(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,7 +110,7 @@ class WakeRecord:
         version = f" v{self.version}" if self.version is not None else ""
         requests = ", ".join(f"{name} {n}" for name, n in self.requests.items() if n)
         return f"{head}: {', '.join(counts)}{version} in {self.duration_ms:.1f} ms" + (
-            f" ({requests})" if requests else "")
+            f" ({requests})" if requests else "") + (f" trace {self.trace_id}" if self.trace_id else "")
 
 
 def _plural(n: int, word: str, words: str | None = None) -> str:
@@ -143,7 +147,7 @@ class Observer:
 
     def __init__(self, metrics: MetricsSink | None = None, *, tracing: bool | None = None) -> None:
         self.metrics = metrics
-        self.tracer = _tracer() if (tracing if tracing is not None else _tracing_requested()) else None
+        self.tracer = _tracer(tracing)
         self.records: list[WakeRecord] = []
         self.keep = 1000  # recent records, for tests and tools
 
@@ -159,10 +163,10 @@ class Observer:
         span_object = None
         wake_id = uuid.uuid4().hex[:16]
         if self.tracer is not None:
-            span = self.tracer.start_as_current_span("dormant.wake", attributes={
+            tally.traced = tracing.EntrySeen()
+            span_object, span = tracing.start_wake_span(self.tracer, "dormant.wake", {
                 "dormant.actor": ref.name, "dormant.key": list(ref.key), "dormant.wake_id": wake_id,
-                "dormant.messages": len(records)})
-            span_object = span.__enter__()
+                "dormant.messages": len(records)}, tracing.record_contexts(records))
         return WakeWatch(ref=ref, wake_id=wake_id, started=time.perf_counter(),
                          wall_started=time.time(), messages=len(records), receive_count=_receive_count(records),
                          ready_at=_ready_at(records), tally=tally, token=_tally.set(tally), span=span,
@@ -188,7 +192,7 @@ class Observer:
             steps=tally.steps, commits=tally.commits, retries=tally.retries, conflicts=tally.conflicts,
             consumed=tally.consumed, version_loaded=tally.version_loaded, version=tally.version,
             requests=_requests(meter), error=error, dead_letter=dead_letter, throttled=len(tally.throttled),
-            limits=sorted(tally.limits))
+            limits=sorted(tally.limits), trace_id=tracing.trace_id_of(watch.span_object))
         if watch.span_object is not None:
             _finish_span(watch.span_object, record)
         watch.span.__exit__(None, None, None)
@@ -265,7 +269,8 @@ class ObservedStore:
     def _span(self, name: str, ref: ActorRef) -> AbstractContextManager[Any]:
         if self.tracer is None:
             return nullcontext()
-        return self.tracer.start_as_current_span(name, attributes={"dormant.actor": ref.name})  # type: ignore[no-any-return]
+        return self.tracer.start_as_current_span(  # type: ignore[no-any-return]
+            name, attributes={"dormant.actor": ref.name, "dormant.key": list(ref.key)})
 
     async def load(self, ref: ActorRef) -> ActorSnapshot | None:
         with self._span("dormant.store.load", ref):
@@ -302,6 +307,8 @@ class ObservedStore:
             tally.retries += retries
             tally.consumed += len(draft.consumed_ids)
             tally.version = version
+            if self.tracer is not None and tally.traced is not None:
+                tracing.entry_spans(self.tracer, draft.upserts, ref.name, ref.key, tally.traced, version)
         return version
 
 
@@ -316,14 +323,19 @@ def _finish_span(span: Any, record: WakeRecord) -> None:
         span.set_status(Status(StatusCode.ERROR, record.error))
 
 
-def _tracing_requested() -> bool:
-    return os.environ.get("DORMANT_TRACING", "").lower() in ("1", "true", "yes", "on")
-
-
-def _tracer() -> Any:
-    try:
-        from opentelemetry import trace
-    except ImportError:
-        log.warning("DORMANT_TRACING is set but the OpenTelemetry API is not installed: no spans")
+def _tracer(wanted: bool | None) -> Any:
+    """The tracer of dormant.runtime.tracing (None: off); `wanted=True` builds one even if the environment did not
+    ask (with the global provider, or a provider of Dormant's own and the exporters OTEL_TRACES_EXPORTER names)."""
+    if wanted is False:
         return None
-    return trace.get_tracer("dormant")
+    current = tracing.current()
+    if current is not None:
+        return current.tracer
+    if not (wanted or tracing.requested()):  # (asked for after the process decided: this observer only)
+        return None
+    try:
+        return tracing.build().tracer
+    except ImportError:
+        log.warning("tracing is asked for but OpenTelemetry is not installed (pip install 'dormant[tracing]'): "
+                    "no spans")
+        return None

@@ -38,6 +38,7 @@ from dormant.aws.observability import ObservedStore, Observer
 from dormant.aws.redelivery import Redelivery, backoff_seconds, delivered_before, is_transient, receive_count
 from dormant.errors import InvalidKeyError
 from dormant.ports import ActorRef, Clock, EventStore, WakeError
+from dormant.runtime import tracing
 from dormant.runtime.attention import mark_wake_error
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
@@ -342,7 +343,10 @@ class LambdaWorker:
 
     async def _handle(self, event: Mapping[str, Any], context: Any) -> BatchResponse:
         worker = await self._ensure()
-        return await worker.handle(event, context)
+        try:
+            return await worker.handle(event, context)
+        finally:
+            tracing.flush()  # the container may freeze once this returns
 
     async def _ensure(self) -> Worker:
         if self.worker is None:

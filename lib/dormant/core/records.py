@@ -75,6 +75,9 @@ class InboxMessage(BaseModel):
     not_before: float | None = None
     sender: Caller | None = None
     """Who sent it (the workflow sees it as `message.sender`); None for messages stored before senders were."""
+    traceparent: str | None = Field(None, exclude_if=lambda value: value is None)
+    """The W3C trace context of the send (tracing on: dormant.runtime.tracing); written only when set, so a
+    message sent without tracing is stored as before, and messages stored before this field load as None."""
 
     def fingerprint(self) -> str:
         """What makes two sends with one id the same request: kind, queue, body and arguments (not the times, nor

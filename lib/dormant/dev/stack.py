@@ -117,6 +117,7 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
     from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
     from dormant.aws.worker import open_worker
+    from dormant.dev.traces import dev_tracing
     from dormant.dynamodb.table import client_config, create_table
     from dormant.http.access import AccessLog
     from dormant.http.app import create_app
@@ -166,6 +167,7 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
         settings = settings.model_copy(update={"queue_url": urls.wake, "timer_queue_url": urls.timers,
                                                "public_url": settings.public_url
                                                or f"http://{options.host}:{options.port}"})
+        stack.callback(dev_tracing())  # spans in a ring for the dashboard (dormant.dev.traces); put back on exit
         worker = await stack.enter_async_context(open_worker(settings, registry))
         wait = options.poll_wait_seconds if moto is not None else min(options.poll_wait_seconds, 1)
         pollers = [SqsPoller(sqs, url, worker.handle, wait_seconds=wait, region=settings.region)

@@ -48,6 +48,7 @@ from dormant.http.large_responses import LargeResponses
 from dormant.http.limits import WaitLimiter
 from dormant.http.openapi import build_openapi
 from dormant.http.operator import merge_openapi, operator_router
+from dormant.http.tracing import install_tracing, spans_router
 from dormant.http.ui import ui_router
 from dormant.ports import ActorRef
 from dormant.runtime.access import AccessRequest, Operation, check_access
@@ -180,6 +181,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
             return getattr(values, "blobs", None)
 
         app.add_middleware(LargeResponses, limit=settings.max_response_bytes, blobs=blobs)
+    install_tracing(app)  # a span per request when tracing is on (dormant.http.tracing)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -392,4 +394,6 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     callback_routes = callback_router(holder.get, limit)  # outside the callers' auth: the token
     app.include_router(callback_routes)
     app.include_router(ui_router(dev=settings.dev, title=app.title))  # /ui and /docs, from packaged files
+    if settings.dev:
+        app.include_router(spans_router())  # the dev stack's spans, for the dashboard's timeline
     return app

@@ -4,7 +4,8 @@ they work offline and behind a firewall).
 - `/ui`: a single page (static/ui: HTML, JS, CSS) over the API's own routes: the actors that need an operator
   (failed first) and every type's counts per status, actors by status and what they wait for, actors found by their
   search attributes (conditions as rows, the matches' counts per status), per actor its search attributes, its
-  state, its history (timestamps, expandable values), its waiting messages, forms to send a message or call an
+  state, its timeline (lanes.js: entries on a time axis, a lane per branch; docs/observability.md), its history
+  (timestamps, expandable values), its waiting messages, forms to send a message or call an
   action (from the OpenAPI document's schemas), its live events and the divergence diff, and buttons to resume,
   terminate, delete and, under `dormant dev`, fire its next timer. The page holds no data; outside `dormant dev`
   it asks for the operator token and sends it in X-Dormant-Operator-Token (Authorization stays free for the
@@ -25,7 +26,7 @@ from dormant.http.errors import ApiError
 STATIC = resources.files("dormant.http") / "static"
 MEDIA = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
          ".html": "text/html; charset=utf-8", ".txt": "text/plain; charset=utf-8"}
-UI_FILES = frozenset({"app.js", "app.css"})
+UI_FILES = frozenset({"app.js", "lanes.js", "app.css"})
 SWAGGER_FILES = frozenset({"swagger-ui-bundle.js", "swagger-ui.css", "swagger-ui-bundle.js.LICENSE.txt"})
 # The dashboard runs only its own script and talks only to this API.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "

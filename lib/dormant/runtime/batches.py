@@ -36,6 +36,7 @@ from dormant.errors import (
 )
 from dormant.models import SendResult
 from dormant.ports import ActorRef, Creation, InboxMessage, Transport
+from dormant.runtime import tracing
 from dormant.runtime.contexts import ContextServices
 from dormant.runtime.creation import prepare_creation, stored_creation
 from dormant.runtime.send_rules import check_carried_size, send_rule
@@ -102,6 +103,10 @@ async def send_many(service: ContextServices, ref: ActorRef, queue_name: str, bo
             raise InvalidMessageIdError(f"message {index} of the batch: {error}") from None
         messages.append(InboxMessage(id=message_id, queue=queue_name, created_at=now, sender=sender,
                                      body=to_json(validated, f'message {index}: the body of queue "{queue_name}"')))
+    traceparent = tracing.traceparent()
+    if traceparent is not None:
+        for message in messages:
+            message.traceparent = traceparent
     if len({message.id for message in messages}) != len(messages):
         raise InvalidMessageError("send_many: two messages of the batch have the same id")
     summary = await service.store.read_summary(ref)

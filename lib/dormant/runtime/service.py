@@ -41,7 +41,7 @@ from dormant.ports import (
     InboxMessage,
     Transport,
 )
-from dormant.runtime import remedies
+from dormant.runtime import remedies, tracing
 from dormant.runtime.access import AccessRequest, Operation, check_access
 from dormant.runtime.batches import send_many
 from dormant.runtime.callbacks import waiting_callbacks
@@ -128,7 +128,7 @@ class ActorService:
             check_message_id(message_id)
         message = InboxMessage(id=message_id or str(uuid.uuid4()), queue=queue_name,
                                body=to_json(validated, f'the body of queue "{queue_name}"'),
-                               created_at=self.clock.now(), sender=sender)
+                               created_at=self.clock.now(), sender=sender, traceparent=tracing.traceparent())
         # One read, the actor's status item: whether it exists, and whether its workflow takes messages.
         summary = await self.store.read_summary(ref)
         creation = None

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from dormant.core.limits import SQS_DELAY, SQS_GROUP_ID
 from dormant.errors import TransportError
 from dormant.ports import ActorRef, Clock, Creation, InboxMessage
+from dormant.runtime import tracing
 from dormant.settings import Settings
 
 MAX_SQS_DELAY = SQS_DELAY.maximum
@@ -121,7 +122,7 @@ class SqsTransport:
         for index, message in enumerate(messages):
             body = WakeMessage.for_ref(ref, message=message, creation=creation if index == 0 else None
                                        ).model_dump_json(exclude_defaults=True)
-            entry: dict[str, Any] = {"Id": str(index), "MessageBody": body}
+            entry: dict[str, Any] = {"Id": str(index), "MessageBody": body, **_traced()}
             if self._fifo:
                 entry.update(MessageGroupId=group_id(ref),
                              MessageDeduplicationId=dedup_id(ref, f"message:{message.id}"))
@@ -129,7 +130,9 @@ class SqsTransport:
         sent: list[str] = []
         for chunk in _batches(entries):
             try:
-                response = await self.sqs.send_message_batch(QueueUrl=self.urls.wake, Entries=chunk)
+                with tracing.client_span("SQS SendMessageBatch", {"messaging.system": "aws_sqs",
+                                                                  "messaging.batch.message_count": len(chunk)}):
+                    response = await self.sqs.send_message_batch(QueueUrl=self.urls.wake, Entries=chunk)
             except (ClientError, BotoCoreError) as error:
                 if not sent:
                     raise TransportError(f"SQS SendMessageBatch failed: {type(error).__name__}") from error
@@ -151,12 +154,22 @@ class SqsTransport:
 
     async def _send(self, params: dict[str, Any]) -> None:
         try:
-            await self.sqs.send_message(**params)
+            if tracing.enabled():  # the wake-up it causes continues this trace (dormant.runtime.tracing)
+                with tracing.client_span("SQS SendMessage", {"messaging.system": "aws_sqs"}):
+                    await self.sqs.send_message(**params, **_traced())
+            else:
+                await self.sqs.send_message(**params)
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
             raise TransportError(f"SQS SendMessage failed: {code}") from error
         except BotoCoreError as error:
             raise TransportError(f"SQS SendMessage failed: {type(error).__name__}") from error
+
+
+def _traced() -> dict[str, Any]:
+    """The message attributes carrying the current trace context, if any."""
+    attributes = tracing.message_attributes()
+    return {"MessageAttributes": attributes} if attributes else {}
 
 
 _BATCH_ENTRIES, _BATCH_BYTES = 10, 240 * 1024  # SendMessageBatch: 10 entries, 256 KiB per request

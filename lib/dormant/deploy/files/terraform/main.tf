@@ -38,6 +38,10 @@ locals {
     # the base of callback URLs (cb.url): var.public_url, or the HTTP API's own URL
     DORMANT_PUBLIC_URL = var.public_url != "" ? var.public_url : "https://${aws_apigatewayv2_api.http.id}.execute-api.${data.aws_region.current.name}.${data.aws_partition.current.dns_suffix}"
   }
+  # var.adot_layer_arn set: the ADOT layer's wrapper installs its SDK, which dormant.runtime.tracing then uses
+  tracing_environment = var.adot_layer_arn != "" ? { AWS_LAMBDA_EXEC_WRAPPER = "/opt/otel-instrument" } : {}
+  layers              = var.adot_layer_arn != "" ? [aws_lambda_layer_version.dependencies.arn, var.adot_layer_arn] : [aws_lambda_layer_version.dependencies.arn]
+  tracing_mode        = var.adot_layer_arn != "" ? "Active" : "PassThrough"
 }
 
 # -- storage: one table, single-item conditional commits. Key schema, the `pending` local and `status` global secondary
@@ -220,7 +224,7 @@ resource "aws_lambda_function" "worker" {
   #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS, S3 and SSM public endpoints; a VPC would add NAT or endpoint costs
   #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
-  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace; logs and metrics cover each wake-up and request
+  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace: off unless adot_layer_arn is set; logs and metrics cover each wake-up
   function_name                  = "${local.prefix}-worker"
   description                    = "SQS batch of wake-ups -> one wake-up per actor -> partial batch failures"
   role                           = aws_iam_role.worker.arn
@@ -232,15 +236,19 @@ resource "aws_lambda_function" "worker" {
   reserved_concurrent_executions = var.worker_reserved_concurrency
   filename                       = local.code_zip
   source_code_hash               = filebase64sha256(local.code_zip)
-  layers                         = [aws_lambda_layer_version.dependencies.arn]
+  layers                         = local.layers
   publish                        = true # a version per change, behind the alias "live" (SnapStart snapshots it)
 
   snap_start {
     apply_on = var.snap_start
   }
 
+  tracing_config {
+    mode = local.tracing_mode
+  }
+
   environment {
-    variables = local.environment
+    variables = merge(local.environment, local.tracing_environment)
   }
 
   logging_config {
@@ -256,7 +264,7 @@ resource "aws_lambda_function" "api" {
   #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS, S3 and SSM public endpoints; a VPC would add NAT or endpoint costs
   #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
-  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace; logs and metrics cover each wake-up and request
+  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace: off unless adot_layer_arn is set; logs and metrics cover each wake-up
   function_name                  = "${local.prefix}-api"
   description                    = "The Dormant HTTP API (FastAPI through Mangum)"
   role                           = aws_iam_role.api.arn
@@ -268,16 +276,20 @@ resource "aws_lambda_function" "api" {
   reserved_concurrent_executions = var.api_reserved_concurrency
   filename                       = local.code_zip
   source_code_hash               = filebase64sha256(local.code_zip)
-  layers                         = [aws_lambda_layer_version.dependencies.arn]
+  layers                         = local.layers
   publish                        = true # a version per change, behind the alias "live" (SnapStart snapshots it)
 
   snap_start {
     apply_on = var.snap_start
   }
 
+  tracing_config {
+    mode = local.tracing_mode
+  }
+
   # The operator token is read at run time from its SSM parameter: only the name is here (and in the state).
   environment {
-    variables = merge(local.environment, {
+    variables = merge(local.environment, local.tracing_environment, {
       DORMANT_AUTH_MODE                 = var.auth_mode
       DORMANT_JWT_ISSUER                = var.jwt_issuer
       DORMANT_JWT_AUDIENCE              = var.jwt_audience

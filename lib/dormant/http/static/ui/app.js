@@ -1,5 +1,6 @@
 // The Dormant dashboard: one page over the API's own routes (see dormant/http/ui.py). Everything from the
 // server is inserted as text, never as HTML.
+import { lanesView } from "./lanes.js";
 
 const STATUSES = ["pending", "sleeping", "completed", "failed", "diverged", "rolling_back", "paused", "terminated"];
 const ATTENTION = {
@@ -741,6 +742,7 @@ async function actorView(view, name, segment, generation) {
   const events = el("ul", { id: "events", class: "events" });
   const stateBox = el("div", { id: "state" }, valueView(value, "state"));
   const timelineBox = el("div", { id: "history" });
+  const lanesBox = el("div", { id: "lanes-box" });  // the timeline (lanes.js)
   const inboxBox = el("div", { id: "inbox-box" });
   const versionsBox = el("div", { id: "versions-box" });
   const versionState = el("div", { id: "version-state", hidden: true });
@@ -754,6 +756,10 @@ async function actorView(view, name, segment, generation) {
       const open = new Set([...timelineBox.querySelectorAll("details[open]")].map((d) => d.dataset.value));
       entries = await api("GET", `${base}/history`);
       timelineBox.replaceChildren(timeline(entries, open));
+      // under `dormant dev`, the spans its ring kept add each attempt and the wake-ups (dormant.http.tracing)
+      const traced = session.dev ? await api("GET", `ui/spans/${encodeURIComponent(name)}/${segment}`).catch(() => null)
+        : null;
+      lanesBox.replaceChildren(lanesView(entries, traced ? traced.spans : [], Date.now() / 1000));
     } catch (error) {
       timelineBox.replaceChildren(el("p", { class: "muted", text: `history: ${error.message}` }));
     }
@@ -841,6 +847,7 @@ async function actorView(view, name, segment, generation) {
   fill(view,
     el("h1", {}, el("a", { href: `#/type/${encodeURIComponent(name)}`, text: name }), ` ${segment}`),
     statusCard, actions,
+    el("section", { id: "timeline-section" }, el("h2", { text: "timeline" }), lanesBox),
     el("div", { class: "grid" },
       el("section", {}, el("h2", { text: "state" }), stateBox,
         el("h2", { text: "open callbacks" }), callbacksBox,
