@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -271,9 +271,9 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     def capped(seconds: float | None) -> float:
         return max_wait if seconds is None else min(seconds, max_wait)
 
-    def shown(entries: list[HistoryEntry]) -> list[HistoryEntry]:
+    def shown(entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
         """History as a reader sees it: callback tokens cut out, except in dev mode (docs/http-api.md)."""
-        return entries if settings.dev else without_tokens(entries)
+        return list(entries) if settings.dev else without_tokens(entries)
 
     # -- routes --------------------------------------------------------------------------------------
     @app.get("/actors", include_in_schema=False)
