@@ -186,6 +186,16 @@ class StoredHistory(Sequence[HistoryEntry]):
     def __iter__(self) -> Iterator[HistoryEntry]:
         return iter(self.models())
 
+    def __eq__(self, other: object) -> bool:  # as the list of models it stands for
+        if isinstance(other, StoredHistory):
+            return self.models() == other.models()
+        return isinstance(other, list) and self.models() == other
+
+    __hash__ = None  # type: ignore[assignment]  # (a list's: unhashable)
+
+    def __repr__(self) -> str:
+        return f"StoredHistory({len(self.stored)} entries)"
+
 
 class WorkflowState(StrEnum):
     PENDING = "pending"
