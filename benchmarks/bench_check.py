@@ -52,10 +52,10 @@ BASE = 100  # memory: per step or entry beyond a run of this many
 # (docs/performance.md, "The CI guard").
 BUDGETS: dict[str, float] = {
     "fresh step (CPU / calibration)": 0.00110,
-    "replayed entry (CPU / calibration)": 0.000150,
+    "replayed entry (CPU / calibration)": 0.000105,
     "drained message (CPU / calibration)": 0.00300,
-    "fresh step (bytes)": 1100.0,
-    "replayed entry (bytes)": 2400.0,
+    "fresh step (bytes)": 1000.0,
+    "replayed entry (bytes)": 350.0,
 }
 
 

@@ -7,10 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from dormant.errors import WakeFailedError
 from dormant.memory.store import MemoryEventStore
 from dormant.ports import ActorMeta, ActorRef
 from dormant.testing import TestEnv
-from dormant.workflow.entries import Entry
+from dormant.workflow.entries import Entry, working_copies
 from dormant.workflow.history import (
     BranchRecord,
     BranchStatus,
@@ -19,6 +23,7 @@ from dormant.workflow.history import (
     ErrorInfo,
     HistoryEntry,
     RecordedMessage,
+    StoredHistory,
     WorkflowRecord,
 )
 from tests.unit.fixtures.history_actor import registry
@@ -97,3 +102,70 @@ async def test_a_history_written_before_the_slotted_entries_replays_and_complete
         status = await handle.status()
         assert (status.workflow, status.output) == ("completed", 2)
         assert (await handle.state()).total == 6
+
+
+def test_an_entry_read_straight_from_its_json_is_the_entry_read_from_its_model() -> None:
+    for model in samples():
+        stored_json = model.model_dump(mode="json", exclude_defaults=True)
+        entry = Entry.from_json(stored_json)
+        assert entry is not None, stored_json
+        assert entry.to_json() == stored_json and entry.to_model() == model
+        assert entry.__dict__ == {} or model.kind is not EntryKind.STEP or model.retry_at or model.rollback_done \
+            or model.rollback_error  # a plain step sets none of the fields of some kinds only
+
+
+def test_what_pydantic_would_convert_or_refuse_goes_through_the_model() -> None:
+    base = {"location": "s", "kind": "step", "name": "s", "seq": 1, "status": "completed", "output": 1}
+    converted = working_copies(StoredHistory([{**base, "created_at": 3, "attempts": "2"}]))
+    assert converted[0].attempts == 2 and converted[0].created_at == 3.0  # pydantic's lax conversions
+    assert Entry.from_json({**base, "attempts": "2"}) is None
+    assert working_copies(StoredHistory([{**base, "created_at": 3}]))[0].created_at == 3.0  # int -> float here too
+    for corrupt in ({**base, "kind": "nope"}, {**base, "seq": None}, {**base, "status": 7}, {"location": "s"},
+                    {**base, "messages": [{"id": "m"}]}, {**base, "error": "bad"}):
+        assert Entry.from_json(corrupt) is None
+        expected = ""
+        try:
+            TypeAdapter(list[HistoryEntry]).validate_python([base, corrupt])  # what a load raised
+        except ValidationError as error:
+            expected = str(error)
+        with pytest.raises(ValidationError) as raised:
+            working_copies(StoredHistory([base, corrupt]))
+        assert expected and str(raised.value) == expected
+
+
+async def _fixture_store() -> tuple[MemoryEventStore, dict[str, Any]]:
+    data = stored()
+    store = MemoryEventStore()
+    ref = ActorRef(name="mixed", key=("one",))
+    await store.create(ref, ActorMeta.model_validate(data["meta"]), data["state"],
+                       WorkflowRecord.model_validate(data["workflow"]), [])
+    record = store._actors[ref.id]
+    record.history = {item["location"]: item for item in data["history"]}
+    record.version = data["version"]
+    return store, record.history
+
+
+async def test_a_replay_on_the_memory_store_builds_no_model_per_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    store, _ = await _fixture_store()
+
+    def no_models(self: StoredHistory) -> list[HistoryEntry]:
+        raise AssertionError("a wake-up validated the loaded history as models")
+    async with TestEnv(registry, store=store) as env:
+        with monkeypatch.context() as patched:
+            patched.setattr(StoredHistory, "models", no_models)
+            await env.run_until_idle()  # replays the history up to its sleep
+            await env.advance(3600)  # replays it again, then completes
+        status = await env.client.get_or_create("mixed", ["one"]).status()
+        assert (status.workflow, status.output) == ("completed", 2) and not env.failures
+
+
+async def test_a_corrupted_stored_entry_fails_the_wake_up_with_pydantics_error() -> None:
+    store, history = await _fixture_store()
+    location = next(iter(history))
+    history[location] = {**history[location], "seq": "not a number"}
+    async with TestEnv(registry, store=store) as env:
+        with pytest.raises(ValidationError, match="seq"):
+            await env.client.get_or_create("mixed", ["one"]).history()
+        with pytest.raises(WakeFailedError) as failed:  # the wake-up fails with the load's error, every try
+            await env.run_until_idle()
+        assert isinstance(failed.value.__cause__, ValidationError) and "seq" in str(failed.value.__cause__)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -133,7 +134,8 @@ class ActorSnapshot(BaseModel):
     meta: ActorMeta
     state: dict[str, Any]
     workflow: WorkflowRecord
-    history: list[HistoryEntry]
+    history: Sequence[HistoryEntry]
+    """Its live entries: a list of models, or a StoredHistory (validated when read; the engine reads its JSON)."""
     inbox: list[InboxMessage]
     wake_error: WakeError | None = None
     search: dict[str, list[Any]] = Field(default_factory=dict)

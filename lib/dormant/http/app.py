@@ -15,7 +15,7 @@ that does not exist. Who the caller is comes from the request context API Gatewa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -234,9 +234,9 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     def capped(seconds: float | None) -> float:
         return max_wait if seconds is None else min(seconds, max_wait)
 
-    def shown(entries: list[HistoryEntry]) -> list[HistoryEntry]:
+    def shown(entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
         """History as a reader sees it: callback tokens cut out, except in dev mode (docs/http-api.md)."""
-        return entries if settings.dev else without_tokens(entries)
+        return list(entries) if settings.dev else without_tokens(entries)
 
     # -- routes --------------------------------------------------------------------------------------
     @app.get("/actors", include_in_schema=False)

@@ -19,8 +19,6 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import TypeAdapter
-
 from dormant.core.callbacks import CallbackRecord, callback_record, heartbeat_allowed, may_replace
 from dormant.core.cursors import check_attention_cursor, check_cursor, listing_key, page_of
 from dormant.core.dedupe import DEDUPE_WINDOW, dedupe_until, is_duplicate
@@ -49,9 +47,8 @@ from dormant.memory.slots import MemorySlots
 from dormant.models import ValueCheck
 from dormant.runtime.versions import VersionRing, describe, pick, snapshot_of
 from dormant.workflow.execution import CommitDraft
-from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.history import StoredHistory, WorkflowRecord, WorkflowState
 
-_HISTORY = TypeAdapter(list[HistoryEntry])
 RECENTLY_CONSUMED = 256  # one validation call per load, not one per entry
 
 
@@ -216,13 +213,15 @@ class MemoryEventStore:
         self._leave(when, "load")
         if record is None:
             return None
-        return ActorSnapshot(
+        snapshot = ActorSnapshot(
             ref=ref, version=record.version, meta=ActorMeta.model_validate(record.meta), state=dict(record.state),
-            workflow=WorkflowRecord.model_validate(record.workflow),
-            history=_HISTORY.validate_python(list(record.history.values())),
+            workflow=WorkflowRecord.model_validate(record.workflow), history=[],
             inbox=[InboxMessage.model_validate(m) for m in record.inbox.values()],
             wake_error=WakeError.model_validate(record.wake_error) if record.wake_error else None,
             held_ids={*record.inbox, *record.recently_consumed}, search=apply_changes(record.search, {}))
+        # No model per entry: a wake-up builds its working records from the JSON (dormant.workflow.entries)
+        snapshot.history = StoredHistory(list(record.history.values()))
+        return snapshot
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
         when = self._enter("commit")

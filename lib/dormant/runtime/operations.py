@@ -76,7 +76,7 @@ from dormant.workflow.history import (
 PREVIEW_CHARS = 200  # of a pending message's body in the inbox view
 
 
-def reset_failure(history: list[HistoryEntry], record: WorkflowRecord) -> tuple[list[HistoryEntry], WorkflowRecord]:
+def reset_failure(history: Sequence[HistoryEntry], record: WorkflowRecord) -> tuple[list[HistoryEntry], WorkflowRecord]:
     """The entries and record that retry a failed workflow: failed steps and failed branches start over, and so do
     failed maps, from their failed and cancelled items (their succeeded items stand, the rest start in turn)."""
     changed: list[HistoryEntry] = []

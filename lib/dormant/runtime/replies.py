@@ -19,6 +19,7 @@ test moves the clock past it, however many seconds that is in real time.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from dormant.models import SendResult
@@ -115,7 +116,7 @@ def unanswered(snapshot: ActorSnapshot, message_id: str) -> SendResult | None:
     return SendResult(status="received", id=message_id, workflow=state) if ended else None
 
 
-def _receipt(history: list[HistoryEntry], message_id: str) -> tuple[HistoryEntry, RecordedMessage] | None:
+def _receipt(history: Sequence[HistoryEntry], message_id: str) -> tuple[HistoryEntry, RecordedMessage] | None:
     for entry in history:
         if entry.kind is EntryKind.MESSAGE:
             for recorded in entry.messages:
@@ -124,7 +125,7 @@ def _receipt(history: list[HistoryEntry], message_id: str) -> tuple[HistoryEntry
     return None
 
 
-def _iteration_finished(history: list[HistoryEntry], location: str) -> bool:
+def _iteration_finished(history: Sequence[HistoryEntry], location: str) -> bool:
     """True when `location` lies in a loop iteration that is over: nothing there can complete a message any
     more (a completion runs in the scope that holds the received message)."""
     loops = {e.location: e for e in history if e.kind is EntryKind.LOOP}

@@ -166,7 +166,7 @@ async def reset(host: OperatorHost, ref: ActorRef, version: int, *, reason: str 
     raise WakeFailedError(f"reset of {ref} lost {MAX_RACES} version races in a row")
 
 
-def _rewrite(now: list[HistoryEntry], then: list[HistoryEntry]) -> tuple[list[dict[str, object]], list[str]]:
+def _rewrite(now: Sequence[HistoryEntry], then: Sequence[HistoryEntry]) -> tuple[list[dict[str, object]], list[str]]:
     """The upserts and deleted locations that turn history `now` into `then`: entries recorded since are deleted,
     changed ones written back; an entry under a deleted location is written back even if unchanged."""
     old = {e.location: e.model_dump(mode="json", exclude_defaults=True) for e in then}

@@ -11,8 +11,11 @@ format is unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any, cast
+
+from pydantic import ValidationError
 
 from dormant.workflow.history import (
     BranchRecord,
@@ -22,11 +25,15 @@ from dormant.workflow.history import (
     ErrorInfo,
     HistoryEntry,
     RecordedMessage,
+    StoredHistory,
 )
 
 # Enum `.value` is a slow descriptor in CPython 3.11; these run once per committed entry.
 _KIND_TEXT = {kind: kind.value for kind in EntryKind}
 _STATUS_TEXT = {status: status.value for status in EntryStatus}
+_KIND_OF = {kind.value: kind for kind in EntryKind}
+_STATUS_OF = {status.value: status for status in EntryStatus}
+_FAILURE_KINDS = frozenset(("critical", "timeout", "exhausted"))
 _NO_MESSAGES: list[RecordedMessage] = cast("list[RecordedMessage]", ())
 _NO_BRANCHES: dict[str, BranchRecord] = cast("dict[str, BranchRecord]", MappingProxyType({}))
 
@@ -34,14 +41,32 @@ _NO_BRANCHES: dict[str, BranchRecord] = cast("dict[str, BranchRecord]", MappingP
 class Entry:
     """One recorded workflow decision (the fields and meaning of HistoryEntry).
 
-    Entries without messages or branches share immutable empty ones (one object fewer each for the
-    collector): a queue wait assigns its `messages`, a join or race is created with its own `branches`.
+    The fields every entry uses are slots; the ones only some kinds use (a sleep's deadline, a loop's iteration, a
+    queue wait's messages, ...) are class attributes holding their default, set on the instance (in its `__dict__`,
+    made on the first such write) only by an entry that uses them: a step, most of a history, carries none, and
+    weighs half of what a slot for every field weighed. Entries without messages or branches share immutable empty
+    ones: a queue wait assigns its `messages`, a join or race is created with its own `branches`.
     A map's `items` is the list it was created with, never changed in place."""
 
-    __slots__ = ("attempts", "branches", "callback", "created_at", "deadline", "ended_at", "error", "failure_kind",
-                 "items", "iteration", "kind", "location", "loop_state", "messages", "name", "output", "removed_kind",
-                 "retry_at", "rollback_done", "rollback_error", "seq", "started_at", "status", "throttled_since",
-                 "timed_out", "updated_at", "winner")
+    __slots__ = ("__dict__", "attempts", "created_at", "ended_at", "error", "kind", "location", "name", "output",
+                 "seq", "started_at", "status", "updated_at")
+
+    # the fields of some kinds only: their defaults (see the class docstring)
+    retry_at: float | None = None
+    throttled_since: float | None = None  # waits for its limit since (dormant.workflow.throttle)
+    failure_kind: str | None = None  # a failed step: critical, timeout or exhausted
+    rollback_done: bool = False
+    rollback_error: ErrorInfo | None = None
+    deadline: float | None = None  # sleep / queue timeout
+    iteration: int = 0  # loop
+    loop_state: Any = None
+    messages: list[RecordedMessage] = _NO_MESSAGES  # queue
+    timed_out: bool = False
+    branches: dict[str, BranchRecord] = _NO_BRANCHES  # join / race
+    winner: str | None = None
+    items: list[Any] | None = None  # map
+    removed_kind: str | None = None  # removed placeholder
+    callback: CallbackInfo | None = None  # callback
 
     def __init__(self, location: str, kind: EntryKind, name: str, seq: int,
                  status: EntryStatus = EntryStatus.PENDING, output: Any = None, error: ErrorInfo | None = None,
@@ -61,25 +86,41 @@ class Entry:
         self.output = output
         self.error = error
         self.attempts = attempts  # step
-        self.retry_at = retry_at
         self.started_at = started_at  # the last attempt's run: its duration is ended_at - started_at
         self.ended_at = ended_at
-        self.throttled_since = throttled_since  # waits for its limit since (dormant.workflow.throttle)
-        self.failure_kind = failure_kind  # a failed step: critical, timeout or exhausted
-        self.rollback_done = rollback_done
-        self.rollback_error = rollback_error
-        self.deadline = deadline  # sleep / queue timeout
-        self.iteration = iteration  # loop
-        self.loop_state = loop_state
-        self.messages = messages  # queue
-        self.timed_out = timed_out
-        self.branches = branches  # join / race
-        self.winner = winner
-        self.items = items  # map
-        self.removed_kind = removed_kind  # removed placeholder
-        self.callback = callback  # callback
         self.created_at = created_at
         self.updated_at = updated_at
+        # the fields of some kinds: set only when not their default (no instance dict for an entry that has none)
+        if retry_at is not None:
+            self.retry_at = retry_at
+        if throttled_since is not None:
+            self.throttled_since = throttled_since
+        if failure_kind is not None:
+            self.failure_kind = failure_kind
+        if rollback_done:
+            self.rollback_done = rollback_done
+        if rollback_error is not None:
+            self.rollback_error = rollback_error
+        if deadline is not None:
+            self.deadline = deadline
+        if iteration:
+            self.iteration = iteration
+        if loop_state is not None:
+            self.loop_state = loop_state
+        if messages is not _NO_MESSAGES:
+            self.messages = messages
+        if timed_out:
+            self.timed_out = timed_out
+        if branches is not _NO_BRANCHES:
+            self.branches = branches
+        if winner is not None:
+            self.winner = winner
+        if items is not None:
+            self.items = items
+        if removed_kind is not None:
+            self.removed_kind = removed_kind
+        if callback is not None:
+            self.callback = callback
 
     def __repr__(self) -> str:
         return f"Entry({self.kind.value} {self.location!r}, {self.status.value})"
@@ -96,6 +137,28 @@ class Entry:
             model.winner, model.items, model.removed_kind, model.created_at, model.updated_at, model.started_at,
             model.ended_at, model.throttled_since, model.callback.model_copy() if model.callback is not None else None,
             model.failure_kind)
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Entry | None:
+        """A working copy of a stored entry, read straight from its JSON, checked field by field as HistoryEntry
+        would check it; None when a field is not exactly what HistoryEntry itself writes (a type pydantic would
+        convert, a value it would refuse): the caller validates that entry as a model, which converts or gives
+        pydantic's error. Values are shared with `data`, as a model's are (the store never changes them)."""
+        try:
+            location, kind, name, seq = data["location"], _KIND_OF[data["kind"]], data["name"], data["seq"]
+        except (KeyError, TypeError):
+            return None
+        if type(location) is not str or type(name) is not str or type(seq) is not int:
+            return None
+        entry = Entry(location, kind, name, seq)
+        try:
+            for key, value in data.items():
+                check = _FIELDS.get(key)
+                if check is not None and not check(entry, value):
+                    return None
+        except (ValidationError, TypeError, KeyError):
+            return None
+        return entry
 
     def to_model(self) -> HistoryEntry:
         return HistoryEntry.model_validate(self.to_json())
@@ -151,3 +214,147 @@ class Entry:
         if self.updated_at != 0.0:
             data["updated_at"] = self.updated_at
         return data
+
+
+# ---- reading stored JSON (Entry.from_json): one check per field, True when it took the value -----------------------
+def _time(value: Any) -> float | None:
+    """A float field's value as pydantic gives it (an int becomes a float); raises TypeError on anything else."""
+    if type(value) is float:
+        return value
+    if type(value) is int:
+        return float(value)
+    raise TypeError
+
+
+def _set_status(entry: Entry, value: Any) -> bool:
+    entry.status = _STATUS_OF[value]
+    return True
+
+
+def _set_int(field: str) -> Any:
+    def check(entry: Entry, value: Any) -> bool:
+        if type(value) is not int:
+            return False
+        if value:
+            setattr(entry, field, value)
+        return True
+    return check
+
+
+def _set_flag(field: str) -> Any:
+    def check(entry: Entry, value: Any) -> bool:
+        if type(value) is not bool:
+            return False
+        if value:
+            setattr(entry, field, value)
+        return True
+    return check
+
+
+def _set_time(field: str, optional: bool) -> Any:
+    def check(entry: Entry, value: Any) -> bool:
+        if value is None:
+            return optional
+        setattr(entry, field, _time(value))
+        return True
+    return check
+
+
+def _set_text(field: str) -> Any:
+    def check(entry: Entry, value: Any) -> bool:
+        if value is not None and type(value) is not str:
+            return False
+        if value is not None:
+            setattr(entry, field, value)
+        return True
+    return check
+
+
+def _set_any(field: str) -> Any:
+    def check(entry: Entry, value: Any) -> bool:
+        if value is not None:
+            setattr(entry, field, value)
+        return True
+    return check
+
+
+def _set_error(field: str) -> Any:
+    def check(entry: Entry, value: Any) -> bool:
+        if value is not None:
+            setattr(entry, field, ErrorInfo.model_validate(value))
+        return True
+    return check
+
+
+def _set_failure_kind(entry: Entry, value: Any) -> bool:
+    if value is not None and value not in _FAILURE_KINDS:
+        return False
+    if value is not None:
+        entry.failure_kind = value
+    return True
+
+
+def _set_messages(entry: Entry, value: Any) -> bool:
+    if type(value) is not list:
+        return False
+    if value:
+        entry.messages = [RecordedMessage.model_validate(m) for m in value]
+    return True
+
+
+def _set_branches(entry: Entry, value: Any) -> bool:
+    if type(value) is not dict or any(type(b) is not str for b in value):
+        return False
+    if value:
+        entry.branches = {b: BranchRecord.model_validate(r) for b, r in value.items()}
+    return True
+
+
+def _set_items(entry: Entry, value: Any) -> bool:
+    if value is not None and type(value) is not list:
+        return False
+    if value is not None:
+        entry.items = list(value)  # pydantic's list[Any] is a new list too
+    return True
+
+
+def _set_callback(entry: Entry, value: Any) -> bool:
+    if value is not None:
+        entry.callback = CallbackInfo.model_validate(value)
+    return True
+
+
+def _taken(entry: Entry, value: Any) -> bool:  # location, kind, name, seq: read before the others
+    return True
+
+
+_FIELDS: dict[str, Any] = {
+    "location": _taken, "kind": _taken, "name": _taken, "seq": _taken, "status": _set_status,
+    "output": _set_any("output"), "error": _set_error("error"), "attempts": _set_int("attempts"),
+    "retry_at": _set_time("retry_at", True), "started_at": _set_time("started_at", True),
+    "ended_at": _set_time("ended_at", True), "throttled_since": _set_time("throttled_since", True),
+    "failure_kind": _set_failure_kind, "rollback_done": _set_flag("rollback_done"),
+    "rollback_error": _set_error("rollback_error"), "deadline": _set_time("deadline", True),
+    "iteration": _set_int("iteration"), "loop_state": _set_any("loop_state"), "messages": _set_messages,
+    "timed_out": _set_flag("timed_out"), "branches": _set_branches, "winner": _set_text("winner"),
+    "items": _set_items, "removed_kind": _set_text("removed_kind"), "callback": _set_callback,
+    "created_at": _set_time("created_at", False), "updated_at": _set_time("updated_at", False),
+}
+assert set(_FIELDS) == set(HistoryEntry.model_fields), "every field of HistoryEntry is read"
+
+
+def working_copies(entries: Sequence[HistoryEntry]) -> list[Entry]:
+    """The engine's working records of a loaded history: from a StoredHistory's JSON when every item is read whole
+    (no model per entry), else from its models (validated: a stored item that is not an entry raises pydantic's
+    ValidationError, as a load always did)."""
+    if isinstance(entries, StoredHistory):
+        copies = []
+        for data in entries.stored:
+            entry = Entry.from_json(data) if type(data) is dict else None
+            if entry is None:
+                break
+            copies.append(entry)
+        else:
+            return copies
+        entries = entries.models()
+    return [Entry.from_model(e) for e in entries]

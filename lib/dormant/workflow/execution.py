@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TypeVar
 
 from pydantic_core import to_jsonable_python
 
-from dormant.workflow.entries import Entry
+from dormant.workflow.entries import Entry, working_copies
 from dormant.workflow.errors import InvalidJsonError
 from dormant.workflow.history import (
     CallbackChange,
@@ -173,7 +173,7 @@ class Execution:
         self.host = host
         # The workflow's deadline (actor(..., workflow_timeout=...)) on the clock `now` reads; None: none.
         self.deadline = deadline
-        self.index = HistoryIndex([Entry.from_model(e) for e in entries])
+        self.index = HistoryIndex(working_copies(entries))
         self.loaded_record = record
         self.record = record.model_copy(deep=True)
         self.state = state

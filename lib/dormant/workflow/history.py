@@ -5,10 +5,11 @@ Everything here crosses the storage boundary, so it is pydantic and JSON-only.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 
 from dormant.workflow.caller import Caller
 from dormant.workflow.errors import WorkflowDefinitionError
@@ -147,6 +148,53 @@ class HistoryEntry(BaseModel):
     callback: CallbackInfo | None = None
     created_at: float = 0.0
     updated_at: float = 0.0
+
+
+_HISTORY = TypeAdapter(list[HistoryEntry])
+
+
+class StoredHistory(Sequence[HistoryEntry]):
+    """A loaded history as its store holds it (JSON objects), validated into HistoryEntry models only when read.
+
+    A wake-up never reads it as models: the engine builds its own working records straight from the JSON
+    (dormant.workflow.entries.working_copies), validating each field as it goes, and only an item that check does
+    not accept whole goes through `models()`, whose error is then the one a load always gave. Everything else (an
+    operator's reset, `history()`, timers) reads models, validated once, on first use."""
+
+    __slots__ = ("_models", "stored")
+
+    def __init__(self, stored: list[dict[str, Any]]) -> None:
+        self.stored = stored  # the store's own objects: never changed here
+        self._models: list[HistoryEntry] | None = None
+
+    def models(self) -> list[HistoryEntry]:
+        """The entries as models (ValidationError on a stored item that is not an entry)."""
+        if self._models is None:
+            self._models = _HISTORY.validate_python(self.stored)
+        return self._models
+
+    @overload
+    def __getitem__(self, index: int) -> HistoryEntry: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[HistoryEntry]: ...
+    def __getitem__(self, index: int | slice) -> HistoryEntry | Sequence[HistoryEntry]:
+        return self.models()[index]
+
+    def __len__(self) -> int:
+        return len(self.stored)
+
+    def __iter__(self) -> Iterator[HistoryEntry]:
+        return iter(self.models())
+
+    def __eq__(self, other: object) -> bool:  # as the list of models it stands for
+        if isinstance(other, StoredHistory):
+            return self.models() == other.models()
+        return isinstance(other, list) and self.models() == other
+
+    __hash__ = None  # type: ignore[assignment]  # (a list's: unhashable)
+
+    def __repr__(self) -> str:
+        return f"StoredHistory({len(self.stored)} entries)"
 
 
 class WorkflowState(StrEnum):
