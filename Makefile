@@ -230,7 +230,7 @@ PEERS_VENV := $(PEERS_DIR)/aws-venv
 PEERS_PINS := aws-durable-execution-sdk-python==3.0.0
 PEERS_STAMP := $(PEERS_DIR)/.installed
 $(PEERS_STAMP): $(PEERS_DIR)/package.json $(PEERS_DIR)/package-lock.json
-	cd $(PEERS_DIR) && npm ci --no-audit --no-fund
+	cd $(PEERS_DIR) && npm install --no-audit --no-fund  # not `npm ci`: npm 11 finds the lock missing other platforms optional packages
 	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/python -m pip install --quiet $(PEERS_PINS)
 	touch $(PEERS_STAMP)
