@@ -56,7 +56,8 @@ endef
 
 # -- the installs: exactly uv.lock (versions and hashes, every extra), with uv from PyPI (docs/testing.md, "Dependencies
 # and the lock"). `uv sync --locked` refuses a lock that no longer matches pyproject.toml (`make lock` updates it) and
-# removes what the lock does not list, so a venv holds the same packages on every machine.
+# removes what the lock does not list, so a venv holds the same packages on every machine (bytecode compiled, as pip
+# does: no test process compiles a module another is importing).
 UV_VENV := tools/uv-venv
 UV := $(UV_VENV)/bin/uv
 UV_STAMP := $(UV_VENV)/.installed
@@ -70,7 +71,7 @@ $(UV_STAMP): tools/uv/requirements.txt
 
 # `$(call uv_sync,VENV,PYTHON)`
 define uv_sync
-	$(UV_ENV) UV_PROJECT_ENVIRONMENT=$(1) $(UV) sync --quiet --locked --all-extras --python "$(2)"
+	$(UV_ENV) UV_PROJECT_ENVIRONMENT=$(1) $(UV) sync --quiet --locked --all-extras --compile-bytecode --python "$(2)"
 endef
 
 $(STAMP): pyproject.toml uv.lock $(UV_STAMP)
