@@ -344,4 +344,4 @@ infra-build:
 	$(MAKE) --no-print-directory infra-zips
 
 clean:
-	rm -rf $(VENV) $(VENV313) $(DEPLOY_VENV) $(SCAN_VENV) $(LOCALSTACK_VENV) .pytest_cache .mypy_cache .ruff_cache .aws-sam build
+	rm -rf $(VENV) $(VENV313) $(UV_VENV) $(DEPLOY_VENV) $(SCAN_VENV) $(LOCALSTACK_VENV) .pytest_cache .mypy_cache .ruff_cache .aws-sam build
