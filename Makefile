@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
-.PHONY: test durations lint docs docs-tools test-py313 localstack localstack-tools fuzz demo check bench bench-check bench-peers soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
+.PHONY: test durations lint lock test-lowest docs docs-tools test-py313 localstack localstack-tools fuzz demo check bench bench-check bench-peers soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
 	build-ApiFunction build-DependenciesLayer trim-layer coldstart chromium swagger-ui infra-zips infra-build scan-tools \
 	scan
 
@@ -40,7 +40,8 @@ LAYER_EXTRA ?=
 # Dependencies only `dormant dev` and the CLI use stay out of the layer (the functions never import them:
 # tests/integration/test_import_path.py checks it).
 LAYER_EXCLUDE ?= uvicorn httpx typer rich
-LAYER_REQUIREMENTS = $(shell $(PYTHON) -c "import tomllib, re; x = set('$(LAYER_EXCLUDE)'.split()); print(' '.join(d for d in tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'] if re.split('[=<>\\[ ]', d)[0] not in x))")
+# The rest of the library's dependencies, at uv.lock's versions, what they pull in constrained to the lock too.
+LAYER_REQUIREMENTS = $(shell $(PYTHON) tools/lock.py runtime --exclude $(LAYER_EXCLUDE))
 # botocore/boto3 service models kept in the layer: the functions call DynamoDB and SQS, keep large values in S3, and the
 # API reads its operator token from SSM or Secrets Manager (dormant.aws.secrets); add the services your registry's code
 # calls through boto3 (e.g. LAYER_SERVICES="dynamodb sqs s3 ssm secretsmanager sns").
@@ -57,24 +58,46 @@ define compile_bytecode
 	else echo "warning: no python$(LAMBDA_PYTHON) here: $(1) ships without bytecode" >&2; fi
 endef
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+# -- the installs: exactly uv.lock (versions and hashes, every extra), with uv from PyPI (docs/testing.md, "Dependencies
+# and the lock"). `uv sync --locked` refuses a lock that no longer matches pyproject.toml (`make lock` updates it) and
+# removes what the lock does not list, so a venv holds the same packages on every machine (bytecode compiled, as pip
+# does: no test process compiles a module another is importing).
+UV_VENV := tools/uv-venv
+UV := $(UV_VENV)/bin/uv
+UV_STAMP := $(UV_VENV)/.installed
+# never a Python uv downloads itself: the interpreters are this machine's (python3, python3.13)
+UV_ENV := UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1
+$(UV_STAMP): tools/uv/requirements.txt
+	rm -rf $(UV_VENV)
+	$(PYTHON) -m venv $(UV_VENV)
+	$(UV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r tools/uv/requirements.txt
+	touch $(UV_STAMP)
+
+# `$(call uv_sync,VENV,PYTHON)`
+define uv_sync
+	$(UV_ENV) UV_PROJECT_ENVIRONMENT=$(1) $(UV) sync --quiet --locked --all-extras --compile-bytecode --python "$(2)"
+endef
+
+$(STAMP): pyproject.toml uv.lock $(UV_STAMP)
+	$(call uv_sync,$(VENV),$(shell $(PYTHON) -c 'import sys; print(sys.executable)'))
 	touch $(STAMP)
 
+# uv.lock again from pyproject.toml, keeping every locked version that still fits (UPGRADE="--upgrade" or
+# UPGRADE="--upgrade-package NAME" moves them; the exact commands: docs/testing.md).
+UPGRADE ?=
+lock: $(UV_STAMP)
+	$(UV_ENV) $(UV) lock $(UPGRADE)
+
 # Python 3.13, Lambda's runtime (template.yaml, infra/): python3.13 on PATH or from pyenv. It runs the suite for
-# `make test-py313` (.venv313, the same pins) and LocalStack (which needs Python >= 3.12).
+# `make test-py313` (.venv313, the same lock) and LocalStack (which needs Python >= 3.12).
 PYTHON313 ?= $(shell for p in python3.13; do PYENV_VERSION=3.13 $$p -c \
 	'import sys; raise SystemExit(sys.version_info[:2] != (3, 13))' 2>/dev/null \
 	&& echo "env PYENV_VERSION=3.13 $$p" && break; done)
 VENV313 := .venv313
 STAMP313 := $(VENV313)/.installed
-$(STAMP313): pyproject.toml
+$(STAMP313): pyproject.toml uv.lock $(UV_STAMP)
 	@test -n "$(PYTHON313)" || { echo "error: no Python 3.13 here (python3.13 on PATH or pyenv's 3.13)" >&2; exit 1; }
-	test -x $(VENV313)/bin/python || $(PYTHON313) -m venv $(VENV313)
-	$(VENV313)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV313)/bin/python -m pip install --quiet -e '.[test]'
+	$(call uv_sync,$(VENV313),$(shell $(PYTHON313) -c 'import sys; print(sys.executable)'))
 	touch $(STAMP313)
 
 # LocalStack (host mode, no Docker, offline; tests/localstack.py, docs/localstack.md) in a venv of its own from the
@@ -149,6 +172,28 @@ XDIST = $(if $(filter-out 0,$(1)),-n $(1) --dist loadscope)
 # Local, moto), nothing else.
 test: lint java $(NODE_STAMP)
 	$(BIN)/python -m pytest -m "not tier2" $(call XDIST,$(PYTEST_WORKERS)) $(PYTEST_ARGS)
+
+# The lowest versions pyproject.toml allows, tested (`make test-lowest`, .ci/run): a new venv with uv's lowest-direct
+# resolution of the library and its `dev` extra (their dependencies at their lower bounds, what those pull in at its
+# newest), the test tools at the lock's versions, and the suite's in-memory part on it: tests/unit, tests/api, the
+# examples on TestEnv and the store contract on the memory store (no AWS stack: those are the `aws`, `moto` and
+# `dynamodb_local` parameters). A failure here means a lower bound in pyproject.toml is too low: raise it.
+LOWEST_VENV := build/lowest-venv
+LOWEST_TOOLS := pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis openapi-spec-validator schemathesis
+LOWEST_TESTS := tests/unit tests/api tests/examples tests/contract
+LOWEST_SELECT := not aws and not moto and not dynamodb_local
+LOWEST_WORKERS ?= $(PYTEST_WORKERS)
+test-lowest: $(UV_STAMP)
+	rm -rf $(LOWEST_VENV)
+	$(UV_ENV) $(UV) venv --quiet --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')" $(LOWEST_VENV)
+	$(UV_ENV) $(UV) pip install --quiet --python $(LOWEST_VENV)/bin/python --resolution lowest-direct -e '.[dev]' \
+		$$($(PYTHON) tools/lock.py pins $(LOWEST_TOOLS))
+	$(UV) pip list --python $(LOWEST_VENV)/bin/python 2>/dev/null | grep -iE '^($(subst $(space),|,$(LOWEST_SHOWN))) '
+	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider -m "not tier2" -k "$(LOWEST_SELECT)" \
+		$(call XDIST,$(LOWEST_WORKERS)) $(PYTEST_ARGS) $(LOWEST_TESTS)
+# the versions printed before the tests: the lower bounds as installed
+LOWEST_SHOWN := pydantic pydantic-settings aiobotocore botocore boto3 fastapi starlette mangum httpx uvicorn typer rich \
+	aws-lambda-powertools moto flask flask-cors
 
 # What each test module takes, for the xdist workers to take the longest first (tests/xdist_scheduling.py): rewrites
 # tests/durations.json from a tier-1 run. Run it now and then; a stale file only makes `make test` a little slower.
@@ -299,10 +344,13 @@ build-WorkerFunction build-ApiFunction:
 
 build-DependenciesLayer:
 	test -n "$(ARTIFACTS_DIR)"
+	mkdir -p "$(ARTIFACTS_DIR)"
+	$(PYTHON) tools/lock.py constraints > "$(ARTIFACTS_DIR)/lock-constraints.txt"
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --no-compile \
 		--root-user-action=ignore --target "$(ARTIFACTS_DIR)/python" \
 		--implementation cp --python-version $(LAMBDA_PYTHON) --platform $(LAMBDA_PLATFORM) --only-binary=:all: \
-		$(LAYER_REQUIREMENTS) $(LAYER_EXTRA)
+		-c "$(ARTIFACTS_DIR)/lock-constraints.txt" $(LAYER_REQUIREMENTS) $(LAYER_EXTRA)
+	rm "$(ARTIFACTS_DIR)/lock-constraints.txt"
 	$(MAKE) --no-print-directory trim-layer LAYER_SITE="$(ARTIFACTS_DIR)/python"
 	$(call compile_bytecode,$(ARTIFACTS_DIR)/python)
 
@@ -339,4 +387,4 @@ infra-build:
 	$(MAKE) --no-print-directory infra-zips
 
 clean:
-	rm -rf $(VENV) $(VENV313) $(DEPLOY_VENV) $(SCAN_VENV) $(DOCS_VENV) $(LOCALSTACK_VENV) .pytest_cache .mypy_cache .ruff_cache .aws-sam build
+	rm -rf $(VENV) $(VENV313) $(UV_VENV) $(DEPLOY_VENV) $(SCAN_VENV) $(DOCS_VENV) $(LOCALSTACK_VENV) .pytest_cache .mypy_cache .ruff_cache .aws-sam build

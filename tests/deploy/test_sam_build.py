@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.deploy.support import ROOT, deploy_tool, run, tool_environment
+from tools import lock
 
 FUNCTIONS = ("WorkerFunction", "ApiFunction")
 NO_NETWORK = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "",
@@ -112,14 +113,13 @@ def test_the_layer_target_fetches_wheels_for_the_lambda_runtime(tmp_path: Path) 
                  env=tool_environment(), timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     site = tmp_path / "python"
-    import tomllib
-
-    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    # every dependency of the library at the version uv.lock has (pyproject.toml gives ranges), but those excluded
     installed = {p.name.removesuffix(".dist-info").lower() for p in site.glob("*.dist-info")}
-    for pin in pins:
-        name, version = re.split(r"==", pin)
-        dist = f"{re.sub(r'[-.]', '_', name.split('[')[0]).lower()}-{version}"
-        assert (dist in installed) == (name not in LAYER_EXCLUDE), pin
+    names = [name for name, _ in lock.dependency_names()]
+    assert names and set(LAYER_EXCLUDE) <= set(names)
+    for name in names:
+        ((version, _),) = lock.locked()[name]
+        assert (f"{re.sub(r'[-.]', '_', name)}-{version}" in installed) == (name not in LAYER_EXCLUDE), name
     native = [p.name for p in site.rglob("_pydantic_core*.so")]
     assert native and all("cpython-313-aarch64-linux-gnu" in name for name in native), native
     assert not list(site.rglob("*.cpython-311.pyc"))  # nothing compiled for the build machine's Python
