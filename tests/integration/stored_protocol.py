@@ -3,7 +3,8 @@
 `write_actors` makes, through the store of the release that captures it, actors in every status with what their
 partitions can hold — pending, consumed and tombstoned messages, responses and events, a lapped commit ring (kept
 versions), values in S3, a callback's lookup item, a wake-up error and an attention mark, search items, a deletion
-mark, flow-control slots and a waiter — and `capture` saves every item of the table and every object of the bucket,
+mark, flow-control slots and a waiter — plus examples/counter.py's actor as the runtime's worker left it
+(`run_counter`), and `capture` saves every item of the table and every object of the bucket,
 with what that release read back (`expected`: each actor's snapshot, the listing, the kept versions, the callback),
 as one JSON file. tests/integration/test_stored_protocol.py loads the file into a fresh table and bucket and reads,
 sends to, commits and deletes those actors with the code under test: a change of the stored format that forgets the
@@ -152,6 +153,24 @@ async def expectations(store: DynamoEventStore, refs: dict[str, ActorRef]) -> di
     }
 
 
+RUNTIME_COUNTER = ActorRef(name="workflow-counter", key=("old",))  # examples/counter.py, woken by the runtime
+
+
+async def run_counter(config: Settings) -> dict[str, Any]:
+    """examples/counter.py's actor, created and sent to through the runtime (worker, SQS) in a table of its own (its
+    history is the engine's, so the code under test can wake it and replay it): that table and bucket, captured."""
+    from examples.counter import registry
+    from tests.aws_env import AwsTestEnv
+
+    async with AwsTestEnv(registry, settings=config.model_copy(update={"offload_threshold_bytes": 32 * 1024})) as env:
+        handle = env.client.get_or_create(RUNTIME_COUNTER.name, list(RUNTIME_COUNTER.key))
+        for delta in (2, 3, 5):
+            await handle.send("counter", {"delta": delta})
+            await env.run_until_idle()
+        async with DynamoEventStore.connect(env.settings) as store:
+            return await capture(store)
+
+
 def _encode(value: Any) -> Any:
     """DynamoDB's JSON with bytes (the `B` type) as base64 text."""
     if isinstance(value, bytes):
@@ -217,6 +236,8 @@ async def _generate(path: Path) -> None:
             await store.values.blobs.client.create_bucket(Bucket=config.bucket)
             written = await write_actors(store)
             refs = written["refs"]
+            refs["runtime"] = RUNTIME_COUNTER
+            await restore(store, await run_counter(config))
             data = await capture(store)
             reader = DynamoEventStore(store.client, config, clock=lambda: STORE_NOW, blobs=store.values.blobs)
             data["refs"] = {name: [ref.name, *ref.key] for name, ref in refs.items()}

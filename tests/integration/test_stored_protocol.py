@@ -15,7 +15,10 @@ import pytest
 from dormant.core.slots import SlotLease
 from dormant.dynamodb.store import DynamoEventStore
 from dormant.ports import ActorRef, listed_status
+from dormant.settings import Settings
 from dormant.workflow.history import WorkflowRecord, WorkflowState
+from examples.counter import registry as counter_registry
+from tests.aws_env import AwsTestEnv
 from tests.contract.support import T0, draft
 from tests.integration.conftest import shared_session
 from tests.integration.stored_protocol import (
@@ -69,7 +72,7 @@ async def test_an_earlier_releases_actors_are_sent_to_woken_and_deleted(
         pending = [item["id"] for item in before["inbox"]]
         # a duplicate of a message consumed by the earlier release is refused, a new one taken
         consumed = "kept-0" if name == "kept" else f"{name}-m1"  # kept-0: tombstoned by a snapshot; the rest in
-        if name not in ("pending", "big", "callback", "order"):   # the commit that consumed them
+        if name not in ("pending", "big", "callback", "order", "runtime"):  # the commit that consumed them
             assert not await store.enqueue(ref, message(consumed)), f"{name}: a consumed id came back"
         assert await store.enqueue(ref, message(f"{name}-new"))
         loaded = await store.load(ref)
@@ -102,3 +105,22 @@ async def test_an_earlier_releases_actors_are_sent_to_woken_and_deleted(
         assert [item["sk"]["S"] for item in left] == ["x#"], ref  # the deletion mark alone
     assert (await store.list_actors("counter")).actors == []
     assert await store.deleted_at(ActorRef(name="counter", key=("gone",))) == T0 + 5
+
+
+@pytest.mark.parametrize("path", RELEASES, ids=[path.stem for path in RELEASES])
+async def test_an_earlier_releases_workflow_is_woken_by_the_runtime(path: Path, aws_endpoints: dict[str, str]) -> None:
+    """examples/counter.py's actor as the earlier release's worker left it: the worker under test replays it, runs
+    the next message's step and commits over the old items; the client deletes it."""
+    data = json.loads(path.read_text())
+    async with AwsTestEnv(counter_registry, settings=Settings(**aws_endpoints)) as env:
+        async with DynamoEventStore.connect(env.settings, session=shared_session()) as store:
+            await restore(store, data)
+        before = data["expected"]["snapshots"]["runtime"]
+        handle = env.client.get("workflow-counter", ["old"])
+        await handle.send("counter", {"delta": 7})
+        await env.run_until_idle()
+        state = await handle.get_state()
+        assert (state.value, state.processed) == (before["state"]["value"] + 7, before["state"]["processed"] + 1)
+        assert (await handle.status()).version > before["version"]
+        await handle.delete()
+        assert await env.store.load(ActorRef(name="workflow-counter", key=("old",))) is None
