@@ -5,6 +5,7 @@ chain consumed, and its own chain then starts afresh: the load must still hide t
 from __future__ import annotations
 
 import secrets
+import time
 
 import pytest
 
@@ -61,3 +62,26 @@ async def test_the_list_of_what_a_snapshot_tombstoned_never_makes_its_commit_too
     assert TOMBSTONED not in commit_payload(newest)  # 150 ids of 190 bytes: over the limit with them
     loaded = await DynamoEventStore(store.client, store.settings, blobs=store.values.blobs).load(actor)
     assert loaded is not None and (loaded.version, loaded.inbox) == (version, [])
+
+
+async def test_an_id_sent_again_after_its_window_is_new_although_the_snapshot_lists_it(
+        store: DynamoEventStore) -> None:
+    """The list keeps each consumption's time: a message sent again once its tombstone has expired is not hidden by
+    the snapshot that wrote that tombstone (still the chain's snapshot)."""
+    now = [float(int(time.time()))]
+    settings = store.settings.model_copy(update={"dedupe_ttl_seconds": 60})
+    clocked = DynamoEventStore(store.client, settings, clock=lambda: now[0], blobs=store.values.blobs)
+    actor = ActorRef(name="counter", key=("a",))
+    assert await clocked.create(actor, ActorMeta(name="counter", key=actor.key, created_at=T0), {"value": 0},
+                                WorkflowRecord(state=WorkflowState.SLEEPING), [])
+    assert await clocked.enqueue(actor, message("again"))
+    version = await clocked.commit(actor, 1, draft(consumed=["again"], at=T0 + 1))
+    now[0] += 61  # the window after that consumption has ended
+    while version <= settings.snapshot_every:  # up to the snapshot that tombstones it (and lists it)
+        version = await clocked.commit(actor, version, draft(state={"value": version}, at=T0 + version))
+    newest = max(await clocked.ring.items(actor), key=lambda item: int(item["v"]["N"]))
+    assert "snap" in newest and [mid for mid, _ in commit_payload(newest)[TOMBSTONED]] == ["again"]
+    assert await clocked.enqueue(actor, message("again"))  # over the expired tombstone: a new message
+    loaded = await DynamoEventStore(store.client, settings, clock=lambda: now[0],
+                                    blobs=store.values.blobs).load(actor)
+    assert loaded is not None and [m.id for m in loaded.inbox] == ["again"]
