@@ -37,8 +37,8 @@ class InboxWaiter:
             if head is None:  # never read through this store: a load knows the commit chain
                 snapshot = await self.load(ref)
                 inbox = snapshot.inbox if snapshot is not None else []
-            else:  # consumed messages not tombstoned yet are those of the chain since the last snapshot
-                inbox = self.messages.live(ref, pending.messages, dict(head.chain_consumed))[0]
+            else:  # consumed messages whose pending items may still be read: the head's hidden ones
+                inbox = self.messages.live(ref, pending.messages, head.hidden())[0]
             fresh = await self.values.resolve_inbox(ref, [message for message in inbox if message.id not in known],
                                                     whole=False)
             remaining = give_up - loop.time()

@@ -118,6 +118,9 @@ class Head:
     # (message id, when the commit that consumed it was written) from the snapshot to this version: their inbox items
     # are tombstoned only by the next snapshot commit (dormant.dynamodb.messages)
     chain_consumed: tuple[tuple[str, float], ...] = ()
+    # the same for the chain before the snapshot, whose tombstones the snapshot commit wrote just before it: a load's
+    # inbox Query answered before those tombstones (the two Queries run concurrently) still finds their pending items
+    tombstoned: tuple[tuple[str, float], ...] = ()
     settled: bool = False  # this version's responses and events are known to be written
     incarnation: str = ""  # of this life of the actor: a re-created actor's commits never mix with a deleted one's
     # S3 objects this version refers to, by where (a history location, or "#state", "#meta", "#workflow"): sparse
@@ -155,10 +158,15 @@ class Head:
             history=history, sizes=sizes, state_bytes=state_bytes, workflow_bytes=workflow_bytes,
             meta_bytes=self.meta_bytes, event_seq=side.events[-1][0] if side.events else self.event_seq,
             delta_bytes=self.delta_bytes, side=side, chain_consumed=self.chain_consumed + side.consumed_at(),
-            incarnation=self.incarnation, refs=refs,
+            tombstoned=self.tombstoned, incarnation=self.incarnation, refs=refs,
             releases={v: keys for v, keys in self.releases.items() if v > version - self.ring},
             search=apply_changes(self.search, delta["a"]) if "a" in delta else self.search,
             since=side.listed[1] if side.listed is not None else self.since)
+
+    def hidden(self) -> dict[str, float]:
+        """Message id -> when it was consumed, for every consumed message whose pending item a load may still read:
+        the chain's since the snapshot, and the chain's before it (see `tombstoned`)."""
+        return dict(self.tombstoned + self.chain_consumed)
 
     def all_refs(self) -> Counter[str]:
         """Every object this version refers to, with how many places refer to it."""

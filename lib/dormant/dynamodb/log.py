@@ -16,10 +16,19 @@ from collections.abc import Callable
 from typing import Any
 
 from dormant.core.records import ActorMeta, ActorRef, ActorSnapshot, InboxMessage, listed_status
-from dormant.dynamodb.items import Head, Side, TornRead, json_size, sized
+from dormant.dynamodb.items import Head, Side, TornRead, item_size, json_size, sized
 from dormant.dynamodb.messages import InboxItems
 from dormant.dynamodb.requests import Item, Table
-from dormant.dynamodb.ring import DELTA_WEIGHT, RELEASES, HeadCache, Ring, commit_item, delta_of, materialize
+from dormant.dynamodb.ring import (
+    DELTA_WEIGHT,
+    RELEASES,
+    TOMBSTONED,
+    HeadCache,
+    Ring,
+    commit_item,
+    delta_of,
+    materialize,
+)
 from dormant.dynamodb.settle import Settler
 from dormant.dynamodb.sizes import SizeChecks, side_parts_of
 from dormant.errors import StorageError, VersionConflict
@@ -77,8 +86,7 @@ class CommitLog:
                 head = materialize(ring_items, lambda newest: self.heads.get(ref, newest))
                 if head is None:
                     return None
-                consumed = dict(head.chain_consumed)
-                inbox, held = self.messages.live(ref, pending.messages, consumed)
+                inbox, held = self.messages.live(ref, pending.messages, head.hidden())
                 # Values kept in S3: a reader of a version a later commit lapped may miss one; it reads again.
                 fetched, inbox = await asyncio.gather(self.values.fetch_all(head.all_refs()),
                                                       self.values.resolve_inbox(ref, inbox))
@@ -117,7 +125,10 @@ class CommitLog:
         snapshot = snapshot_due(version, base.snapshot_version, base.ring, base.delta_bytes, weight)
         if snapshot:
             payload = {"f": head.full(), **side.payload()}
+            if base.chain_consumed:  # the tombstones written below, before this item (Head.tombstoned)
+                payload[TOMBSTONED] = [[mid, at] for mid, at in base.chain_consumed]
             head.snapshot_version, head.delta_bytes, head.chain_consumed = version, 0, side.consumed_at()
+            head.tombstoned = base.chain_consumed
             parts = head.full_parts() + side_parts
         else:
             payload = {**delta, **side.payload()}
@@ -130,6 +141,11 @@ class CommitLog:
             item[DELTA_WEIGHT] = {"N": str(head.delta_bytes)}
         if released:  # deleted a lap later, when this slot is overwritten (dormant.s3.large_values)
             item[RELEASES] = {"SS": list(released)}
+        if TOMBSTONED in payload and item_size(item) > self.sizes.item_limit:
+            # Never the reason a commit fails: without the list, a load must only not race this commit's tombstones.
+            del payload[TOMBSTONED]
+            head.tombstoned = ()
+            item = {**item, "z": commit_item(ref, head, payload, snapshot=True, at=now)["z"]}
         self.sizes.item(ref, f"commit {version}", item, parts)
         incarnation = {":c": {"S": base.incarnation}}
         if version <= base.ring:  # a free slot, or one left by a deleted incarnation of the actor

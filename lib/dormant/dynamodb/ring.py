@@ -18,6 +18,7 @@ from dormant.workflow.history import WorkflowState
 
 RELEASES = "r"  # a commit item's attribute: the S3 objects its version released (dormant.s3.large_values)
 DELTA_WEIGHT = "dw"  # a delta item's attribute: the weight of the deltas since the snapshot (runtime.versions)
+TOMBSTONED = "tc"  # a snapshot's payload key: [id, consumed at] of the messages its commit tombstoned (Head.tombstoned)
 
 
 def live_items(items: list[dict[str, Any]]) -> dict[int, dict[str, Any]] | None:
@@ -63,6 +64,7 @@ def materialize(items: list[dict[str, Any]], cached: Callable[[int], Head | None
                                                                                             strict=True)]
     head = Head.from_snapshot(int(chain[0]["v"]["N"]), int(chain[0]["n"]["N"]), payloads[0]["f"], sides[0],
                               incarnation)
+    head.tombstoned = tuple((str(mid), float(at)) for mid, at in payloads[0].get(TOMBSTONED, ()))  # (none before)
     for item, payload, side in zip(chain[1:], payloads[1:], sides[1:], strict=True):
         head = head.advance(int(item["v"]["N"]), payload, side)
         # (items written before the weight was stored: their compressed size, as those versions decided)
