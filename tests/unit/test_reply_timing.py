@@ -72,6 +72,7 @@ def test_a_first_read_made_early_teaches_only_when_it_found_the_answer() -> None
     timing = ReplyTiming()
     early = timing.schedule("desk")  # woken early (the dev stack's commit signal, a deadline) and missed
     early.looked(FIRST_DEFAULT / 2, False)
+    early.looked(FIRST_DEFAULT * 2, True)
     assert timing.expected("desk") == FIRST_DEFAULT
     found = timing.schedule("desk")  # woken early and found: it was there by the scheduled time too
     found.looked(FIRST_DEFAULT / 2, True)
@@ -79,7 +80,20 @@ def test_a_first_read_made_early_teaches_only_when_it_found_the_answer() -> None
     missed = timing.schedule("desk")
     before = timing.expected("desk")
     missed.looked(before, False)
+    missed.looked(before + 0.05, True)
     assert timing.expected("desk") > before
+
+
+def test_waits_that_no_answer_ends_teach_nothing() -> None:
+    """Sends to a queue whose receive does not answer (or to a stopped actor) must not push the first read of the
+    answered ones late."""
+    timing = ReplyTiming()
+    for _ in range(100):
+        unanswered = timing.schedule("desk")
+        for elapsed in (FIRST_DEFAULT, FIRST_DEFAULT + 0.05, FIRST_DEFAULT + 0.1):
+            unanswered.looked(elapsed, False)
+    assert timing.expected("desk") == FIRST_DEFAULT
+    assert timing.schedule("desk").late == timing.schedule("other").late
 
 
 async def test_the_dynamodb_poll_reads_on_the_schedule_once_by_its_deadline() -> None:

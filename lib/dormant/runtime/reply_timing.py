@@ -4,7 +4,7 @@ On Lambda the API function waits for a `send(wait=True)` answer billed per milli
 priced read (DynamoDB has no server-side long poll). Both are spent only where the answer may be:
 
 - **The first read at the median wake-up latency** (SQS delivery, the worker's load, run and commit) of the
-  actor type. Nothing can be there sooner, so the reads before it are saved. The median is learned per
+  actor type: the reads before it would mostly find nothing, and are saved. The median is learned per
   process and per actor type by stochastic quantile tracking, which needs only what a waiter knows anyway,
   whether its first read found the answer: found, the first read moves earlier by a step, missed, later
   by a step. The two balance where half the answers are found at the first read.
@@ -14,8 +14,9 @@ priced read (DynamoDB has no server-side long poll). Both are spent only where t
   missed first read the answer was found (a moving average per actor type), or how long this wait has
   already gone past its first read, whichever is longer (a slow answer widens its own window).
 
-A wait that is ended by other news (the dev stack's in-process commit signal, the deadline) teaches nothing
-about the first read's timing unless it looked at it. This module does no I/O: the store reads, it schedules.
+Only waits that an answer ends teach (one that none ends, say a send to a queue whose receive does not answer,
+would push the first read late for the answered ones), and only when their first read was made on schedule.
+This module does no I/O: the store reads, it schedules.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class ReadSchedule:
     first: float
     late: float
     reads: int = 0
-    missed_first: bool = False  # the first read was made on schedule and found nothing
+    on_schedule: bool = False  # the first read was made at `first` (or found the answer before it)
 
     def pause(self, elapsed: float) -> float:
         """Seconds to wait before the next read, `elapsed` seconds into the wait."""
@@ -99,16 +100,17 @@ class ReadSchedule:
     def looked(self, elapsed: float, found: bool) -> None:
         """A read was made `elapsed` seconds into the wait and found the answer or not.
 
-        The first read teaches its timing when it was made on schedule, or early and found the answer (then it
-        was there by the scheduled time too); a later one that found it, after a first read on schedule that
-        missed, teaches the spread."""
+        Only a wait that found its answer teaches, and only if its first read was made on schedule (or early,
+        and found it: then it was there by the scheduled time too): whether that first read found it, and if
+        not, how long after it the answer was. A wait that no answer ends (a receive that does not answer, a
+        stopped actor, the deadline) would only teach that answers come late."""
         self.reads += 1
         if self.reads == 1:
-            if found or elapsed >= self.first:
-                self.timing.learn_first(self.kind, self.first, found)
-                self.missed_first = not found
-        elif found and self.missed_first:
-            self.timing.learn_late(self.kind, elapsed - self.first)
+            self.on_schedule = found or elapsed >= self.first
+        if found and self.on_schedule:
+            self.timing.learn_first(self.kind, self.first, self.reads == 1)
+            if self.reads > 1:
+                self.timing.learn_late(self.kind, elapsed - self.first)
 
 
 TIMING = ReplyTiming()
