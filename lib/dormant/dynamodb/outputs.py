@@ -1,8 +1,8 @@
 """Responses and events of the DynamoDB store: TTL items in the actor's partition, written after the commit that
 made them (the store's settling: dormant.dynamodb.settle), read by the clients that wait for them: a
 `send(wait=True)` on the schedule dormant.runtime.reply_timing learns (the first read at the actor type's median
-wake-up latency, then reads spaced by the read's price against the API's time), event long-polls with short,
-growing polls."""
+wake-up latency, then reads spaced by the answers' spread and a read's price in API time), event long-polls
+with short, growing polls."""
 
 from __future__ import annotations
 

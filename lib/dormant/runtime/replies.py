@@ -42,8 +42,8 @@ CHECK_FIRST, CHECK_MAX = 0.25, 5.0
 is two read requests (the actor's ring and its pending inbox), priced, so a 25 s wait makes 8 loads beside its
 response reads."""
 CHECK_AFTER = 3.0
-"""The first load waits at least this many times the actor type's median answer time (reply_timing): most
-answers come before it, and a wait that an answer ends makes no load at all."""
+"""The first load waits this many times the actor type's median answer time (reply_timing; at most CHECK_MAX):
+most answers come before it, and a wait that an answer ends makes no load at all."""
 STILL_FIRST, STILL_MAX = 0.02, 0.2
 """The same under a clock that stands still: a test's store, where a load is cheap and a test should not sit
 on news that is already there."""
@@ -91,7 +91,8 @@ async def await_reply(store: EventStore, clock: Clock, ref: ActorRef, message_id
 async def _watch(store: EventStore, clock: Clock, ref: ActorRef, message_id: str) -> SendResult:
     """Load the actor at growing intervals until a load shows that no answer will come."""
     if clock.realtime:
-        interval, longest = max(CHECK_FIRST, CHECK_AFTER * TIMING.expected(ref.name)), CHECK_MAX
+        interval = min(max(CHECK_FIRST, CHECK_AFTER * TIMING.expected(ref.name)), CHECK_MAX)
+        longest = CHECK_MAX
     else:
         interval, longest = STILL_FIRST, STILL_MAX
     while True:
