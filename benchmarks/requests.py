@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -351,9 +352,11 @@ async def sleep_with_arrivals(probe: Probe, rounds: int) -> None:
 
 
 async def request_response(probe: Probe, rounds: int) -> None:
-    """Per unit: `send(wait=True)` to the doubler: the API holds the request and polls for the response."""
+    """Per unit: `send(wait=True)` to the doubler: the API holds the request and reads for the response. Noted:
+    when each answer was written (the worker's settling, from the start of the API's wait) and how long after
+    that the API found it (what the wait's schedule adds: dormant.runtime.reply_timing)."""
     stack = probe.stack
-    async with stack.client() as client:
+    async with stack.client() as client, answer_times() as times:
         handle = client.get_or_create("request-response", ["bench"])
 
         async def call(value: int) -> None:
@@ -371,9 +374,58 @@ async def request_response(probe: Probe, rounds: int) -> None:
 
         await call(0)
         probe.mark()
+        first = len(times.waits)
         for n in range(1, rounds + 1):
             await call(n)
         await probe.close()
+        assert probe.result is not None
+        probe.result.notes.append(times.note(first))
+
+
+@dataclass
+class AnswerTimes:
+    """Per message id: when its response items were made (settling) and when the API's wait began and ended."""
+
+    written: dict[str, float] = field(default_factory=dict)
+    waits: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def note(self, skip: int) -> str:
+        ids = [mid for mid in list(self.waits)[skip:] if mid in self.written]
+        if not ids:
+            return "answer times: none seen"
+        ready = [1000 * (self.written[mid] - self.waits[mid][0]) for mid in ids]
+        late = [1000 * (self.waits[mid][1] - self.written[mid]) for mid in ids]
+        return (f"answers written {statistics.median(ready):.0f} ms into the API's wait (median; p10 "
+                f"{sorted(ready)[len(ready) // 10]:.0f}, p90 {sorted(ready)[9 * len(ready) // 10]:.0f}), found "
+                f"{statistics.median(late):.0f} ms after that (median; mean {statistics.mean(late):.0f}) "
+                f"({len(ids)} calls)")
+
+
+@contextlib.asynccontextmanager
+async def answer_times() -> Any:
+    """Time the answers of `send(wait=True)`: the store's settling and waiting code, wrapped for the scenario."""
+    from dormant.dynamodb.outputs import OutputItems
+
+    times = AnswerTimes()
+    items_of, wait_response = OutputItems.items_of, OutputItems.wait_response
+
+    def timed_items(self: Any, ref: Any, head: Any) -> Any:
+        for mid in head.side.responses:
+            times.written.setdefault(mid, time.monotonic())
+        return items_of(self, ref, head)
+
+    async def timed_wait(self: Any, ref: Any, message_id: str, timeout: float) -> Any:
+        began = time.monotonic()
+        found = await wait_response(self, ref, message_id, timeout)
+        if timeout > 0 and found[0]:
+            times.waits[message_id] = (began, time.monotonic())
+        return found
+
+    OutputItems.items_of, OutputItems.wait_response = timed_items, timed_wait  # type: ignore[method-assign]
+    try:
+        yield times
+    finally:
+        OutputItems.items_of, OutputItems.wait_response = items_of, wait_response  # type: ignore[method-assign]
 
 
 async def timer_batches(probe: Probe, rounds: int) -> None:

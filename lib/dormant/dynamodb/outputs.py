@@ -1,6 +1,8 @@
 """Responses and events of the DynamoDB store: TTL items in the actor's partition, written after the commit that
-made them (the store's settling: dormant.dynamodb.settle), read by the clients that wait for them (`send(wait=True)`,
-event long-polls) with short, growing polls."""
+made them (the store's settling: dormant.dynamodb.settle), read by the clients that wait for them: a
+`send(wait=True)` on the schedule dormant.runtime.reply_timing learns (the first read at the actor type's median
+wake-up latency, then reads spaced by the answers' spread and a read's price in API time), event long-polls
+with short, growing polls."""
 
 from __future__ import annotations
 
@@ -15,27 +17,39 @@ from dormant.dynamodb.items import Head, dumps
 from dormant.dynamodb.keys import events_after, events_key, item_key, response_key
 from dormant.dynamodb.requests import Item, Table
 from dormant.dynamodb.table import TTL_ATTRIBUTE
+from dormant.runtime.reply_timing import TIMING, ReadSchedule
 from dormant.settings import Settings
 
 POLL_FIRST, POLL_MAX = 0.02, 0.25
 T = TypeVar("T")
 
 
-async def poll(fetch: Callable[[], Awaitable[T | None]], timeout: float, key: str | None = None) -> T | None:
-    """`fetch()` until it returns something or `timeout` passes (intervals double up to POLL_MAX).
+async def poll(fetch: Callable[[], Awaitable[T | None]], timeout: float, key: str | None = None,
+               schedule: ReadSchedule | None = None) -> T | None:
+    """`fetch()` until it returns something or `timeout` passes: at once, then at intervals that double up to
+    POLL_MAX, or when `schedule` says (which is told what each read found).
 
     With `key` (an actor id) a pause also ends when `changed(key)` is called: in a process that runs the API
     and the worker together (`dormant dev`), a commit for that actor makes the waiting request look again at
     once instead of at its next interval. Elsewhere nothing calls it and the intervals alone apply."""
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     interval = POLL_FIRST
     while True:
+        if schedule is not None:
+            ahead = min(schedule.pause(time.monotonic() - started), deadline - time.monotonic())
+            if ahead > 0:
+                await _pause(key, ahead)
+        at = time.monotonic()
         found = await fetch()
+        if schedule is not None:
+            schedule.looked(at - started, found is not None)
         remaining = deadline - time.monotonic()
         if found is not None or remaining <= 0:
             return found
-        await _pause(key, min(interval, remaining))
-        interval = min(interval * 2, POLL_MAX)
+        if schedule is None:
+            await _pause(key, min(interval, remaining))
+            interval = min(interval * 2, POLL_MAX)
 
 
 _waiting: dict[str, list[asyncio.Future[None]]] = {}
@@ -103,7 +117,9 @@ class OutputItems:
                 return None
             return True, json.loads(item["d"]["S"])
 
-        return await poll(fetch, timeout, ref.id) or (False, None)
+        # A zero timeout is one look now (a last check), not a wait to schedule or learn from.
+        schedule = TIMING.schedule(ref.name) if timeout > 0 else None
+        return await poll(fetch, timeout, ref.id, schedule) or (False, None)
 
     async def read_events(self, ref: ActorRef, after: int, limit: int) -> list[EventRecord]:
         records: list[EventRecord] = []

@@ -12,6 +12,9 @@ intervals, no write) and ends as soon as that says no answer will come:
 - the workflow has ended (completed, terminated) with the message still in the inbox, or discarded by a
   terminate ("queued"), or taken by a completable receive it never answered ("received"): with its state.
 
+The response's reads follow the schedule of dormant.runtime.reply_timing (for a store that polls); the loads
+start after most answers have come (CHECK_AFTER), so a call its answer ends pays no load.
+
 The wait's deadline is on the service's clock: under a clock that stands still (TestEnv) it ends when the
 test moves the clock past it, however many seconds that is in real time.
 """
@@ -24,6 +27,7 @@ from typing import Any
 
 from dormant.models import SendResult
 from dormant.ports import FINISHED, ActorRef, ActorSnapshot, Clock, EventStore
+from dormant.runtime.reply_timing import TIMING
 from dormant.workflow.history import (
     ITERATION_MARK,
     SEPARATOR,
@@ -35,8 +39,12 @@ from dormant.workflow.history import (
 )
 
 CHECK_FIRST, CHECK_MAX = 0.25, 5.0
-"""Real seconds before the first load, doubling up to the longest interval: a load is two read requests (the
-actor's ring and its pending inbox), priced, so a 25 s wait makes 8 loads beside its response polls."""
+"""Real seconds before the first load (at least; see CHECK_AFTER), doubling up to the longest interval: a load
+is two read requests (the actor's ring and its pending inbox), priced, so a 25 s wait makes 8 loads beside its
+response reads."""
+CHECK_AFTER = 3.0
+"""The first load waits this many times the actor type's median answer time (reply_timing; at most CHECK_MAX):
+most answers come before it, and a wait that an answer ends makes no load at all."""
 STILL_FIRST, STILL_MAX = 0.02, 0.2
 """The same under a clock that stands still: a test's store, where a load is cheap and a test should not sit
 on news that is already there."""
@@ -83,7 +91,11 @@ async def await_reply(store: EventStore, clock: Clock, ref: ActorRef, message_id
 
 async def _watch(store: EventStore, clock: Clock, ref: ActorRef, message_id: str) -> SendResult:
     """Load the actor at growing intervals until a load shows that no answer will come."""
-    interval, longest = (CHECK_FIRST, CHECK_MAX) if clock.realtime else (STILL_FIRST, STILL_MAX)
+    if clock.realtime:
+        interval = min(max(CHECK_FIRST, CHECK_AFTER * TIMING.expected(ref.name)), CHECK_MAX)
+        longest = CHECK_MAX
+    else:
+        interval, longest = STILL_FIRST, STILL_MAX
     while True:
         await asyncio.sleep(interval)
         snapshot = await store.load(ref)
