@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import pytest_asyncio
 import websockets
 from pydantic import BaseModel
 
@@ -25,6 +26,8 @@ from dormant.http.client import HttpClient
 from dormant.settings import Settings
 
 DEADLINE = 30.0  # a condition waited for, not a speed bound
+# One stack for the module (each test has actors of its own): starting one takes seconds.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 class Note(BaseModel):
@@ -55,7 +58,7 @@ async def run(ctx: WorkflowContext) -> None:
 REGISTRY = Registry([notes])
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def stack(aws_endpoints: dict[str, str]) -> AsyncIterator[DevStack]:
     suffix = uuid.uuid4().hex[:8]
     settings = Settings(table=f"rt-{suffix}", queue_name=f"rt-{suffix}.fifo",  # type: ignore[call-arg]
@@ -156,3 +159,58 @@ async def test_a_dead_connection_is_dropped_and_does_not_fail_the_wake_up(stack:
             status = await handle.status()
         assert status.error is None
         assert (await handle.state())["count"] == 2
+
+
+async def test_handle_connect_pushes_events_to_callbacks_and_the_iterator_and_resumes_after_a_drop(
+        stack: DevStack) -> None:
+    import httpx
+
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["client"])
+        await handle.send("notes", {"text": "c1"})
+        heard: list[Any] = []
+        async with handle.connect(after=0).on("noted", heard.append) as connection:
+            first = await asyncio.wait_for(anext(connection), DEADLINE)
+            await handle.send("notes", {"text": "c2"})
+            second = await asyncio.wait_for(anext(connection), DEADLINE)
+            # The server drops the socket (as API Gateway does at 2 hours): the connection subscribes again from
+            # its cursor, and what was committed meanwhile arrives once, in order.
+            async with httpx.AsyncClient() as http:
+                stored = await connections_of(stack, handle)
+                assert len(stored) == 1
+                assert (await http.delete(f"{stack.api_url}/@connections/{stored[0]}")).status_code == 204
+            for n in (3, 4):
+                await handle.send("notes", {"text": f"c{n}"})
+            rest = [await asyncio.wait_for(anext(connection), DEADLINE) for _ in range(2)]
+        events = [first, second, *rest]
+        assert [(e.seq, e.payload["text"]) for e in events] == [(n, f"c{n}") for n in range(1, 5)]
+        assert heard == [{"text": f"c{n}"} for n in range(1, 5)]
+        assert connection.connects == 2 and connection.cursor == 4
+
+
+async def connections_of(stack: DevStack, handle: Any) -> list[str]:
+    from aiobotocore.session import get_session
+
+    settings = stack.settings
+    async with get_session().create_client("dynamodb", **settings.client_kwargs("dynamodb")) as dynamodb:
+        found = await Connections(Table(dynamodb, settings.table), time.time).of_actor(handle.ref, 100)
+    return [s.connection_id for s in found]
+
+
+async def test_the_sync_connection_and_a_refused_subscription(stack: DevStack) -> None:
+    from dormant.errors import ActorNotFoundError
+    from dormant.http.client import SyncHttpClient
+
+    def script() -> list[tuple[int, str]]:
+        with SyncHttpClient(stack.api_url) as client:
+            handle = client.get_or_create("notes", ["sync"])
+            handle.send("notes", {"text": "s1"})
+            with handle.connect() as connection:
+                first = connection.next(DEADLINE)
+                handle.send("notes", {"text": "s2"})
+                second = connection.next(DEADLINE)
+            with pytest.raises(ActorNotFoundError), client.get("notes", ["never-made"]).connect():
+                pass
+        return [(e.seq, e.payload["text"]) for e in (first, second)]
+
+    assert await asyncio.to_thread(script) == [(1, "s1"), (2, "s2")]
