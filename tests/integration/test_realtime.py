@@ -14,48 +14,21 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import websockets
-from pydantic import BaseModel
 
-from dormant import StepContext, WorkflowContext, actor, event, queue
-from dormant.actor import Registry
 from dormant.core.realtime import Sequencer
 from dormant.dev.stack import DevStack, free_port, run_dev_stack
 from dormant.dynamodb.connections import Connections
 from dormant.dynamodb.requests import Table
 from dormant.http.client import HttpClient
 from dormant.settings import Settings
+from tests.realtime_app import registry
 
 DEADLINE = 30.0  # a condition waited for, not a speed bound
 # One stack for the module (each test has actors of its own): starting one takes seconds.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-class Note(BaseModel):
-    text: str
-
-
-class Notes(BaseModel):
-    count: int = 0
-
-
-notes = actor("notes", state=Notes, queues={"notes": queue(Note)}, events={"noted": event(Note)})
-
-
-@notes.workflow
-async def run(ctx: WorkflowContext) -> None:
-    async def iteration(loop: WorkflowContext) -> None:
-        message = await loop.queue.next("wait-note")
-
-        def note(s: StepContext) -> None:
-            s.state.count += 1
-            s.broadcast("noted", message.body)
-
-        await loop.step("note", note)
-
-    await ctx.loop("notes-loop", iteration)
-
-
-REGISTRY = Registry([notes])
+REGISTRY = registry
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
