@@ -187,3 +187,53 @@ async def test_the_sync_connection_and_a_refused_subscription(stack: DevStack) -
         return [(e.seq, e.payload["text"]) for e in (first, second)]
 
     assert await asyncio.to_thread(script) == [(1, "s1"), (2, "s2")]
+
+
+def _lambda_event(kind: str, connection_id: str, body: str | None = None, **identity: str) -> dict[str, Any]:
+    """What API Gateway's WebSocket API gives the function (the fields the handler reads)."""
+    route = {"CONNECT": "$connect", "DISCONNECT": "$disconnect", "MESSAGE": "$default"}[kind]
+    return {"requestContext": {"eventType": kind, "routeKey": route, "connectionId": connection_id,
+                               "domainName": "example.execute-api.us-east-1.amazonaws.com", "stage": "dev",
+                               "identity": identity},
+            "body": body, "isBase64Encoded": False}
+
+
+async def test_the_lambda_routes_record_the_caller_answer_frames_and_forget_the_connection(stack: DevStack) -> None:
+    from aiobotocore.session import get_session
+
+    from dormant.aws.realtime import LambdaRealtime, is_websocket_event
+
+    settings = stack.settings  # DORMANT_REALTIME_URL: the dev stack's own @connections
+    realtime = LambdaRealtime(REGISTRY, settings)
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["lambda"])
+        await handle.send("notes", {"text": "l1"})
+        async with websockets.connect(_socket_url(stack)) as socket, \
+                get_session().create_client("dynamodb", **settings.client_kwargs("dynamodb")) as dynamodb:
+            await _subscribe(socket, "lambda", 0)
+            connections = Connections(Table(dynamodb, settings.table), time.time)
+            [live] = [s.connection_id for s in await connections.of_actor(handle.ref, 100)]
+            arn = "arn:aws:iam::123456789012:user/ada"
+            connect = _lambda_event("CONNECT", live, userArn=arn, accountId="123456789012")
+            assert is_websocket_event(connect) and not is_websocket_event({"requestContext": {"http": {}}})
+            assert await realtime.handle(connect) == {"statusCode": 200}
+            assert json.loads(await connections.caller_of(live) or "{}")["id"] == arn
+            # $default: the frame answered through the Management API, on the client's socket
+            assert await realtime.handle(_lambda_event("MESSAGE", live, '{"type": "ping"}')) == {"statusCode": 200}
+            assert await _answer(socket) == {"type": "pong"}
+            unknown = '{"type": "subscribe", "actor": "nope", "key": ["a"]}'
+            await realtime.handle(_lambda_event("MESSAGE", live, unknown))
+            assert (await _answer(socket))["code"] == "unknown_actor"
+            # not signed (no IAM principal): refused at $connect
+            assert (await realtime.handle(_lambda_event("CONNECT", "other=")))["statusCode"] == 401
+            assert await connections.caller_of("other=") is None
+            assert await realtime.handle(_lambda_event("DISCONNECT", live)) == {"statusCode": 200}
+            assert await connections.caller_of(live) is None and await connections.subscriptions_of(live) == []
+    await realtime.aclose()
+
+
+async def _answer(socket: Any) -> dict[str, Any]:
+    """The next frame that is not an event (the first note's may come live after `subscribed`)."""
+    while (frame := await _frame(socket))["type"] == "event":
+        pass
+    return frame

@@ -16,16 +16,18 @@ commit (the oldest subscriptions); the others are not pushed (docs/limits.md).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from pydantic import ValidationError
 
 from dormant.actor import Registry
-from dormant.core.clients import open_client
+from dormant.core.clients import open_client, open_clients
 from dormant.core.realtime import (
     FANOUT_LIMIT,
     MAX_SUBSCRIPTIONS,
@@ -255,3 +257,99 @@ def _first_error(error: Exception) -> str:
         first = error.errors()[0]
         return f"{'.'.join(str(p) for p in first['loc'][1:]) or 'frame'}: {first['msg']}"
     return f"not JSON: {error}"
+
+
+# -- the WebSocket API's routes on Lambda (the API function answers them: functions/api/handler.py) -----------------
+WEBSOCKET_EVENTS = frozenset({"CONNECT", "MESSAGE", "DISCONNECT"})
+
+
+def is_websocket_event(event: Mapping[str, Any]) -> bool:
+    """Whether a Lambda event comes from the WebSocket API (else: the HTTP API)."""
+    context = event.get("requestContext")
+    return isinstance(context, Mapping) and context.get("eventType") in WEBSOCKET_EVENTS
+
+
+def websocket_caller(context: Mapping[str, Any], settings: Settings) -> Caller | None:
+    """Who a `$connect` is, as API Gateway verified it; None: refused. `iam`: the SigV4 principal of the
+    `AWS_IAM` route; `none`: anonymous. `jwt` is refused: a WebSocket API has no JWT authorizer (a Lambda
+    authorizer would be needed; docs/realtime.md)."""
+    if settings.auth_mode == "none":
+        return Caller(kind="anonymous", id="anonymous")
+    identity = context.get("identity")
+    if settings.auth_mode != "iam" or not isinstance(identity, Mapping) or not identity.get("userArn"):
+        return None
+    claims = {name: identity[field] for name, field in (("accountId", "accountId"), ("userArn", "userArn"),
+                                                         ("userId", "user"), ("callerId", "caller"))
+              if identity.get(field)}
+    return Caller(kind="iam", id=str(identity["userArn"]), claims=claims)
+
+
+def management_url(context: Mapping[str, Any], settings: Settings) -> str:
+    """Where the Management API is: DORMANT_REALTIME_URL, else the API's own domain and stage."""
+    return settings.realtime_url or f"https://{context['domainName']}/{context['stage']}"
+
+
+class LambdaRealtime:
+    """The WebSocket API's `$connect`, `$default` and `$disconnect` on Lambda: one event loop and client set per
+    container, made on the first event (like dormant.aws.worker.LambdaWorker)."""
+
+    def __init__(self, registry: Registry, settings: Settings) -> None:
+        self.registry = registry
+        self.settings = settings
+        self._runner: asyncio.Runner | None = None
+        self._open: tuple[Connections, EventStore, ManagementApi] | None = None
+        self._stack: AsyncExitStack | None = None
+
+    def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+        return self._runner.run(self.handle(event))
+
+    async def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        request = event["requestContext"]
+        connection_id = str(request["connectionId"])
+        connections, store, management = await self._ensure(request)
+        kind = request["eventType"]
+        if kind == "CONNECT":
+            caller = websocket_caller(request, self.settings)
+            if caller is None:
+                return {"statusCode": 401, "body": "unauthorized"}
+            await connections.connected(connection_id, caller.model_dump_json())
+            return {"statusCode": 200}
+        if kind == "DISCONNECT":
+            await connections.drop(connection_id)
+            return {"statusCode": 200}
+        recorded = await connections.caller_of(connection_id)
+        if recorded is None:  # its $connect was not recorded (or expired): it must connect again
+            await management.post(connection_id, error_frame("unauthorized", "connect again"))
+            await management.delete(connection_id)
+            return {"statusCode": 200}
+        body = event.get("body") or ""
+        if event.get("isBase64Encoded"):
+            body = base64.b64decode(body).decode()
+        gateway = Gateway(self.registry, store, connections, management.post)
+        await gateway.message(connection_id, Caller.model_validate_json(recorded), body)
+        return {"statusCode": 200}
+
+    async def aclose(self) -> None:
+        """Close the clients (the next event makes them again)."""
+        if self._stack is not None:
+            await self._stack.aclose()
+        self._stack, self._open = None, None
+
+    async def _ensure(self, request: Mapping[str, Any]) -> tuple[Connections, EventStore, ManagementApi]:
+        if self._open is None:
+            from dormant.dynamodb.requests import Table
+            from dormant.dynamodb.store import DynamoEventStore
+            from dormant.s3.blobs import S3Blobs
+
+            settings = self.settings.model_copy(update={"realtime_url": management_url(request, self.settings)})
+            stack = AsyncExitStack()
+            services = ["dynamodb", *(["s3"] if settings.bucket else [])]
+            clients = await stack.enter_async_context(open_clients(settings, *services))
+            management = await stack.enter_async_context(open_management(settings))
+            blobs = S3Blobs(clients[1], settings.bucket) if settings.bucket else None
+            store = DynamoEventStore(clients[0], settings, settle_on_load=False, blobs=blobs)
+            self._open = (Connections(Table(clients[0], settings.table), time.time), store, management)
+            self._stack = stack
+        return self._open

@@ -2,7 +2,8 @@
 
 A subscription is two small TTL items (keys: dormant.dynamodb.keys): `n#<connection id>` in the actor's partition
 (the fan-out Queries them: one read per commit that records events) and `n#<actor id>` in the connection's own
-partition (its `$disconnect` finds what to remove). Both expire SUBSCRIPTION_TTL_SECONDS after the subscribe, past
+partition (its `$disconnect` finds what to remove), beside the connection's caller (`caller`, written at `$connect`
+on AWS, where later frames carry no identity). Both expire SUBSCRIPTION_TTL_SECONDS after the subscribe, past
 API Gateway's 2-hour connection limit, so a lost `$disconnect` leaves nothing for long.
 
 `events_of(ref, version)` reads the events one commit stored (its events item, settled before the commit returned).
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from dormant.core.realtime import SUBSCRIPTION_TTL_SECONDS
 from dormant.core.records import ActorRef, EventRecord
 from dormant.dynamodb.keys import (
+    CONNECTION_CALLER,
     EVENTS_PREFIX,
     SUBSCRIPTION_PREFIX,
     connection_partition,
@@ -67,15 +69,27 @@ class Connections:
         return sorted(found, key=lambda s: s.at)
 
     async def subscriptions_of(self, connection_id: str) -> list[ActorRef]:
-        items = await self.table.query("pk = :pk", {":pk": {"S": connection_partition(connection_id)}})
+        items = await self.table.query("pk = :pk AND begins_with(sk, :n)",
+                                       {":pk": {"S": connection_partition(connection_id)},
+                                        ":n": {"S": SUBSCRIPTION_PREFIX}})
         return [ActorRef.model_validate(json.loads(item["d"]["S"])) for item in items]
 
     async def drop(self, connection_id: str) -> int:
-        """Remove every subscription of a connection (closed, or gone: 410); how many there were."""
+        """Remove every subscription of a connection (closed, or gone: 410), and who it was; how many there were."""
         refs = await self.subscriptions_of(connection_id)
         for ref in refs:
             await self.unsubscribe(ref, connection_id)
+        await self.table.delete(item_key(connection_partition(connection_id), CONNECTION_CALLER))
         return len(refs)
+
+    async def connected(self, connection_id: str, caller: str) -> None:
+        """At `$connect`: who the connection is (the caller as JSON), for its later frames."""
+        await self.table.put({**item_key(connection_partition(connection_id), CONNECTION_CALLER),
+                              "d": {"S": caller}, TTL_ATTRIBUTE: {"N": str(int(self._now() + self._ttl))}})
+
+    async def caller_of(self, connection_id: str) -> str | None:
+        item = await self.table.get(item_key(connection_partition(connection_id), CONNECTION_CALLER))
+        return None if item is None else str(item["d"]["S"])
 
     async def events_of(self, ref: ActorRef, version: int) -> list[EventRecord]:
         """The events version `version` of the actor stored (none if its item is not among the newest)."""

@@ -29,6 +29,7 @@ Other partitions, never an actor's (actor ids hold a `/` and no `#`):
 | `callback#<token hash>` | `callback` | a callback's lookup item |
 | `limit#<name>` | `s#<slot>`, `t#<window>#<n>`, `w#<since>#<holder>` | a flow-control limit's slots, tickets, waiters |
 | `connection#<id>` | `n#<actor id>` | a WebSocket connection's subscriptions, by actor (for its `$disconnect`) |
+| `connection#<id>` | `caller` | who the connection is (written at its `$connect`) |
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ CALLBACK_PARTITION = "callback#"
 CALLBACK_SK = "callback"
 LIMIT_PARTITION = "limit#"
 CONNECTION_PARTITION = "connection#"
+CONNECTION_CALLER = "caller"
 KEYED_LIMIT = "#k#"  # limit names never hold `#`: `limit#<name>` and a key's `limit#<name>#k#<hash>` never clash
 SLOT_PREFIX, TICKET_PREFIX, WAITER_PREFIX = "s#", "t#", "w#"
 
