@@ -51,3 +51,25 @@ def test_frames_are_checked() -> None:
             parse(bad)
     with pytest.raises(ValueError):
         parse("not json")
+
+
+def test_a_signing_client_presigns_each_websocket_connection_and_others_use_the_plain_url() -> None:
+    from urllib.parse import parse_qs, urlparse
+
+    from botocore.credentials import Credentials  # type: ignore[import-untyped]
+
+    from dormant.http.client import HttpClient
+    from dormant.http.signing import SigV4
+
+    plain = HttpClient("http://127.0.0.1:8787")
+    assert plain.socket_url() == "ws://127.0.0.1:8787/realtime"
+    url = "wss://abc123.execute-api.eu-west-1.amazonaws.com/prod"
+    signing = HttpClient("https://api.example.com", auth=SigV4(credentials=Credentials("AKIDEXAMPLE", "secret")),
+                         realtime_url=url)
+    signed = urlparse(signing.socket_url())
+    query = parse_qs(signed.query)
+    assert (signed.scheme, signed.netloc, signed.path) == ("wss", "abc123.execute-api.eu-west-1.amazonaws.com", "/prod")
+    assert query["X-Amz-Algorithm"] == ["AWS4-HMAC-SHA256"] and query["X-Amz-Expires"] == ["300"]
+    assert query["X-Amz-Credential"][0].startswith("AKIDEXAMPLE/") and query["X-Amz-Credential"][0].endswith(
+        "/eu-west-1/execute-api/aws4_request")  # the region read from the URL
+    assert len(query["X-Amz-Signature"][0]) == 64

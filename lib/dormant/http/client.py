@@ -157,6 +157,15 @@ class HttpClient(OperatorCalls, CallbackCalls):
         self._http: httpx.AsyncClient | None = None
         self._adapters: dict[tuple[str, str], TypeAdapter[Any] | None] = {}
 
+    def socket_url(self) -> str:
+        """The WebSocket API's URL for a new connection: presigned with SigV4 when `auth` is SigV4 (the AWS_IAM
+        `$connect` of auth mode iam)."""
+        from dormant.http.signing import SigV4  # botocore: loaded when a signing client connects
+
+        if isinstance(self._auth, SigV4):
+            return self._auth.presign(self.realtime_url)
+        return self.realtime_url
+
     def socket_headers(self) -> dict[str, str]:
         """The headers a WebSocket handshake carries (those given, the operator token)."""
         return dict(self._headers)
@@ -383,7 +392,7 @@ class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
     def connect(self, *, after: int = 0) -> ActorConnection:
         """The actor's events pushed over a WebSocket (no polling): `async with handle.connect() as c:` then
         `c.on(name, callback)` and `async for event in c` (dormant.http.realtime)."""
-        return ActorConnection(self, self._client.realtime_url, self._client.socket_headers(), after)
+        return ActorConnection(self, self._client.socket_url, self._client.socket_headers(), after)
 
     async def events(self, *, after: int = 0, follow: bool = True) -> AsyncGenerator[EventRecord, None]:
         """Events in order after cursor `after`; with `follow`, long-poll for new ones forever."""

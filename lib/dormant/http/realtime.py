@@ -61,7 +61,8 @@ def _refusal(frame: dict[str, Any]) -> DormantError:
 class ActorConnection:
     """One actor's events over a WebSocket: an async context manager and an async iterator of EventRecords."""
 
-    def __init__(self, handle: EventSource, url: str, headers: dict[str, str], after: int) -> None:
+    def __init__(self, handle: EventSource, url: Callable[[], str], headers: dict[str, str], after: int) -> None:
+        """`url()`: the WebSocket API's URL for each (re)connection (presigned anew when the client signs)."""
         self.handle = handle
         self.url = url
         self.headers = headers
@@ -112,7 +113,7 @@ class ActorConnection:
         attempts = 0
         while True:
             try:
-                async with websockets.connect(self.url, additional_headers=self.headers) as socket:
+                async with websockets.connect(self.url(), additional_headers=self.headers) as socket:
                     self.connects += 1
                     await self._serve(socket)
             except (OSError, websockets.ConnectionClosed, websockets.InvalidHandshake) as error:
