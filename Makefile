@@ -39,13 +39,14 @@ LAYER_DIR ?= build/lambda/layer
 LAYER_EXTRA ?=
 # Dependencies only `dormant dev` and the CLI use stay out of the layer (the functions never import them:
 # tests/integration/test_import_path.py checks it).
-LAYER_EXCLUDE ?= uvicorn httpx typer rich
+LAYER_EXCLUDE ?= uvicorn httpx typer rich websockets
 # The rest of the library's dependencies, at uv.lock's versions, what they pull in constrained to the lock too.
 LAYER_REQUIREMENTS = $(shell $(PYTHON) tools/lock.py runtime --exclude $(LAYER_EXCLUDE))
 # botocore/boto3 service models kept in the layer: the functions call DynamoDB and SQS, keep large values in S3, and the
-# API reads its operator token from SSM or Secrets Manager (dormant.aws.secrets); add the services your registry's code
-# calls through boto3 (e.g. LAYER_SERVICES="dynamodb sqs s3 ssm secretsmanager sns").
-LAYER_SERVICES ?= dynamodb sqs s3 ssm secretsmanager
+# API reads its operator token from SSM or Secrets Manager (dormant.aws.secrets), and both post to WebSocket connections
+# (apigatewaymanagementapi: dormant.aws.realtime); add the services your registry's code calls through boto3 (e.g.
+# LAYER_SERVICES="dynamodb sqs s3 ssm secretsmanager apigatewaymanagementapi sns").
+LAYER_SERVICES ?= dynamodb sqs s3 ssm secretsmanager apigatewaymanagementapi
 # Lambda's Python, to ship bytecode compiled for it (a .pyc only serves the version that wrote it): python3.13 on
 # PATH or from pyenv. Without one the build still works, and the code compiles at every cold start instead.
 LAMBDA_PYTHON_BIN ?= $(shell for p in python$(LAMBDA_PYTHON); do PYENV_VERSION=$(LAMBDA_PYTHON) $$p -c \

@@ -64,6 +64,14 @@ data "aws_iam_policy_document" "worker" {
     actions   = local.event_source_actions
     resources = [aws_sqs_queue.wake.arn, aws_sqs_queue.timers.arn]
   }
+
+  # Committed events posted to the subscribed WebSocket connections (dormant.aws.realtime.Broadcaster)
+  statement {
+    sid       = "PushEvents"
+    effect    = "Allow"
+    actions   = ["execute-api:ManageConnections"]
+    resources = ["${aws_apigatewayv2_api.realtime.execution_arn}/${var.stage}/POST/@connections/*"]
+  }
 }
 
 data "aws_iam_policy_document" "api" {
@@ -110,6 +118,15 @@ data "aws_iam_policy_document" "api" {
     effect    = "Allow"
     actions   = ["ssm:GetParameter"]
     resources = ["arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter${var.inspector_token_parameter}"]
+  }
+
+  # The WebSocket routes answer a connection (replayed events, errors) and close one that lost its caller
+  statement {
+    sid     = "AnswerConnections"
+    effect  = "Allow"
+    actions = ["execute-api:ManageConnections"]
+    resources = ["${aws_apigatewayv2_api.realtime.execution_arn}/${var.stage}/POST/@connections/*",
+    "${aws_apigatewayv2_api.realtime.execution_arn}/${var.stage}/DELETE/@connections/*"]
   }
 }
 

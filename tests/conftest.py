@@ -106,6 +106,7 @@ TIER2_PATHS = (
     "tests/integration/test_moto_persistence.py",  # kill -9 and restarts of the dev stack's moto, byte for byte
     "tests/ui/test_dashboard.py", "tests/ui/test_dashboard_callbacks.py", "tests/ui/test_pause_and_rewind.py",
     "tests/ui/test_search_dashboard.py", "tests/ui/test_dashboard_real_data.py",  # Chromium
+    "tests/ui/test_realtime_dashboard.py",  # Chromium
     "tests/e2e/test_install.py",  # the wheel built and installed into a new venv
     "tests/docs/test_terraform_recipe.py",  # docs/deploy.md's Terraform recipe on moto, as written (minutes)
     "tests/docs/test_dev_blocks.py",  # README's blocks on a real `dormant dev` (12 s under load: tier 1 is full)

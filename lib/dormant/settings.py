@@ -134,6 +134,10 @@ class Settings(BaseSettings):
     callback URLs (`cb.url` = <public_url>/callbacks/<token>). template.yaml and infra/ set it on the worker to the
     API's own URL (or their PublicUrl parameter); `dormant dev` to its own. Unset: `cb.url` raises CallbackUrlError
     (`cb.token` always works)."""
+    realtime_url: str | None = None
+    """The WebSocket API's connection-management endpoint (DORMANT_REALTIME_URL, e.g.
+    https://<api id>.execute-api.<region>.amazonaws.com/<stage>; `dormant dev`: its own URL): the worker posts
+    committed events to subscribed connections there (docs/realtime.md). Unset: nothing is pushed."""
     max_body_bytes: int = Field(5 * 1024 * 1024, ge=1)
     """Largest request body the HTTP API accepts (DORMANT_MAX_BODY_BYTES); larger ones get 413."""
     max_response_bytes: int | None = Field(None, ge=1024)

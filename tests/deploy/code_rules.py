@@ -39,7 +39,11 @@ ENVIRONMENT = {
     "DORMANT_APP": "{param.app}", "DORMANT_MAX_RECEIVES": "{param.max_receives}",
     # callback URLs (cb.url): the HTTP API's own URL unless public_url names another (the scenarios leave it empty)
     "DORMANT_PUBLIC_URL": "https://{http_api.id}.execute-api.{AWS::Region}.{AWS::URLSuffix}",
+    # where the worker posts committed events (dormant.aws.realtime): the WebSocket API's stage
+    "DORMANT_REALTIME_URL": "https://{realtime_api.id}.execute-api.{AWS::Region}.{AWS::URLSuffix}/{param.stage}",
 }
+# The WebSocket API's connection management: the worker posts, the API function posts and deletes
+CONNECTIONS = "{realtime_api.execution_arn}/{param.stage}/%s/@connections/*"
 # what the API function alone is given: how callers authenticate, where the operator token is
 API_ENVIRONMENT = {
     "DORMANT_AUTH_MODE": "{param.auth_mode}", "DORMANT_JWT_ISSUER": "{param.jwt_issuer}",
@@ -293,8 +297,10 @@ def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> lis
             expected.update({action: source_queues for action in EVENT_SOURCE_ACTIONS})
             # the worker moves poison wake-ups to the DLQs itself (dormant.aws.redelivery)
             expected.update({action: source_queues | {"{wake_dlq.arn}", "{timers_dlq.arn}"} for action in send})
+            expected["execute-api:ManageConnections"] = {CONNECTIONS % "POST"}
         else:  # the API reads the operator token from its one parameter
             expected["ssm:GetParameter"] = {OPERATOR_TOKEN_ARN}
+            expected["execute-api:ManageConnections"] = {CONNECTIONS % "POST", CONNECTIONS % "DELETE"}
         logs = "{" + role.replace("_role", "_logs") + ".arn}:*"
         expected.update({"logs:CreateLogStream": {logs}, "logs:PutLogEvents": {logs}})
         if grants != expected:
@@ -401,10 +407,42 @@ def _http_mismatches(d: Description, scenario: dict[str, Any]) -> list[str]:
     if logs.get("destination") != "{api_access_logs.arn}" or not {"requestId", "status", "principal", "subject"} \
             <= set(logs.get("format", {})):
         problems.append(f"stage access log {logs}: to the access log group, with the request, status and caller")
-    expected_permission = [("{api_alias.arn}", "apigateway.amazonaws.com", "lambda:InvokeFunction",
-                            "{http_api.execution_arn}/*")]
+    expected_permission = sorted([("{api_alias.arn}", "apigateway.amazonaws.com", "lambda:InvokeFunction",
+                                   "{http_api.execution_arn}/*"),
+                                  ("{api_alias.arn}", "apigateway.amazonaws.com", "lambda:InvokeFunction",
+                                   "{realtime_api.execution_arn}/*")])
     if d["permissions"] != expected_permission:
-        problems.append(f"permissions {d['permissions']}: expected only this API to invoke the API function's alias")
+        problems.append(f"permissions {d['permissions']}: expected only the two APIs to invoke the API function's "
+                        "alias")
+    return problems + _websocket_mismatches(d, scenario)
+
+
+def _websocket_mismatches(d: Description, scenario: dict[str, Any]) -> list[str]:
+    """The WebSocket API (docs/realtime.md): its three routes to the API function's alias, $connect authorized
+    with IAM in iam mode (the only route API Gateway can authorize), throttled like the HTTP API, access-logged."""
+    problems = []
+    websocket = d["websocket"]
+    routes = websocket["routes"]
+    if set(routes) != {"$connect", "$disconnect", "$default"}:
+        problems.append(f"websocket routes {sorted(routes)}: expected $connect, $disconnect, $default")
+    for key, route in routes.items():
+        if (route["target"], route["integration"]) != ("api_alias", "AWS_PROXY"):
+            problems.append(f"websocket route {key}: expected the API function's alias through AWS_PROXY")
+        authorization = "AWS_IAM" if key == "$connect" and scenario.get("auth_mode", "iam") == "iam" else "NONE"
+        if (route["authorization"], route["authorizer"]) != (authorization, None):
+            problems.append(f"websocket route {key}: authorization {route['authorization']!r}, expected "
+                            f"{authorization!r}")
+    if websocket["authorizers"]:
+        problems.append(f"websocket authorizers {sorted(websocket['authorizers'])}: none expected")
+    stage = websocket["stage"] or {}
+    if (stage.get("name"), stage.get("auto_deploy")) != ("{param.stage}", True):
+        problems.append(f"websocket stage {stage}: expected the auto-deployed stage named as the deployment's")
+    if stage.get("throttling") != {"rate": "{param.throttling_rate_limit}", "burst": "{param.throttling_burst_limit}"}:
+        problems.append(f"websocket stage throttling {stage.get('throttling')}: expected the throttling parameters")
+    logs = stage.get("access_log") or {}
+    if logs.get("destination") != "{api_access_logs.arn}" or not {"requestId", "status", "principal",
+                                                                  "connection"} <= set(logs.get("format", {})):
+        problems.append(f"websocket stage access log {logs}: to the access log group, with the connection")
     return problems
 
 

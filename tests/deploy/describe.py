@@ -70,6 +70,7 @@ _NO_VALUE = object()
 def _empty() -> Description:
     return {"tables": {}, "buckets": {}, "queues": {}, "functions": {}, "event_sources": {}, "log_groups": {},
             "layers": {}, "iam": {}, "parameters": {}, "http": {"routes": {}, "authorizers": {}, "stage": None},
+            "websocket": {"routes": {}, "authorizers": {}, "stage": None},
             "alarms": {}, "permissions": [], "outputs": {}}
 
 
@@ -268,7 +269,8 @@ def describe_sam(translated: dict[str, Any], values: dict[str, Any] | None = Non
         assume = p["AssumeRolePolicyDocument"]["Statement"]
         described["iam"][role] = {
             "assumed_by": sorted(_as_list(s["Principal"]["Service"])[0] for s in assume),
-            "statements": {_statement(s.get("Sid"), s["Effect"], s["Action"], s["Resource"])
+            "statements": {_statement(s.get("Sid"), s["Effect"], s["Action"],
+                                      [_execution_arn(r) for r in _as_list(s["Resource"])])
                            for policy in p.get("Policies", []) for s in policy["PolicyDocument"]["Statement"]},
             "managed_policies": sorted(p.get("ManagedPolicyArns", [])),
         }
@@ -286,6 +288,8 @@ def describe_sam(translated: dict[str, Any], values: dict[str, Any] | None = Non
         value = sam.value(output["Value"])
         if value == "https://{http_api.id}.execute-api.{AWS::Region}.{AWS::URLSuffix}/":
             value = "{http_api.url}"
+        if value == "wss://{realtime_api.id}.execute-api.{AWS::Region}.{AWS::URLSuffix}/{param.stage}":
+            value = "{realtime_api.url}"  # Terraform: the stage's invoke_url
         described["outputs"][_snake(name)] = value
     for name, definition in sam.parameters.items():
         described["parameters"][PARAMETERS[name]] = _plain(definition.get("Default"))
@@ -358,9 +362,9 @@ def _describe_sam_http(sam: _Sam, described: Description) -> None:
     integrations = sam.of_type("AWS::ApiGatewayV2::Integration")
     for role, p in sam.of_type("AWS::ApiGatewayV2::Route").items():
         integration = _integration(p["Target"], integrations)
-        described["http"]["routes"][p["RouteKey"]] = {
+        described[_api_of(p["ApiId"])]["routes"][p["RouteKey"]] = {
             "role": role, "target": _function_of(integration["IntegrationUri"]),
-            "payload": integration["PayloadFormatVersion"], "integration": integration["IntegrationType"],
+            "payload": integration.get("PayloadFormatVersion"), "integration": integration["IntegrationType"],
             "authorization": p.get("AuthorizationType", "NONE"), "authorizer": p.get("AuthorizerId")}
     for role, p in sam.of_type("AWS::ApiGatewayV2::Authorizer").items():
         jwt = p.get("JwtConfiguration", {})
@@ -370,11 +374,19 @@ def _describe_sam_http(sam: _Sam, described: Description) -> None:
     for p in sam.of_type("AWS::ApiGatewayV2::Stage").values():
         routes = p.get("DefaultRouteSettings", {})
         logs = p.get("AccessLogSettings")
-        described["http"]["stage"] = {
+        described[_api_of(p["ApiId"])]["stage"] = {
             "name": p["StageName"], "auto_deploy": p.get("AutoDeploy", False),
             "throttling": {"rate": routes.get("ThrottlingRateLimit"), "burst": routes.get("ThrottlingBurstLimit")},
             "access_log": None if logs is None else {"destination": logs["DestinationArn"].removesuffix(":*"),
                                                      "format": json.loads(logs["Format"])}}
+
+
+def _api_of(api_id: str) -> str:
+    """Which API a route or stage belongs to: the HTTP API ("http") or the WebSocket API ("websocket")."""
+    apis = {"{http_api.id}": "http", "{realtime_api.id}": "websocket"}
+    if api_id not in apis:
+        raise Unsupported(f"api id {api_id}")
+    return apis[api_id]
 
 
 def _integration(target: str, integrations: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -590,9 +602,9 @@ def _describe_terraform_http(tf: TerraformModule, described: Description) -> Non
     integrations = tf.of_type("aws_apigatewayv2_integration")
     for role, route in tf.of_type("aws_apigatewayv2_route").items():
         integration = _integration(v(route["target"]), integrations)
-        described["http"]["routes"][v(route["route_key"])] = {
+        described[_api_of(v(route["api_id"]))]["routes"][v(route["route_key"])] = {
             "role": role, "target": _function_of(v(integration["integration_uri"])),
-            "payload": v(integration["payload_format_version"]), "integration": v(integration["integration_type"]),
+            "payload": get(integration, "payload_format_version"), "integration": v(integration["integration_type"]),
             "authorization": get(route, "authorization_type", "NONE"), "authorizer": get(route, "authorizer_id")}
     for role, body in tf.of_type("aws_apigatewayv2_authorizer").items():
         jwt = v(one_block(body["jwt_configuration"])) if "jwt_configuration" in body else {}
@@ -602,7 +614,7 @@ def _describe_terraform_http(tf: TerraformModule, described: Description) -> Non
     for stage in tf.of_type("aws_apigatewayv2_stage").values():
         routes = v(one_block(stage["default_route_settings"])) if "default_route_settings" in stage else {}
         logs = v(one_block(stage["access_log_settings"])) if "access_log_settings" in stage else None
-        described["http"]["stage"] = {
+        described[_api_of(v(stage["api_id"]))]["stage"] = {
             "name": v(stage["name"]), "auto_deploy": get(stage, "auto_deploy", False),
             "throttling": {"rate": routes.get("throttling_rate_limit"), "burst": routes.get("throttling_burst_limit")},
             "access_log": None if logs is None else {"destination": logs["destination_arn"],

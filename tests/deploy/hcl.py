@@ -100,6 +100,8 @@ class TerraformModule:
             return _PSEUDO[path]
         if path == "aws_apigatewayv2_stage.default.invoke_url":  # the $default stage's URL is the API's
             return "{http_api.url}"
+        if path == "aws_apigatewayv2_stage.realtime.invoke_url":  # wss://<id>.execute-api.<region>.../<stage>
+            return "{realtime_api.url}"
         if parts[0] == "data":
             return "{" + ".".join(parts[1:]) + "}"
         address, attribute = ".".join(parts[:2]), parts[2] if len(parts) > 2 else None

@@ -56,13 +56,16 @@ def _clients(session: Any) -> dict[str, Any]:
                                              "logs")}
 
 
-def describe_live(client: Any, names: dict[str, Any], api_id: str) -> dict[str, Any]:
+def describe_live(client: Any, names: dict[str, Any], api_id: str,
+                  realtime: tuple[str, str] | None = None) -> dict[str, Any]:
     """The deployment as the AWS APIs show it. `names`: role -> physical name (table, queues, functions, roles,
-    log groups); `client(service)` -> a boto3 client."""
+    log groups); `client(service)` -> a boto3 client; `realtime`: the WebSocket API's id and stage name."""
     c = _clients(client)
     live: dict[str, Any] = {"tables": {}, "buckets": {}, "queues": {}, "functions": {}, "event_sources": {},
                             "log_groups": {}, "iam": {}, "http": {"routes": {}, "authorizers": {}, "stage": None},
                             "alarms": {}, "permissions": []}
+    if realtime is not None:
+        live["websocket"] = {"routes": {}, "authorizers": {}, "stage": None}
     table = c["dynamodb"].describe_table(TableName=names["table"])["Table"]
     ttl = c["dynamodb"].describe_time_to_live(TableName=names["table"])["TimeToLiveDescription"]
     backups = c["dynamodb"].describe_continuous_backups(TableName=names["table"])["ContinuousBackupsDescription"]
@@ -128,6 +131,8 @@ def describe_live(client: Any, names: dict[str, Any], api_id: str) -> dict[str, 
             "managed_policies": sorted(p["PolicyArn"] for p in iam.list_attached_role_policies(
                 RoleName=names[role])["AttachedPolicies"])}
     _describe_live_http(c["apigatewayv2"], api_id, names, live)
+    if realtime is not None:
+        _describe_live_http(c["apigatewayv2"], realtime[0], names, live, section="websocket", stage_name=realtime[1])
     for alarm in c["cloudwatch"].describe_alarms()["MetricAlarms"]:
         alarm_role = names.get("alarm:" + alarm["AlarmName"])
         if alarm_role is None:
@@ -171,26 +176,27 @@ def _describe_live_bucket(s3: Any, name: str) -> dict[str, Any]:
     }
 
 
-def _describe_live_http(api: Any, api_id: str, names: dict[str, Any], live: dict[str, Any]) -> None:
+def _describe_live_http(api: Any, api_id: str, names: dict[str, Any], live: dict[str, Any], *,
+                        section: str = "http", stage_name: str = "$default") -> None:
     integrations = {i["IntegrationId"]: i for i in api.get_integrations(ApiId=api_id)["Items"]}
     for route in api.get_routes(ApiId=api_id)["Items"]:
         integration = integrations[route["Target"].removeprefix("integrations/")]
         uri = integration["IntegrationUri"]
         function = "api_alias" if uri.endswith((f":function:{names['api']}:live/invocations",
                                                 f":function:{names['api']}:live")) else uri
-        live["http"]["routes"][route["RouteKey"]] = {
-            "target": function, "payload": integration["PayloadFormatVersion"],
+        live[section]["routes"][route["RouteKey"]] = {
+            "target": function, "payload": integration.get("PayloadFormatVersion"),
             "integration": integration["IntegrationType"], "authorization": route.get("AuthorizationType", "NONE"),
             "authorizer": route.get("AuthorizerId")}
         if route.get("AuthorizerId"):  # moto cannot list authorizers; it reads them one by one
             found = api.get_authorizer(ApiId=api_id, AuthorizerId=route["AuthorizerId"])
-            live["http"]["authorizers"]["jwt_authorizer"] = {
+            live[section]["authorizers"]["jwt_authorizer"] = {
                 "type": found["AuthorizerType"], "identity_sources": found["IdentitySource"],
                 "issuer": found["JwtConfiguration"]["Issuer"], "audience": found["JwtConfiguration"]["Audience"]}
-    stage = api.get_stage(ApiId=api_id, StageName="$default")
+    stage = api.get_stage(ApiId=api_id, StageName=stage_name)
     settings = stage.get("DefaultRouteSettings", {})
     logs = stage.get("AccessLogSettings")
-    live["http"]["stage"] = {
+    live[section]["stage"] = {
         "name": stage["StageName"], "auto_deploy": stage.get("AutoDeploy", False),
         "throttling": {"rate": settings.get("ThrottlingRateLimit"), "burst": settings.get("ThrottlingBurstLimit")},
         "access_log": None if logs is None else {"destination": logs["DestinationArn"],

@@ -35,9 +35,11 @@ def test_sam_and_terraform_describe_the_same_deployment(scenario: str, translate
     assert set(sam["buckets"]) == {"values"} and len(sam["buckets"]["values"]["lifecycle"]) == 2
     assert set(sam["functions"]) == {"worker", "api"}
     assert len(sam["event_sources"]) == 2 and len(sam["alarms"]) == 3
-    assert {len(role["statements"]) for role in sam["iam"].values()} == {6}
+    assert {len(role["statements"]) for role in sam["iam"].values()} == {7}
     assert set(sam["http"]["routes"]) == ROUTES
-    assert {"api_url", "table_name", "wake_queue_url", "timer_queue_url"} <= set(sam["outputs"])
+    assert set(sam["websocket"]["routes"]) == {"$connect", "$disconnect", "$default"}
+    assert sam["websocket"]["stage"]["throttling"] == sam["http"]["stage"]["throttling"]
+    assert {"api_url", "realtime_url", "table_name", "wake_queue_url", "timer_queue_url"} <= set(sam["outputs"])
 
 
 def test_the_scenarios_change_what_they_should(translated: dict[str, Any]) -> None:
@@ -46,6 +48,9 @@ def test_the_scenarios_change_what_they_should(translated: dict[str, Any]) -> No
     routes = {name: d["http"]["routes"]["$default"]["authorization"] for name, d in described.items()}
     assert routes == {"defaults": "AWS_IAM", "jwt": "JWT", "none": "NONE", "operations": "AWS_IAM",
                       "traced": "AWS_IAM"}
+    connects = {name: d["websocket"]["routes"]["$connect"]["authorization"] for name, d in described.items()}
+    assert connects == {"defaults": "AWS_IAM", "jwt": "NONE", "none": "NONE", "operations": "AWS_IAM",
+                        "traced": "AWS_IAM"}
     assert [name for name, d in described.items() if d["http"]["authorizers"]] == ["jwt"]
     operations = described["operations"]
     assert operations["tables"]["table"]["name"] == "{param.data_name_prefix}-actors"

@@ -24,7 +24,8 @@ NO_NETWORK = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0
               "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "no_proxy": ""}
 
 
-LAYER_EXCLUDE = {"uvicorn", "httpx", "typer", "rich"}  # the Makefile's: dev and CLI only (not in functions)
+# the Makefile's: dev and CLI only (not in functions)
+LAYER_EXCLUDE = {"uvicorn", "httpx", "typer", "rich", "websockets"}
 
 
 def deploy_python_available() -> bool:

@@ -82,7 +82,8 @@ def test_apply_creates_what_the_description_says(applied: TerraformRun) -> None:
              for address, attributes in state.items() if address in TF_ROLES}
     names.update({"alarm:" + state[address]["alarm_name"]: TF_ROLES[address]
                   for address in state if address.startswith("aws_cloudwatch_metric_alarm.")})
-    live = describe_live(_client(applied), names, state["aws_apigatewayv2_api.http"]["id"])
+    live = describe_live(_client(applied), names, state["aws_apigatewayv2_api.http"]["id"],
+                         realtime=(state["aws_apigatewayv2_api.realtime"]["id"], module.values["stage"]))
     _sorted_audience(live)
     expected = _comparable(resolve(static, tokens), live)
     # the bucket's name is Terraform's own, unique (bucket names are global; value_bucket_name is not set here)
@@ -92,6 +93,7 @@ def test_apply_creates_what_the_description_says(applied: TerraformRun) -> None:
     # the comparison is not of empty shells
     assert len(live["queues"]) == 4 and len(live["alarms"]) == 3 and len(live["event_sources"]) == 2
     assert live["http"]["authorizers"]["jwt_authorizer"]["audience"] == ["aud-1", "aud-2"]
+    assert set(live["websocket"]["routes"]) == {"$connect", "$disconnect", "$default"}
     assert live["alarms"]["worker_errors_alarm"]["actions"] == [APPLIED["alarm_topic_arn"]]
     assert live["functions"]["api"]["reserved_concurrency"] == 20
     assert live["http"]["stage"]["throttling"] == {"rate": 50, "burst": 100}
@@ -108,17 +110,17 @@ def _comparable(expected: dict[str, Any], live: dict[str, Any]) -> dict[str, Any
     """The expected description cut to the fields the live reader reads, in the APIs' types."""
     cut: dict[str, Any] = {}
     for section, parts in live.items():
-        if section == "http":
-            cut["http"] = {"routes": {k: _fields(expected["http"]["routes"].get(k, {}), v)
-                                      for k, v in parts["routes"].items()},
-                           "authorizers": {k: _fields(_split(expected["http"]["authorizers"].get(k, {})), v)
-                                           for k, v in parts["authorizers"].items()},
-                           "stage": expected["http"]["stage"]}
+        if section in ("http", "websocket"):
+            cut[section] = {"routes": {k: _fields(expected[section]["routes"].get(k, {}), v)
+                                       for k, v in parts["routes"].items()},
+                            "authorizers": {k: _fields(_split(expected[section]["authorizers"].get(k, {})), v)
+                                            for k, v in parts["authorizers"].items()},
+                            "stage": expected[section]["stage"]}
         elif isinstance(parts, dict):
             cut[section] = {role: _fields(expected[section].get(role, {}), fields)
                             for role, fields in parts.items()}
-        else:
-            cut[section] = expected[section]
+        else:  # (sorted again: resolved tokens may sort otherwise than the tokens did)
+            cut[section] = sorted(expected[section]) if isinstance(expected[section], list) else expected[section]
     for function in cut["functions"].values():  # environment variables are strings
         function["environment"] = {k: str(v) for k, v in function.get("environment", {}).items()}
     for queue in cut["queues"].values():  # what SQS reports for a FIFO queue's attributes left unset

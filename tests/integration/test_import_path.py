@@ -20,7 +20,7 @@ from tests.api.support import http_api_v2_event
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_ONLY = ("dormant.dev", "dormant.cli", "dormant.http.client", "examples.tour", "uvicorn", "httpx", "click",
-            "moto", "typer", "rich", "aiobotocore", "aiohttp")
+            "websockets", "moto", "typer", "rich", "aiobotocore", "aiohttp")
 
 SCRIPT = r"""
 import importlib.abc, json, sys

@@ -35,6 +35,7 @@ from dormant.actor import Registry, load_registry
 from dormant.aws.consumed import ConsumedMessages
 from dormant.aws.metering import Meter, instrument, metering
 from dormant.aws.observability import ObservedStore, Observer
+from dormant.aws.realtime import Broadcaster
 from dormant.aws.redelivery import Redelivery, backoff_seconds, delivered_before, is_transient, receive_count
 from dormant.errors import InvalidKeyError
 from dormant.ports import ActorRef, Clock, EventStore, WakeError
@@ -75,8 +76,9 @@ class Worker:
     """Runs batches of wake-up messages over an ActorService whose transport is an SqsTransport."""
 
     def __init__(self, service: ActorService, transport: SqsTransport, settings: Settings | None = None, *,
-                 observer: Observer | None = None) -> None:
+                 observer: Observer | None = None, broadcaster: Broadcaster | None = None) -> None:
         self.service = service
+        self.broadcaster = broadcaster  # pushes committed events to WebSocket connections (dormant.aws.realtime)
         self.transport = transport
         self.settings = settings if settings is not None else Settings()
         self.redelivery = Redelivery(transport.sqs, transport.urls, self.settings)
@@ -190,6 +192,7 @@ class Worker:
                 report = await wake_actor(self.service, ref, budget=budget, messages=carried, creation=creation,
                                           redelivered=redelivered)
             except Exception as error:
+                await self._pushed()
                 transient = is_transient(error)
                 self.observer.failed(watch, error, meter, dead_letter=last and not transient)
                 await self._record_error(ref, error, receives, transient)
@@ -207,12 +210,18 @@ class Worker:
                 await self.redelivery.back_off(records, delay)
                 return ids
             self.observer.finished(watch, report, meter)
+            await self._pushed()
         if report.consumed:
             self.consumed.add(ref.id, report.consumed)
         self.reports.append(report)
         self.metrics.append(WakeMetrics(ref, meter, report))
         log.debug("woke %s: %s, %d commit(s); %s", ref, report.outcome, report.commits, meter.summary())
         return []
+
+    async def _pushed(self) -> None:
+        """The wake-up's event pushes, done or cut at their bound (Lambda freezes what still runs at return)."""
+        if self.broadcaster is not None:
+            await self.broadcaster.flush()
 
     def _done(self, ref: ActorRef, group: list[tuple[Mapping[str, Any], WakeMessage]]) -> bool:
         """Whether every message of the group needs no wake-up (dormant.aws.consumed): counted and logged."""
@@ -286,12 +295,16 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
     (dormant.aws.clients).
     """
     from dormant.aws.clients import open_clients
+    from dormant.aws.realtime import BroadcastingStore, open_management
+    from dormant.dynamodb.connections import Connections
+    from dormant.dynamodb.requests import Table
     from dormant.dynamodb.store import DynamoEventStore
     from dormant.s3.blobs import S3Blobs
 
     clock = clock or SystemClock()
     services = ["dynamodb", "sqs", *(["s3"] if settings.bucket else [])]  # S3: large values (docs/limits.md)
-    async with open_clients(settings, *services) as clients:
+    async with AsyncExitStack() as stack:
+        clients = await stack.enter_async_context(open_clients(settings, *services))
         for client in clients:
             instrument(client, always=meter)
         dynamodb, sqs = clients[:2]
@@ -299,11 +312,16 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
         store: EventStore = DynamoEventStore(dynamodb, settings, blobs=blobs)
         if wrap_store is not None:
             store = wrap_store(store)
+        broadcaster = None
+        if settings.realtime_url:  # WebSocket subscribers are pushed each commit's events (docs/realtime.md)
+            management = await stack.enter_async_context(open_management(settings))
+            broadcaster = Broadcaster(Connections(Table(dynamodb, settings.table), clock.now), management.post)
+            store = cast(EventStore, BroadcastingStore(store, broadcaster))  # an EventStore by delegation
         observer = observer or Observer()
         store = cast(EventStore, ObservedStore(store, observer))  # an EventStore by delegation
         transport = await SqsTransport.from_settings(sqs, settings, clock)
         yield Worker(ActorService(registry, store, transport, clock, public_url=settings.public_url), transport,
-                     settings, observer=observer)
+                     settings, observer=observer, broadcaster=broadcaster)
 
 
 class LambdaWorker:

@@ -145,6 +145,11 @@ LAMBDA_PAYLOAD = ServiceLimit(
 API_GATEWAY_PAYLOAD = ServiceLimit(
     "API Gateway payload", 10_485_760, "bytes", "API Gateway (HTTP API): 10 MB per request", source="api-gateway"
 )
+WEBSOCKET_FRAME = ServiceLimit(
+    "WebSocket message", 131_072, "bytes",
+    "API Gateway (WebSocket API): 128 KB per message, in frames of 32 KB; an event whose frame would pass 120 KB is "
+    "pushed without its payload, which the client reads over HTTP (docs/realtime.md)", source="api-gateway"
+)
 
 S3_OBJECT_KEY = ServiceLimit(
     "S3 object key",
@@ -303,6 +308,7 @@ LIMITS: tuple[ServiceLimit, ...] = (
     SQS_GROUP_ID,
     LAMBDA_PAYLOAD,
     API_GATEWAY_PAYLOAD,
+    WEBSOCKET_FRAME,
     VALUE,
     RECORD_ROOM,
     FAILURE_TEXT,

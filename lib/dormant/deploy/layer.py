@@ -20,10 +20,11 @@ LAMBDA_PYTHON = "3.13"
 LAMBDA_PLATFORM = "manylinux2014_aarch64"
 # Dependencies only `dormant dev` and the CLI use: the functions never import them (tests/integration/
 # test_import_path.py), so they stay out of the layer.
-EXCLUDED = frozenset({"uvicorn", "httpx", "typer", "rich"})
-# botocore/boto3 service models kept: the functions call DynamoDB and SQS, keep large values in S3 and read the
-# operator token from SSM or Secrets Manager (dormant.aws.secrets); botocore ships ~400 models, 27 MB.
-SERVICES = frozenset({"dynamodb", "sqs", "s3", "ssm", "secretsmanager"})
+EXCLUDED = frozenset({"uvicorn", "httpx", "typer", "rich", "websockets"})
+# botocore/boto3 service models kept: the functions call DynamoDB and SQS, keep large values in S3, read the
+# operator token from SSM or Secrets Manager (dormant.aws.secrets) and post to WebSocket connections through API
+# Gateway's Management API (dormant.aws.realtime); botocore ships ~400 models, 27 MB.
+SERVICES = frozenset({"dynamodb", "sqs", "s3", "ssm", "secretsmanager", "apigatewaymanagementapi"})
 
 
 def distribution_name(requirement: str) -> str:

@@ -16,6 +16,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -116,8 +117,12 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
     import uvicorn
     from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
+    from dormant.aws.realtime import Gateway, open_management
     from dormant.aws.worker import open_worker
+    from dormant.dev.gateway import DevGateway
     from dormant.dev.traces import dev_tracing
+    from dormant.dynamodb.connections import Connections
+    from dormant.dynamodb.requests import Table
     from dormant.dynamodb.table import client_config, create_table
     from dormant.http.access import AccessLog
     from dormant.http.app import create_app
@@ -164,15 +169,20 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
         except Exception as error:
             raise DevStackError(f"cannot create the table, queues and bucket at {endpoint}: {error}") from error
         # Callback URLs (cb.url) point at this stack's API unless DORMANT_PUBLIC_URL says otherwise (a tunnel).
+        # The WebSocket API's @connections endpoint is this stack's own port (dormant.dev.gateway).
         settings = settings.model_copy(update={"queue_url": urls.wake, "timer_queue_url": urls.timers,
                                                "public_url": settings.public_url
-                                               or f"http://{options.host}:{options.port}"})
+                                               or f"http://{options.host}:{options.port}",
+                                               "realtime_url": f"http://{options.host}:{options.port}"})
         stack.callback(dev_tracing())  # spans in a ring for the dashboard (dormant.dev.traces); put back on exit
         worker = await stack.enter_async_context(open_worker(settings, registry))
         wait = options.poll_wait_seconds if moto is not None else min(options.poll_wait_seconds, 1)
         pollers = [SqsPoller(sqs, url, worker.handle, wait_seconds=wait, region=settings.region)
                    for url in (urls.wake, urls.timers)]
-        app = AccessLog(create_app(registry, settings))
+        app = DevGateway(AccessLog(create_app(registry, settings)))
+        management = await stack.enter_async_context(open_management(settings))
+        app.gateway = Gateway(registry, worker.service.store, Connections(Table(dynamodb, settings.table), time.time),
+                              management.post)
         # Idle keep-alive connections stay open 65 s (uvicorn's default is 5 s): a client whose pool keeps them
         # as long (httpx's does, 5 s) would otherwise race the server's close and see "disconnected without a
         # response" on a request it had just sent on one.

@@ -12,6 +12,7 @@ An actor's partition (`pk` = ActorRef.id: percent-encoded parts joined by `/`, n
 | `w#` | the last failed wake-up (in the `pending` index, first: `pq` = `!`) |
 | `s#` | the status item (the `status` index) |
 | `a#` | the attention mark (the `status` index, under `lt` = `/attention`) |
+| `n#<connection id>` | a WebSocket subscription to the actor's events (TTL; dormant.dynamodb.connections) |
 | `x#` | the deletion mark: exactly `x#`, nothing after it |
 | `x#<attribute>` | a search item (the `search` index) or its tombstone: an attribute name is never empty |
 
@@ -27,6 +28,8 @@ Other partitions, never an actor's (actor ids hold a `/` and no `#`):
 |---|---|---|
 | `callback#<token hash>` | `callback` | a callback's lookup item |
 | `limit#<name>` | `s#<slot>`, `t#<window>#<n>`, `w#<since>#<holder>` | a flow-control limit's slots, tickets, waiters |
+| `connection#<id>` | `n#<actor id>` | a WebSocket connection's subscriptions, by actor (for its `$disconnect`) |
+| `connection#<id>` | `caller` | who the connection is (written at its `$connect`) |
 """
 
 from __future__ import annotations
@@ -51,12 +54,15 @@ STATUS_SK = "s#"
 ATTENTION_SK = "a#"
 ATTENTION_TYPE = "/attention"  # the marks' `lt`: never an actor type (names cannot contain "/")
 DELETION_MARK = "x#"
+SUBSCRIPTION_PREFIX = "n#"
 SEARCH_PREFIX = "x#"  # followed by the attribute's name (see the module docstring)
 
 # -- other partitions -----------------------------------------------------------------------------------------------
 CALLBACK_PARTITION = "callback#"
 CALLBACK_SK = "callback"
 LIMIT_PARTITION = "limit#"
+CONNECTION_PARTITION = "connection#"
+CONNECTION_CALLER = "caller"
 KEYED_LIMIT = "#k#"  # limit names never hold `#`: `limit#<name>` and a key's `limit#<name>#k#<hash>` never clash
 SLOT_PREFIX, TICKET_PREFIX, WAITER_PREFIX = "s#", "t#", "w#"
 
@@ -102,6 +108,17 @@ def events_key(last_seq: int) -> str:
 def events_after(seq: int) -> tuple[str, str]:
     """The sort-key range (BETWEEN) of the events items that may hold events after `seq`."""
     return events_key(seq + 1), f"{EVENTS_PREFIX}~"
+
+
+# -- WebSocket subscriptions ----------------------------------------------------------------------------------------
+def subscription_key(connection_id: str) -> str:
+    """In the actor's partition: the subscription of one connection."""
+    return SUBSCRIPTION_PREFIX + connection_id
+
+
+def connection_partition(connection_id: str) -> str:
+    """The partition listing one connection's subscriptions (sort key: `subscription_key(actor id)`)."""
+    return CONNECTION_PARTITION + connection_id
 
 
 # -- search items ---------------------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ from dormant.http.error_codes import EXCEPTION_BY_CODE
 from dormant.http.headers import OPERATOR_HEADER
 from dormant.http.keys import encode_key
 from dormant.http.operator_client import HandleOperatorCalls, OperatorCalls
+from dormant.http.realtime import ActorConnection, SyncActorConnection
 from dormant.models import ActorStatus, SendResult
 from dormant.ports import ActorRef, EventRecord
 from dormant.workflow.errors import DormantError
@@ -137,8 +138,12 @@ class HttpClient(OperatorCalls, CallbackCalls):
                  retry: RetryPolicy | None = None, timeout: float = 30.0, poll_wait: float = 20.0,
                  transport: httpx.AsyncBaseTransport | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 headers: dict[str, str] | None = None, auth: httpx.Auth | None = None) -> None:
+                 headers: dict[str, str] | None = None, auth: httpx.Auth | None = None,
+                 realtime_url: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
+        # The WebSocket API (docs/realtime.md): `dormant dev` serves it at /realtime on its own port; on AWS it
+        # is the stack's WebSocketUrl output.
+        self.realtime_url = realtime_url or self.base_url.replace("http", "ws", 1) + "/realtime"
         self.registry = registry
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
@@ -151,6 +156,19 @@ class HttpClient(OperatorCalls, CallbackCalls):
             self._headers.update({OPERATOR_HEADER: token} if auth is not None else {"Authorization": f"Bearer {token}"})
         self._http: httpx.AsyncClient | None = None
         self._adapters: dict[tuple[str, str], TypeAdapter[Any] | None] = {}
+
+    def socket_url(self) -> str:
+        """The WebSocket API's URL for a new connection: presigned with SigV4 when `auth` is SigV4 (the AWS_IAM
+        `$connect` of auth mode iam)."""
+        from dormant.http.signing import SigV4  # botocore: loaded when a signing client connects
+
+        if isinstance(self._auth, SigV4):
+            return self._auth.presign(self.realtime_url)
+        return self.realtime_url
+
+    def socket_headers(self) -> dict[str, str]:
+        """The headers a WebSocket handshake carries (those given, the operator token)."""
+        return dict(self._headers)
 
     def get_or_create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> HttpActorHandle:
         """A handle (no I/O): the first request creates the actor (with `input`) if needed."""
@@ -371,6 +389,11 @@ class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
         """The workflow history (needs the inspector token unless the server is in dev mode)."""
         return [HistoryEntry.model_validate(e) for e in await self._get("/history")]
 
+    def connect(self, *, after: int = 0) -> ActorConnection:
+        """The actor's events pushed over a WebSocket (no polling): `async with handle.connect() as c:` then
+        `c.on(name, callback)` and `async for event in c` (dormant.http.realtime)."""
+        return ActorConnection(self, self._client.socket_url, self._client.socket_headers(), after)
+
     async def events(self, *, after: int = 0, follow: bool = True) -> AsyncGenerator[EventRecord, None]:
         """Events in order after cursor `after`; with `follow`, long-poll for new ones forever."""
         cursor = after
@@ -443,6 +466,10 @@ class SyncActorHandle:
 
     def history(self) -> list[HistoryEntry]:
         return self._owner.run(self.handle.history())
+
+    def connect(self, *, after: int = 0) -> SyncActorConnection:
+        """The actor's events pushed over a WebSocket: `with handle.connect() as c: for event in c: ...`."""
+        return SyncActorConnection(self._owner.run, self.handle.connect(after=after))
 
     def events(self, *, after: int = 0, follow: bool = False) -> Iterator[EventRecord]:
         """Events after `after`; by default only those stored now (follow=True blocks for new ones)."""

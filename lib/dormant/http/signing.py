@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 import httpx
-from botocore.auth import SigV4Auth  # type: ignore[import-untyped]
+from botocore.auth import SigV4Auth, SigV4QueryAuth  # type: ignore[import-untyped]
 from botocore.awsrequest import AWSRequest  # type: ignore[import-untyped]
 from botocore.session import get_session  # type: ignore[import-untyped]
 
@@ -65,6 +65,16 @@ class SigV4(httpx.Auth):
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         self.sign(request)
         yield request
+
+    def presign(self, url: str, expires: int = 300) -> str:
+        """A WebSocket URL (`wss://...`) signed in its query, as the WebSocket API's AWS_IAM `$connect` checks it (a
+        browser or a WebSocket library cannot sign the handshake's headers); valid `expires` seconds."""
+        scheme, rest = url.split("://", 1)
+        https = ("https" if scheme in ("wss", "https") else "http") + "://" + rest
+        aws = AWSRequest(method="GET", url=https)
+        SigV4QueryAuth(self.credentials(), self.service, self.region_for(httpx.URL(https)),
+                       expires=expires).add_auth(aws)
+        return f"{scheme}://{str(aws.url).split('://', 1)[1]}"
 
 
 class BearerToken(httpx.Auth):

@@ -26,9 +26,10 @@ from dormant.http.errors import ApiError
 STATIC = resources.files("dormant.http") / "static"
 MEDIA = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
          ".html": "text/html; charset=utf-8", ".txt": "text/plain; charset=utf-8"}
-UI_FILES = frozenset({"app.js", "lanes.js", "app.css"})
+UI_FILES = frozenset({"app.js", "lanes.js", "app.css", "realtime.js"})  # realtime.js: docs/realtime.md, for apps too
 SWAGGER_FILES = frozenset({"swagger-ui-bundle.js", "swagger-ui.css", "swagger-ui-bundle.js.LICENSE.txt"})
 # The dashboard runs only its own script and talks only to this API.
+# (connect-src 'self' covers the same host's ws: and wss:, where dormant dev serves its WebSocket API.)
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 

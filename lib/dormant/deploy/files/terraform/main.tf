@@ -37,6 +37,8 @@ locals {
     DORMANT_MAX_RECEIVES     = tostring(var.max_receives)
     # the base of callback URLs (cb.url): var.public_url, or the HTTP API's own URL
     DORMANT_PUBLIC_URL = var.public_url != "" ? var.public_url : "https://${aws_apigatewayv2_api.http.id}.execute-api.${data.aws_region.current.name}.${data.aws_partition.current.dns_suffix}"
+    # the WebSocket API's connection management (docs/realtime.md): the worker pushes committed events there
+    DORMANT_REALTIME_URL = "https://${aws_apigatewayv2_api.realtime.id}.execute-api.${data.aws_region.current.name}.${data.aws_partition.current.dns_suffix}/${var.stage}"
   }
   # var.adot_layer_arn set: the ADOT layer's wrapper installs its SDK, which dormant.runtime.tracing then uses
   tracing_environment = var.adot_layer_arn != "" ? { AWS_LAMBDA_EXEC_WRAPPER = "/opt/otel-instrument" } : {}

@@ -3,6 +3,11 @@ output "api_url" {
   value       = aws_apigatewayv2_stage.default.invoke_url
 }
 
+output "realtime_url" {
+  description = "The WebSocket API (docs/realtime.md; HttpClient(realtime_url=...))"
+  value       = aws_apigatewayv2_stage.realtime.invoke_url
+}
+
 output "table_name" {
   description = "The actor table (DORMANT_TABLE)"
   value       = aws_dynamodb_table.actors.name

@@ -2,6 +2,8 @@
 // server is inserted as text, never as HTML.
 import { lanesView } from "./lanes.js";
 
+import { subscribe } from "./realtime.js";
+
 const STATUSES = ["pending", "sleeping", "completed", "failed", "diverged", "rolling_back", "paused", "terminated"];
 const ATTENTION = {
   failed: "failed", diverged: "diverged", rolling_back: "rolling back", retrying: "retrying",
@@ -857,7 +859,7 @@ async function actorView(view, name, segment, generation) {
       el("section", {}, el("h2", { text: "history" }), timelineBox,
         el("h2", { text: "kept versions (fork or reset from one)" }), versionsBox, versionState)));
   pollStatus(refresh, generation);
-  followEvents(base, events, generation);
+  followEvents(base, events, generation, name, segment);
 }
 
 function pause(ms) {
@@ -874,19 +876,37 @@ async function pollStatus(refresh, generation) {
 // Events are read with short requests (wait=0) every EVENTS_MS, after the page's load event, never with a held
 // long-poll: a request left open holds the browser's network idle (a headless Chromium with --virtual-time-budget
 // never finished the page while one was pending), and each request is a Lambda invocation that returns at once.
-async function followEvents(base, list, generation) {
+// Under `dormant dev` they are pushed instead, over its WebSocket API (docs/realtime.md; realtime.js), with no
+// polling: the list's `data-live` says which.
+function showEvent(list, event) {
+  list.append(el("li", { "data-seq": String(event.seq) }, `#${event.seq} ${event.name} `,
+    el("code", { text: short(event.payload, 200) }), el("span", { class: "muted", text: ` ${when(event.at)}` })));
+}
+
+async function followEvents(base, list, generation, name, segment) {
   if (document.readyState !== "complete") {
     await new Promise((done) => window.addEventListener("load", done, { once: true }));
+  }
+  if (session.dev && name !== undefined) {
+    const url = new URL("realtime", location.href);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    url.hash = "";
+    const subscription = subscribe({
+      url: url.href, actor: name, key: decodeKey(decodeURIComponent(segment)), after: 0,
+      onEvent: (event) => showEvent(list, event),
+      onOpen: () => list.setAttribute("data-live", "pushed"),
+      fetchEvent: async (seq) => (await api("GET", `${base}/events?after=${seq - 1}&limit=1`)).events[0],
+    });
+    while (generation === session.generation) await pause(REFRESH_MS);
+    subscription.close();
+    return;
   }
   let cursor = 0;
   while (generation === session.generation) {
     try {
       const page = await api("GET", `${base}/events?after=${cursor}&limit=100`);
       if (generation !== session.generation) return;
-      for (const event of page.events) {
-        list.append(el("li", { "data-seq": String(event.seq) }, `#${event.seq} ${event.name} `,
-          el("code", { text: short(event.payload, 200) }), el("span", { class: "muted", text: ` ${when(event.at)}` })));
-      }
+      for (const event of page.events) showEvent(list, event);
       cursor = page.cursor;
       if (page.events.length === 100) continue;  // more are there: read on at once
     } catch (error) {

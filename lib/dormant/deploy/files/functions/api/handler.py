@@ -1,4 +1,5 @@
-"""API Lambda entry point: the HTTP API (dormant.http.app) behind API Gateway, through Mangum.
+"""API Lambda entry point: the HTTP API (dormant.http.app) behind API Gateway, through Mangum, and the WebSocket
+API's routes ($connect, $default, $disconnect: dormant.aws.realtime, docs/realtime.md).
 
 Configuration comes from the environment (dormant.settings.Settings): DORMANT_APP names the registry
 (`module:attribute`), DORMANT_TABLE / DORMANT_QUEUE_* the resources, DORMANT_AUTH_MODE how API Gateway
@@ -9,11 +10,14 @@ container. Every request is logged as one JSON record (dormant.http.access throu
 
 from __future__ import annotations
 
+from typing import Any
+
 from mangum import Mangum
 
 from dormant.actor import load_registry
 from dormant.aws.clients import function_settings
 from dormant.aws.prewarm import open_api_service
+from dormant.aws.realtime import LambdaRealtime, is_websocket_event
 from dormant.aws.telemetry import lambda_telemetry
 from dormant.http.access import AccessLog
 from dormant.http.app import create_app
@@ -25,7 +29,15 @@ if settings.max_response_bytes is None:  # a Lambda response is at most 6 MB: bi
     settings = settings.model_copy(update={"max_response_bytes": LAMBDA_RESPONSE_BYTES})
 if not settings.app:
     raise RuntimeError("set DORMANT_APP=module:attribute to the registry the API serves")
-app = create_app(load_registry(settings.app), settings)
+registry = load_registry(settings.app)
+app = create_app(registry, settings)
 mangum = Mangum(AccessLog(app), lifespan="off")
-handler = telemetry.handler(mangum)  # request ids on every log line
+realtime = LambdaRealtime(registry, settings)  # its clients are made at its first event
+
+
+def route(event: Any, context: Any) -> Any:
+    return realtime(event, context) if is_websocket_event(event) else mangum(event, context)
+
+
+handler = telemetry.handler(route)  # request ids on every log line
 open_api_service(app, settings)  # the session and clients in the init phase (kept by a SnapStart snapshot)

@@ -1,0 +1,239 @@
+"""Realtime connections on the dev stack (docs/realtime.md): a WebSocket client subscribed to an actor is pushed its
+events by the real worker (DynamoDB Local + moto SQS) through the stack's `@connections` endpoint, replays what it
+missed with `after=`, and a dead connection is dropped without failing the wake-up."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import websockets
+
+from dormant.core.realtime import Sequencer
+from dormant.dev.stack import DevStack, free_port, run_dev_stack
+from dormant.dynamodb.connections import Connections
+from dormant.dynamodb.requests import Table
+from dormant.http.client import HttpClient
+from dormant.settings import Settings
+from tests.realtime_app import registry
+
+DEADLINE = 30.0  # a condition waited for, not a speed bound
+# One stack for the module (each test has actors of its own): starting one takes seconds.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+REGISTRY = registry
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def stack(aws_endpoints: dict[str, str]) -> AsyncIterator[DevStack]:
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(table=f"rt-{suffix}", queue_name=f"rt-{suffix}.fifo",  # type: ignore[call-arg]
+                        timer_queue_name=f"rt-timers-{suffix}", **aws_endpoints)
+    async with run_dev_stack(REGISTRY, port=free_port(), settings=settings) as running:
+        yield running
+
+
+def _socket_url(stack: DevStack) -> str:
+    return stack.api_url.replace("http://", "ws://") + "/realtime"
+
+
+async def _frame(socket: Any) -> dict[str, Any]:
+    frame: dict[str, Any] = json.loads(await asyncio.wait_for(socket.recv(), DEADLINE))
+    return frame
+
+
+async def _subscribe(socket: Any, key: str, after: int) -> tuple[Sequencer, list[dict[str, Any]]]:
+    """Subscribe; the events replayed (in order) until `subscribed`."""
+    await socket.send(json.dumps({"type": "subscribe", "actor": "notes", "key": [key], "after": after}))
+    sequencer, events = Sequencer(cursor=after), []
+    while not sequencer.replayed:
+        frame = await _frame(socket)
+        assert frame["type"] in ("event", "subscribed"), frame
+        events += sequencer.take(frame)
+    return sequencer, events
+
+
+async def _next_events(socket: Any, sequencer: Sequencer, count: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    while len(events) < count:
+        events += sequencer.take(await _frame(socket))
+        assert not sequencer.gap()
+    return events
+
+
+async def test_a_subscribed_client_is_pushed_a_steps_broadcast_without_polling(stack: DevStack) -> None:
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["live"])
+        await handle.send("notes", {"text": "first"})
+        async with websockets.connect(_socket_url(stack)) as socket:
+            sequencer, replayed = await _subscribe(socket, "live", 0)
+            if not replayed:  # subscribed before the first note's commit: it comes live
+                replayed = await _next_events(socket, sequencer, 1)
+            assert [(e["seq"], e["name"], e["payload"]) for e in replayed] == [(1, "noted", {"text": "first"})]
+            sent = time.monotonic()
+            await handle.send("notes", {"text": "second"})
+            [pushed] = await _next_events(socket, sequencer, 1)
+            latency = time.monotonic() - sent
+        assert (pushed["seq"], pushed["payload"], pushed["actor"], pushed["key"]) == (
+            2, {"text": "second"}, "notes", ["live"])
+        print(f"pushed {latency * 1000:.0f} ms after the send")  # measured (docs/realtime.md), not asserted
+
+
+async def test_a_reconnect_with_after_gets_exactly_what_it_missed_then_live_ones(stack: DevStack) -> None:
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["gap"])
+        await handle.send("notes", {"text": "n1"})
+        async with websockets.connect(_socket_url(stack)) as socket:
+            sequencer, seen = await _subscribe(socket, "gap", 0)
+            seen += [] if seen else await _next_events(socket, sequencer, 1)
+        cursor = seen[-1]["seq"]
+        for n in range(2, 7):  # five events while disconnected
+            await handle.send("notes", {"text": f"n{n}"})
+        deadline = time.monotonic() + DEADLINE
+        while (await handle.state())["count"] < 6:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        async with websockets.connect(_socket_url(stack)) as socket:
+            sequencer, missed = await _subscribe(socket, "gap", cursor)
+            await handle.send("notes", {"text": "n7"})
+            live = await _next_events(socket, sequencer, 1)
+    assert [(e["seq"], e["payload"]["text"]) for e in missed] == [(n, f"n{n}") for n in range(2, 7)]
+    assert [(e["seq"], e["payload"]["text"]) for e in live] == [(7, "n7")]
+
+
+async def test_a_dead_connection_is_dropped_and_does_not_fail_the_wake_up(stack: DevStack) -> None:
+    from aiobotocore.session import get_session  # type: ignore[import-untyped]
+
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["dead"])
+        await handle.send("notes", {"text": "one"})
+        settings = stack.settings
+        async with get_session().create_client("dynamodb", **settings.client_kwargs("dynamodb")) as dynamodb:
+            connections = Connections(Table(dynamodb, settings.table), time.time)
+            ref = handle.ref
+            await connections.subscribe(ref, "gone-connection=", 0)  # never connected: @connections answers 410
+            async with websockets.connect(_socket_url(stack)) as socket:
+                sequencer, seen = await _subscribe(socket, "dead", 0)
+                await handle.send("notes", {"text": "two"})
+                seen += await _next_events(socket, sequencer, 2 - len(seen))
+                assert [e["payload"]["text"] for e in seen] == ["one", "two"]  # the live one still pushed
+                deadline = time.monotonic() + DEADLINE
+                while "gone-connection=" in [s.connection_id for s in await connections.of_actor(ref, 100)]:
+                    assert time.monotonic() < deadline, "the gone connection was not dropped"
+                    await asyncio.sleep(0.05)
+                assert await connections.subscriptions_of("gone-connection=") == []
+            status = await handle.status()
+        assert status.error is None
+        assert (await handle.state())["count"] == 2
+
+
+async def test_handle_connect_pushes_events_to_callbacks_and_the_iterator_and_resumes_after_a_drop(
+        stack: DevStack) -> None:
+    import httpx
+
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["client"])
+        await handle.send("notes", {"text": "c1"})
+        heard: list[Any] = []
+        async with handle.connect(after=0).on("noted", heard.append) as connection:
+            first = await asyncio.wait_for(anext(connection), DEADLINE)
+            await handle.send("notes", {"text": "c2"})
+            second = await asyncio.wait_for(anext(connection), DEADLINE)
+            # The server drops the socket (as API Gateway does at 2 hours): the connection subscribes again from
+            # its cursor, and what was committed meanwhile arrives once, in order.
+            async with httpx.AsyncClient() as http:
+                stored = await connections_of(stack, handle)
+                assert len(stored) == 1
+                assert (await http.delete(f"{stack.api_url}/@connections/{stored[0]}")).status_code == 204
+            for n in (3, 4):
+                await handle.send("notes", {"text": f"c{n}"})
+            rest = [await asyncio.wait_for(anext(connection), DEADLINE) for _ in range(2)]
+        events = [first, second, *rest]
+        assert [(e.seq, e.payload["text"]) for e in events] == [(n, f"c{n}") for n in range(1, 5)]
+        assert heard == [{"text": f"c{n}"} for n in range(1, 5)]
+        assert connection.connects == 2 and connection.cursor == 4
+
+
+async def connections_of(stack: DevStack, handle: Any) -> list[str]:
+    from aiobotocore.session import get_session
+
+    settings = stack.settings
+    async with get_session().create_client("dynamodb", **settings.client_kwargs("dynamodb")) as dynamodb:
+        found = await Connections(Table(dynamodb, settings.table), time.time).of_actor(handle.ref, 100)
+    return [s.connection_id for s in found]
+
+
+async def test_the_sync_connection_and_a_refused_subscription(stack: DevStack) -> None:
+    from dormant.errors import ActorNotFoundError
+    from dormant.http.client import SyncHttpClient
+
+    def script() -> list[tuple[int, str]]:
+        with SyncHttpClient(stack.api_url) as client:
+            handle = client.get_or_create("notes", ["sync"])
+            handle.send("notes", {"text": "s1"})
+            with handle.connect() as connection:
+                first = connection.next(DEADLINE)
+                handle.send("notes", {"text": "s2"})
+                second = connection.next(DEADLINE)
+            with pytest.raises(ActorNotFoundError), client.get("notes", ["never-made"]).connect():
+                pass
+        return [(e.seq, e.payload["text"]) for e in (first, second)]
+
+    assert await asyncio.to_thread(script) == [(1, "s1"), (2, "s2")]
+
+
+def _lambda_event(kind: str, connection_id: str, body: str | None = None, **identity: str) -> dict[str, Any]:
+    """What API Gateway's WebSocket API gives the function (the fields the handler reads)."""
+    route = {"CONNECT": "$connect", "DISCONNECT": "$disconnect", "MESSAGE": "$default"}[kind]
+    return {"requestContext": {"eventType": kind, "routeKey": route, "connectionId": connection_id,
+                               "domainName": "example.execute-api.us-east-1.amazonaws.com", "stage": "dev",
+                               "identity": identity},
+            "body": body, "isBase64Encoded": False}
+
+
+async def test_the_lambda_routes_record_the_caller_answer_frames_and_forget_the_connection(stack: DevStack) -> None:
+    from aiobotocore.session import get_session
+
+    from dormant.aws.realtime import LambdaRealtime, is_websocket_event
+
+    settings = stack.settings  # DORMANT_REALTIME_URL: the dev stack's own @connections
+    realtime = LambdaRealtime(REGISTRY, settings)
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["lambda"])
+        await handle.send("notes", {"text": "l1"})
+        async with websockets.connect(_socket_url(stack)) as socket, \
+                get_session().create_client("dynamodb", **settings.client_kwargs("dynamodb")) as dynamodb:
+            await _subscribe(socket, "lambda", 0)
+            connections = Connections(Table(dynamodb, settings.table), time.time)
+            [live] = [s.connection_id for s in await connections.of_actor(handle.ref, 100)]
+            arn = "arn:aws:iam::123456789012:user/ada"
+            connect = _lambda_event("CONNECT", live, userArn=arn, accountId="123456789012")
+            assert is_websocket_event(connect) and not is_websocket_event({"requestContext": {"http": {}}})
+            assert await realtime.handle(connect) == {"statusCode": 200}
+            assert json.loads(await connections.caller_of(live) or "{}")["id"] == arn
+            # $default: the frame answered through the Management API, on the client's socket
+            assert await realtime.handle(_lambda_event("MESSAGE", live, '{"type": "ping"}')) == {"statusCode": 200}
+            assert await _answer(socket) == {"type": "pong"}
+            unknown = '{"type": "subscribe", "actor": "nope", "key": ["a"]}'
+            await realtime.handle(_lambda_event("MESSAGE", live, unknown))
+            assert (await _answer(socket))["code"] == "unknown_actor"
+            # not signed (no IAM principal): refused at $connect
+            assert (await realtime.handle(_lambda_event("CONNECT", "other=")))["statusCode"] == 401
+            assert await connections.caller_of("other=") is None
+            assert await realtime.handle(_lambda_event("DISCONNECT", live)) == {"statusCode": 200}
+            assert await connections.caller_of(live) is None and await connections.subscriptions_of(live) == []
+    await realtime.aclose()
+
+
+async def _answer(socket: Any) -> dict[str, Any]:
+    """The next frame that is not an event (the first note's may come live after `subscribed`)."""
+    while (frame := await _frame(socket))["type"] == "event":
+        pass
+    return frame
