@@ -17,7 +17,7 @@ REFERENCE = ("actor", "client", "errors", "models", "settings", "testing")
 
 def mkdocs() -> Path:
     tools = os.environ.get("DORMANT_DOCS_TOOLS")
-    found = Path(tools) / "mkdocs" if tools else ROOT / "tools" / "docs-venv" / "bin" / "mkdocs"
+    found = ROOT / tools / "mkdocs" if tools else ROOT / "tools" / "docs-venv" / "bin" / "mkdocs"  # relative: ROOT's
     if not found.exists():
         message = f"no mkdocs at {found} (`make docs-tools`)"
         if tools:  # under `make check`: a missing tool is a failure
