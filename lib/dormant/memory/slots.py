@@ -22,14 +22,14 @@ WAITER_TTL = 900.0
 only a waiter that went away, e.g. a deleted actor, runs out, and a release then skips and drops it."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Slot:
     holder: str
     actor: str
     expires: float
 
 
-@dataclass
+@dataclass(slots=True)
 class _Waiter:
     ref: ActorRef
     until: float
@@ -75,12 +75,16 @@ class MemorySlots:
 
     def _acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
         rule, now, holder = request.rule, request.now, request.holder
-        state = self._limits.setdefault((rule.name, rule.key), _LimitState())
+        state = self._limits.get((rule.name, rule.key))
+        if state is None:
+            state = self._limits[rule.name, rule.key] = _LimitState()
         slot: int | None = None
         if rule.concurrency is not None:
-            mine = [index for index, held in state.slots.items() if held.holder == holder]
+            mine = [index for index, held in state.slots.items() if held.holder == holder] if state.slots else None
             if mine:  # a re-run of the same step (its wake-up crashed): the same slot, never a second one
                 slot = mine[0]
+            elif not state.slots:  # all free (the common case): the first, without a search
+                slot = 0
             else:
                 slot = next((index for index in range(rule.concurrency)
                              if index not in state.slots or state.slots[index].expires <= now), None)
@@ -112,6 +116,8 @@ class MemorySlots:
         if held is None or held.holder != lease.holder:
             return []  # its lease ran out and someone else has the slot: nothing freed
         del state.slots[lease.slot]
+        if not state.waiters:
+            return []
         for key in sorted(state.waiters):
             waiter = state.waiters.pop(key)
             if waiter.until > now:

@@ -14,6 +14,7 @@ import logging
 import math
 import random
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from dormant.core.flow import Limit, check_use, unknown_limit, wait_label
@@ -38,13 +39,10 @@ RENEWALS = object()
 """The `sleeping_party` of renewal tasks: a test clock's harness must not take a running step for a waiting one."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Held:
     lease: SlotLease
     length: float
-    # The renewal: a callback due at the loop's next turn that starts its task. A step whose body ends without
-    # waiting (a plain function) gives its slot back before that turn: no task is made (flow control inline).
-    starting: asyncio.Handle | None = None
     renewal: asyncio.Task[None] | None = None
 
 
@@ -54,7 +52,8 @@ class LimitSlots:
     def __init__(self, service: ActorService, ref: ActorRef) -> None:
         self._service = service
         self._ref = ref
-        self._rules: dict[tuple[str, str | None], LimitRule] = {}  # made once per wake-up (frozen dataclasses)
+        # Each (limit, key) a step used, with its rule: looked up and made once per wake-up.
+        self._rules: dict[tuple[str, str | None], tuple[Limit, LimitRule]] = {}
 
     def _limit(self, step: str, name: str) -> Limit:
         declared = self._service.registry.limits
@@ -67,14 +66,14 @@ class LimitSlots:
         self._limit(step, name)
 
     async def acquire(self, ask: SlotAsk) -> Granted | Refused:
-        limit = self._limit(ask.location, ask.limit)
+        known = self._rules.get((ask.limit, ask.key))
+        limit = self._limit(ask.location, ask.limit) if known is None else known[0]
         priority = check_use(ask.location, ask.limit, limit, ask.key, ask.priority)  # before any I/O
-        clock = self._service.clock
-        now = clock.now()
+        if known is None:  # (kept once its key passed the checks)
+            known = self._rules[ask.limit, ask.key] = (limit, limit.rule(ask.limit, ask.key))
+        rule = known[1]
+        now = self._service.clock.now()
         length = limit.lease_for(ask.timeout)
-        rule = self._rules.get((ask.limit, ask.key))
-        if rule is None:
-            rule = self._rules[ask.limit, ask.key] = limit.rule(ask.limit, ask.key)
         answer = await self._service.store.acquire_slot(SlotRequest(
             rule=rule, ref=self._ref, holder=f"{self._ref.id}|{ask.location}", now=now,
             lease_until=now + length, queued_since=ask.since, queued=ask.queued, priority=priority))
@@ -84,20 +83,20 @@ class LimitSlots:
                       ask.limit, answer.by, retry_at - now)
             return Refused(limit=wait_label(ask.limit, ask.key, ask.priority), retry_at=retry_at)
         held = _Held(answer, length)
-        if answer.slot is not None:
-            held.starting = asyncio.get_running_loop().call_soon(self._start_renewal, held)
-        return Granted(limit=ask.limit, handle=held)
+        if answer.slot is None:  # a rate alone holds nothing: nothing to renew
+            return Granted(limit=ask.limit, handle=held)
+        # The renewal starts only if the step's body waits (an async body: `Granted.on_wait`); one that ends without
+        # waiting (a plain function) gives its slot back before any turn of the event loop: no handle or task is
+        # made (flow control inline).
+        return Granted(limit=ask.limit, handle=held, on_wait=partial(self._start_renewal, held))
 
     def _start_renewal(self, held: _Held) -> None:
-        held.starting = None
-        held.renewal = asyncio.get_running_loop().create_task(self._renew(held.lease, held.length))
+        if held.renewal is None:
+            held.renewal = asyncio.get_running_loop().create_task(self._renew(held.lease, held.length))
 
     async def release(self, granted: Granted) -> None:
         held = granted.handle
         assert isinstance(held, _Held)
-        if held.starting is not None:
-            held.starting.cancel()
-            held.starting = None
         if held.renewal is not None:
             held.renewal.cancel()
             await asyncio.gather(held.renewal, return_exceptions=True)

@@ -14,9 +14,9 @@ import asyncio
 
 from dormant.workflow.entries import Entry
 from dormant.workflow.errors import WorkflowDefinitionError
-from dormant.workflow.execution import Execution, run_to_the_end, start_eagerly
+from dormant.workflow.execution import Execution, run_to_the_end, settle_eagerly
 from dormant.workflow.frame import Frame
-from dormant.workflow.host import Granted, Refused, SlotAsk, StepRun
+from dormant.workflow.host import Granted, Refused, SlotAsk
 from dormant.workflow.signals import Suspend, WakeAborted
 from dormant.workflow.waits import Outcome, wait_in_process
 
@@ -34,11 +34,12 @@ async def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None,
         ex.step_started()
         # Asked at once, in this task: a store that answers without waiting (memory) costs no task and no turn of
         # the event loop; one that waits goes on in a task of its own, shielded.
-        asking = start_eagerly(ex.host.acquire_limit(SlotAsk(
+        finished, asking = settle_eagerly(ex.host.acquire_limit(SlotAsk(
             limit=limit, location=entry.location, timeout=timeout, since=place, queued=since is not None, key=key,
             priority=priority)))
         try:
-            answer = asking.result() if asking.done() else await asyncio.shield(asking)
+            answer: Granted | Refused = (asking if finished else asking.result() if asking.done()
+                                         else await asyncio.shield(asking))
         except asyncio.CancelledError:
             # Cancelled while asking (a race lost): the store may have given the slot all the same. Finish the ask
             # and give back what it got, then go on being cancelled.
@@ -49,7 +50,7 @@ async def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None,
         except Exception as error:  # the store failed under the ask: the wake-up is void, as for a commit
             raise WakeAborted(error) from error
         finally:
-            ex.step_ended(StepRun(location=entry.location, attempt=0))  # (it touched no state)
+            ex.ask_ended()
         if isinstance(answer, Granted):
             return answer  # (the attempt clears `throttled_since`)
         if since is None:
