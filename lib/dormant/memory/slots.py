@@ -54,7 +54,8 @@ class MemorySlots:
     async def acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
         when = self._enter("acquire_slot")
         answer = self._acquire(request)
-        self._leave(when, "acquire_slot")
+        if when is not None:  # a fault armed for this call
+            self._leave(when, "acquire_slot")
         return answer
 
     async def renew(self, lease: SlotLease, until: float) -> bool:
@@ -70,7 +71,8 @@ class MemorySlots:
     async def release(self, lease: SlotLease, now: float) -> list[ActorRef]:
         when = self._enter("release_slot")
         woken = self._release(lease, now)
-        self._leave(when, "release_slot")
+        if when is not None:
+            self._leave(when, "release_slot")
         return woken
 
     def _acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:

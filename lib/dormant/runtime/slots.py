@@ -14,11 +14,10 @@ import logging
 import math
 import random
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING
 
 from dormant.core.flow import Limit, check_use, unknown_limit, wait_label
-from dormant.core.slots import LimitRule, SlotLease, SlotRefusal, SlotRequest
+from dormant.core.slots import DEFAULT_PRIORITY, LimitRule, SlotLease, SlotRefusal, SlotRequest
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import sleeping_party
 from dormant.workflow.host import Granted, Refused, SlotAsk
@@ -43,7 +42,13 @@ RENEWALS = object()
 class _Held:
     lease: SlotLease
     length: float
+    slots: LimitSlots
     renewal: asyncio.Task[None] | None = None
+
+    def __call__(self) -> None:
+        """`Granted.on_wait`: the step's body waits, so the lease is renewed while it does (from the next turn)."""
+        if self.renewal is None:
+            self.renewal = asyncio.get_running_loop().create_task(self.slots.renewing(self.lease, self.length))
 
 
 class LimitSlots:
@@ -52,6 +57,7 @@ class LimitSlots:
     def __init__(self, service: ActorService, ref: ActorRef) -> None:
         self._service = service
         self._ref = ref
+        self._holder = f"{ref.id}|"  # a step's holder: this and its location
         # Each (limit, key) a step used, with its rule: looked up and made once per wake-up.
         self._rules: dict[tuple[str, str | None], tuple[Limit, LimitRule]] = {}
 
@@ -63,36 +69,36 @@ class LimitSlots:
         return limit
 
     def check(self, step: str, name: str) -> None:
-        self._limit(step, name)
+        if (name, None) not in self._rules:  # (a limit a step used, unkeyed, is declared)
+            self._limit(step, name)
 
     async def acquire(self, ask: SlotAsk) -> Granted | Refused:
         known = self._rules.get((ask.limit, ask.key))
-        limit = self._limit(ask.location, ask.limit) if known is None else known[0]
-        priority = check_use(ask.location, ask.limit, limit, ask.key, ask.priority)  # before any I/O
-        if known is None:  # (kept once its key passed the checks)
-            known = self._rules[ask.limit, ask.key] = (limit, limit.rule(ask.limit, ask.key))
+        if known is not None and ask.key is None and ask.priority is None:
+            limit, priority = known[0], DEFAULT_PRIORITY  # (a limit used unkeyed before is not keyed: no check)
+        else:
+            limit = self._limit(ask.location, ask.limit) if known is None else known[0]
+            priority = check_use(ask.location, ask.limit, limit, ask.key, ask.priority)  # before any I/O
+            if known is None:  # (kept once its key passed the checks)
+                known = self._rules[ask.limit, ask.key] = (limit, limit.rule(ask.limit, ask.key))
         rule = known[1]
         now = self._service.clock.now()
         length = limit.lease_for(ask.timeout)
         answer = await self._service.store.acquire_slot(SlotRequest(
-            rule=rule, ref=self._ref, holder=f"{self._ref.id}|{ask.location}", now=now,
+            rule=rule, ref=self._ref, holder=self._holder + ask.location, now=now,
             lease_until=now + length, queued_since=ask.since, queued=ask.queued, priority=priority))
         if isinstance(answer, SlotRefusal):
             retry_at = retry_time(limit, answer, now)
             log.debug("step %s of %s waits for limit %s (%s): next try in %.3f s", ask.location, self._ref,
                       ask.limit, answer.by, retry_at - now)
             return Refused(limit=wait_label(ask.limit, ask.key, ask.priority), retry_at=retry_at)
-        held = _Held(answer, length)
+        held = _Held(answer, length, self)
         if answer.slot is None:  # a rate alone holds nothing: nothing to renew
             return Granted(limit=ask.limit, handle=held)
         # The renewal starts only if the step's body waits (an async body: `Granted.on_wait`); one that ends without
         # waiting (a plain function) gives its slot back before any turn of the event loop: no handle or task is
         # made (flow control inline).
-        return Granted(limit=ask.limit, handle=held, on_wait=partial(self._start_renewal, held))
-
-    def _start_renewal(self, held: _Held) -> None:
-        if held.renewal is None:
-            held.renewal = asyncio.get_running_loop().create_task(self._renew(held.lease, held.length))
+        return Granted(limit=ask.limit, handle=held, on_wait=held)
 
     async def release(self, granted: Granted) -> None:
         held = granted.handle
@@ -115,7 +121,8 @@ class LimitSlots:
                 log.warning("could not wake %s, waiting for limit %s: %s: %s", ref, granted.limit,
                             type(error).__name__, error)
 
-    async def _renew(self, lease: SlotLease, length: float) -> None:
+    async def renewing(self, lease: SlotLease, length: float) -> None:
+        """Renew `lease` every third of its `length` until cancelled (the release) or lost."""
         sleeping_party.set(RENEWALS)
         clock = self._service.clock
         due = lease.expires - length * (1 - RENEW_AFTER)

@@ -29,28 +29,15 @@ async def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None,
     while True:
         since = entry.throttled_since
         place = ex.now() if since is None else since  # its place in line: the store's key for it, and the record's
-        # Asking counts as running the step: a wait in another branch waits in process beside it, as beside its body
-        # (whether the store answers at once or after a round trip).
-        ex.step_started()
         # Asked at once, in this task: a store that answers without waiting (memory) costs no task and no turn of
         # the event loop; one that waits goes on in a task of its own, shielded.
         finished, asking = settle_eagerly(ex.host.acquire_limit(SlotAsk(
             limit=limit, location=entry.location, timeout=timeout, since=place, queued=since is not None, key=key,
             priority=priority)))
-        try:
-            answer: Granted | Refused = (asking if finished else asking.result() if asking.done()
-                                         else await asyncio.shield(asking))
-        except asyncio.CancelledError:
-            # Cancelled while asking (a race lost): the store may have given the slot all the same. Finish the ask
-            # and give back what it got, then go on being cancelled.
-            await run_to_the_end(_give_back(ex, asking))
-            raise
-        except WorkflowDefinitionError:  # a limit_key or priority its limit does not take: the code's error
-            raise
-        except Exception as error:  # the store failed under the ask: the wake-up is void, as for a commit
-            raise WakeAborted(error) from error
-        finally:
-            ex.ask_ended()
+        if finished:  # answered without a turn of the event loop: nothing else ran meanwhile
+            answer: Granted | Refused = asking
+        else:
+            answer = await _answer(ex, asking)
         if isinstance(answer, Granted):
             return answer  # (the attempt clears `throttled_since`)
         if since is None:
@@ -66,6 +53,25 @@ async def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None,
             # (With a step still running it ended with the budget: suspend.)
             continue
         raise Suspend(deadline=answer.retry_at, reason="limit", limits=(answer.limit,))
+
+
+async def _answer(ex: Execution, asking: asyncio.Future[Granted | Refused]) -> Granted | Refused:
+    """The answer of an ask that did not finish at once (a store's round trip, or its error)."""
+    # Asking counts as running the step: a wait in another branch waits in process beside it, as beside its body.
+    ex.step_started()
+    try:
+        return asking.result() if asking.done() else await asyncio.shield(asking)
+    except asyncio.CancelledError:
+        # Cancelled while asking (a race lost): the store may have given the slot all the same. Finish the ask
+        # and give back what it got, then go on being cancelled.
+        await run_to_the_end(_give_back(ex, asking))
+        raise
+    except WorkflowDefinitionError:  # a limit_key or priority its limit does not take: the code's error
+        raise
+    except Exception as error:  # the store failed under the ask: the wake-up is void, as for a commit
+        raise WakeAborted(error) from error
+    finally:
+        ex.ask_ended()
 
 
 async def _give_back(ex: Execution, asking: asyncio.Future[Granted | Refused]) -> None:
