@@ -94,7 +94,7 @@ class MemorySlots:
                     free_at = min(held.expires for held in state.slots.values())
                     state.waiters[(request.rank, holder)] = _Waiter(request.ref, free_at + WAITER_TTL)
                     return SlotRefusal(limit=rule.name, by="concurrency", free_at=free_at)
-            state.slots[slot] = _Slot(holder, request.ref.id, request.lease_until)
+            state.slots[slot] = _Slot(holder, actor := request.ref.id, request.lease_until)
         if rule.per_window is not None:
             window = math.floor(now / rule.window)
             ticket = state.tickets.get(window, 0)
@@ -107,8 +107,8 @@ class MemorySlots:
                 return SlotRefusal(limit=rule.name, by="rate", window=window, position=ticket - rule.per_window)
         if request.queued:
             state.waiters.pop((request.rank, holder), None)
-        return SlotLease(limit=rule.name, holder=holder, actor=request.ref.id, slot=slot, expires=request.lease_until,
-                         key=rule.key)
+        return SlotLease(limit=rule.name, holder=holder, actor=request.ref.id if slot is None else actor, slot=slot,
+                         expires=request.lease_until, key=rule.key)
 
     def _release(self, lease: SlotLease, now: float) -> list[ActorRef]:
         state = self._limits.get((lease.limit, lease.key))

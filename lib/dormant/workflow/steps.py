@@ -20,7 +20,7 @@ from dormant.workflow.errors import (
 from dormant.workflow.execution import Execution, error_info, run_to_the_end, settle_eagerly, to_json
 from dormant.workflow.frame import Frame
 from dormant.workflow.history import EntryKind, EntryStatus, ErrorInfo, validate_name
-from dormant.workflow.host import StepRun
+from dormant.workflow.host import Granted, StepRun
 from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend
 
 _PLAIN = (type(None), bool, int, float, str, list, dict)  # results that cannot be awaitable: no ABC check
@@ -91,7 +91,9 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
     if limit is None:
         return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
                               rollback, ephemeral)
-    granted = await throttle.acquire(frame, entry, limit, timeout_s, limit_key, priority)  # Suspend when refused
+    granted = throttle.acquire(frame, entry, limit, timeout_s, limit_key, priority)  # at once when the slot is free
+    if not isinstance(granted, Granted):
+        granted = await granted  # Suspend when refused
     try:
         return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
                               rollback, ephemeral, granted.on_wait)

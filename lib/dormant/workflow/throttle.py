@@ -11,6 +11,8 @@ limit's line of waiters), so histories recorded before limits, or with other lim
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import Any
 
 from dormant.workflow.entries import Entry
 from dormant.workflow.errors import WorkflowDefinitionError
@@ -21,19 +23,38 @@ from dormant.workflow.signals import Suspend, WakeAborted
 from dormant.workflow.waits import Outcome, wait_in_process
 
 
-async def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None, key: str | None = None,
-                  priority: int | None = None) -> Granted:
-    """A slot for `entry`'s next attempt, waiting in process while that is allowed; else Suspend. `key`,
-    `priority`: the step's `limit_key=` and `priority=` (the host checks them: WorkflowDefinitionError)."""
+def acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None, key: str | None = None,
+            priority: int | None = None) -> Granted | Coroutine[Any, Any, Granted]:
+    """A slot for `entry`'s next attempt: the Granted itself when the host grants it at once (no coroutine or turn
+    of the event loop: a free slot on the memory store), else a coroutine to await for it, which waits in process
+    while that is allowed, else raises Suspend. `key`, `priority`: the step's `limit_key=` and `priority=` (the host
+    checks them: WorkflowDefinitionError)."""
+    first = _ask(frame.execution, entry, limit, timeout, key, priority)
+    if first[0] and isinstance(first[1], Granted):
+        return first[1]
+    return _acquire(frame, entry, limit, timeout, key, priority, first)
+
+
+def _ask(ex: Execution, entry: Entry, limit: str, timeout: float | None, key: str | None,
+         priority: int | None) -> tuple[bool, Any, float]:
+    """Ask at once, in this task (settle_eagerly): a store that answers without waiting (memory) costs no task and
+    no turn of the event loop; one that waits goes on in a task of its own. Returns settle_eagerly's pair and the
+    step's place in the limit's line (when it began waiting, or now)."""
+    since = entry.throttled_since
+    place = ex.now() if since is None else since  # its place in line: the store's key for it, and the record's
+    finished, asking = settle_eagerly(ex.host.acquire_limit(SlotAsk(
+        limit=limit, location=entry.location, timeout=timeout, since=place, queued=since is not None, key=key,
+        priority=priority)))
+    return finished, asking, place
+
+
+async def _acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None, key: str | None,
+                   priority: int | None, first: tuple[bool, Any, float] | None) -> Granted:
     ex = frame.execution
     while True:
         since = entry.throttled_since
-        place = ex.now() if since is None else since  # its place in line: the store's key for it, and the record's
-        # Asked at once, in this task: a store that answers without waiting (memory) costs no task and no turn of
-        # the event loop; one that waits goes on in a task of its own, shielded.
-        finished, asking = settle_eagerly(ex.host.acquire_limit(SlotAsk(
-            limit=limit, location=entry.location, timeout=timeout, since=place, queued=since is not None, key=key,
-            priority=priority)))
+        finished, asking, place = first if first is not None else _ask(ex, entry, limit, timeout, key, priority)
+        first = None
         if finished:  # answered without a turn of the event loop: nothing else ran meanwhile
             answer: Granted | Refused = asking
         else:
