@@ -58,8 +58,10 @@ class LimitSlots:
         self._service = service
         self._ref = ref
         self._holder = f"{ref.id}|"  # a step's holder: this and its location
-        # Each (limit, key) a step used, with its rule: looked up and made once per wake-up.
-        self._rules: dict[tuple[str, str | None], tuple[Limit, LimitRule]] = {}
+        self._store, self._clock = service.store, service.clock  # (one wake-up's: they do not change under it)
+        # Each (limit, key) a step used, with its rule and the lease of a step without a timeout: looked up and made
+        # once per wake-up.
+        self._rules: dict[tuple[str, str | None], tuple[Limit, LimitRule, float]] = {}
 
     def _limit(self, step: str, name: str) -> Limit:
         declared = self._service.registry.limits
@@ -80,11 +82,12 @@ class LimitSlots:
             limit = self._limit(ask.location, ask.limit) if known is None else known[0]
             priority = check_use(ask.location, ask.limit, limit, ask.key, ask.priority)  # before any I/O
             if known is None:  # (kept once its key passed the checks)
-                known = self._rules[ask.limit, ask.key] = (limit, limit.rule(ask.limit, ask.key))
+                known = self._rules[ask.limit, ask.key] = (limit, limit.rule(ask.limit, ask.key),
+                                                           limit.lease_for(None))
         rule = known[1]
-        now = self._service.clock.now()
-        length = limit.lease_for(ask.timeout)
-        answer = await self._service.store.acquire_slot(SlotRequest(
+        now = self._clock.now()
+        length = known[2] if ask.timeout is None else limit.lease_for(ask.timeout)
+        answer = await self._store.acquire_slot(SlotRequest(
             rule=rule, ref=self._ref, holder=self._holder + ask.location, now=now,
             lease_until=now + length, queued_since=ask.since, queued=ask.queued, priority=priority))
         if isinstance(answer, SlotRefusal):
@@ -109,7 +112,7 @@ class LimitSlots:
         if held.lease.slot is None:
             return  # a rate alone holds nothing
         try:
-            woken = await self._service.store.release_slot(held.lease, self._service.clock.now())
+            woken = await self._store.release_slot(held.lease, self._clock.now())
         except Exception as error:  # the slot frees itself when its lease ends: the step's outcome stands
             log.warning("could not give back the slot of limit %s held by %s (it frees itself at its lease's end): "
                         "%s: %s", granted.limit, self._ref, type(error).__name__, error)
