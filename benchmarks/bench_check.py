@@ -3,11 +3,13 @@
     make bench-check                  # or: .venv/bin/python benchmarks/bench_check.py [--rounds 5]
 
 Each round measures, in this one process, a calibration (a fixed pure-Python workload: dicts, lists, small objects,
-JSON, as the engine's own work is) and then the engine's CPU per fresh step, per replayed entry and per drained
-message (whole wake-ups on the memory store, as benchmarks/engine.py's rows: `wake_actor`, the store's commit and its
-kept-versions ring included). A CPU figure is checked as its best (lowest) of the rounds over the calibration's best
-of the same rounds: load only ever adds CPU time (cache misses, a slower clock), it slows both alike, and a quiet
-moment in any round is enough.
+JSON, as the engine's own work is) and then the engine's CPU per fresh step, per step under a flow-control limit
+whose slot is free, per replayed entry and per drained message (whole wake-ups on the memory store, as
+benchmarks/engine.py's rows: `wake_actor`, the store's commit and its kept-versions ring included). A CPU figure is
+checked as its best (lowest) of the rounds over the calibration's best of the same rounds: load only ever adds CPU
+time (cache misses, a slower clock), it slows both alike, and a quiet moment in any round is enough. The limited step
+is checked against the plain fresh step measured just before it instead, as the median of the rounds' ratios (a
+ratio of two bests is noisier).
 Memory (tracemalloc's peak of one wake-up, per step or entry beyond a 100-step one's) does not depend on load and is
 checked in bytes. A row over its budget fails the run (exit status 1). The budgets have headroom over what the engine
 measured when they were set (docs/performance.md); lower them when the engine gets faster, never raise them to make a
@@ -21,6 +23,7 @@ import asyncio
 import gc
 import json
 import os
+import statistics
 import sys
 import time
 import tracemalloc
@@ -36,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import engine as bench
 from pydantic import BaseModel
 
-from dormant import StepContext, WorkflowContext, actor, setup
+from dormant import Limit, StepContext, WorkflowContext, actor, setup
 from dormant.memory.store import MemoryEventStore
 from dormant.memory.transport import MemoryTransport
 from dormant.ports import InboxMessage
@@ -54,6 +57,9 @@ BUDGETS: dict[str, float] = {
     "fresh step (CPU / calibration)": 0.00110,
     "replayed entry (CPU / calibration)": 0.000105,
     "drained message (CPU / calibration)": 0.00300,
+    # Issue 28 asks for 1.3; measured 1.28-1.30 at load 4-5 (docs/performance.md): 1.3 would fail on load alone.
+    # 1.4 fails when a limited step gains about a fifth of a plain step's CPU (it cost 1.64x before issue 28's fix).
+    "limited step (CPU / fresh step)": 1.40,
     "fresh step (bytes)": 1000.0,
     "replayed entry (bytes)": 350.0,
 }
@@ -108,8 +114,12 @@ stateful = actor("check-steps", state=Order)
 @stateful.workflow
 async def run_stateful(ctx: WorkflowContext) -> int:
     total = 0
-    for i in range(int(ctx.input["steps"])):
-        total += await ctx.step(f"step-{i}", _one)
+    if ctx.input.get("limited"):  # each step under a flow-control limit whose slot is free
+        for i in range(int(ctx.input["steps"])):
+            total += await ctx.step(f"step-{i}", _one, limit="check")
+    else:
+        for i in range(int(ctx.input["steps"])):
+            total += await ctx.step(f"step-{i}", _one)
     return total
 
 
@@ -117,13 +127,13 @@ def _one(_: StepContext) -> int:
     return 1
 
 
-registry = setup(*bench.registry.actors.values(), stateful)
+registry = setup(*bench.registry.actors.values(), stateful, limits={"check": Limit(concurrency=1000)})
 
 
-async def fresh_step() -> float:
+async def fresh_step(limited: bool = False) -> float:
     service = ActorService(registry, MemoryEventStore(keep_commit_log=False), MemoryTransport(), VirtualClock())
     ref = service.ref(stateful.name, [str(uuid.uuid4())])
-    await service.ensure_created(ref, {"steps": N})
+    await service.ensure_created(ref, {"steps": N, "limited": limited})
 
     async def wake() -> None:
         report = await wake_actor(service, ref)
@@ -188,19 +198,23 @@ async def entry_bytes() -> float:
 async def measure(rounds: int) -> dict[str, float]:
     """Each CPU figure's best (lowest) of `rounds` rounds over the calibration's best, and the memory figures."""
     cpu: dict[str, float] = {}
+    limited: list[float] = []  # per round: a limited step's CPU over a plain one's, measured one after the other
     yardstick = float("inf")
     for round_ in range(rounds + 1):
         calibrated = calibration()
-        figures = {"fresh step": await fresh_step(), "replayed entry": await replayed_entry(),
-                   "drained message": await drained_message()}
+        figures = {"fresh step": await fresh_step(), "limited step": await fresh_step(limited=True),
+                   "replayed entry": await replayed_entry(), "drained message": await drained_message()}
         print(f"round {round_}: calibration {calibrated * 1e3:.1f} ms, "
               + ", ".join(f"{name} {value * 1e6:.2f} us" for name, value in figures.items()) + " (CPU)",
               file=sys.stderr, flush=True)
         if round_:  # the first round warms up
             yardstick = min(yardstick, calibrated)
+            limited.append(figures.pop("limited step") / figures["fresh step"])
             for name, value in figures.items():
                 cpu[name] = min(cpu.get(name, value), value)
     best = {f"{name} (CPU / calibration)": value / yardstick for name, value in cpu.items()}
+    # A limited step against the plain one measured next to it: the median of the rounds' ratios (issue 28: 1.3x).
+    best["limited step (CPU / fresh step)"] = statistics.median(limited)
     best["fresh step (bytes)"] = await step_bytes()
     best["replayed entry (bytes)"] = await entry_bytes()
     return best

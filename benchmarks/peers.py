@@ -47,14 +47,14 @@ async def dormant(n: int) -> dict[str, float]:
     await userpath.send_drain(n)  # warm-up
     return {
         "fresh step": await userpath.fresh_steps(n) / n,
-        "limited step": await userpath.fresh_steps(n, limited=True) / n,
+        **({"limited step": await userpath.fresh_steps(n, limited=True) / n} if userpath.HAS_LIMITS else {}),
         "replayed entry": await userpath.replay(n) / n,
         "send + drain": await userpath.send_drain(n) / n,
         "drain of queued messages": await userpath.drain(n) / n,
         "loop wake-up at age 10": await userpath.loop_wake(10),
         "loop wake-up at age 10,000": await userpath.loop_wake(10_000),
-        "ctx.map, 100 items": await userpath.mapped(100) / 100,
-        "ctx.map, 1,000 items": await userpath.mapped(1000) / 1000,
+        **({"ctx.map, 100 items": await userpath.mapped(100) / 100,
+            "ctx.map, 1,000 items": await userpath.mapped(1000) / 1000} if userpath.HAS_MAP else {}),
         "5 MB state, one part changed": await userpath.big_state(5_000_000, 5) / 5,
         "memory per fresh step": await userpath.memory_per_step(n),
         "memory per replayed entry": await userpath.memory_per_entry(n),

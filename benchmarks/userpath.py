@@ -17,9 +17,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dormant import Limit, StepContext, WorkflowContext, actor, queue, setup
+import dormant
+from dormant import StepContext, WorkflowContext, actor, queue, setup
 from dormant.actor import Registry
-from dormant.memory.store import MemoryEventStore
+
+try:
+    from dormant.memory.store import MemoryEventStore
+except ModuleNotFoundError:  # a tree from before dormant.memory became a package (benchmarks/userpath_ab.py)
+    from dormant.memory import MemoryEventStore  # type: ignore[attr-defined,no-redef]
 from dormant.testing import TestEnv
 
 
@@ -108,8 +113,12 @@ async def run_map(ctx: WorkflowContext) -> int:
     return len(result.values)
 
 
-registry: Registry = setup(steps_actor, drain_actor, big_actor, map_actor,
-                           limits={"lim": Limit(concurrency=1000)})
+# A tree from before flow control (benchmarks/userpath_ab.py measures one) has no Limit: no limited row there.
+HAS_LIMITS = hasattr(dormant, "Limit")
+HAS_MAP = hasattr(WorkflowContext, "map")  # nor, before it, ctx.map: no map rows there
+_limits = {"lim": dormant.Limit(concurrency=1000)} if HAS_LIMITS else None
+registry: Registry = (setup(steps_actor, drain_actor, big_actor, map_actor, limits=_limits) if HAS_LIMITS
+                      else setup(steps_actor, drain_actor, big_actor, map_actor))
 
 
 def env() -> TestEnv:
@@ -131,11 +140,20 @@ async def fresh_steps(n: int, limited: bool = False) -> float:
         return await _create_and_run(e, steps_actor.name, Spec(steps=n, limited=limited).model_dump())
 
 
+async def _create(e: TestEnv, name: str, key: list[str], input: Any = None) -> Any:
+    """`client.create`; on a tree from before it (benchmarks/userpath_ab.py), the creation it stands for."""
+    create = getattr(e.client, "create", None)
+    if create is not None:
+        return await create(name, key, input=input)
+    await e.service.ensure_created(e.service.ref(name, key), input)
+    return e.client.get_or_create(name, key, input=input)
+
+
 async def _create_and_run(e: TestEnv, name: str, input: dict[str, Any]) -> float:
     key = str(uuid.uuid4())
 
     async def work() -> None:
-        await e.client.create(name, [key], input=input)
+        await _create(e, name, [key], input=input)
         await e.run_until_idle()
     seconds = await cpu(work)
     assert not e.failures, e.failures
@@ -146,7 +164,7 @@ async def replay(n: int) -> float:
     """CPU of one wake-up that replays n completed steps up to a queue wait (a message it does not take)."""
     async with env() as e:
         key = str(uuid.uuid4())
-        await e.client.create(steps_actor.name, [key], input=Spec(steps=n, wait=True).model_dump())
+        await _create(e, steps_actor.name, [key], input=Spec(steps=n, wait=True).model_dump())
         await e.run_until_idle()
         ref = e.service.ref(steps_actor.name, [key])
 
@@ -159,7 +177,7 @@ async def replay(n: int) -> float:
 async def send_drain(n: int) -> float:
     """CPU of n sends and the wake-up(s) that drain them (sends included)."""
     async with env() as e:
-        handle = await e.client.create(drain_actor.name, [str(uuid.uuid4())])
+        handle = await _create(e, drain_actor.name, [str(uuid.uuid4())])
         await e.run_until_idle()
 
         async def work() -> None:
@@ -175,7 +193,7 @@ async def drain(n: int) -> float:
     """CPU of the one wake-up that drains n messages already queued (sends not included)."""
     async with env() as e:
         key = str(uuid.uuid4())
-        handle = await e.client.create(drain_actor.name, [key])
+        handle = await _create(e, drain_actor.name, [key])
         await e.run_until_idle()
         ref = e.service.ref(drain_actor.name, [key])
         for _ in range(n):
@@ -197,7 +215,7 @@ def _message() -> Any:
 async def loop_wake(age: int) -> float:
     """CPU of one send and the wake-up that processes it, after `age` messages processed."""
     async with env() as e:
-        handle = await e.client.create(drain_actor.name, [str(uuid.uuid4())])
+        handle = await _create(e, drain_actor.name, [str(uuid.uuid4())])
         for _ in range(age):
             await handle.send("inc", {"d": 1})
         await e.run_until_idle()
@@ -216,7 +234,7 @@ async def mapped(items: int) -> float:
 async def big_state(size: int, changes: int) -> float:
     """CPU per message changing one of 100 parts of a `size`-byte state (the first message builds it)."""
     async with env() as e:
-        handle = await e.client.create(big_actor.name, [str(uuid.uuid4())])
+        handle = await _create(e, big_actor.name, [str(uuid.uuid4())])
         await handle.send("change", {"part": size // 100, "i": 0})
         await e.run_until_idle()
 
@@ -253,7 +271,7 @@ async def fresh_peak(n: int) -> int:
 async def replay_peak(n: int) -> int:
     async with env() as e:
         key = str(uuid.uuid4())
-        await e.client.create(steps_actor.name, [key], input=Spec(steps=n, wait=True).model_dump())
+        await _create(e, steps_actor.name, [key], input=Spec(steps=n, wait=True).model_dump())
         await e.run_until_idle()
         ref = e.service.ref(steps_actor.name, [key])
 

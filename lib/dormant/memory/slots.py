@@ -22,14 +22,14 @@ WAITER_TTL = 900.0
 only a waiter that went away, e.g. a deleted actor, runs out, and a release then skips and drops it."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Slot:
     holder: str
     actor: str
     expires: float
 
 
-@dataclass
+@dataclass(slots=True)
 class _Waiter:
     ref: ActorRef
     until: float
@@ -54,7 +54,8 @@ class MemorySlots:
     async def acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
         when = self._enter("acquire_slot")
         answer = self._acquire(request)
-        self._leave(when, "acquire_slot")
+        if when is not None:  # a fault armed for this call
+            self._leave(when, "acquire_slot")
         return answer
 
     async def renew(self, lease: SlotLease, until: float) -> bool:
@@ -70,17 +71,22 @@ class MemorySlots:
     async def release(self, lease: SlotLease, now: float) -> list[ActorRef]:
         when = self._enter("release_slot")
         woken = self._release(lease, now)
-        self._leave(when, "release_slot")
+        if when is not None:
+            self._leave(when, "release_slot")
         return woken
 
     def _acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
         rule, now, holder = request.rule, request.now, request.holder
-        state = self._limits.setdefault((rule.name, rule.key), _LimitState())
+        state = self._limits.get((rule.name, rule.key))
+        if state is None:
+            state = self._limits[rule.name, rule.key] = _LimitState()
         slot: int | None = None
         if rule.concurrency is not None:
-            mine = [index for index, held in state.slots.items() if held.holder == holder]
+            mine = [index for index, held in state.slots.items() if held.holder == holder] if state.slots else None
             if mine:  # a re-run of the same step (its wake-up crashed): the same slot, never a second one
                 slot = mine[0]
+            elif not state.slots:  # all free (the common case): the first, without a search
+                slot = 0
             else:
                 slot = next((index for index in range(rule.concurrency)
                              if index not in state.slots or state.slots[index].expires <= now), None)
@@ -88,7 +94,7 @@ class MemorySlots:
                     free_at = min(held.expires for held in state.slots.values())
                     state.waiters[(request.rank, holder)] = _Waiter(request.ref, free_at + WAITER_TTL)
                     return SlotRefusal(limit=rule.name, by="concurrency", free_at=free_at)
-            state.slots[slot] = _Slot(holder, request.ref.id, request.lease_until)
+            state.slots[slot] = _Slot(holder, actor := request.ref.id, request.lease_until)
         if rule.per_window is not None:
             window = math.floor(now / rule.window)
             ticket = state.tickets.get(window, 0)
@@ -101,8 +107,8 @@ class MemorySlots:
                 return SlotRefusal(limit=rule.name, by="rate", window=window, position=ticket - rule.per_window)
         if request.queued:
             state.waiters.pop((request.rank, holder), None)
-        return SlotLease(limit=rule.name, holder=holder, actor=request.ref.id, slot=slot, expires=request.lease_until,
-                         key=rule.key)
+        return SlotLease(limit=rule.name, holder=holder, actor=request.ref.id if slot is None else actor, slot=slot,
+                         expires=request.lease_until, key=rule.key)
 
     def _release(self, lease: SlotLease, now: float) -> list[ActorRef]:
         state = self._limits.get((lease.limit, lease.key))
@@ -112,6 +118,8 @@ class MemorySlots:
         if held is None or held.holder != lease.holder:
             return []  # its lease ran out and someone else has the slot: nothing freed
         del state.slots[lease.slot]
+        if not state.waiters:
+            return []
         for key in sorted(state.waiters):
             waiter = state.waiters.pop(key)
             if waiter.until > now:

@@ -145,6 +145,8 @@ class MemoryEventStore:
         self.calls += 1
         if self.on_call is not None:
             self.on_call(self.calls, operation)
+        if not self._fail_at:  # no fault armed: a count and nothing more
+            return None
         when = self._fail_at.pop(self.calls, None)
         if when == "before":
             raise InjectedFault(f"injected failure before {operation} (call {self.calls})")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dormant.core.flow import Limit, check_use, unknown_limit, wait_label
-from dormant.core.slots import LimitRule, SlotLease, SlotRefusal, SlotRequest
+from dormant.core.slots import DEFAULT_PRIORITY, LimitRule, SlotLease, SlotRefusal, SlotRequest
 from dormant.ports import ActorRef
 from dormant.runtime.clocks import sleeping_party
 from dormant.workflow.host import Granted, Refused, SlotAsk
@@ -38,14 +38,17 @@ RENEWALS = object()
 """The `sleeping_party` of renewal tasks: a test clock's harness must not take a running step for a waiting one."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Held:
     lease: SlotLease
     length: float
-    # The renewal: a callback due at the loop's next turn that starts its task. A step whose body ends without
-    # waiting (a plain function) gives its slot back before that turn: no task is made (flow control inline).
-    starting: asyncio.Handle | None = None
+    slots: LimitSlots
     renewal: asyncio.Task[None] | None = None
+
+    def __call__(self) -> None:
+        """`Granted.on_wait`: the step's body waits, so the lease is renewed while it does (from the next turn)."""
+        if self.renewal is None:
+            self.renewal = asyncio.get_running_loop().create_task(self.slots.renewing(self.lease, self.length))
 
 
 class LimitSlots:
@@ -54,7 +57,11 @@ class LimitSlots:
     def __init__(self, service: ActorService, ref: ActorRef) -> None:
         self._service = service
         self._ref = ref
-        self._rules: dict[tuple[str, str | None], LimitRule] = {}  # made once per wake-up (frozen dataclasses)
+        self._holder = f"{ref.id}|"  # a step's holder: this and its location
+        self._store, self._clock = service.store, service.clock  # (one wake-up's: they do not change under it)
+        # Each (limit, key) a step used, with its rule and the lease of a step without a timeout: looked up and made
+        # once per wake-up.
+        self._rules: dict[tuple[str, str | None], tuple[Limit, LimitRule, float]] = {}
 
     def _limit(self, step: str, name: str) -> Limit:
         declared = self._service.registry.limits
@@ -64,47 +71,48 @@ class LimitSlots:
         return limit
 
     def check(self, step: str, name: str) -> None:
-        self._limit(step, name)
+        if (name, None) not in self._rules:  # (a limit a step used, unkeyed, is declared)
+            self._limit(step, name)
 
     async def acquire(self, ask: SlotAsk) -> Granted | Refused:
-        limit = self._limit(ask.location, ask.limit)
-        priority = check_use(ask.location, ask.limit, limit, ask.key, ask.priority)  # before any I/O
-        clock = self._service.clock
-        now = clock.now()
-        length = limit.lease_for(ask.timeout)
-        rule = self._rules.get((ask.limit, ask.key))
-        if rule is None:
-            rule = self._rules[ask.limit, ask.key] = limit.rule(ask.limit, ask.key)
-        answer = await self._service.store.acquire_slot(SlotRequest(
-            rule=rule, ref=self._ref, holder=f"{self._ref.id}|{ask.location}", now=now,
+        known = self._rules.get((ask.limit, ask.key))
+        if known is not None and ask.key is None and ask.priority is None:
+            limit, priority = known[0], DEFAULT_PRIORITY  # (a limit used unkeyed before is not keyed: no check)
+        else:
+            limit = self._limit(ask.location, ask.limit) if known is None else known[0]
+            priority = check_use(ask.location, ask.limit, limit, ask.key, ask.priority)  # before any I/O
+            if known is None:  # (kept once its key passed the checks)
+                known = self._rules[ask.limit, ask.key] = (limit, limit.rule(ask.limit, ask.key),
+                                                           limit.lease_for(None))
+        rule = known[1]
+        now = self._clock.now()
+        length = known[2] if ask.timeout is None else limit.lease_for(ask.timeout)
+        answer = await self._store.acquire_slot(SlotRequest(
+            rule=rule, ref=self._ref, holder=self._holder + ask.location, now=now,
             lease_until=now + length, queued_since=ask.since, queued=ask.queued, priority=priority))
         if isinstance(answer, SlotRefusal):
             retry_at = retry_time(limit, answer, now)
             log.debug("step %s of %s waits for limit %s (%s): next try in %.3f s", ask.location, self._ref,
                       ask.limit, answer.by, retry_at - now)
             return Refused(limit=wait_label(ask.limit, ask.key, ask.priority), retry_at=retry_at)
-        held = _Held(answer, length)
-        if answer.slot is not None:
-            held.starting = asyncio.get_running_loop().call_soon(self._start_renewal, held)
-        return Granted(limit=ask.limit, handle=held)
-
-    def _start_renewal(self, held: _Held) -> None:
-        held.starting = None
-        held.renewal = asyncio.get_running_loop().create_task(self._renew(held.lease, held.length))
+        held = _Held(answer, length, self)
+        if answer.slot is None:  # a rate alone holds nothing: nothing to renew
+            return Granted(limit=ask.limit, handle=held)
+        # The renewal starts only if the step's body waits (an async body: `Granted.on_wait`); one that ends without
+        # waiting (a plain function) gives its slot back before any turn of the event loop: no handle or task is
+        # made (flow control inline).
+        return Granted(limit=ask.limit, handle=held, on_wait=held)
 
     async def release(self, granted: Granted) -> None:
         held = granted.handle
         assert isinstance(held, _Held)
-        if held.starting is not None:
-            held.starting.cancel()
-            held.starting = None
         if held.renewal is not None:
             held.renewal.cancel()
             await asyncio.gather(held.renewal, return_exceptions=True)
         if held.lease.slot is None:
             return  # a rate alone holds nothing
         try:
-            woken = await self._service.store.release_slot(held.lease, self._service.clock.now())
+            woken = await self._store.release_slot(held.lease, self._clock.now())
         except Exception as error:  # the slot frees itself when its lease ends: the step's outcome stands
             log.warning("could not give back the slot of limit %s held by %s (it frees itself at its lease's end): "
                         "%s: %s", granted.limit, self._ref, type(error).__name__, error)
@@ -116,7 +124,8 @@ class LimitSlots:
                 log.warning("could not wake %s, waiting for limit %s: %s: %s", ref, granted.limit,
                             type(error).__name__, error)
 
-    async def _renew(self, lease: SlotLease, length: float) -> None:
+    async def renewing(self, lease: SlotLease, length: float) -> None:
+        """Renew `lease` every third of its `length` until cancelled (the release) or lost."""
         sleeping_party.set(RENEWALS)
         clock = self._service.clock
         due = lease.expires - length * (1 - RENEW_AFTER)

@@ -114,29 +114,38 @@ async def _resumed(coro: Coroutine[Any, Any, T], pending: Any) -> T:
     return result
 
 
-def start_eagerly(operation: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
-    """`operation` run now, in the calling task, up to its first suspension: if it never suspends (the in-memory
-    store answers at once), a finished future, without a task or a turn of the event loop; else a task that runs the
-    rest (as `asyncio.ensure_future` would have run the whole). For store calls that must not be cut off half-way."""
-    loop = asyncio.get_running_loop()
+def settle_eagerly(operation: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
+    """`operation` run now, in the calling task, up to its first suspension: (True, its value) if it finished
+    without suspending (the in-memory store answers at once: no future, task or turn of the event loop), else
+    (False, a future of its outcome: its error, or a task that runs the rest, as `asyncio.ensure_future` would have
+    run the whole). For store calls that must not be cut off half-way."""
     # In a context of its own, as a task's: what it sets (a client's context variables) stays its own, and a task
     # that runs the rest runs in that same context (a variable set before the suspension is reset after it).
     context = contextvars.copy_context()
     try:
         pending = context.run(operation.send, None)
     except StopIteration as stop:
-        done: asyncio.Future[T] = loop.create_future()
-        done.set_result(stop.value)
-        return done
+        return True, stop.value
     except asyncio.CancelledError:
-        done = loop.create_future()
+        done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         done.cancel()
-        return done
+        return False, done
     except Exception as error:
-        done = loop.create_future()
+        done = asyncio.get_running_loop().create_future()
         done.set_exception(error)
-        return done
-    return loop.create_task(_resumed(operation, pending), context=context)
+        return False, done
+    return False, asyncio.get_running_loop().create_task(_resumed(operation, pending), context=context)
+
+
+def start_eagerly(operation: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
+    """`settle_eagerly` as a future (a finished one if `operation` did not suspend)."""
+    finished, value = settle_eagerly(operation)
+    if not finished:
+        running: asyncio.Future[T] = value
+        return running
+    done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    done.set_result(value)
+    return done
 
 
 async def run_to_the_end(operation: Awaitable[None], *, eager: bool = False) -> tuple[bool, BaseException | None]:
@@ -148,7 +157,13 @@ async def run_to_the_end(operation: Awaitable[None], *, eager: bool = False) -> 
     finishes without suspending costs no task; not for commits, whose order beside other branches' steps stays the
     one a turn of the event loop gives on every store.
     """
-    task = start_eagerly(operation) if eager and isinstance(operation, Coroutine) else asyncio.ensure_future(operation)
+    if eager and isinstance(operation, Coroutine):
+        finished, running = settle_eagerly(operation)
+        if finished:
+            return False, None
+        task: asyncio.Future[None] = running
+    else:
+        task = asyncio.ensure_future(operation)
     cancelled = False
     while not task.done():
         try:
@@ -457,10 +472,19 @@ class Execution:
         if run.touched_state:
             self.state_touched = True
         if not self.in_flight and self._idle_waiters:
-            waiters, self._idle_waiters = self._idle_waiters, []
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
+            self._wake_idle_waiters()
+
+    def ask_ended(self) -> None:
+        """A step's ask for its limit ended (it touched no state): `step_ended` without a StepRun to make."""
+        self.in_flight -= 1
+        if not self.in_flight and self._idle_waiters:
+            self._wake_idle_waiters()
+
+    def _wake_idle_waiters(self) -> None:
+        waiters, self._idle_waiters = self._idle_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def when_idle(self) -> asyncio.Future[None]:
         """Done once no step is in flight (at once if none is)."""

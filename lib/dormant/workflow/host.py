@@ -4,7 +4,7 @@ module imports no other engine module but the history model, so every engine mod
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -56,7 +56,8 @@ class CommitDraft:
 
 
 # Flow control (ctx.step(..., limit=...), dormant.workflow.throttle): what the engine asks, what the host answers.
-@dataclass(frozen=True)
+# Made for every limited step: slotted, not frozen (a frozen dataclass's __init__ costs several times a plain one's).
+@dataclass(slots=True)
 class SlotAsk:
     """What the engine asks the host for: a slot of `limit` for the step at `location`."""
 
@@ -69,12 +70,15 @@ class SlotAsk:
     priority: int | None = None  # `priority=`: 1 (served first) to 5; None: the default
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Granted:
     """A held slot; the engine hands it back to `WorkflowHost.release_limit` when the attempt ends."""
 
     limit: str
     handle: Any  # the host's own (its lease, its renewal)
+    # Called by the engine before the step's body first waits (an async body), while the slot is held: the host
+    # starts what keeps the slot held across turns of the event loop (its lease's renewal) only then. None: nothing.
+    on_wait: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)

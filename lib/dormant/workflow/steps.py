@@ -17,10 +17,10 @@ from dormant.workflow.errors import (
     StepTimeoutError,
     WorkflowDefinitionError,
 )
-from dormant.workflow.execution import Execution, error_info, run_to_the_end, to_json
+from dormant.workflow.execution import Execution, error_info, run_to_the_end, settle_eagerly, to_json
 from dormant.workflow.frame import Frame
 from dormant.workflow.history import EntryKind, EntryStatus, ErrorInfo, validate_name
-from dormant.workflow.host import StepRun
+from dormant.workflow.host import Granted, StepRun
 from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend
 
 _PLAIN = (type(None), bool, int, float, str, list, dict)  # results that cannot be awaitable: no ABC check
@@ -91,14 +91,18 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
     if limit is None:
         return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
                               rollback, ephemeral)
-    granted = await throttle.acquire(frame, entry, limit, timeout_s, limit_key, priority)  # Suspend when refused
+    granted = throttle.acquire(frame, entry, limit, timeout_s, limit_key, priority)  # at once when the slot is free
+    if not isinstance(granted, Granted):
+        granted = await granted  # Suspend when refused
     try:
         return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
-                              rollback, ephemeral)
+                              rollback, ephemeral, granted.on_wait)
     finally:
         # Whatever ended the attempt (a result, a failure, its timeout, a race that cancelled it), the slot goes
         # back now, even while this task is being cancelled.
-        cancelled, error = await run_to_the_end(ex.host.release_limit(granted), eager=True)
+        # Started at once in this task: a store that answers without waiting (memory) costs no task or turn.
+        finished, releasing = settle_eagerly(ex.host.release_limit(granted))
+        cancelled, error = (False, None) if finished else await run_to_the_end(releasing)
         if error is not None and not isinstance(error, asyncio.CancelledError):
             raise error
         if cancelled:
@@ -107,8 +111,10 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
 
 async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], Any], timeout: float | None,
                    max_retries: int, retry_backoff_base: float | timedelta, retry_backoff_max: float | timedelta,
-                   rollback: Callable[[Any, Any], Any] | None, ephemeral: bool) -> Any:
-    """Run one attempt of the step's body and record what it did."""
+                   rollback: Callable[[Any, Any], Any] | None, ephemeral: bool,
+                   on_wait: Callable[[], None] | None = None) -> Any:
+    """Run one attempt of the step's body and record what it did. `on_wait`: the held limit slot's
+    (`Granted.on_wait`), called before an async body is awaited."""
     ex, scope = frame.execution, frame.scope
     attempt = entry.attempts + 1
     run = StepRun(location=entry.location, attempt=attempt)
@@ -121,6 +127,8 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
     try:
         result = fn(ex.host.step_context(run))
         if not isinstance(result, _PLAIN) and inspect.isawaitable(result):
+            if on_wait is not None:
+                on_wait()
             if timeout is None:
                 result = await result
             else:
