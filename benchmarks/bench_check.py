@@ -58,8 +58,9 @@ BUDGETS: dict[str, float] = {
     "replayed entry (CPU / calibration)": 0.000105,
     "drained message (CPU / calibration)": 0.00300,
     # Issue 28 asks for 1.3; measured 1.28-1.30 at load 4-5 (docs/performance.md): 1.3 would fail on load alone.
-    # 1.4 fails when a limited step gains about a fifth of a plain step's CPU (it cost 1.64x before issue 28's fix).
-    "limited step (CPU / fresh step)": 1.40,
+    # 1.5: 1.31 was measured on the merged tree beside a test run (load 4.7), so 1.4 kept too little headroom; a
+    # deliberate regression (a json.dumps of the lease per grant) measured 1.63 and fails, as 1.64x before the fix did.
+    "limited step (CPU / fresh step)": 1.50,
     "fresh step (bytes)": 1000.0,
     "replayed entry (bytes)": 350.0,
 }
