@@ -125,10 +125,11 @@ def test_the_layer_target_fetches_wheels_for_the_lambda_runtime(tmp_path: Path) 
     assert native and all("cpython-313-aarch64-linux-gnu" in name for name in native), native
     assert not list(site.rglob("*.cpython-311.pyc"))  # nothing compiled for the build machine's Python
     # Trimmed: only the service models the functions use, no scripts or installers.
-    # The API reads its operator token from SSM or Secrets Manager, both functions keep large values in S3: their
+    # The API reads its operator token from SSM or Secrets Manager, both functions keep large values in S3 and post
+    # to WebSocket connections (apigatewaymanagementapi): their
     # models stay (a missing one is UnknownServiceError on the first request that needs it, on a deployed stack).
     models = sorted(p.name for p in (site / "botocore" / "data").iterdir() if p.is_dir())
-    assert models == ["dynamodb", "s3", "secretsmanager", "sqs", "ssm"], models
+    assert models == ["apigatewaymanagementapi", "dynamodb", "s3", "secretsmanager", "sqs", "ssm"], models
     assert not (site / "bin").exists() and not list(site.glob("pip*"))
     assert (site / "pydantic").is_dir() and not (site / "pydantic" / "v1").exists()  # FastAPI only probes it
     if deploy_python_available():  # bytecode for Lambda's Python, so no cold start compiles the layer
