@@ -44,7 +44,7 @@ async def test_every_asset_is_served_and_nothing_else() -> None:
         for probe in ("../app.py", "%2e%2e%2fapp.py", "index.html", "VERSION", "app.js.map", ""):
             assert (await http.get(f"/ui/assets/{probe}")).status_code == 404, probe
             assert (await http.get(f"/docs/assets/{probe}")).status_code == 404, probe
-        assert (await http.get("/ui/config.json")).json() == {"dev": False, "title": "Dormant actors"}
+        assert (await http.get("/ui/config.json")).json() == {"dev": False, "title": "Dormant actors", "pushed": False}
         assert (await http.get("/redoc")).status_code == 404  # FastAPI's CDN-loading pages are off
 
 

@@ -393,7 +393,8 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
 
     callback_routes = callback_router(holder.get, limit)  # outside the callers' auth: the token
     app.include_router(callback_routes)
-    app.include_router(ui_router(dev=settings.dev, title=app.title))  # /ui and /docs, from packaged files
+    app.include_router(ui_router(dev=settings.dev, title=app.title,  # /ui and /docs, from packaged files
+                                 pushed=settings.dev and settings.realtime_url is not None))
     if settings.dev:
         app.include_router(spans_router())  # the dev stack's spans, for the dashboard's timeline
     return app

@@ -43,7 +43,9 @@ def _asset(folder: str, name: str, allowed: frozenset[str]) -> Response:
                                                              "X-Content-Type-Options": "nosniff"})
 
 
-def ui_router(*, dev: bool, title: str, openapi_url: str = "/openapi.json") -> APIRouter:
+def ui_router(*, dev: bool, title: str, openapi_url: str = "/openapi.json", pushed: bool = False) -> APIRouter:
+    """`pushed`: the page may subscribe to events over this server's WebSocket API (dev with a realtime endpoint,
+    as `dormant dev` serves it); otherwise it reads them with short requests."""
     router = APIRouter(include_in_schema=False)
 
     @router.get("/ui")
@@ -58,8 +60,8 @@ def ui_router(*, dev: bool, title: str, openapi_url: str = "/openapi.json") -> A
 
     @router.get("/ui/config.json")
     async def config() -> JSONResponse:
-        """What the page needs to know: whether the data routes need a token."""
-        return JSONResponse({"dev": dev, "title": title})
+        """What the page needs to know: whether the data routes need a token, whether events are pushed."""
+        return JSONResponse({"dev": dev, "title": title, "pushed": pushed})
 
     @router.get("/ui/assets/{name}")
     async def ui_asset(name: str) -> Response:

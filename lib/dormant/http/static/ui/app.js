@@ -14,6 +14,7 @@ const EVENTS_MS = 2000; // events poll: short requests, never a held long-poll (
 const session = {
   token: sessionStorage.getItem("dormant-token") || "",
   dev: false,
+  pushed: false,  // events over the dev stack's WebSocket API (config.json says when it serves one)
   generation: 0,
   openapi: null,
 };
@@ -887,7 +888,7 @@ async function followEvents(base, list, generation, name, segment) {
   if (document.readyState !== "complete") {
     await new Promise((done) => window.addEventListener("load", done, { once: true }));
   }
-  if (session.dev && name !== undefined) {
+  if (session.pushed && name !== undefined) {
     const url = new URL("realtime", location.href);
     url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
     url.hash = "";
@@ -937,6 +938,7 @@ async function render() {
 async function start() {
   const config = await fetch("ui/config.json").then((r) => r.json());
   session.dev = config.dev;
+  session.pushed = Boolean(config.pushed);
   const form = document.getElementById("token-form");
   const input = document.getElementById("token");
   form.hidden = config.dev || Boolean(session.token);
