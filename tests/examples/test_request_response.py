@@ -38,3 +38,19 @@ async def test_the_answer_survives_a_restart_and_is_computed_once() -> None:
         assert (result.status, result.response) == ("completed", {"doubled": 16})
         await again.run_until_idle()
         assert (await handle.get_state()).handled == 1  # the duplicate id was not processed again
+
+
+async def test_a_resend_of_an_answered_id_reads_its_answer_at_once() -> None:
+    """A stored id's answer may be there already: the resend reads it now, without the reply wait's schedule (on
+    DynamoDB the first read of a wait comes at the actor type's median answer time)."""
+    async with TestEnv(registry) as env:
+        handle = env.client.get_or_create("request-response", ["main"])
+        await handle.send("requests", {"value": 4}, message_id="req-2")
+        await env.run_until_idle()
+
+        async def no_wait(*args: object, **kwargs: object) -> None:
+            raise AssertionError("a resend of an answered id waited for its answer")
+
+        env.service.await_reply = no_wait  # type: ignore[method-assign]
+        result = await handle.send("requests", {"value": 4}, wait=True, timeout=5, message_id="req-2")
+        assert (result.status, result.response) == ("completed", {"doubled": 8})

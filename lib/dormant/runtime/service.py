@@ -147,11 +147,15 @@ class ActorService:
                                      "actor to start it afresh)")
         self.store.check_message(ref, message)  # nothing written yet: sizes, the per-value ceiling
         message = await self.store.prepare_message(ref, message)  # big values written first (S3), referred to
-        await self._deliver(ref, message, creation=creation, compare=message_id is not None and not derived_id)
+        new = await self._deliver(ref, message, creation=creation, compare=message_id is not None and not derived_id)
         if rule == "hold":
             return SendResult(status="queued", id=message.id, workflow=state)
         if not wait:
             return SendResult(status="queued", id=message.id)
+        if not new:  # a resend of a stored id: its answer may be there already, a read now needs no schedule
+            found, response = await self.store.wait_response(ref, message.id, 0)
+            if found:
+                return SendResult(status="completed", id=message.id, response=response)
         return await self.await_reply(ref, message.id, timeout or DEFAULT_WAIT_TIMEOUT)
 
     async def send_many(self, ref: ActorRef, queue_name: str, bodies: Sequence[Any], *,
@@ -172,8 +176,9 @@ class ActorService:
         await self._deliver(ref, message, compare=compare)
 
     async def _deliver(self, ref: ActorRef, message: InboxMessage, *, creation: Creation | None = None,
-                       at: float | None = None, compare: bool = False) -> None:
-        """The wake-up (carrying the message) first, then the actor's creation and the inbox write."""
+                       at: float | None = None, compare: bool = False) -> bool:
+        """The wake-up (carrying the message) first, then the actor's creation and the inbox write. False when the
+        id was stored before (a duplicate: nothing new is stored)."""
         definition = self.registry.get(ref.name)
         prepared = None
         if creation is not None:  # on_create runs before anything is sent: if it raises, nothing happened
@@ -204,6 +209,7 @@ class ActorService:
                 raise IdempotencyConflictError(
                     "this message id (Idempotency-Key) was already used for another message (another queue or "
                     "body); a new message needs a new id")
+        return new
 
     async def schedule_action(self, ref: ActorRef, at: float, action: str, args: list[Any], *,
                               message_id: str | None = None, sender: Caller | None = None) -> str:
