@@ -159,8 +159,11 @@ async def test_a_replay_on_the_memory_store_builds_no_model_per_entry(monkeypatc
         assert (status.workflow, status.output) == ("completed", 2) and not env.failures
 
 
-async def test_a_corrupted_stored_entry_fails_the_wake_up_with_pydantics_error() -> None:
+async def test_a_corrupted_stored_entry_fails_the_wake_up_with_pydantics_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     store, history = await _fixture_store()
+    woken: list[str] = []
+    monkeypatch.setattr(registry.get("mixed"), "on_wake_fn", lambda c: woken.append(c.ref.id))
     location = next(iter(history))
     history[location] = {**history[location], "seq": "not a number"}
     async with TestEnv(registry, store=store) as env:
@@ -169,3 +172,4 @@ async def test_a_corrupted_stored_entry_fails_the_wake_up_with_pydantics_error()
         with pytest.raises(WakeFailedError) as failed:  # the wake-up fails with the load's error, every try
             await env.run_until_idle()
         assert isinstance(failed.value.__cause__, ValidationError) and "seq" in str(failed.value.__cause__)
+        assert woken == []  # no user hook ran on a history that does not load

@@ -275,7 +275,6 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
     state = StateCell(definition.state, snapshot.state)
     vars = definition.vars() if definition.vars else None
     hook_context = HookContext(snapshot.ref, vars)
-    await call_hook(definition.on_wake_fn, hook_context)
     version = snapshot.version
     consumed: dict[str, float] = {}
     search = visible(definition.search, snapshot.search)
@@ -305,6 +304,9 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
                                           horizon=wait_horizon if deadline is None else min(wait_horizon, deadline),
                                           known=[m.id for m in snapshot.inbox]))
     snapshot.history = []  # the execution holds its own copies: let the loaded models go during the run
+    # After the engine has read the stored history (a corrupted entry fails the wake-up before any user code runs),
+    # before the workflow runs.
+    await call_hook(definition.on_wake_fn, hook_context)
     try:
         record = await run_workflow(definition.workflow_fn, execution)
     finally:
