@@ -20,14 +20,13 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dormant.dev.stack import free_port
 from tests.docs.blocks import ROOT, Block
 from tests.e2e.devprocess import environment
+from tests.waiting import dev_answers
 
 PAGE_DIR = "/tmp/walk"  # where the page's transcripts ran; the test's own directory stands for it
 READS = (("status",), ("state",), ("actors", "list"), ("actors", "count"), ("history", "show"), ("versions",),
@@ -164,15 +163,7 @@ class Session:
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.console = console
         self.url = f"http://127.0.0.1:{port}"
-        until = time.monotonic() + 90
-        while True:
-            assert self.process.poll() is None, f"dormant dev exited early:\n{console.read_text(errors='replace')}"
-            try:
-                urllib.request.urlopen(f"{self.url}/openapi.json", timeout=2).close()
-                return
-            except (urllib.error.URLError, OSError):
-                assert time.monotonic() < until, f"dormant dev did not start:\n{console.read_text(errors='replace')}"
-                time.sleep(0.1)
+        dev_answers(self.url, self.process, lambda: console.read_text(errors="replace"), timeout=90)
 
     def console_banner(self, lines: int) -> list[str]:
         """The first `lines` lines of the dev console's banner (its log lines, which may come first, left out)."""

@@ -8,12 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from dormant.dev.stack import free_port
 from tests.servers import fake_aws_environment
+from tests.waiting import dev_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 # `dormant dev` stops within 2 s (docs/dev-stack.md; 0.3-0.8 s measured on an idle machine): what the tests hold a stop
@@ -69,16 +68,8 @@ class DevProcess:
             self.process = subprocess.Popen([sys.executable, "-m", "dormant.cli", "dev", *self.args], cwd=ROOT,
                                             env=self.env, stdout=out, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.process.poll() is not None:
-                raise AssertionError(f"dormant dev exited early ({self.process.returncode}):\n{self.output()}")
-            try:
-                urllib.request.urlopen(f"{self.url}/openapi.json", timeout=2).close()
-                return self
-            except (urllib.error.URLError, OSError):
-                assert time.monotonic() < deadline, f"dormant dev did not start:\n{self.output()}"
-                time.sleep(0.1)
+        dev_answers(self.url, self.process, self.output, timeout=timeout)
+        return self
 
     @property
     def pid(self) -> int:

@@ -9,8 +9,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from dormant.dev.bucket import DEV_BUCKET
 from dormant.dev.stack import free_port
 from dormant.http.client import HttpClient
 from tests.servers import MotoServer, fake_aws_environment
+from tests.waiting import dev_answers, until_async
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,16 +35,8 @@ def _start(*args: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]
                                 *args],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None:
-            raise AssertionError(f"dormant dev exited early:\n{process.stdout.read() if process.stdout else ''}")
-        try:
-            urllib.request.urlopen(f"{url}/openapi.json", timeout=1).close()
-            return process, url
-        except (urllib.error.URLError, OSError):
-            assert time.monotonic() < deadline, "dormant dev did not start"
-            time.sleep(0.2)
+    dev_answers(url, process, lambda: process.stdout.read() if process.stdout and process.poll() is not None else "")
+    return process, url
 
 
 def _cli(*args: str) -> str:
@@ -75,10 +66,11 @@ async def _count_to(url: str, total: int) -> None:
         handle = client.get_or_create("workflow-counter", ["e2e"])
         for delta in (2, 3, total - 5):
             await handle.send("counter", {"delta": delta})
-        deadline = time.monotonic() + 20
-        while (state := await handle.state())["processed"] < 3:
-            assert time.monotonic() < deadline, state
-            time.sleep(0.1)
+        async def processed() -> dict[str, int] | None:
+            state: dict[str, int] = await handle.state()
+            return state if state["processed"] >= 3 else None
+
+        state = await until_async(processed, timeout=20, what="the dev stack processed 3 messages", interval=0.1)
         assert state == {"value": total, "processed": 3}
         history = await handle.history()  # dev mode: the inspector needs no token
         assert any(entry.location.endswith("apply-counter-command") for entry in history)

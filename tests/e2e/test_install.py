@@ -18,7 +18,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -30,6 +29,7 @@ import pytest
 from dormant.dev.stack import free_port
 from tests.docs.blocks import doc_blocks
 from tests.servers import fake_aws_environment
+from tests.waiting import dev_answers, until
 from tools import lock
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,24 +148,16 @@ def test_a_project_of_its_own(venv: Path, tmp_path: Path) -> None:
                                    stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, (tmp_path / "console.log").read_text()
-            try:
-                urllib.request.urlopen(f"{url}/openapi.json", timeout=2).close()
-                break
-            except (urllib.error.URLError, OSError):
-                assert time.monotonic() < deadline, (tmp_path / "console.log").read_text()
-                time.sleep(0.2)
+        dev_answers(url, process, (tmp_path / "console.log").read_text)
         sent = urllib.request.Request(f"{url}/actors/tally/main/queues/add", data=b'{"amount": 5}', method="POST",
                                       headers={"Content-Type": "application/json"})
         assert urllib.request.urlopen(sent, timeout=10).status == 202
-        while True:
+
+        def added() -> bool:
             with urllib.request.urlopen(f"{url}/actors/tally/main/state", timeout=10) as response:
-                if json.loads(response.read()) == {"total": 5}:
-                    break
-            assert time.monotonic() < deadline, (tmp_path / "console.log").read_text()
-            time.sleep(0.2)
+                return bool(json.loads(response.read()) == {"total": 5})
+
+        until(added, timeout=60, what=lambda: (tmp_path / "console.log").read_text(), interval=0.2)
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)

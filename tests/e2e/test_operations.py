@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 from dormant.cli.main import app
 from dormant.dev.stack import free_port
 from tests.servers import MotoServer, fake_aws_environment
+from tests.waiting import dev_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 DORMANT = str(Path(sys.executable).with_name("dormant"))  # the console script, as a user runs it
@@ -73,16 +74,8 @@ def start_dev(cwd: Path, app: str, **env: str) -> Dev:
     process = subprocess.Popen([DORMANT, "dev", "--app", app, "--port", str(port)], cwd=cwd,
                                env=environment(**env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None:
-            raise AssertionError(f"dormant dev exited early:\n{process.stdout.read() if process.stdout else ''}")
-        try:
-            urllib.request.urlopen(f"{url}/openapi.json", timeout=1).close()
-            return Dev(process, url, cwd)
-        except (urllib.error.URLError, OSError):
-            assert time.monotonic() < deadline, "dormant dev did not start"
-            time.sleep(0.2)
+    dev_answers(url, process, lambda: process.stdout.read() if process.stdout and process.poll() is not None else "")
+    return Dev(process, url, cwd)
 
 
 @pytest.fixture
