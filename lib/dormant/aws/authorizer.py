@@ -22,6 +22,7 @@ import json
 import logging
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -48,6 +49,7 @@ JWKS_TTL_SECONDS = 3600.0
 REFETCH_SECONDS = 30.0  # an unknown key id fetches the JWKS again, at most this often (key rotation, not abuse)
 FETCH_TIMEOUT_SECONDS = 3.0
 MAX_TOKEN_CHARS = 16 * 1024
+MAX_DOCUMENT_BYTES = 1024 * 1024  # an openid-configuration or a JWKS
 
 Fetch = Callable[[str], Any]
 """GET a URL, its JSON."""
@@ -62,11 +64,14 @@ class TokenRefused(Exception):
 
 
 def fetch_json(url: str) -> Any:
-    import httpx  # the JWKS: a cold start's first token only
-
-    response = httpx.get(url, timeout=FETCH_TIMEOUT_SECONDS, follow_redirects=False)
-    response.raise_for_status()
-    return response.json()
+    """GET with the standard library (the functions' layer leaves httpx out); an HTTP error raises."""
+    if not url.startswith(("https://", "http://")):
+        raise ValueError("the issuer's URLs must be http(s)")
+    with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_SECONDS) as response:
+        body = response.read(MAX_DOCUMENT_BYTES + 1)
+    if len(body) > MAX_DOCUMENT_BYTES:
+        raise ValueError(f"{url} answered over {MAX_DOCUMENT_BYTES} bytes")
+    return json.loads(body)
 
 
 class JwtVerifier:
@@ -106,7 +111,9 @@ class JwtVerifier:
             registry.validate(claims)
         except ExpiredTokenError:
             raise TokenRefused("expired") from None
-        except (InvalidClaimError, MissingClaimError) as error:
+        except MissingClaimError as error:  # (error.claim: the missing names, comma-separated)
+            raise TokenRefused("missing_" + error.claim.replace(",", "_")) from None
+        except InvalidClaimError as error:
             reason = {"iss": "wrong_issuer", "nbf": "not_yet_valid", "exp": "expired", "sub": "no_subject",
                       "iat": "issued_in_future"}.get(error.claim, f"invalid_{error.claim}")
             raise TokenRefused(reason) from None
