@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from dormant.core.claims import caller_from_claims
+from dormant.http.identity import DEV_USER_HEADER
 from dormant.workflow.caller import Caller
 
 if TYPE_CHECKING:
@@ -103,7 +104,9 @@ class DevGateway:
 
     async def _caller(self, websocket: WebSocket) -> Caller | None:
         if self.verifier is None:
-            user = websocket.query_params.get(DEV_USER_PARAM, "dev").strip() or "dev"
+            # ?user= (a browser cannot set headers), else the HTTP API's dev-user header (the Python client sends it)
+            user = (websocket.query_params.get(DEV_USER_PARAM) or websocket.headers.get(DEV_USER_HEADER)
+                    or "dev").strip() or "dev"
             return Caller(kind="dev", id=user[:200])
         from dormant.aws.authorizer import TokenRefused, token_of
 
