@@ -334,3 +334,29 @@ async def test_a_result_too_big_for_a_frame_names_the_http_route_and_a_malformed
             await socket.send(json.dumps({"type": "action", "actor": "notes", "key": ["big"], "name": "add"}))
             assert (await _frame(socket))["code"] == "invalid_frame"  # no correlation id: not an action frame
         assert len(await handle.call("repeat", "y" * 1000, 130)) == 130_000  # over HTTP it is answered
+
+
+async def test_an_action_through_the_lambda_default_route_is_answered_on_the_socket(stack: DevStack) -> None:
+    from aiobotocore.session import get_session
+
+    from dormant.aws.realtime import LambdaRealtime
+    from dormant.http.actions import SocketActions
+
+    settings = stack.settings
+    realtime = LambdaRealtime(REGISTRY, settings, actions=lambda service: SocketActions(REGISTRY, settings, service))
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["lambda-act"])
+        assert await handle.call("add", 5) == 5
+        async with websockets.connect(_socket_url(stack)) as socket, \
+                get_session().create_client("dynamodb", **settings.client_kwargs("dynamodb")) as dynamodb:
+            await _subscribe(socket, "lambda-act", 0)
+            connections = Connections(Table(dynamodb, settings.table), time.time)
+            [live] = [s.connection_id for s in await connections.of_actor(handle.ref, 100)]
+            arn = "arn:aws:iam::123456789012:user/ada"
+            assert await realtime.handle(_lambda_event("CONNECT", live, userArn=arn)) == {"statusCode": 200}
+            frame = {"type": "action", "id": "a-1", "actor": "notes", "key": ["lambda-act"], "name": "add",
+                     "args": [2]}
+            assert await realtime.handle(_lambda_event("MESSAGE", live, json.dumps(frame))) == {"statusCode": 200}
+            assert await _answer(socket) == {"type": "action_result", "id": "a-1", "ok": True, "result": 7}
+        assert (await handle.state())["count"] == 7
+    await realtime.aclose()

@@ -22,7 +22,7 @@ BUNDLE_DIR = "bundle"
 LAYER_DIR = "layer"
 TERRAFORM_DIR = "terraform"
 # the Lambda entry points, as their handlers name them (functions.worker.handler.handler, ...)
-FUNCTIONS = ("functions/api/handler.py", "functions/worker/handler.py")
+FUNCTIONS = ("functions/api/handler.py", "functions/worker/handler.py", "functions/authorizer/handler.py")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +90,7 @@ def terraform_file(name: str, app: str) -> str:
 SAM_MAKEFILE = f"""\
 # `sam build --template-file template.yaml` runs these targets (BuildMethod: makefile) with ARTIFACTS_DIR set: they
 # copy what `dormant package` built beside this file, the functions' bundle and the dependency layer.
-build-WorkerFunction build-ApiFunction:
+build-WorkerFunction build-ApiFunction build-AuthorizerFunction:
 \tmkdir -p "$(ARTIFACTS_DIR)"
 \tcp -R {BUNDLE_DIR}/. "$(ARTIFACTS_DIR)"
 
