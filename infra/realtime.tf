@@ -23,7 +23,7 @@ resource "aws_apigatewayv2_route" "realtime_connect" {
   api_id             = aws_apigatewayv2_api.realtime.id
   route_key          = "$connect"
   target             = "integrations/${aws_apigatewayv2_integration.realtime.id}"
-  authorization_type = var.auth_mode == "iam" ? "AWS_IAM" : var.auth_mode == "jwt" ? "CUSTOM" : "NONE"
+  authorization_type = var.auth_mode == "jwt" ? "CUSTOM" : var.auth_mode == "iam" ? "AWS_IAM" : "NONE"
   authorizer_id      = var.auth_mode == "jwt" ? aws_apigatewayv2_authorizer.realtime[0].id : null
 }
 

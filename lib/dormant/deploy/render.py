@@ -72,8 +72,8 @@ def template_yaml(app: str) -> str:
         Substitution("ContentUri: functions/\n", f"ContentUri: {LAYER_DIR}/\n"),
     ], "template.yaml")
     count = text.count("CodeUri: functions/\n")
-    if count != 2:  # the worker's and the API's
-        raise ShippedFilesChangedError(f"template.yaml: CodeUri: functions/ occurs {count} times, expected twice")
+    if count != 3:  # the worker's, the API's and the authorizer's
+        raise ShippedFilesChangedError(f"template.yaml: CodeUri: functions/ occurs {count} times, expected 3")
     return text.replace("CodeUri: functions/\n", f"CodeUri: {BUNDLE_DIR}/\n")
 
 
