@@ -19,7 +19,7 @@ resource "aws_apigatewayv2_integration" "realtime" {
 }
 
 resource "aws_apigatewayv2_route" "realtime_connect" {
-  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
+  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode, the Lambda authorizer in jwt mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
   api_id             = aws_apigatewayv2_api.realtime.id
   route_key          = "$connect"
   target             = "integrations/${aws_apigatewayv2_integration.realtime.id}"
@@ -28,7 +28,7 @@ resource "aws_apigatewayv2_route" "realtime_connect" {
 }
 
 resource "aws_apigatewayv2_route" "realtime_disconnect" {
-  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
+  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode, the Lambda authorizer in jwt mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
   api_id             = aws_apigatewayv2_api.realtime.id
   route_key          = "$disconnect"
   target             = "integrations/${aws_apigatewayv2_integration.realtime.id}"
@@ -36,7 +36,7 @@ resource "aws_apigatewayv2_route" "realtime_disconnect" {
 }
 
 resource "aws_apigatewayv2_route" "realtime_default" {
-  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
+  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode, the Lambda authorizer in jwt mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
   api_id             = aws_apigatewayv2_api.realtime.id
   route_key          = "$default"
   target             = "integrations/${aws_apigatewayv2_integration.realtime.id}"
@@ -106,7 +106,7 @@ resource "aws_lambda_permission" "authorizer" {
 }
 
 resource "aws_cloudwatch_log_group" "authorizer" {
-  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; the authorizer logs refusal reasons, never tokens
+  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts at rest by default; reading them is an operator's right (the access log's paths hold callback tokens)
   #checkov:skip=CKV_AWS_338:Retention is a variable (log_retention_days, default 30 days, as template.yaml)
   count             = var.auth_mode == "jwt" ? 1 : 0
   name              = "/aws/lambda/${local.prefix}-authorizer"
@@ -115,12 +115,12 @@ resource "aws_cloudwatch_log_group" "authorizer" {
 }
 
 resource "aws_lambda_function" "authorizer" {
-  #checkov:skip=CKV_AWS_116:Invoked synchronously only (API Gateway's authorizer call)
-  #checkov:skip=CKV_AWS_117:Reaches only the issuer's public JWKS; a VPC would add NAT costs
+  #checkov:skip=CKV_AWS_116:Invoked synchronously only (SQS event source, API Gateway); failed wake-ups go to the queues DLQs
+  #checkov:skip=CKV_AWS_117:Reaches only public endpoints (DynamoDB, SQS, S3, SSM; the $connect authorizer: the JWT issuer's keys); a VPC would add NAT or endpoint costs
   #checkov:skip=CKV_AWS_115:Reserved concurrency would cap connects; API Gateway's stage throttling bounds them
-  #checkov:skip=CKV_AWS_173:The environment holds the issuer and audience only (public values), encrypted at rest with the AWS-managed key
+  #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
-  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace: off unless adot_layer_arn is set; logs cover each refusal
+  #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace: off unless adot_layer_arn is set; logs and metrics cover each wake-up
   count            = var.auth_mode == "jwt" ? 1 : 0
   function_name    = "${local.prefix}-authorizer"
   description      = "The WebSocket API's $connect authorizer in auth_mode jwt (a bearer token checked as the HTTP API's)"

@@ -45,6 +45,12 @@ def repeat(c: ActionContext, text: str, times: int) -> str:
     return text * times
 
 
+@notes.action
+def who(c: ActionContext) -> list[str]:
+    """The caller the action runs as: its kind and id."""
+    return [] if c.caller is None else [c.caller.kind, c.caller.id]
+
+
 @notes.authorize
 def may(request: AccessRequest) -> bool:
     return request.caller.id != "mallory"
