@@ -116,7 +116,7 @@ resource "aws_cloudwatch_log_group" "authorizer" {
 
 resource "aws_lambda_function" "authorizer" {
   #checkov:skip=CKV_AWS_116:Invoked synchronously only (SQS event source, API Gateway); failed wake-ups go to the queues DLQs
-  #checkov:skip=CKV_AWS_117:Reaches only public endpoints (DynamoDB, SQS, S3, SSM; the $connect authorizer: the JWT issuer's keys); a VPC would add NAT or endpoint costs
+  #checkov:skip=CKV_AWS_117:Reaches only public endpoints (DynamoDB, SQS, S3, SSM, and the JWT issuer's keys for the $connect authorizer); a VPC would add NAT or endpoint costs
   #checkov:skip=CKV_AWS_115:Reserved concurrency would cap connects; API Gateway's stage throttling bounds them
   #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
