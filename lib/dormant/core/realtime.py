@@ -24,10 +24,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dormant.core.limits import WEBSOCKET_FRAME
 from dormant.core.records import EventRecord
 
 # API Gateway's WebSocket frame is at most 128 KB (32 KB a frame, 4 frames): keep room for the envelope.
-GATEWAY_MESSAGE_BYTES = 128 * 1024
+GATEWAY_MESSAGE_BYTES = WEBSOCKET_FRAME.maximum  # 128 KB
 MAX_FRAME_BYTES = 120 * 1024
 FANOUT_LIMIT = 100
 """Connections one commit's events are pushed to, per actor; beyond it, the oldest subscriptions are served and the
