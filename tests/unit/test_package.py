@@ -75,7 +75,8 @@ def test_the_deployment_files(tmp_path: Path) -> None:
         assert template["Resources"][function]["Metadata"]["BuildMethod"] == "makefile"
     assert template["Resources"]["DependenciesLayer"]["Properties"]["ContentUri"] == "layer/"
     makefile = (tmp_path / "Makefile").read_text()
-    assert "build-WorkerFunction build-ApiFunction build-AuthorizerFunction:\n" in makefile and "build-DependenciesLayer:\n" in makefile
+    assert "build-WorkerFunction build-ApiFunction build-AuthorizerFunction:\n" in makefile
+    assert "build-DependenciesLayer:\n" in makefile
     assert 'default     = "pkgshop.app:registry"' in (tmp_path / "terraform" / "variables.tf").read_text()
 
 
