@@ -13,4 +13,5 @@ from dormant.aws.telemetry import lambda_telemetry
 from dormant.settings import Settings
 
 telemetry = lambda_telemetry("dormant-authorizer")
-handler = telemetry.handler(LambdaAuthorizer(verifier_of(Settings())))
+authorizer = LambdaAuthorizer(verifier_of(Settings()))  # its JWKS is kept for the container's life
+handler = telemetry.handler(authorizer)
