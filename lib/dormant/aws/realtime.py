@@ -2,7 +2,10 @@
 
 `Gateway` answers a connection's frames (the `$default` route; the protocol: dormant.core.realtime): a subscribe asks
 the actor's `authorize` hook (operation `events`), stores the subscription (dormant.dynamodb.connections), then
-replays the stored events after the client's cursor and says `subscribed`. `$disconnect` removes its subscriptions.
+replays the stored events after the client's cursor and says `subscribed`; an action frame goes to the `actions`
+it was given (dormant.http.actions.SocketActions: the HTTP action route's own path), whose `action_result` frame is
+posted back. `$disconnect` removes its subscriptions. `$connect` records who connected (`websocket_caller`: in jwt
+mode from the claims the `$connect` authorizer verified, dormant.aws.authorizer).
 
 `Broadcaster` is the worker's side: `BroadcastingStore` wraps the worker's store, and after each commit that
 recorded events it posts them to the actor's subscribed connections through the API Gateway Management API
