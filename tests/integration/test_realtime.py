@@ -334,6 +334,12 @@ async def test_a_result_too_big_for_a_frame_names_the_http_route_and_a_malformed
             await socket.send(json.dumps({"type": "action", "actor": "notes", "key": ["big"], "name": "add"}))
             assert (await _frame(socket))["code"] == "invalid_frame"  # no correlation id: not an action frame
         assert len(await handle.call("repeat", "y" * 1000, 130)) == 130_000  # over HTTP it is answered
+        async with websockets.connect(_socket_url(stack)) as socket:  # past API Gateway's 128 KB: closed (1009)
+            await socket.send(json.dumps({"type": "action", "id": "huge", "actor": "notes", "key": ["big"],
+                                          "name": "repeat", "args": ["z" * (130 * 1024), 1]}))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await _frame(socket)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
 
 
 async def test_an_action_through_the_lambda_default_route_is_answered_on_the_socket(stack: DevStack) -> None:
