@@ -114,8 +114,9 @@ class SocketActions:
         if text is None:
             return action_error_frame(frame.id, 413, "result_too_large", (
                 f"the action ran (and committed), but its result is over a WebSocket frame's "
-                f"{MAX_FRAME_BYTES // 1024} KB: call it over HTTP (POST /actors/{{actor}}/{{key}}/actions/{frame.name}) "
-                "when it returns that much (a second call runs it again)"))
+                f"{MAX_FRAME_BYTES // 1024} KB: call it over HTTP "
+                f"(POST /actors/{{actor}}/{{key}}/actions/{frame.name}) when it returns that much "
+                "(a second call runs it again)"))
         return text
 
     async def _run(self, caller: Caller, frame: Action) -> Any:
