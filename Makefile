@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := tools/node/node_modules/.installed
 
 .PHONY: test durations lint lock test-lowest docs docs-tools test-py313 localstack localstack-tools fuzz demo check bench bench-check bench-peers soak mutation clean java deploy-tools sam-build lambda-layer build-WorkerFunction \
-	build-ApiFunction build-DependenciesLayer trim-layer coldstart chromium swagger-ui infra-zips infra-build scan-tools \
+	build-ApiFunction build-AuthorizerFunction build-DependenciesLayer trim-layer coldstart chromium swagger-ui infra-zips infra-build scan-tools \
 	scan
 
 # -- deployment (template.yaml, infra/; docs/deploy.md) ---------------------------------------------------------
@@ -337,8 +337,8 @@ sam-build: $(DEPLOY_STAMP)
 	SAM_CLI_TELEMETRY=0 $(DEPLOY_VENV)/bin/sam build --template-file template.yaml
 
 # sam build runs these targets (BuildMethod: makefile) in this directory with ARTIFACTS_DIR set.
-# Both functions get the same bundle: lib/dormant, functions/ and the registry's package (what infra/ zips too).
-build-WorkerFunction build-ApiFunction:
+# Every function gets the same bundle: lib/dormant, functions/ and the registry's package (what infra/ zips too).
+build-WorkerFunction build-ApiFunction build-AuthorizerFunction:
 	test -n "$(ARTIFACTS_DIR)"
 	mkdir -p "$(ARTIFACTS_DIR)"
 	cd lib && find dormant -name '*.py' -exec cp --parents {} "$(ARTIFACTS_DIR)" \;

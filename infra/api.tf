@@ -54,7 +54,7 @@ resource "aws_apigatewayv2_route" "default" {
 # provider's webhook, a link in an email) holds a callback's token and nothing else; the token, checked by the app,
 # is the authorization (../docs/http-api.md, "Callbacks"). The access log records the path, token included.
 resource "aws_apigatewayv2_route" "callback" {
-  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
+  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode, the Lambda authorizer in jwt mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
   api_id             = aws_apigatewayv2_api.http.id
   route_key          = "POST /callbacks/{token}"
   target             = "integrations/${aws_apigatewayv2_integration.api.id}"
@@ -62,7 +62,7 @@ resource "aws_apigatewayv2_route" "callback" {
 }
 
 resource "aws_apigatewayv2_route" "callback_status" {
-  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
+  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode, the Lambda authorizer in jwt mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
   api_id             = aws_apigatewayv2_api.http.id
   route_key          = "GET /callbacks/{token}"
   target             = "integrations/${aws_apigatewayv2_integration.api.id}"
@@ -71,7 +71,7 @@ resource "aws_apigatewayv2_route" "callback_status" {
 
 # A provider's own JSON (cb.webhook_url) and an approval link's page and form (cb.approval_url): the same token
 resource "aws_apigatewayv2_route" "callback_webhook" {
-  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
+  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode, the Lambda authorizer in jwt mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
   api_id             = aws_apigatewayv2_api.http.id
   route_key          = "POST /callbacks/{token}/webhook"
   target             = "integrations/${aws_apigatewayv2_integration.api.id}"
@@ -79,7 +79,7 @@ resource "aws_apigatewayv2_route" "callback_webhook" {
 }
 
 resource "aws_apigatewayv2_route" "callback_approval_page" {
-  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
+  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode, the Lambda authorizer in jwt mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
   api_id             = aws_apigatewayv2_api.http.id
   route_key          = "GET /callbacks/{token}/approve"
   target             = "integrations/${aws_apigatewayv2_integration.api.id}"
@@ -87,7 +87,7 @@ resource "aws_apigatewayv2_route" "callback_approval_page" {
 }
 
 resource "aws_apigatewayv2_route" "callback_approval" {
-  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
+  #checkov:skip=CKV_AWS_309:Authorized otherwise: a callback route by the token in its path (checked by the app; single use, expiring), a WebSocket route by its connection's $connect (AWS_IAM in iam mode, the Lambda authorizer in jwt mode; API Gateway authorizes no other WebSocket route) and the actor's authorize hook
   api_id             = aws_apigatewayv2_api.http.id
   route_key          = "POST /callbacks/{token}/approve"
   target             = "integrations/${aws_apigatewayv2_integration.api.id}"

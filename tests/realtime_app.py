@@ -1,10 +1,11 @@
-"""An actor whose every message's step broadcasts one event (tests of realtime connections, docs/realtime.md)."""
+"""An actor whose every message's step broadcasts one event, with actions and an authorization hook (tests of realtime
+connections and actions over them, docs/realtime.md): the dev user `mallory` may do nothing."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
-from dormant import StepContext, WorkflowContext, actor, event, queue
+from dormant import AccessRequest, ActionContext, StepContext, WorkflowContext, actor, event, queue
 from dormant.actor import Registry
 
 
@@ -31,6 +32,28 @@ async def run(ctx: WorkflowContext) -> None:
         await loop.step("note", note)
 
     await ctx.loop("notes-loop", iteration)
+
+
+@notes.action
+def add(c: ActionContext, n: int) -> int:
+    c.state.count += n
+    return c.state.count
+
+
+@notes.action
+def repeat(c: ActionContext, text: str, times: int) -> str:
+    return text * times
+
+
+@notes.action
+def who(c: ActionContext) -> list[str]:
+    """The caller the action runs as: its kind and id."""
+    return [] if c.caller is None else [c.caller.kind, c.caller.id]
+
+
+@notes.authorize
+def may(request: AccessRequest) -> bool:
+    return request.caller.id != "mallory"
 
 
 registry = Registry([notes])

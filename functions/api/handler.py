@@ -1,5 +1,6 @@
 """API Lambda entry point: the HTTP API (dormant.http.app) behind API Gateway, through Mangum, and the WebSocket
-API's routes ($connect, $default, $disconnect: dormant.aws.realtime, docs/realtime.md).
+API's routes ($connect, $default, $disconnect: dormant.aws.realtime, docs/realtime.md; an action frame runs the HTTP
+action route's own path, dormant.http.actions).
 
 Configuration comes from the environment (dormant.settings.Settings): DORMANT_APP names the registry
 (`module:attribute`), DORMANT_TABLE / DORMANT_QUEUE_* the resources, DORMANT_AUTH_MODE how API Gateway
@@ -20,6 +21,7 @@ from dormant.aws.prewarm import open_api_service
 from dormant.aws.realtime import LambdaRealtime, is_websocket_event
 from dormant.aws.telemetry import lambda_telemetry
 from dormant.http.access import AccessLog
+from dormant.http.actions import SocketActions
 from dormant.http.app import create_app
 from dormant.http.large_responses import LAMBDA_RESPONSE_BYTES
 
@@ -32,7 +34,8 @@ if not settings.app:
 registry = load_registry(settings.app)
 app = create_app(registry, settings)
 mangum = Mangum(AccessLog(app), lifespan="off")
-realtime = LambdaRealtime(registry, settings)  # its clients are made at its first event
+realtime = LambdaRealtime(registry, settings,  # its clients are made at its first event (the service: first action)
+                          actions=lambda service: SocketActions(registry, settings, service))
 
 
 def route(event: Any, context: Any) -> Any:

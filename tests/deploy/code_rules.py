@@ -50,6 +50,9 @@ API_ENVIRONMENT = {
     "DORMANT_JWT_AUDIENCE": "{param.jwt_audience}",
     "DORMANT_INSPECTOR_TOKEN_PARAMETER": "{param.inspector_token_parameter}",
 }
+# the $connect authorizer of jwt mode (dormant.aws.authorizer): the token's issuer and audiences, no operator token
+AUTHORIZER_ENVIRONMENT = {name: value for name, value in API_ENVIRONMENT.items()
+                          if name != "DORMANT_INSPECTOR_TOKEN_PARAMETER"}
 # auth mode -> the $default route's API Gateway authorization
 AUTHORIZATION = {"iam": "AWS_IAM", "jwt": "JWT", "none": "NONE"}
 # The routes of the HTTP API: $default, every path, the operator routes too, behind the auth mode's authorization (the
@@ -170,11 +173,14 @@ def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> lis
 
     # -- the environment of both functions
     functions = d["functions"]
-    if set(functions) != {"worker", "api"}:
-        problems.append(f"functions: {sorted(functions)}, expected worker and api")
+    jwt = scenario.get("auth_mode") == "jwt"
+    if set(functions) != {"worker", "api", *(["authorizer"] if jwt else [])}:
+        problems.append(f"functions: {sorted(functions)}, expected worker and api (and the authorizer in jwt mode)")
     for role, function in functions.items():
         env = function["environment"]
-        for name, target in {**ENVIRONMENT, **(API_ENVIRONMENT if role == "api" else {})}.items():
+        authenticates = {**API_ENVIRONMENT} if role == "api" else AUTHORIZER_ENVIRONMENT if role == "authorizer" \
+            else {}
+        for name, target in {**ENVIRONMENT, **authenticates}.items():
             if env.get(name) != target:
                 problems.append(f"{role} {name} = {env.get(name)!r}, expected {target}")
         for name in env:
@@ -183,13 +189,17 @@ def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> lis
             field = name.removeprefix("DORMANT_").lower()
             if not name.startswith("DORMANT_") or field not in Settings.model_fields:
                 problems.append(f"{role} sets {name}, which dormant.settings.Settings does not read")
-            if role != "api" and name in API_ENVIRONMENT:
-                problems.append(f"{role} sets {name}: only the API authenticates callers")
+            if name in API_ENVIRONMENT and name not in authenticates:
+                problems.append(f"{role} sets {name}: only the API (and the $connect authorizer) authenticate "
+                                "callers")
         if "DORMANT_INSPECTOR_TOKEN" in env:
             problems.append(f"{role}: DORMANT_INSPECTOR_TOKEN puts the operator token in the environment (and "
                             "the stack's state): the API reads it from SSM at run time")
         reserved = function.get("reserved_concurrency")
-        if reserved != -1 and reserved != "{param." + role + "_reserved_concurrency}":
+        if role == "authorizer":  # capped by the WebSocket stage's throttling, not a reservation
+            if reserved != -1:
+                problems.append(f"authorizer reserved concurrency {reserved!r}: expected none")
+        elif reserved != -1 and reserved != "{param." + role + "_reserved_concurrency}":
             problems.append(f"{role} reserved concurrency {reserved!r}: expected the {role}_reserved_concurrency "
                             "parameter (or none with -1)")
         module, _, attribute = function["handler"].rpartition(".")
@@ -312,6 +322,19 @@ def code_mismatches(d: Description, values: dict[str, Any] | None = None) -> lis
         if policy["assumed_by"] != ["lambda.amazonaws.com"]:
             problems.append(f"{role} is assumed by {policy['assumed_by']}")
 
+    # the $connect authorizer (jwt mode) reads nothing of the stack: its logs only
+    authorizer_role = d["iam"].get("authorizer_role")
+    if jwt != (authorizer_role is not None):
+        problems.append(f"authorizer role {'missing' if jwt else 'present'} in auth mode {scenario.get('auth_mode')}")
+    if authorizer_role is not None:
+        logs = "{authorizer_logs.arn}:*"
+        grants = {(action, resource) for _sid, effect, actions, resources in authorizer_role["statements"]
+                  for action in actions for resource in resources if effect == "Allow"}
+        if grants != {("logs:CreateLogStream", logs), ("logs:PutLogEvents", logs)}:
+            problems.append(f"authorizer_role grants {sorted(grants)}: its own logs only")
+        if authorizer_role["managed_policies"] != ([XRAY_POLICY] if traced else []):
+            problems.append(f"authorizer_role attaches {authorizer_role['managed_policies']} (too broad)")
+
     # -- runtime and the layer the Makefile builds
     python = _makefile_variable("LAMBDA_PYTHON")
     platform = _makefile_variable("LAMBDA_PLATFORM")
@@ -393,7 +416,7 @@ def _http_mismatches(d: Description, scenario: dict[str, Any]) -> list[str]:
     if mode == "jwt":
         expected = {"jwt_authorizer": {"type": "JWT", "identity_sources": ["$request.header.Authorization"],
                                        "issuer": "{param.jwt_issuer}",
-                                       "audience": "split(',', {param.jwt_audience})"}}
+                                       "audience": "split(',', {param.jwt_audience})", "function": None}}
         if authorizers != expected or default.get("authorizer") != "{jwt_authorizer.id}":
             problems.append(f"jwt mode: authorizers {authorizers}, $default uses {default.get('authorizer')!r}")
     elif authorizers or default.get("authorizer") is not None:
@@ -410,10 +433,13 @@ def _http_mismatches(d: Description, scenario: dict[str, Any]) -> list[str]:
     expected_permission = sorted([("{api_alias.arn}", "apigateway.amazonaws.com", "lambda:InvokeFunction",
                                    "{http_api.execution_arn}/*"),
                                   ("{api_alias.arn}", "apigateway.amazonaws.com", "lambda:InvokeFunction",
-                                   "{realtime_api.execution_arn}/*")])
+                                   "{realtime_api.execution_arn}/*"),
+                                  *([("{authorizer_alias.arn}", "apigateway.amazonaws.com", "lambda:InvokeFunction",
+                                      "{realtime_api.execution_arn}/authorizers/{realtime_authorizer.id}")]
+                                    if mode == "jwt" else [])])
     if d["permissions"] != expected_permission:
         problems.append(f"permissions {d['permissions']}: expected only the two APIs to invoke the API function's "
-                        "alias")
+                        "alias (and the WebSocket API's authorizer, only, the authorizer's in jwt mode)")
     return problems + _websocket_mismatches(d, scenario)
 
 
@@ -428,12 +454,20 @@ def _websocket_mismatches(d: Description, scenario: dict[str, Any]) -> list[str]
     for key, route in routes.items():
         if (route["target"], route["integration"]) != ("api_alias", "AWS_PROXY"):
             problems.append(f"websocket route {key}: expected the API function's alias through AWS_PROXY")
-        authorization = "AWS_IAM" if key == "$connect" and scenario.get("auth_mode", "iam") == "iam" else "NONE"
-        if (route["authorization"], route["authorizer"]) != (authorization, None):
-            problems.append(f"websocket route {key}: authorization {route['authorization']!r}, expected "
-                            f"{authorization!r}")
-    if websocket["authorizers"]:
-        problems.append(f"websocket authorizers {sorted(websocket['authorizers'])}: none expected")
+        mode = scenario.get("auth_mode", "iam")
+        authorization, authorizer = "NONE", None
+        if key == "$connect" and mode == "iam":
+            authorization = "AWS_IAM"
+        elif key == "$connect" and mode == "jwt":  # the Lambda authorizer (dormant.aws.authorizer)
+            authorization, authorizer = "CUSTOM", "{realtime_authorizer.id}"
+        if (route["authorization"], route["authorizer"]) != (authorization, authorizer):
+            problems.append(f"websocket route {key}: authorization {route['authorization']!r} "
+                            f"({route['authorizer']!r}), expected {authorization!r} ({authorizer!r})")
+    expected = {"realtime_authorizer": {"type": "REQUEST", "identity_sources": None, "issuer": None,
+                                        "audience": None, "function": "authorizer_alias"}}
+    if websocket["authorizers"] != (expected if scenario.get("auth_mode") == "jwt" else {}):
+        problems.append(f"websocket authorizers {websocket['authorizers']}: the $connect authorizer in jwt mode "
+                        "only")
     stage = websocket["stage"] or {}
     if (stage.get("name"), stage.get("auto_deploy")) != ("{param.stage}", True):
         problems.append(f"websocket stage {stage}: expected the auto-deployed stage named as the deployment's")

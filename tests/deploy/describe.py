@@ -368,9 +368,11 @@ def _describe_sam_http(sam: _Sam, described: Description) -> None:
             "authorization": p.get("AuthorizationType", "NONE"), "authorizer": p.get("AuthorizerId")}
     for role, p in sam.of_type("AWS::ApiGatewayV2::Authorizer").items():
         jwt = p.get("JwtConfiguration", {})
-        described["http"]["authorizers"][role] = {
+        uri = p.get("AuthorizerUri")  # a Lambda (REQUEST) authorizer's function
+        described[_api_of(p["ApiId"])]["authorizers"][role] = {
             "type": p["AuthorizerType"], "identity_sources": p.get("IdentitySource"),
-            "issuer": jwt.get("Issuer"), "audience": jwt.get("Audience")}
+            "issuer": jwt.get("Issuer"), "audience": jwt.get("Audience"),
+            "function": None if uri is None else _function_of(uri)}
     for p in sam.of_type("AWS::ApiGatewayV2::Stage").values():
         routes = p.get("DefaultRouteSettings", {})
         logs = p.get("AccessLogSettings")
@@ -608,9 +610,11 @@ def _describe_terraform_http(tf: TerraformModule, described: Description) -> Non
             "authorization": get(route, "authorization_type", "NONE"), "authorizer": get(route, "authorizer_id")}
     for role, body in tf.of_type("aws_apigatewayv2_authorizer").items():
         jwt = v(one_block(body["jwt_configuration"])) if "jwt_configuration" in body else {}
-        described["http"]["authorizers"][role] = {
+        uri = get(body, "authorizer_uri")  # a Lambda (REQUEST) authorizer's function
+        described[_api_of(v(body["api_id"]))]["authorizers"][role] = {
             "type": v(body["authorizer_type"]), "identity_sources": get(body, "identity_sources"),
-            "issuer": jwt.get("issuer"), "audience": jwt.get("audience")}
+            "issuer": jwt.get("issuer"), "audience": jwt.get("audience"),
+            "function": None if uri is None else _function_of(uri)}
     for stage in tf.of_type("aws_apigatewayv2_stage").values():
         routes = v(one_block(stage["default_route_settings"])) if "default_route_settings" in stage else {}
         logs = v(one_block(stage["access_log_settings"])) if "access_log_settings" in stage else None
@@ -627,7 +631,7 @@ def _prevents_destroy(tf: TerraformModule, body: dict[str, Any]) -> bool:
 
 
 def _data_address(expression: str) -> str:
-    match = re.fullmatch(r"\$\{(data\.aws_iam_policy_document\.\w+)\.json\}", expression)
+    match = re.fullmatch(r"\$\{(data\.aws_iam_policy_document\.\w+)(?:\[0\])?\.json\}", expression)  # [0]: count
     if match is None:
         raise Unsupported(f"policy {expression}: expected data.aws_iam_policy_document.<name>.json")
     return match.group(1)

@@ -97,7 +97,8 @@ def describe_live(client: Any, names: dict[str, Any], api_id: str,
                                                      "max_receives": int(redrive["maxReceiveCount"])},
             "encryption": "kms" if a.get("KmsMasterKeyId") else (
                 "sse-sqs" if a.get("SqsManagedSseEnabled") == "true" else None)}
-    for role in ("worker", "api"):
+    jwt = "authorizer" in names  # auth_mode = jwt: the WebSocket API's $connect authorizer and its role and logs
+    for role in ("worker", "api", *(["authorizer"] if jwt else [])):
         f = c["lambda"].get_function_configuration(FunctionName=names[role])
         concurrency = c["lambda"].get_function_concurrency(FunctionName=names[role])
         live["functions"][role] = {
@@ -113,10 +114,10 @@ def describe_live(client: Any, names: dict[str, Any], api_id: str,
                 "batch_size": m["BatchSize"], "batching_window": m.get("MaximumBatchingWindowInSeconds") or None,
                 "response_types": sorted(m.get("FunctionResponseTypes", [])), "enabled": m["State"] == "Enabled",
                 "max_concurrency": m.get("ScalingConfig", {}).get("MaximumConcurrency")}
-    for role in ("worker_logs", "api_logs", "api_access_logs"):
+    for role in ("worker_logs", "api_logs", "api_access_logs", *(["authorizer_logs"] if jwt else [])):
         group = c["logs"].describe_log_groups(logGroupNamePrefix=names[role])["logGroups"][0]
         live["log_groups"][role] = {"name": group["logGroupName"], "retention": group.get("retentionInDays")}
-    for role in ("worker_role", "api_role"):
+    for role in ("worker_role", "api_role", *(["authorizer_role"] if jwt else [])):
         iam = c["iam"]
         assumed = iam.get_role(RoleName=names[role])["Role"]["AssumeRolePolicyDocument"]
         statements = set()
@@ -144,11 +145,13 @@ def describe_live(client: Any, names: dict[str, Any], api_id: str,
             "threshold": float(alarm["Threshold"]), "comparison": alarm["ComparisonOperator"],
             "missing_data": alarm.get("TreatMissingData"), "actions": alarm.get("AlarmActions", []),
             "ok_actions": alarm.get("OKActions", [])}
-    api_alias = c["lambda"].get_alias(FunctionName=names["api"], Name="live")["AliasArn"]
-    policy = json.loads(c["lambda"].get_policy(FunctionName=names["api"], Qualifier="live")["Policy"])
-    live["permissions"] = sorted(
-        (api_alias, s["Principal"]["Service"], s["Action"], s.get("Condition", {}).get("ArnLike", {}).get(
-            "AWS:SourceArn")) for s in policy["Statement"])
+    permissions = []
+    for role in ("api", *(["authorizer"] if jwt else [])):
+        alias = c["lambda"].get_alias(FunctionName=names[role], Name="live")["AliasArn"]
+        policy = json.loads(c["lambda"].get_policy(FunctionName=names[role], Qualifier="live")["Policy"])
+        permissions += [(alias, s["Principal"]["Service"], s["Action"], s.get("Condition", {}).get(
+            "ArnLike", {}).get("AWS:SourceArn")) for s in policy["Statement"]]
+    live["permissions"] = sorted(permissions)
     return live
 
 
@@ -190,9 +193,16 @@ def _describe_live_http(api: Any, api_id: str, names: dict[str, Any], live: dict
             "authorizer": route.get("AuthorizerId")}
         if route.get("AuthorizerId"):  # moto cannot list authorizers; it reads them one by one
             found = api.get_authorizer(ApiId=api_id, AuthorizerId=route["AuthorizerId"])
-            live[section]["authorizers"]["jwt_authorizer"] = {
-                "type": found["AuthorizerType"], "identity_sources": found["IdentitySource"],
-                "issuer": found["JwtConfiguration"]["Issuer"], "audience": found["JwtConfiguration"]["Audience"]}
+            if found["AuthorizerType"] == "JWT":
+                live[section]["authorizers"]["jwt_authorizer"] = {
+                    "type": found["AuthorizerType"], "identity_sources": found["IdentitySource"],
+                    "issuer": found["JwtConfiguration"]["Issuer"], "audience": found["JwtConfiguration"]["Audience"]}
+            else:  # the WebSocket API's $connect Lambda authorizer (jwt mode)
+                uri = found.get("AuthorizerUri", "")
+                live[section]["authorizers"]["realtime_authorizer"] = {
+                    "type": found["AuthorizerType"], "identity_sources": found.get("IdentitySource") or None,
+                    "function": "authorizer_alias" if uri.endswith(
+                        f":function:{names.get('authorizer')}:live/invocations") else uri}
     stage = api.get_stage(ApiId=api_id, StageName=stage_name)
     settings = stage.get("DefaultRouteSettings", {})
     logs = stage.get("AccessLogSettings")

@@ -27,10 +27,13 @@ SAM_ROLES = {
     "RealtimeConnectRoute": "realtime_connect_route", "RealtimeDisconnectRoute": "realtime_disconnect_route",
     "RealtimeDefaultRoute": "realtime_default_route", "RealtimeStage": "realtime_stage",
     "RealtimeInvokePermission": "realtime_permission",
+    "RealtimeAuthorizer": "realtime_authorizer", "AuthorizerInvokePermission": "authorizer_permission",
+    "AuthorizerFunction": "authorizer", "AuthorizerRole": "authorizer_role", "AuthorizerLogGroup": "authorizer_logs",
     "WakeDeadLetterAlarm": "wake_dlq_alarm", "TimerDeadLetterAlarm": "timers_dlq_alarm",
     "WorkerErrorsAlarm": "worker_errors_alarm",
     # SAM's AutoPublishAlias: the alias `live` the event sources and the API invoke (SnapStart)
     "WorkerFunctionAliaslive": "worker_alias", "ApiFunctionAliaslive": "api_alias",
+    "AuthorizerFunctionAliaslive": "authorizer_alias",
 }
 TF_ROLES = {
     "aws_dynamodb_table.actors": "table", "aws_s3_bucket.values": "values",
@@ -53,10 +56,15 @@ TF_ROLES = {
     "aws_apigatewayv2_route.realtime_disconnect": "realtime_disconnect_route",
     "aws_apigatewayv2_route.realtime_default": "realtime_default_route",
     "aws_apigatewayv2_stage.realtime": "realtime_stage", "aws_lambda_permission.realtime": "realtime_permission",
+    "aws_apigatewayv2_authorizer.realtime": "realtime_authorizer",
+    "aws_lambda_permission.authorizer": "authorizer_permission",
+    "aws_lambda_function.authorizer": "authorizer", "aws_iam_role.authorizer": "authorizer_role",
+    "aws_cloudwatch_log_group.authorizer": "authorizer_logs",
     "aws_cloudwatch_metric_alarm.wake_dlq": "wake_dlq_alarm",
     "aws_cloudwatch_metric_alarm.timers_dlq": "timers_dlq_alarm",
     "aws_cloudwatch_metric_alarm.worker_errors": "worker_errors_alarm",
     "aws_lambda_alias.worker": "worker_alias", "aws_lambda_alias.api": "api_alias",
+    "aws_lambda_alias.authorizer": "authorizer_alias",
 }
 # SAM parameter -> Terraform variable (both shown as "{param.<variable>}")
 PARAMETERS = {

@@ -15,6 +15,7 @@ import copy
 import importlib.util
 import json
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -293,6 +294,59 @@ def test_jwt_mode_takes_verified_claims_and_checks_issuer_and_audience(
     status, body = handler(rest_event(rest, "POST", vault("alice", "/actions/whoami"),
                                       claims=alice["jwt"]["claims"]))
     assert status == 200 and body["result"]["id"] == "alice"
+
+
+def test_jwt_mode_at_connect_the_authorizer_function_allows_and_the_api_records_the_http_apis_caller(
+        api: Callable[..., Api], backend: Backend, samples: dict[str, dict[str, Any]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """functions/authorizer/handler.py on an AWS-shaped `$connect` REQUEST authorizer event (its JWKS from a stub
+    issuer), then the API function's `$connect` with the context API Gateway passes on: the caller recorded for the
+    connection is the one the HTTP API makes of the same token's claims."""
+    from joserfc import jwt as jose
+    from joserfc.jwk import KeySet, RSAKey
+
+    from dormant.aws.authorizer import Unauthorized
+    from dormant.dynamodb.connections import Connections
+    from dormant.dynamodb.requests import Table
+
+    key = RSAKey.generate_key(2048, parameters={"kid": "k"})
+    handler = api("jwt", DORMANT_JWT_ISSUER=ISSUER, DORMANT_JWT_AUDIENCE=AUDIENCE)
+    authorizer = _load("authorizer", {"DORMANT_AUTH_MODE": "jwt", "DORMANT_JWT_ISSUER": ISSUER,
+                                      "DORMANT_JWT_AUDIENCE": AUDIENCE}, monkeypatch)
+    documents = {f"{ISSUER}/.well-known/openid-configuration": {"jwks_uri": f"{ISSUER}/keys"},
+                 f"{ISSUER}/keys": KeySet([key]).as_dict(private=False)}
+    authorizer.authorizer.verifier.fetch = documents.__getitem__  # the issuer, stubbed
+    now = int(time.time())
+    token = jose.encode({"alg": "RS256", "kid": "k"}, {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now + 60,
+                                                       "email": "alice@example.com", "scope": "vault/read"}, key)
+    connection = "Lp4TjeJTIAMCIrQ="
+    context = {"routeKey": "$connect", "eventType": "CONNECT", "connectionId": connection, "stage": "dev",
+               "domainName": "abc123.execute-api.us-east-1.amazonaws.com", "apiId": "abc123", "requestId": "r-1"}
+    event = {"type": "REQUEST", "methodArn": "arn:aws:execute-api:us-east-1:123456789012:abc123/dev/$connect",
+             "headers": {"Host": "abc123.execute-api.us-east-1.amazonaws.com"}, "multiValueHeaders": {},
+             "queryStringParameters": {"token": token}, "requestContext": context}
+    answer = authorizer.handler(event, None)
+    assert answer["policyDocument"]["Statement"][0]["Effect"] == "Allow"
+    with pytest.raises(Unauthorized, match=r"^Unauthorized$"):  # a token whose signature does not verify
+        authorizer.handler({**event, "queryStringParameters": {"token": token[:-4] + "AAAA"}}, None)
+    connect = {"requestContext": {**context, "authorizer": {**answer["context"], "principalId": "alice"},
+                                  "identity": {"sourceIp": "192.0.2.1"}}, "isBase64Encoded": False}
+    assert handler.module.handler(connect, None) == {"statusCode": 200}
+
+    async def recorded() -> Any:
+        from aiobotocore.session import get_session
+
+        settings = Settings(endpoint_url=backend.endpoint, region=REGION, table=backend.env["DORMANT_TABLE"])
+        async with get_session().create_client("dynamodb", **settings.client_kwargs("dynamodb")) as dynamodb:
+            return await Connections(Table(dynamodb, settings.table), time.time).caller_of(connection)
+
+    caller = json.loads(asyncio.run(recorded()))
+    claims = json.loads(answer["context"]["claims"])
+    status, body = handler(http_event(samples["http-api-proxy"], "POST", vault("alice", "/actions/whoami"),
+                                      authorizer={"jwt": {"claims": claims, "scopes": None}}))
+    assert status == 200
+    assert (caller["kind"], caller["id"], caller["scopes"]) == ("jwt", "alice", ["vault/read"])
+    assert caller["claims"] == body["result"]["claims"]
 
 
 def test_none_mode_makes_everyone_anonymous(api: Callable[..., Api], samples: dict[str, dict[str, Any]]) -> None:

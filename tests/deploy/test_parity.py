@@ -33,9 +33,11 @@ def test_sam_and_terraform_describe_the_same_deployment(scenario: str, translate
     # the comparison covers every part of the deployment, not an empty shell
     assert set(sam["queues"]) == {"wake", "timers", "wake_dlq", "timers_dlq"}
     assert set(sam["buckets"]) == {"values"} and len(sam["buckets"]["values"]["lifecycle"]) == 2
-    assert set(sam["functions"]) == {"worker", "api"}
+    jwt = values.get("auth_mode") == "jwt"  # and the $connect authorizer, its role (logs only) and log group
+    assert set(sam["functions"]) == {"worker", "api", *(["authorizer"] if jwt else [])}
     assert len(sam["event_sources"]) == 2 and len(sam["alarms"]) == 3
-    assert {len(role["statements"]) for role in sam["iam"].values()} == {7}
+    assert {len(role["statements"]) for name, role in sam["iam"].items() if name != "authorizer_role"} == {7}
+    assert ("authorizer_role" in sam["iam"]) == jwt == ("authorizer_logs" in sam["log_groups"])
     assert set(sam["http"]["routes"]) == ROUTES
     assert set(sam["websocket"]["routes"]) == {"$connect", "$disconnect", "$default"}
     assert sam["websocket"]["stage"]["throttling"] == sam["http"]["stage"]["throttling"]
@@ -49,9 +51,16 @@ def test_the_scenarios_change_what_they_should(translated: dict[str, Any]) -> No
     assert routes == {"defaults": "AWS_IAM", "jwt": "JWT", "none": "NONE", "operations": "AWS_IAM",
                       "traced": "AWS_IAM"}
     connects = {name: d["websocket"]["routes"]["$connect"]["authorization"] for name, d in described.items()}
-    assert connects == {"defaults": "AWS_IAM", "jwt": "NONE", "none": "NONE", "operations": "AWS_IAM",
+    assert connects == {"defaults": "AWS_IAM", "jwt": "CUSTOM", "none": "NONE", "operations": "AWS_IAM",
                         "traced": "AWS_IAM"}
     assert [name for name, d in described.items() if d["http"]["authorizers"]] == ["jwt"]
+    # jwt: $connect's Lambda authorizer (a WebSocket API has no JWT authorizer), its function, role and logs
+    assert [name for name, d in described.items() if d["websocket"]["authorizers"]] == ["jwt"]
+    assert [name for name, d in described.items() if "authorizer" in d["functions"]] == ["jwt"]
+    jwt_ws = described["jwt"]["websocket"]
+    [authorizer] = jwt_ws["authorizers"].values()
+    assert authorizer["type"] == "REQUEST" and authorizer["function"] == "authorizer_alias"
+    assert jwt_ws["routes"]["$connect"]["authorizer"] == "{realtime_authorizer.id}"
     operations = described["operations"]
     assert operations["tables"]["table"]["name"] == "{param.data_name_prefix}-actors"
     assert operations["buckets"]["values"]["name"] == "{param.value_bucket_name}"

@@ -94,6 +94,10 @@ def test_apply_creates_what_the_description_says(applied: TerraformRun) -> None:
     assert len(live["queues"]) == 4 and len(live["alarms"]) == 3 and len(live["event_sources"]) == 2
     assert live["http"]["authorizers"]["jwt_authorizer"]["audience"] == ["aud-1", "aud-2"]
     assert set(live["websocket"]["routes"]) == {"$connect", "$disconnect", "$default"}
+    # jwt: $connect's Lambda authorizer, invoking the authorizer function's alias, which only it may invoke
+    assert live["websocket"]["authorizers"]["realtime_authorizer"]["function"] == "authorizer_alias"
+    assert live["websocket"]["routes"]["$connect"]["authorization"] == "CUSTOM"
+    assert live["functions"]["authorizer"]["handler"] == "functions.authorizer.handler.handler"
     assert live["alarms"]["worker_errors_alarm"]["actions"] == [APPLIED["alarm_topic_arn"]]
     assert live["functions"]["api"]["reserved_concurrency"] == 20
     assert live["http"]["stage"]["throttling"] == {"rate": 50, "burst": 100}

@@ -24,6 +24,7 @@ from dormant.settings import Settings
 from tests.realtime_app import registry
 
 DEADLINE = 30.0  # a condition waited for, not a speed bound
+BODY_LIMIT = 64 * 1024  # the stack's request body limit: an action's arguments over it are refused (413)
 # One stack for the module (each test has actors of its own): starting one takes seconds.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -35,7 +36,7 @@ REGISTRY = registry
 async def stack(aws_endpoints: dict[str, str]) -> AsyncIterator[DevStack]:
     suffix = uuid.uuid4().hex[:8]
     settings = Settings(table=f"rt-{suffix}", queue_name=f"rt-{suffix}.fifo",  # type: ignore[call-arg]
-                        timer_queue_name=f"rt-timers-{suffix}", **aws_endpoints)
+                        timer_queue_name=f"rt-timers-{suffix}", max_body_bytes=BODY_LIMIT, **aws_endpoints)
     async with run_dev_stack(REGISTRY, port=free_port(), settings=settings) as running:
         yield running
 
@@ -237,3 +238,131 @@ async def _answer(socket: Any) -> dict[str, Any]:
     while (frame := await _frame(socket))["type"] == "event":
         pass
     return frame
+
+
+# -- actions over the socket (docs/realtime.md, "Actions"): the HTTP action route's path, answered in a frame -------
+async def _act(socket: Any, frame: dict[str, Any]) -> dict[str, Any]:
+    """Send an action frame; its `action_result` (events pushed meanwhile are skipped)."""
+    await socket.send(json.dumps({"type": "action", **frame}))
+    while (answer := await _frame(socket))["type"] != "action_result":
+        pass
+    assert answer["id"] == frame["id"]
+    return answer
+
+
+async def _http_error(stack: DevStack, key: str, action: str, args: Any, user: str = "dev") -> tuple[int, str]:
+    import httpx
+
+    async with httpx.AsyncClient() as http:
+        response = await http.post(f"{stack.api_url}/actors/notes/{key}/actions/{action}", json=args,
+                                   headers={"X-Dormant-Dev-User": user})
+    return response.status_code, response.json()["error"]["code"]
+
+
+async def test_an_action_over_the_socket_answers_as_over_http(stack: DevStack) -> None:
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["act"])
+        assert await handle.call("add", 2) == 2  # over HTTP (creates the actor)
+        async with handle.connect() as connection:
+            assert await connection.call("add", 3) == 5  # over the socket, the same state
+            assert await connection.action("add", 4) == 9
+        assert (await handle.state())["count"] == 9
+
+    def script() -> int:
+        from dormant.http.client import SyncHttpClient
+
+        with SyncHttpClient(stack.api_url) as sync, sync.get_or_create("notes", ["act"]).connect() as connection:
+            return int(connection.call("add", 1))
+
+    assert await asyncio.to_thread(script) == 10
+
+
+async def test_a_refused_action_over_the_socket_has_the_http_code_and_changes_nothing(stack: DevStack) -> None:
+    from dormant.errors import ActorNotFoundError, ForbiddenError, InvalidArgumentsError, UnknownActionError
+
+    big = "x" * (BODY_LIMIT + 1)
+    cases = [  # (what, action, args, user)
+        ("unknown action", "nope", [], "dev"),
+        ("wrong types", "add", ["three"], "dev"),
+        ("too many arguments", "add", [1, 2], "dev"),
+        ("refused by the authorize hook", "add", [1], "mallory"),
+        ("arguments over the body limit", "repeat", [big, 1], "dev"),
+    ]
+    codes: list[str] = []
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["refused"])
+        assert await handle.call("add", 1) == 1
+        for n, (what, action, args, user) in enumerate(cases):
+            status, code = await _http_error(stack, "refused", action, args, user)
+            async with websockets.connect(_socket_url(stack) + f"?user={user}") as socket:
+                answer = await _act(socket, {"id": n, "actor": "notes", "key": ["refused"], "name": action,
+                                             "args": args})
+                # on a key never made, the same refusal creates nothing
+                fresh = await _act(socket, {"id": f"fresh-{n}", "actor": "notes", "key": [f"fresh-{n}"],
+                                            "name": action, "args": args})
+            assert answer["ok"] is False and fresh["ok"] is False, what
+            assert (answer["error"]["status"], answer["error"]["code"]) == (status, code), what
+            assert fresh["error"]["code"] == code, what
+            with pytest.raises(ActorNotFoundError):
+                await client.get("notes", [f"fresh-{n}"]).status()
+            codes.append(code)
+        assert (await handle.state())["count"] == 1  # nothing ran
+        assert codes == ["unknown_action", "invalid_arguments", "invalid_arguments", "forbidden", "payload_too_large"]
+        async with handle.connect() as connection:  # the client raises what handle.call raises
+            with pytest.raises(UnknownActionError):
+                await connection.call("nope")
+            with pytest.raises(InvalidArgumentsError):
+                await connection.call("add", "three")
+            with pytest.raises(InvalidArgumentsError):  # as over HTTP
+                await handle.call("add", "three")
+        async with HttpClient(stack.api_url, headers={"X-Dormant-Dev-User": "mallory"}) as other:
+            with pytest.raises(ForbiddenError):  # refused at the subscribe already (operation events)
+                async with other.get_or_create("notes", ["refused"]).connect():
+                    pass
+
+
+async def test_a_result_too_big_for_a_frame_names_the_http_route_and_a_malformed_frame_is_invalid(
+        stack: DevStack) -> None:
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["big"])
+        await handle.create()
+        async with websockets.connect(_socket_url(stack)) as socket:
+            answer = await _act(socket, {"id": "r", "actor": "notes", "key": ["big"], "name": "repeat",
+                                         "args": ["y" * 1000, 130]})
+            assert answer["ok"] is False and answer["error"]["code"] == "result_too_large"
+            assert "POST /actors/{actor}/{key}/actions/repeat" in answer["error"]["message"]
+            await socket.send(json.dumps({"type": "action", "actor": "notes", "key": ["big"], "name": "add"}))
+            assert (await _frame(socket))["code"] == "invalid_frame"  # no correlation id: not an action frame
+        assert len(await handle.call("repeat", "y" * 1000, 130)) == 130_000  # over HTTP it is answered
+        async with websockets.connect(_socket_url(stack)) as socket:  # past API Gateway's 128 KB: closed (1009)
+            await socket.send(json.dumps({"type": "action", "id": "huge", "actor": "notes", "key": ["big"],
+                                          "name": "repeat", "args": ["z" * (130 * 1024), 1]}))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await _frame(socket)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
+async def test_an_action_through_the_lambda_default_route_is_answered_on_the_socket(stack: DevStack) -> None:
+    from aiobotocore.session import get_session
+
+    from dormant.aws.realtime import LambdaRealtime
+    from dormant.http.actions import SocketActions
+
+    settings = stack.settings
+    realtime = LambdaRealtime(REGISTRY, settings, actions=lambda service: SocketActions(REGISTRY, settings, service))
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", ["lambda-act"])
+        assert await handle.call("add", 5) == 5
+        async with websockets.connect(_socket_url(stack)) as socket, \
+                get_session().create_client("dynamodb", **settings.client_kwargs("dynamodb")) as dynamodb:
+            await _subscribe(socket, "lambda-act", 0)
+            connections = Connections(Table(dynamodb, settings.table), time.time)
+            [live] = [s.connection_id for s in await connections.of_actor(handle.ref, 100)]
+            arn = "arn:aws:iam::123456789012:user/ada"
+            assert await realtime.handle(_lambda_event("CONNECT", live, userArn=arn)) == {"statusCode": 200}
+            frame = {"type": "action", "id": "a-1", "actor": "notes", "key": ["lambda-act"], "name": "add",
+                     "args": [2]}
+            assert await realtime.handle(_lambda_event("MESSAGE", live, json.dumps(frame))) == {"statusCode": 200}
+            assert await _answer(socket) == {"type": "action_result", "id": "a-1", "ok": True, "result": 7}
+        assert (await handle.state())["count"] == 7
+    await realtime.aclose()

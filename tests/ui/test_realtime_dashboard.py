@@ -1,5 +1,5 @@
 """The dashboard's actor page over `dormant dev`'s WebSocket API (realtime.js, docs/realtime.md): a step's broadcast
-shows up pushed, with no events request after the page subscribed."""
+shows up pushed, with no events request after the page subscribed; the module's `call` runs actions over the socket."""
 
 from __future__ import annotations
 
@@ -50,3 +50,33 @@ async def test_the_actor_page_shows_pushed_events_without_polling(browser: Brows
         print(f"shown {(time.monotonic() - sent) * 1000:.0f} ms after the send")  # measured, not asserted
         await expect(events.locator("li")).to_have_count(2)  # each once
         assert polls == [] and seen["errors"] == [] and seen["outside"] == []
+
+
+async def test_the_browser_module_calls_actions_over_the_socket(browser: BrowserContext, moto: MotoServer) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(table=f"rt-uc-{suffix}", queue_name=f"rt-uc-{suffix}.fifo",  # type: ignore[call-arg]
+                        timer_queue_name=f"rt-uc-timers-{suffix}", endpoint_url=moto.endpoint)
+    async with run_dev_stack(registry, port=free_port(), settings=settings) as running, \
+            HttpClient(running.api_url) as http:
+        assert await http.get_or_create("notes", ["page-call"]).call("add", 1) == 1  # over HTTP
+        page = await browser.new_page()
+        seen = watch(page, running.api_url)
+        await page.goto(f"{running.api_url}/ui")
+        answers = await page.evaluate("""async (url) => {
+            const { subscribe } = await import("/ui/assets/realtime.js");
+            let opened;
+            const ready = new Promise((resolve) => { opened = resolve; });
+            const sub = subscribe({ url, actor: "notes", key: ["page-call"], onEvent: () => {},
+                                    onOpen: () => opened() });
+            await ready;
+            const total = await sub.call("add", 2);
+            const refused = [];
+            for (const [name, args] of [["nope", []], ["add", ["three"]]]) {
+                try { await sub.call(name, ...args); } catch (error) { refused.push([error.code, error.status]); }
+            }
+            sub.close();
+            return { total, refused };
+        }""", running.api_url.replace("http://", "ws://") + "/realtime")
+        assert answers == {"total": 3, "refused": [["unknown_action", 404], ["invalid_arguments", 422]]}
+        assert (await http.get_or_create("notes", ["page-call"]).state())["count"] == 3
+        assert seen["errors"] == [] and seen["outside"] == []

@@ -46,6 +46,7 @@ def test_the_packaged_template_differs_only_in_the_app_and_the_code_paths() -> N
         ("ContentUri: functions/", "ContentUri: layer/"),
         ("CodeUri: functions/", "CodeUri: bundle/"),
         ("CodeUri: functions/", "CodeUri: bundle/"),
+        ("CodeUri: functions/", "CodeUri: bundle/"),
     ]
 
 

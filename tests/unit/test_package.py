@@ -70,12 +70,13 @@ def test_the_deployment_files(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Makefile", "README.md", "template.yaml", "terraform"]
     template = load_template((tmp_path / "template.yaml").read_text())
     assert template["Parameters"]["App"]["Default"] == "pkgshop.app:registry"
-    for function in ("WorkerFunction", "ApiFunction"):
+    for function in ("WorkerFunction", "ApiFunction", "AuthorizerFunction"):
         assert template["Resources"][function]["Properties"]["CodeUri"] == "bundle/"
         assert template["Resources"][function]["Metadata"]["BuildMethod"] == "makefile"
     assert template["Resources"]["DependenciesLayer"]["Properties"]["ContentUri"] == "layer/"
     makefile = (tmp_path / "Makefile").read_text()
-    assert "build-WorkerFunction build-ApiFunction:\n" in makefile and "build-DependenciesLayer:\n" in makefile
+    assert "build-WorkerFunction build-ApiFunction build-AuthorizerFunction:\n" in makefile
+    assert "build-DependenciesLayer:\n" in makefile
     assert 'default     = "pkgshop.app:registry"' in (tmp_path / "terraform" / "variables.tf").read_text()
 
 

@@ -2,7 +2,10 @@
 
 `Gateway` answers a connection's frames (the `$default` route; the protocol: dormant.core.realtime): a subscribe asks
 the actor's `authorize` hook (operation `events`), stores the subscription (dormant.dynamodb.connections), then
-replays the stored events after the client's cursor and says `subscribed`. `$disconnect` removes its subscriptions.
+replays the stored events after the client's cursor and says `subscribed`; an action frame goes to the `actions`
+it was given (dormant.http.actions.SocketActions: the HTTP action route's own path), whose `action_result` frame is
+posted back. `$disconnect` removes its subscriptions. `$connect` records who connected (`websocket_caller`: in jwt
+mode from the claims the `$connect` authorizer verified, dormant.aws.authorizer).
 
 `Broadcaster` is the worker's side: `BroadcastingStore` wraps the worker's store, and after each commit that
 recorded events it posts them to the actor's subscribed connections through the API Gateway Management API
@@ -27,14 +30,17 @@ from typing import Any
 from pydantic import ValidationError
 
 from dormant.actor import Registry
+from dormant.core.claims import CLAIMS_CONTEXT, ClaimsRefused, caller_from_claims
 from dormant.core.clients import open_client, open_clients
 from dormant.core.realtime import (
     FANOUT_LIMIT,
     MAX_SUBSCRIPTIONS,
     POST_TIMEOUT_SECONDS,
     REPLAY_LIMIT,
+    Action,
     Ping,
     Subscribe,
+    action_error_frame,
     error_frame,
     event_frame,
     parse,
@@ -45,15 +51,20 @@ from dormant.dynamodb.connections import Connections
 from dormant.errors import ForbiddenError, InvalidKeyError, UnknownActorError
 from dormant.ports import EventStore
 from dormant.runtime.access import AccessRequest, check_access
+from dormant.runtime.service import ActorService
 from dormant.s3.offload import refs_in
 from dormant.settings import Settings
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft
 
 log = logging.getLogger("dormant.aws.realtime")
+ServiceSource = Callable[[], Awaitable[ActorService]]
 
 Post = Callable[[str, str], Awaitable[bool]]
 """Send a text frame to a connection; False when the connection is gone (410)."""
+Actions = Callable[[Caller, Action], Awaitable[str]]
+"""Answer an action frame as its caller (the HTTP action route's path: dormant.http.actions.SocketActions); the
+`action_result` frame."""
 
 
 class ManagementApi:
@@ -193,11 +204,13 @@ class BroadcastingStore:
 class Gateway:
     """The WebSocket API's routes over the actor service's store and registry (see the module docstring)."""
 
-    def __init__(self, registry: Registry, store: EventStore, connections: Connections, post: Post) -> None:
+    def __init__(self, registry: Registry, store: EventStore, connections: Connections, post: Post,
+                 actions: Actions | None = None) -> None:
         self.registry = registry
         self.store = store
         self.connections = connections
         self.post = post
+        self.actions = actions
 
     async def message(self, connection_id: str, caller: Caller, text: str | bytes) -> None:
         """`$default`: one client frame; the answers are posted to the connection."""
@@ -208,6 +221,13 @@ class Gateway:
             return
         if isinstance(frame, Ping):
             await self.post(connection_id, json.dumps({"type": "pong"}))
+            return
+        if isinstance(frame, Action):
+            if self.actions is None:
+                await self.post(connection_id, action_error_frame(frame.id, 501, "unsupported",
+                                                                  "this endpoint runs no actions"))
+            else:
+                await self.post(connection_id, await self.actions(caller, frame))
             return
         where = {"actor": frame.actor, "key": frame.key}
         try:
@@ -271,10 +291,18 @@ def is_websocket_event(event: Mapping[str, Any]) -> bool:
 
 def websocket_caller(context: Mapping[str, Any], settings: Settings) -> Caller | None:
     """Who a `$connect` is, as API Gateway verified it; None: refused. `iam`: the SigV4 principal of the
-    `AWS_IAM` route; `none`: anonymous. `jwt` is refused: a WebSocket API has no JWT authorizer (a Lambda
-    authorizer would be needed; docs/realtime.md)."""
+    `AWS_IAM` route; `jwt`: the claims the `$connect` Lambda authorizer verified (dormant.aws.authorizer), made a
+    caller by the HTTP API's rule (dormant.core.claims); `none`: anonymous."""
     if settings.auth_mode == "none":
         return Caller(kind="anonymous", id="anonymous")
+    if settings.auth_mode == "jwt":
+        authorizer = context.get("authorizer")
+        text = authorizer.get(CLAIMS_CONTEXT) if isinstance(authorizer, Mapping) else None
+        try:
+            claims = json.loads(text) if isinstance(text, str) else None
+            return caller_from_claims(claims, issuer=settings.jwt_issuer, audiences=settings.jwt_audiences())
+        except (ValueError, ClaimsRefused):
+            return None
     identity = context.get("identity")
     if settings.auth_mode != "iam" or not isinstance(identity, Mapping) or not identity.get("userArn"):
         return None
@@ -293,9 +321,15 @@ class LambdaRealtime:
     """The WebSocket API's `$connect`, `$default` and `$disconnect` on Lambda: one event loop and client set per
     container, made on the first event (like dormant.aws.worker.LambdaWorker)."""
 
-    def __init__(self, registry: Registry, settings: Settings) -> None:
+    def __init__(self, registry: Registry, settings: Settings,
+                 actions: Callable[[ServiceSource], Actions] | None = None) -> None:
+        """`actions(service)`: the answerer of action frames over an ActorService this container opens at the
+        first action (functions/api/handler.py passes dormant.http.actions.SocketActions)."""
         self.registry = registry
         self.settings = settings
+        self.actions = actions(self._service) if actions is not None else None
+        self._service_stack: AsyncExitStack | None = None
+        self._opened: ActorService | None = None
         self._runner: asyncio.Runner | None = None
         self._open: tuple[Connections, EventStore, ManagementApi] | None = None
         self._stack: AsyncExitStack | None = None
@@ -327,7 +361,7 @@ class LambdaRealtime:
         body = event.get("body") or ""
         if event.get("isBase64Encoded"):
             body = base64.b64decode(body).decode()
-        gateway = Gateway(self.registry, store, connections, management.post)
+        gateway = Gateway(self.registry, store, connections, management.post, self.actions)
         await gateway.message(connection_id, Caller.model_validate_json(recorded), body)
         return {"statusCode": 200}
 
@@ -336,6 +370,19 @@ class LambdaRealtime:
         if self._stack is not None:
             await self._stack.aclose()
         self._stack, self._open = None, None
+        if self._service_stack is not None:
+            await self._service_stack.aclose()
+        self._service_stack, self._opened = None, None
+
+    async def _service(self) -> ActorService:
+        """The ActorService actions run on (DynamoDB + SQS, as the HTTP API's), opened at the first action."""
+        if self._opened is None:
+            from dormant.aws.service import open_aws_service
+
+            stack = AsyncExitStack()
+            self._opened = await stack.enter_async_context(open_aws_service(self.registry, self.settings))
+            self._service_stack = stack
+        return self._opened
 
     async def _ensure(self, request: Mapping[str, Any]) -> tuple[Connections, EventStore, ManagementApi]:
         if self._open is None:

@@ -148,7 +148,9 @@ API_GATEWAY_PAYLOAD = ServiceLimit(
 WEBSOCKET_FRAME = ServiceLimit(
     "WebSocket message", 131_072, "bytes",
     "API Gateway (WebSocket API): 128 KB per message, in frames of 32 KB; an event whose frame would pass 120 KB is "
-    "pushed without its payload, which the client reads over HTTP (docs/realtime.md)", source="api-gateway"
+    "pushed without its payload, which the client reads over HTTP; an action's result whose frame would pass it is "
+    "answered `result_too_large` (call it over HTTP); `dormant dev` closes a socket whose message passes 128 KB, as "
+    "API Gateway does (docs/realtime.md)", source="api-gateway"
 )
 
 S3_OBJECT_KEY = ServiceLimit(

@@ -22,7 +22,7 @@ BUNDLE_DIR = "bundle"
 LAYER_DIR = "layer"
 TERRAFORM_DIR = "terraform"
 # the Lambda entry points, as their handlers name them (functions.worker.handler.handler, ...)
-FUNCTIONS = ("functions/api/handler.py", "functions/worker/handler.py")
+FUNCTIONS = ("functions/api/handler.py", "functions/worker/handler.py", "functions/authorizer/handler.py")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +72,8 @@ def template_yaml(app: str) -> str:
         Substitution("ContentUri: functions/\n", f"ContentUri: {LAYER_DIR}/\n"),
     ], "template.yaml")
     count = text.count("CodeUri: functions/\n")
-    if count != 2:  # the worker's and the API's
-        raise ShippedFilesChangedError(f"template.yaml: CodeUri: functions/ occurs {count} times, expected twice")
+    if count != 3:  # the worker's, the API's and the authorizer's
+        raise ShippedFilesChangedError(f"template.yaml: CodeUri: functions/ occurs {count} times, expected 3")
     return text.replace("CodeUri: functions/\n", f"CodeUri: {BUNDLE_DIR}/\n")
 
 
@@ -90,7 +90,7 @@ def terraform_file(name: str, app: str) -> str:
 SAM_MAKEFILE = f"""\
 # `sam build --template-file template.yaml` runs these targets (BuildMethod: makefile) with ARTIFACTS_DIR set: they
 # copy what `dormant package` built beside this file, the functions' bundle and the dependency layer.
-build-WorkerFunction build-ApiFunction:
+build-WorkerFunction build-ApiFunction build-AuthorizerFunction:
 \tmkdir -p "$(ARTIFACTS_DIR)"
 \tcp -R {BUNDLE_DIR}/. "$(ARTIFACTS_DIR)"
 

@@ -5,6 +5,11 @@
 the Management API the worker and the gateway post to (`POST` a frame, `GET` the connection, `DELETE` closes it;
 410 `GoneException` for an id that is not connected), so the pushing code is the code that runs on Lambda.
 Everything else goes to the HTTP API.
+
+Who a connection is: in auth mode `jwt` with an issuer (DORMANT_JWT_ISSUER), the bearer token is checked at the
+handshake by the `$connect` authorizer's own verifier (dormant.aws.authorizer: `Authorization: Bearer` or
+`?token=`), and a refused one is refused the handshake (403); otherwise the dev user (`?user=`, as the HTTP API's
+dev-user header).
 """
 
 from __future__ import annotations
@@ -22,9 +27,12 @@ from typing import TYPE_CHECKING
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from dormant.core.claims import caller_from_claims
+from dormant.http.identity import DEV_USER_HEADER
 from dormant.workflow.caller import Caller
 
 if TYPE_CHECKING:
+    from dormant.aws.authorizer import JwtVerifier
     from dormant.aws.realtime import Gateway
 
 log = logging.getLogger("dormant.dev.gateway")
@@ -48,8 +56,9 @@ def _iso(at: float) -> str:
 class DevGateway:
     """An ASGI app: the WebSocket API and `@connections` in front of the HTTP API (`api`)."""
 
-    def __init__(self, api: ASGIApp) -> None:
+    def __init__(self, api: ASGIApp, verifier: JwtVerifier | None = None) -> None:
         self.api = api
+        self.verifier = verifier  # auth mode jwt: the handshake's token is checked as the $connect authorizer does
         self.gateway: Gateway | None = None  # set once the stack's service is open
         self.sockets: dict[str, _Socket] = {}
 
@@ -66,8 +75,10 @@ class DevGateway:
         if self.gateway is None:
             await websocket.close(code=1013)  # try again later: the stack is starting
             return
-        user = websocket.query_params.get(DEV_USER_PARAM, "dev").strip() or "dev"
-        caller = Caller(kind="dev", id=user[:200])
+        caller = await self._caller(websocket)
+        if caller is None:
+            await websocket.close(code=1008)  # before accept: the handshake is refused (403), as API Gateway's
+            return
         # API Gateway's ids are 12 base64 characters ending in "="; made the same way here.
         connection_id = base64.b64encode(secrets.token_bytes(10)).decode().replace("/", "_").replace("+", "-")
         await websocket.accept()
@@ -90,6 +101,24 @@ class DevGateway:
             except Exception:
                 log.exception("realtime: $disconnect of %s failed", connection_id)
             log.info("realtime: %s disconnected", connection_id)
+
+    async def _caller(self, websocket: WebSocket) -> Caller | None:
+        if self.verifier is None:
+            # ?user= (a browser cannot set headers), else the HTTP API's dev-user header (the Python client sends it)
+            user = (websocket.query_params.get(DEV_USER_PARAM) or websocket.headers.get(DEV_USER_HEADER)
+                    or "dev").strip() or "dev"
+            return Caller(kind="dev", id=user[:200])
+        from dormant.aws.authorizer import TokenRefused, token_of
+
+        token = token_of(dict(websocket.headers), dict(websocket.query_params))
+        try:
+            if token is None:
+                raise TokenRefused("no_token")
+            claims = await asyncio.to_thread(self.verifier.caller_claims, token)  # may fetch the JWKS
+        except TokenRefused as refused:
+            log.info("realtime: $connect refused: %s", refused.reason)
+            return None
+        return caller_from_claims(claims, issuer=self.verifier.issuer, audiences=self.verifier.audiences)
 
     async def _manage(self, scope: Scope, receive: Receive, send: Send, connection_id: str) -> None:
         body = b""

@@ -117,14 +117,17 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
     import uvicorn
     from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
+    from dormant.aws.authorizer import verifier_of
     from dormant.aws.realtime import Gateway, open_management
     from dormant.aws.worker import open_worker
+    from dormant.core.realtime import GATEWAY_MESSAGE_BYTES  # a bigger client frame closes the socket (1009)
     from dormant.dev.gateway import DevGateway
     from dormant.dev.traces import dev_tracing
     from dormant.dynamodb.connections import Connections
     from dormant.dynamodb.requests import Table
     from dormant.dynamodb.table import client_config, create_table
     from dormant.http.access import AccessLog
+    from dormant.http.actions import SocketActions
     from dormant.http.app import create_app
     from dormant.sqs.poller import SqsPoller
     from dormant.sqs.transport import create_queues
@@ -179,15 +182,19 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
         wait = options.poll_wait_seconds if moto is not None else min(options.poll_wait_seconds, 1)
         pollers = [SqsPoller(sqs, url, worker.handle, wait_seconds=wait, region=settings.region)
                    for url in (urls.wake, urls.timers)]
-        app = DevGateway(AccessLog(create_app(registry, settings)))
+        api = create_app(registry, settings)
+        verifier = verifier_of(settings) if settings.auth_mode == "jwt" and settings.jwt_issuer else None
+        app = DevGateway(AccessLog(api), verifier)
         management = await stack.enter_async_context(open_management(settings))
+        # Actions over a socket run on the HTTP API's own service (dormant.http.actions: the same path).
         app.gateway = Gateway(registry, worker.service.store, Connections(Table(dynamodb, settings.table), time.time),
-                              management.post)
+                              management.post, SocketActions(registry, settings, api.state.services.get))
         # Idle keep-alive connections stay open 65 s (uvicorn's default is 5 s): a client whose pool keeps them
         # as long (httpx's does, 5 s) would otherwise race the server's close and see "disconnected without a
         # response" on a request it had just sent on one.
         server = uvicorn.Server(uvicorn.Config(app, host=options.host, port=options.port, log_level="warning",
-                                               lifespan="on", access_log=False, timeout_keep_alive=KEEP_ALIVE_SECONDS))
+                                               lifespan="on", access_log=False, timeout_keep_alive=KEEP_ALIVE_SECONDS,
+                                               ws_max_size=GATEWAY_MESSAGE_BYTES))
         tasks = [asyncio.create_task(p.run(), name="poller") for p in pollers]
         serving = asyncio.create_task(server.serve(), name="api")
         while not server.started:

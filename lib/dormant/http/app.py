@@ -28,13 +28,8 @@ from dormant.core.limits import HTTP_MESSAGE_ID
 from dormant.core.search import TYPE_NAMES
 from dormant.errors import (
     ActorExistsError,
-    ActorNotFoundError,
-    ActorPausedError,
-    StorageError,
-    TransportError,
-    VersionConflict,
-    WakeFailedError,
 )
+from dormant.http.actions import call_action, check_operation
 from dormant.http.bodies import read_json
 from dormant.http.callbacks import PATHS as CALLBACK_PATHS
 from dormant.http.callbacks import callback_router
@@ -51,7 +46,7 @@ from dormant.http.operator import merge_openapi, operator_router
 from dormant.http.tracing import install_tracing, spans_router
 from dormant.http.ui import ui_router
 from dormant.ports import ActorRef
-from dormant.runtime.access import AccessRequest, Operation, check_access
+from dormant.runtime.access import Operation
 from dormant.runtime.batches import MAX_BATCH
 from dormant.runtime.batches import describe as describe_batch
 from dormant.runtime.callbacks import without_tokens
@@ -59,8 +54,6 @@ from dormant.runtime.offline import export_lines
 from dormant.runtime.service import ActorService
 from dormant.settings import Settings
 from dormant.workflow.caller import Caller
-from dormant.workflow.errors import InvalidJsonError, InvalidStateError
-from dormant.workflow.execution import to_json
 from dormant.workflow.history import HistoryEntry
 from dormant.workflow.values import describe_errors
 
@@ -209,12 +202,7 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
         """Authenticate (401), resolve (404/400), ask the actor's hook (403): before anything is read."""
         caller = request_caller(request, settings)
         definition, ref = resolve(request, actor, key)
-        if operation == "send":
-            definition.queue_spec(target or "")  # UnknownQueueError -> 404
-        elif operation == "call":
-            definition.action_fn(target or "")  # UnknownActionError -> 404
-        await check_access(definition.authorize_fn, AccessRequest(caller=caller, actor=ref.name, key=ref.key,
-                                                                  operation=operation, target=target))
+        await check_operation(definition, ref, caller, operation, target)
         return definition, ref, caller
 
     async def authorize(request: Request) -> Caller:
@@ -306,26 +294,8 @@ def create_app(registry: Registry, settings: Settings | None = None, *, service:
     async def call(request: Request, actor: str, key: str, action: str, create: bool = True) -> dict[str, Any]:
         definition, ref, caller = await allowed(request, actor, key, "call", action)
         present, args = await read_json(request, limit, required=False)
-        if not present:
-            args = []
-        if not isinstance(args, list):
-            raise ApiError(422, "invalid_arguments", "the body must be a JSON array of the action's arguments")
-        definition.validate_arguments(action, args)  # count and type hints: InvalidArgumentsError -> 422
-        svc = await holder.get()
-        try:
-            result = await svc.call(ref, action, args, caller=caller, create=create)
-        except (StorageError, VersionConflict, WakeFailedError, TransportError, ActorPausedError,
-                ActorNotFoundError):
-            raise  # (ActorPausedError: 409 actor_paused, nothing ran; ActorNotFoundError: 404 with create=false)
-        except InvalidStateError as error:  # the action left the state invalid: nothing was committed
-            raise ApiError(500, "action_failed", f"InvalidStateError: {error}") from None
-        except Exception as error:  # the action's own failure (or its on_create's): nothing was committed
-            raise ApiError(500, "action_failed", f"{type(error).__name__}: {error}") from None
-        try:
-            return {"result": to_json(result, "the action's result")}
-        except InvalidJsonError as error:
-            raise ApiError(500, "action_failed", f"the action ran, but its result cannot be sent as JSON: "
-                                                 f"{error.rule} (at {error.path})") from None
+        return {"result": await call_action(await holder.get(), definition, ref, caller, action,
+                                            args if present else [], create=create)}
 
     @app.get("/actors/{actor}/{key}/state", include_in_schema=False)
     async def state(request: Request, actor: str, key: str) -> Any:

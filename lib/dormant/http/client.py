@@ -97,6 +97,12 @@ def error_from_response(response: httpx.Response) -> DormantError:
         code, message, detail = str(info["code"]), str(info["message"]), info.get("detail")
     except (ValueError, KeyError, TypeError):
         return HttpError(response.status_code, "http_error", response.text[:500] or response.reason_phrase)
+    return error_from_info(response.status_code, code, message, detail)
+
+
+def error_from_info(status: int, code: str, message: str, detail: Any = None) -> DormantError:
+    """The exception an error (status, code, message, detail) stands for: an HTTP error body's, or an action
+    answered over a WebSocket (docs/realtime.md)."""
     if code == "invalid_body":
         return InvalidMessageError(message, errors=detail if isinstance(detail, list) else None)
     if code == "send_failed" and isinstance(detail, dict):  # whether the message is stored, and its id
@@ -108,12 +114,12 @@ def error_from_response(response: httpx.Response) -> DormantError:
     if code in EXCEPTION_BY_CODE:
         return EXCEPTION_BY_CODE[code](message)
     if code == "unauthorized":
-        return UnauthorizedError(response.status_code, code, message, detail)
+        return UnauthorizedError(status, code, message, detail)
     if code == "action_failed":
-        return ActionFailedError(response.status_code, code, message, detail)
+        return ActionFailedError(status, code, message, detail)
     if code == "invalid_arguments":
-        return InvalidArgumentsError(response.status_code, code, message, detail)
-    return HttpError(response.status_code, code, message, detail)
+        return InvalidArgumentsError(status, code, message, detail)
+    return HttpError(status, code, message, detail)
 
 
 @dataclass(frozen=True)
@@ -167,8 +173,14 @@ class HttpClient(OperatorCalls, CallbackCalls):
         return self.realtime_url
 
     def socket_headers(self) -> dict[str, str]:
-        """The headers a WebSocket handshake carries (those given, the operator token)."""
-        return dict(self._headers)
+        """The headers a WebSocket handshake carries (those given, the operator token, and a BearerToken's
+        `Authorization`: what the `$connect` authorizer of auth mode jwt checks)."""
+        from dormant.http.signing import BearerToken
+
+        headers = dict(self._headers)
+        if isinstance(self._auth, BearerToken):
+            headers["Authorization"] = f"Bearer {self._auth.token()}"
+        return headers
 
     def get_or_create(self, actor_name: str, key: str | Sequence[str], *, input: Any = None) -> HttpActorHandle:
         """A handle (no I/O): the first request creates the actor (with `input`) if needed."""
@@ -348,7 +360,23 @@ class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
                                               json=[to_json(a) for a in args], params=self._no_create(),
                                               idempotent=False)
         self._created = True
-        value = response.json()["result"]
+        return self._result(action, response.json()["result"])
+
+    def action_frame(self, action: str, args: Sequence[Any]) -> dict[str, Any]:
+        """An action frame's fields for the WebSocket (docs/realtime.md), checked as `call` checks them."""
+        self._definition_check(action=action)
+        return {"actor": self.ref.name, "key": list(self.ref.key), "name": action,
+                "args": [to_json(a) for a in args], "create": self._creates}
+
+    def action_answer(self, action: str, answer: dict[str, Any]) -> Any:
+        """An `action_result` frame's result (as `call` returns it), or the exception its error stands for."""
+        if answer.get("ok"):
+            return self._result(action, answer.get("result"))
+        error = answer.get("error") or {}
+        raise error_from_info(int(error.get("status", 500)), str(error.get("code", "internal")),
+                              str(error.get("message", "")), error.get("detail"))
+
+    def _result(self, action: str, value: Any) -> Any:
         adapter = self._client.adapter(self.ref.name, action)
         if adapter is None:
             return value
@@ -392,7 +420,7 @@ class HttpActorHandle(ActionShortcuts, HandleOperatorCalls):
     def connect(self, *, after: int = 0) -> ActorConnection:
         """The actor's events pushed over a WebSocket (no polling): `async with handle.connect() as c:` then
         `c.on(name, callback)` and `async for event in c` (dormant.http.realtime)."""
-        return ActorConnection(self, self._client.socket_url, self._client.socket_headers(), after)
+        return ActorConnection(self, self._client.socket_url, self._client.socket_headers, after)
 
     async def events(self, *, after: int = 0, follow: bool = True) -> AsyncGenerator[EventRecord, None]:
         """Events in order after cursor `after`; with `follow`, long-poll for new ones forever."""

@@ -18,12 +18,12 @@ app never trusts an identity a client could have written itself (headers, query,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
 
+from dormant.core.claims import ClaimsRefused, caller_from_claims
 from dormant.http.errors import ApiError
 from dormant.settings import Settings
 from dormant.workflow.caller import Caller
@@ -91,28 +91,13 @@ def _jwt_caller(context: Mapping[str, Any], settings: Settings) -> Caller:
             claims, scopes = jwt.get("claims"), jwt.get("scopes")
         else:  # REST API (1.0) with a Cognito user pool authorizer
             claims = authorizer.get("claims")
-    if not isinstance(claims, Mapping) or not isinstance(claims.get("sub"), str) or not claims["sub"]:
-        raise _unauthorized("jwt", "no verified JWT in the request context: send Authorization: Bearer <token> "
-                                   "(the route needs the JWT authorizer)")
-    if settings.jwt_issuer and claims.get("iss") != settings.jwt_issuer:
-        raise _unauthorized("jwt", "the token's issuer is not the one this API trusts")
-    audiences = settings.jwt_audiences()
-    if audiences and not audiences & (_words(claims.get("aud")) | _words(claims.get("client_id"))):
-        raise _unauthorized("jwt", "the token is not meant for this API (audience)")
-    found = list(scopes) if isinstance(scopes, list) else []
-    for name in ("scope", "scp"):
-        found += sorted(_words(claims.get(name)))
-    return Caller(kind="jwt", id=claims["sub"], claims=dict(claims),
-                  scopes=tuple(dict.fromkeys(str(scope) for scope in found)))
-
-
-def _words(value: Any) -> set[str]:
-    """A claim API Gateway passed as a string ("a b", "[a b]") or a list, as a set of values."""
-    if isinstance(value, list):
-        return {str(item) for item in value}
-    if isinstance(value, str):
-        return {part for part in re.split(r"[\s,\[\]]+", value) if part}
-    return set()
+    try:
+        return caller_from_claims(claims, scopes, issuer=settings.jwt_issuer, audiences=settings.jwt_audiences())
+    except ClaimsRefused as refused:
+        if refused.reason == "no_subject":
+            raise _unauthorized("jwt", "no verified JWT in the request context: send Authorization: Bearer <token> "
+                                       "(the route needs the JWT authorizer)") from None
+        raise _unauthorized("jwt", str(refused)) from None
 
 
 def _unauthorized(mode: str, message: str) -> ApiError:

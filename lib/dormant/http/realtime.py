@@ -5,10 +5,14 @@
         async for event in connection:          # EventRecords in seq order, each once
             ...
 
+    await connection.call("add", 2)             # an action over the same socket (the HTTP route's path)
+
 The connection subscribes with its cursor; the server replays the stored events after it, then pushes live ones
 (dormant.core.realtime's `Sequencer` orders them). When the socket drops it reconnects and subscribes again from
 the last event delivered, so nothing is missed or repeated; a skipped seq makes it subscribe again the same way.
-An event pushed without its payload (too big for a frame) is read over HTTP before it is delivered.
+An event pushed without its payload (too big for a frame) is read over HTTP before it is delivered. An action
+sent over the socket is answered by an `action_result` frame with its correlation id; one in flight when the
+socket drops raises RealtimeError `connection_lost` (it may have run: actions are not retried).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import asyncio
 import contextlib
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -30,6 +35,7 @@ from dormant.workflow.errors import DormantError
 Callback = Callable[[Any], "Awaitable[None] | None"]
 RECONNECT_FIRST, RECONNECT_MAX = 0.1, 5.0
 CONNECT_ATTEMPTS = 5  # before the first subscription holds; afterwards it reconnects for as long as it is open
+ACTION_ANSWER_SECONDS = 35.0  # the server answers within 25 s (dormant.core.realtime.ACTION_TIMEOUT_SECONDS)
 
 
 class EventSource(Protocol):
@@ -39,6 +45,10 @@ class EventSource(Protocol):
     ref: ActorRef
 
     def events(self, *, after: int = 0, follow: bool = True) -> AsyncIterator[EventRecord]: ...
+
+    def action_frame(self, action: str, args: Sequence[Any]) -> dict[str, Any]: ...
+
+    def action_answer(self, action: str, answer: dict[str, Any]) -> Any: ...
 
 
 class RealtimeError(DormantError):
@@ -61,8 +71,10 @@ def _refusal(frame: dict[str, Any]) -> DormantError:
 class ActorConnection:
     """One actor's events over a WebSocket: an async context manager and an async iterator of EventRecords."""
 
-    def __init__(self, handle: EventSource, url: Callable[[], str], headers: dict[str, str], after: int) -> None:
-        """`url()`: the WebSocket API's URL for each (re)connection (presigned anew when the client signs)."""
+    def __init__(self, handle: EventSource, url: Callable[[], str], headers: Callable[[], dict[str, str]],
+                 after: int) -> None:
+        """`url()`, `headers()`: the WebSocket API's URL and the handshake's headers for each (re)connection
+        (presigned anew when the client signs, a bearer token asked again)."""
         self.handle = handle
         self.url = url
         self.headers = headers
@@ -73,6 +85,8 @@ class ActorConnection:
         self._events: asyncio.Queue[EventRecord | BaseException] = asyncio.Queue()
         self._ready: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._socket: Any = None  # the open socket, for actions
+        self._answers: dict[str, asyncio.Future[dict[str, Any]]] = {}
 
     def on(self, name: str, callback: Callback) -> ActorConnection:
         """Call `callback(payload)` (sync or async) for each event `name` ("*": every event), before it is
@@ -97,6 +111,23 @@ class ActorConnection:
                 await self._task
             self._task = None
 
+    async def action(self, name: str, *args: Any, timeout: float = ACTION_ANSWER_SECONDS) -> Any:
+        """Run action `name` over the socket (the HTTP action route's path, docs/realtime.md); its result as
+        `handle.call` returns it, or the same exception."""
+        if self._socket is None:
+            raise RealtimeError("not_connected", "the connection is not open (use it inside `async with`)")
+        correlation = uuid.uuid4().hex
+        frame = {"type": "action", "id": correlation, **self.handle.action_frame(name, args)}
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._answers[correlation] = answer
+        try:
+            await self._socket.send(json.dumps(frame))
+            return self.handle.action_answer(name, await asyncio.wait_for(answer, timeout))
+        finally:
+            self._answers.pop(correlation, None)
+
+    call = action
+
     def __aiter__(self) -> ActorConnection:
         return self
 
@@ -113,9 +144,13 @@ class ActorConnection:
         attempts = 0
         while True:
             try:
-                async with websockets.connect(self.url(), additional_headers=self.headers) as socket:
+                async with websockets.connect(self.url(), additional_headers=self.headers()) as socket:
                     self.connects += 1
-                    await self._serve(socket)
+                    try:
+                        await self._serve(socket)
+                    finally:
+                        self._socket = None
+                        self._lost()
             except (OSError, websockets.ConnectionClosed, websockets.InvalidHandshake) as error:
                 attempts += 1
                 if self._ready is not None and not self._ready.done() and attempts >= CONNECT_ATTEMPTS:
@@ -129,8 +164,14 @@ class ActorConnection:
 
     async def _serve(self, socket: Any) -> None:
         sequencer = await self._subscribe(socket)
+        self._socket = socket
         async for text in socket:
             frame = json.loads(text)
+            if frame.get("type") == "action_result":
+                waiting = self._answers.get(str(frame.get("id")))
+                if waiting is not None and not waiting.done():
+                    waiting.set_result(frame)
+                continue
             if frame.get("type") == "error":
                 raise _refusal(frame)
             for event in sequencer.take(frame):
@@ -159,6 +200,12 @@ class ActorConnection:
         self.cursor = record.seq
         self._events.put_nowait(record)
 
+    def _lost(self) -> None:
+        for answer in self._answers.values():
+            if not answer.done():
+                answer.set_exception(RealtimeError("connection_lost", "the socket dropped before the action's "
+                                                                      "answer: it may have run"))
+
     def _fail(self, error: BaseException) -> None:
         if self._ready is not None and not self._ready.done():
             self._ready.set_exception(error)
@@ -180,6 +227,10 @@ class SyncActorConnection:
     @property
     def cursor(self) -> int:
         return self.connection.cursor
+
+    def call(self, name: str, *args: Any) -> Any:
+        """Run an action over the socket (`ActorConnection.action`)."""
+        return self._run(self.connection.action(name, *args))
 
     def __enter__(self) -> SyncActorConnection:
         self._run(self.connection.__aenter__())

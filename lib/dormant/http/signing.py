@@ -83,7 +83,10 @@ class BearerToken(httpx.Auth):
     def __init__(self, token: str | Callable[[], str]) -> None:
         self._token = token
 
+    def token(self) -> str:
+        """The token now (a WebSocket handshake carries it too: docs/realtime.md)."""
+        return self._token() if callable(self._token) else self._token
+
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        token = self._token() if callable(self._token) else self._token
-        request.headers["Authorization"] = f"Bearer {token}"
+        request.headers["Authorization"] = f"Bearer {self.token()}"
         yield request

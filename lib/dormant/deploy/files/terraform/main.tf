@@ -223,7 +223,7 @@ resource "aws_cloudwatch_log_group" "api" {
 # function-level dead-letter queue would never receive anything: failed wake-ups go to the queues' DLQs.
 resource "aws_lambda_function" "worker" {
   #checkov:skip=CKV_AWS_116:Invoked synchronously only (SQS event source, API Gateway); failed wake-ups go to the queues DLQs
-  #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS, S3 and SSM public endpoints; a VPC would add NAT or endpoint costs
+  #checkov:skip=CKV_AWS_117:Reaches only public endpoints (DynamoDB, SQS, S3, SSM, and the JWT issuer's keys for the $connect authorizer); a VPC would add NAT or endpoint costs
   #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
   #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace: off unless adot_layer_arn is set; logs and metrics cover each wake-up
@@ -263,7 +263,7 @@ resource "aws_lambda_function" "worker" {
 
 resource "aws_lambda_function" "api" {
   #checkov:skip=CKV_AWS_116:Invoked synchronously only (SQS event source, API Gateway); failed wake-ups go to the queues DLQs
-  #checkov:skip=CKV_AWS_117:Reaches only DynamoDB, SQS, S3 and SSM public endpoints; a VPC would add NAT or endpoint costs
+  #checkov:skip=CKV_AWS_117:Reaches only public endpoints (DynamoDB, SQS, S3, SSM, and the JWT issuer's keys for the $connect authorizer); a VPC would add NAT or endpoint costs
   #checkov:skip=CKV_AWS_173:The environment holds resource names only (no secrets), encrypted at rest with the AWS-managed key
   #checkov:skip=CKV_AWS_272:Code signing needs a signing profile; the bundle is built locally by make
   #checkov:skip=CKV_AWS_50:X-Ray tracing costs per trace: off unless adot_layer_arn is set; logs and metrics cover each wake-up
