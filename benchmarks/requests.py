@@ -523,7 +523,7 @@ SCENARIOS = [
     Scenario("3 ephemeral steps + 1 durable step", "workflow run", 4, steps_run("ephemeral-steps"), 16,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=1),
              DurableFunctions(operations=5, operations_high=5, invocations=1), StepFunctions(4, 4)),
-    # -- levers: the log settings (docs/operations.md "Logs"), on the queue loop ------------------------------------
+    # -- levers: the log settings (docs/observability.md "Logs"), on the queue loop ------------------------------------
     *[Scenario(f"queue-loop iteration, {label}", "message", 1, queue_loop, 32, Floor(**ONE),
                DurableFunctions(operations=2, operations_high=4, invocations=1), StepFunctions(3, 1), lever="logs",
                env=env, platform_logs=platform, access_log=access)

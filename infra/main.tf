@@ -253,7 +253,7 @@ resource "aws_lambda_function" "worker" {
     variables = merge(local.environment, local.tracing_environment)
   }
 
-  logging_config { # JSON records; Lambda's START/END/REPORT lines (INFO) left out: docs/operations.md "Logs"
+  logging_config { # JSON records; Lambda's START/END/REPORT lines (INFO) left out: docs/observability.md "Logs"
     log_format       = "JSON"
     system_log_level = "WARN"
     log_group        = aws_cloudwatch_log_group.worker.name
@@ -300,7 +300,7 @@ resource "aws_lambda_function" "api" {
     })
   }
 
-  logging_config { # JSON records; Lambda's START/END/REPORT lines (INFO) left out: docs/operations.md "Logs"
+  logging_config { # JSON records; Lambda's START/END/REPORT lines (INFO) left out: docs/observability.md "Logs"
     log_format       = "JSON"
     system_log_level = "WARN"
     log_group        = aws_cloudwatch_log_group.api.name

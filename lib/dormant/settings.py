@@ -148,7 +148,7 @@ class Settings(BaseSettings):
     """Longest the HTTP API holds a request for `send(wait=True)` or an events long-poll
     (DORMANT_API_MAX_WAIT); API Gateway cuts requests at 30 s."""
 
-    # -- logs (docs/operations.md "Logs"; what each setting costs: docs/performance.md "Logs, setting by setting") --
+    # -- logs (docs/observability.md "Logs"; what each setting costs: docs/performance.md "Logs, setting by setting") --
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] | None = None
     """Level of the `dormant` loggers in the Lambda functions (DORMANT_LOG_LEVEL; `warn` and lower case accepted).
     INFO: one line per wake-up and per logged request; DEBUG adds each wake-up's detail; WARNING: failures only.

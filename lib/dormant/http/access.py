@@ -8,7 +8,7 @@ powertools' Logger) turns them into JSON fields. 5xx answers log at ERROR, 4xx a
 Sampling (Settings.request_log_sample, request_log_slow_ms): a successful request faster than `slow_ms` is logged
 with probability `sample`; errors (4xx, 5xx) and slow requests always are. Behind API Gateway the API function
 logs none of the fast successful ones by default: the stage's access log is the record of every request, and this
-line would be a second one for the same request (docs/operations.md, "Logs").
+line would be a second one for the same request (docs/observability.md, "Logs").
 """
 
 from __future__ import annotations
