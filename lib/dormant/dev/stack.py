@@ -179,7 +179,9 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
         wait = options.poll_wait_seconds if moto is not None else min(options.poll_wait_seconds, 1)
         pollers = [SqsPoller(sqs, url, worker.handle, wait_seconds=wait, region=settings.region)
                    for url in (urls.wake, urls.timers)]
-        app = DevGateway(AccessLog(create_app(registry, settings)))
+        sample = settings.request_log_sample  # unset: every request (the console is the only record here)
+        app = DevGateway(AccessLog(create_app(registry, settings), sample=1.0 if sample is None else sample,
+                                   slow_ms=settings.request_log_slow_ms))
         management = await stack.enter_async_context(open_management(settings))
         app.gateway = Gateway(registry, worker.service.store, Connections(Table(dynamodb, settings.table), time.time),
                               management.post)
