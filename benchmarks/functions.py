@@ -177,13 +177,31 @@ def access_log_format(root: Path = ROOT) -> str:
     return "".join(line.strip() for line in found.group(1).splitlines())
 
 
+def platform_logging(root: Path = ROOT) -> str:
+    """The functions' Lambda log settings in template.yaml, as a key of prices.LAMBDA_PLATFORM_LOG_BYTES_BY_CONFIG:
+    "Text", or "JSON " and the SystemLogLevel (INFO when not set). The worker and the API must agree."""
+    text = (root / "template.yaml").read_text()
+    found = set()
+    for group in ("WorkerLogGroup", "ApiLogGroup"):
+        line = re.search(r"LoggingConfig: \{ LogGroup: !Ref " + group + r"([^}]*)\}", text)
+        if line is None:
+            raise ValueError(f"template.yaml: the LoggingConfig of {group} was not found")
+        fields = dict(re.findall(r"(\w+): (\w+)", line.group(1)))
+        fmt = fields.get("LogFormat", "Text")
+        found.add(fmt if fmt == "Text" else f"JSON {fields.get('SystemLogLevel', 'INFO')}")
+    if len(found) != 1:
+        raise ValueError(f"template.yaml: the functions log differently ({sorted(found)}): count them one by one")
+    return found.pop()
+
+
 class ApiGateway(httpx.AsyncBaseTransport):
     """HTTP API in front of the API function: each request becomes a payload 2.0 event (IAM-authorized caller)."""
 
-    def __init__(self, api: FunctionHost) -> None:
+    def __init__(self, api: FunctionHost, *, access_log: bool = True) -> None:
+        """`access_log`: whether the stage writes its access log (template.yaml's format); False: a stage without."""
         self.api = api
         self.requests: list[GatewayRequest] = []
-        self._log_format = access_log_format()
+        self._log_format = access_log_format() if access_log else ""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
@@ -214,11 +232,14 @@ class ApiGateway(httpx.AsyncBaseTransport):
         self.requests.append(GatewayRequest(units=max(1, math.ceil(size / HTTP_API_METERING_BYTES)),
                                             response_bytes=len(payload) + sum(len(k) + len(v) + 4 for k, v in
                                                                               response_headers.items()),
-                                            log_bytes=len(line.encode()) + 1))
+                                            log_bytes=len(line.encode()) + 1 if line else 0))
         return httpx.Response(status, headers=response_headers, content=payload, request=request)
 
     def _access_line(self, request_id: str, method: str, path: str, status: int, size: int, latency: int) -> str:
+        if not self._log_format:
+            return ""
         values = {"requestId": request_id, "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+                  "requestTimeEpoch": str(int(time.time() * 1000)),
                   "identity.sourceIp": "203.0.113.7", "httpMethod": method, "path": path, "routeKey": "$default",
                   "status": str(status), "responseLength": str(size), "integrationLatency": str(latency),
                   "identity.userArn": CALLER, "authorizer.claims.sub": "-", "error.message": "-",
@@ -343,9 +364,10 @@ def servers() -> Iterator[tuple[str, str]]:
 
 @contextlib.asynccontextmanager
 async def open_stack(app: str, *, wake: Batching | None = None, timers: Batching | None = None,
-                     endpoints: tuple[str, str] | None = None, env: dict[str, str] | None = None) -> Any:
+                     endpoints: tuple[str, str] | None = None, env: dict[str, str] | None = None,
+                     access_log: bool = True) -> Any:
     """Start the deployment (servers unless `endpoints` = (DynamoDB, SQS) are given) for the registry `app`;
-    `env`: more environment for the functions (DORMANT_* settings)."""
+    `env`: more environment for the functions (DORMANT_* settings); `access_log`: the API stage writes one."""
     deploy = deployment()
     with contextlib.ExitStack() as sync_stack:
         dynamodb_url, sqs_url = endpoints or sync_stack.enter_context(servers())
@@ -411,7 +433,8 @@ async def open_stack(app: str, *, wake: Batching | None = None, timers: Batching
                 pollers = {name: SqsPoller(event_sqs, url, to_worker, batch_size=min(10, batching[name].size),
                                            wait_seconds=0, region=REGION)
                            for name, url in (("wake", urls.wake), ("timers", urls.timers))}
-                yield Stack(settings=settings, deploy=deploy, api=api, worker=worker, gateway=ApiGateway(api),
+                yield Stack(settings=settings, deploy=deploy, api=api, worker=worker,
+                            gateway=ApiGateway(api, access_log=access_log),
                             event_source=Meter(), pollers=pollers, batching=batching, stdout=stdout,
                             reader=dynamodb, queues=sqs)
             finally:

@@ -60,6 +60,12 @@ LOGS_INGESTED_GB = 0.50
 LOGS_STORED_GB_MONTH = 0.03
 LAMBDA_PLATFORM_LOG_BYTES = 280
 """Lambda's own START, END and REPORT lines per invocation (text format), about this long."""
+LAMBDA_PLATFORM_LOG_BYTES_BY_CONFIG = {"Text": LAMBDA_PLATFORM_LOG_BYTES, "JSON INFO": 230, "JSON WARN": 0}
+"""The same by the functions' LoggingConfig (benchmarks/functions.py, `platform_logging`): the text format writes
+START, END and REPORT; the JSON format at SystemLogLevel INFO only `platform.report` (DEBUG: start and end), about
+230 bytes as AWS's example of it (docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-logformat.html);
+at WARN none for an invocation that succeeds
+(docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html)."""
 
 # -- S3 Standard (https://aws.amazon.com/s3/pricing/): offloaded payloads (issue 19) ------------------------------
 S3_PUT = 0.005 / 1000

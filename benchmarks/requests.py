@@ -39,8 +39,16 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
-from benchmarks.functions import Batching, GatewayRequest, Invocation, Stack, open_stack, servers  # noqa: E402
-from benchmarks.prices import LAMBDA_PLATFORM_LOG_BYTES, Deployment, deployment  # noqa: E402
+from benchmarks.functions import (  # noqa: E402
+    Batching,
+    GatewayRequest,
+    Invocation,
+    Stack,
+    open_stack,
+    platform_logging,
+    servers,
+)
+from benchmarks.prices import LAMBDA_PLATFORM_LOG_BYTES_BY_CONFIG, Deployment, deployment  # noqa: E402
 from benchmarks.pricing import LINES, DurableFunctions, Floor, StepFunctions, Usage, bill, total  # noqa: E402
 from dormant.aws.metering import Meter  # noqa: E402
 
@@ -68,6 +76,13 @@ class Scenario:
     lever: str = ""  # which table it belongs to: "" (the priced table) or a lever's name
     env: dict[str, str] = field(default_factory=dict)  # settings of the functions, when not the defaults
     durable_ms_from: str = ""  # the scenario whose worker invocations time a durable function's (default: this)
+    platform_logs: str = ""  # Lambda's LoggingConfig, when not template.yaml's ("Text", "JSON INFO", "JSON WARN")
+    access_log: bool = True  # the API stage writes its access log (template.yaml's format)
+
+    def platform_log_bytes(self) -> int:
+        """Lambda's own log bytes per invocation (its START/END/REPORT lines or JSON records), by the LoggingConfig:
+        counted, not observed (nothing here is Lambda), at prices.LAMBDA_PLATFORM_LOG_BYTES_BY_CONFIG's sizes."""
+        return LAMBDA_PLATFORM_LOG_BYTES_BY_CONFIG[self.platform_logs or platform_logging()]
 
 
 @dataclass
@@ -152,8 +167,9 @@ def _billed_ms(invocations: list[Invocation]) -> float:
     return statistics.median(i.billed_ms for i in invocations) * len(invocations) if invocations else 0.0
 
 
-def _usage(meter: Meter, invocations: list[Invocation], function: str, gateway: list[GatewayRequest]) -> Usage:
-    logs = sum(i.log_bytes for i in invocations) + LAMBDA_PLATFORM_LOG_BYTES * len(invocations)
+def _usage(meter: Meter, invocations: list[Invocation], function: str, gateway: list[GatewayRequest],
+           platform_bytes: int) -> Usage:
+    logs = sum(i.log_bytes for i in invocations) + platform_bytes * len(invocations)
     usage = Usage(write_units=meter.write_units, index_write_units=meter.index_write_units,
                   read_units=meter.read_units, sqs_fifo=meter.sqs_billed["fifo"],
                   sqs_standard=meter.sqs_billed["standard"], gateway_requests=sum(g.units for g in gateway),
@@ -172,15 +188,16 @@ def measure(stack: Stack, window: Window, scenario: Scenario, units: int) -> Mea
              "event source": (stack.event_source - window.meters["event source"]) - (stack.idle - window.idle)}
     api = stack.api.invocations[window.invocations["api"]:]
     worker = stack.worker.invocations[window.invocations["worker"]:]
-    api_side = _usage(parts["api"], api, "api", stack.gateway.requests[window.gateway:])
+    platform_bytes = scenario.platform_log_bytes()
+    api_side = _usage(parts["api"], api, "api", stack.gateway.requests[window.gateway:], platform_bytes)
     downstream = parts["worker"].copy()
     downstream.add(parts["event source"])
-    usage = api_side.plus(_usage(downstream, worker, "worker", []))
+    usage = api_side.plus(_usage(downstream, worker, "worker", [], platform_bytes))
     usage.function_cpu_ms = max(0.0, function_cpu * 1000)
     idle = stack.idle - window.idle
     logs = {kind: (n - window.log_kinds.get(kind, 0)) / units for kind, n in stack.stdout.by_kind.items()
             if n - window.log_kinds.get(kind, 0)}
-    logs["Lambda platform lines"] = LAMBDA_PLATFORM_LOG_BYTES * (len(api) + len(worker)) / units
+    logs["Lambda platform lines"] = platform_bytes * (len(api) + len(worker)) / units
     logs["API Gateway access log"] = sum(g.log_bytes for g in stack.gateway.requests[window.gateway:]) / units
     notes = []
     counted = Meter()
@@ -234,6 +251,25 @@ async def simple_workflow(probe: Probe, rounds: int) -> None:
         await probe.close()
         states = [await client.get_or_create("invoice", [f"inv-{n}"]).state() for n in range(rounds)]
         assert all(s["status"] == "complete" for s in states), states
+
+
+def steps_run(actor: str) -> Run:
+    """Per unit: create an actor of `actor` (PUT), whose workflow runs four steps in one wake-up and completes."""
+
+    async def run(probe: Probe, rounds: int) -> None:
+        stack = probe.stack
+        async with stack.client() as client:
+            await client.get_or_create(actor, ["warm"]).create()
+            await stack.drain()
+            probe.mark()
+            for n in range(rounds):
+                await client.get_or_create(actor, [f"run-{n}"]).create()
+                await stack.drain()
+            await probe.close()
+            states = [await stack.read_state(client.get_or_create(actor, [f"run-{n}"]).ref) for n in range(rounds)]
+            assert all(s["status"] == "complete" and s["done"] == 4 for s in states), states
+
+    return run
 
 
 async def queue_loop(probe: Probe, rounds: int) -> None:
@@ -481,6 +517,23 @@ SCENARIOS = [
     Scenario("request/response (send, wait=true)", "call", 1, request_response, 32,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=1),
              DurableFunctions(operations=2, operations_high=2, invocations=1), StepFunctions(2, 1)),
+    Scenario("4 durable steps", "workflow run", 4, steps_run("four-steps"), 16,
+             Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=4),
+             DurableFunctions(operations=5, operations_high=5, invocations=1), StepFunctions(4, 4)),
+    Scenario("3 ephemeral steps + 1 durable step", "workflow run", 4, steps_run("ephemeral-steps"), 16,
+             Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=1),
+             DurableFunctions(operations=5, operations_high=5, invocations=1), StepFunctions(4, 4)),
+    # -- levers: the log settings (docs/observability.md "Logs"), on the queue loop ------------------------------------
+    *[Scenario(f"queue-loop iteration, {label}", "message", 1, queue_loop, 32, Floor(**ONE),
+               DurableFunctions(operations=2, operations_high=4, invocations=1), StepFunctions(3, 1), lever="logs",
+               env=env, platform_logs=platform, access_log=access)
+      for label, env, platform, access in (
+          ("every request logged (DORMANT_REQUEST_LOG_SAMPLE=1)", {"DORMANT_REQUEST_LOG_SAMPLE": "1"}, "", True),
+          ("DORMANT_LOG_LEVEL=DEBUG", {"DORMANT_LOG_LEVEL": "DEBUG"}, "", True),
+          ("DORMANT_LOG_LEVEL=WARNING", {"DORMANT_LOG_LEVEL": "WARNING"}, "", True),
+          ("Lambda's platform lines in text (LogFormat Text)", {}, "Text", True),
+          ("Lambda's platform.report kept (SystemLogLevel INFO)", {}, "JSON INFO", True),
+          ("no API stage access log", {}, "", False))],
     # -- levers: the event source's batch size and window (template.yaml: 10, and a 1 s window for timers) --------
     Scenario("10 actors, 1 message each, batch size 10", "message", 1, many_actors, 10,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=0.1, loads=1, commits=1),
@@ -504,7 +557,7 @@ SCENARIOS = [
 
 async def run_scenario(scenario: Scenario, rounds: int, endpoints: tuple[str, str]) -> Measured:
     async with open_stack(APP, wake=scenario.wake, timers=scenario.timers, endpoints=endpoints,
-                          env=scenario.env) as stack:
+                          env=scenario.env, access_log=scenario.access_log) as stack:
         probe = Probe(stack, scenario, rounds)
         await scenario.run(probe, rounds)
         assert probe.result is not None, f"{scenario.name} did not close its measurement"

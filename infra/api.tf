@@ -116,14 +116,13 @@ resource "aws_apigatewayv2_stage" "default" {
     destination_arn = aws_cloudwatch_log_group.api_access.arn
     format = jsonencode({
       requestId        = "$context.requestId"
-      time             = "$context.requestTime"
+      time             = "$context.requestTimeEpoch"
       ip               = "$context.identity.sourceIp"
       method           = "$context.httpMethod"
       path             = "$context.path"
-      route            = "$context.routeKey"
       status           = "$context.status"
       bytes            = "$context.responseLength"
-      latency          = "$context.integrationLatency"
+      ms               = "$context.integrationLatency"
       principal        = "$context.identity.userArn"
       subject          = "$context.authorizer.claims.sub"
       error            = "$context.error.message"

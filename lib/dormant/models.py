@@ -125,7 +125,7 @@ class ActorCounts(BaseModel):
     """How many actors of one type are listed in each status."""
 
     actor: str
-    counts: dict[str, StatusCount] = Field(description="Per listed status (`running` is listed as `sleeping`)")
+    counts: dict[str, StatusCount] = Field(description="Per listed status (`running` is never listed)")
 
 
 AttentionKind = Literal["failed", "diverged", "rolling_back", "retrying", "wake_error"]

@@ -148,6 +148,34 @@ class Settings(BaseSettings):
     """Longest the HTTP API holds a request for `send(wait=True)` or an events long-poll
     (DORMANT_API_MAX_WAIT); API Gateway cuts requests at 30 s."""
 
+    # -- logs (docs/observability.md "Logs"; what each setting costs: docs/performance.md "Logs, setting by setting") --
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] | None = None
+    """Level of the `dormant` loggers in the Lambda functions (DORMANT_LOG_LEVEL; `warn` and lower case accepted).
+    INFO: one line per wake-up and per logged request; DEBUG adds each wake-up's detail; WARNING: failures only.
+    None: powertools' level (POWERTOOLS_LOG_LEVEL, or Lambda's AWS_LAMBDA_LOG_LEVEL), INFO by default."""
+    log_debug_sample: float = Field(0.0, ge=0, le=1)
+    """Share of invocations logged at DEBUG whatever the level (DORMANT_LOG_DEBUG_SAMPLE, 0 to 1; powertools'
+    Logger `sampling_rate`, decided per invocation)."""
+    request_log_sample: float | None = Field(None, ge=0, le=1)
+    """Share of successful requests the API logs a line for (DORMANT_REQUEST_LOG_SAMPLE, 0 to 1); a request that
+    answered 4xx/5xx or took `request_log_slow_ms` or more is always logged. None: every request, except in the API
+    function behind API Gateway, whose stage's access log already records each one: there only those."""
+    request_log_slow_ms: float = Field(1000.0, gt=0)
+    """A request that took at least this long is always logged (DORMANT_REQUEST_LOG_SLOW_MS)."""
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _check_log_level(cls, level: object) -> object:
+        if level is None or level == "":
+            return None
+        if not isinstance(level, str):
+            return level  # refused by the type, with pydantic's message
+        name = level.strip().upper()
+        name = "WARNING" if name == "WARN" else name
+        if name not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            raise ValueError(f"log_level (DORMANT_LOG_LEVEL) must be DEBUG, INFO, WARNING or ERROR, not {level!r}")
+        return name
+
     @field_validator("public_url")
     @classmethod
     def _check_public_url(cls, url: str | None) -> str | None:

@@ -56,9 +56,9 @@ async def created(store: EventStore, key: str = "a", state: dict[str, Any] | Non
 
 
 async def populated(store: EventStore) -> None:
-    """counter: 3 failed, 1 sleeping (from running), 1 pending; other: 1 failed."""
+    """counter: 3 failed, 1 sleeping, 1 pending; other: 1 failed."""
     for key, state in {"a": WorkflowState.FAILED, "b": WorkflowState.FAILED, "c": WorkflowState.FAILED,
-                       "d": WorkflowState.RUNNING, "e": None}.items():
+                       "d": WorkflowState.SLEEPING, "e": None}.items():
         actor = await created(store, key)
         if state is not None:
             await store.commit(actor, 1, draft(workflow=WorkflowRecord(state=state), at=T0 + 2))

@@ -40,9 +40,9 @@ async def test_actors_are_listed_by_type_and_status_in_pages(store: EventStore) 
     assert await store.create(other, meta().model_copy(update={"name": "other", "key": ("a",)}), {},
                               WorkflowRecord(), [])
     everything = await listing(store, "counter")
-    # by status, then by id; `running` is listed as sleeping (a wake-up in progress)
-    assert everything == [("c", "completed"), ("b", "failed"), ("f", "failed"), ("g", "paused"), ("e", "pending"),
-                          ("a", "sleeping"), ("d", "sleeping"), ("h", "terminated")]
+    # by status, then by id; `running` (a wake-up in progress) keeps the pending listing until the wake-up's end
+    assert everything == [("c", "completed"), ("b", "failed"), ("f", "failed"), ("g", "paused"), ("d", "pending"),
+                          ("e", "pending"), ("a", "sleeping"), ("h", "terminated")]
     assert await listing(store, "counter", limit=1) == everything
     assert await listing(store, "counter", limit=4) == everything
     assert await listing(store, "counter", WorkflowState.FAILED) == [("b", "failed"), ("f", "failed")]
@@ -71,6 +71,28 @@ async def test_a_commit_that_keeps_the_status_does_not_rewrite_it(store: EventSt
     summary = await store.read_summary(actor)
     assert summary is not None and (summary.status, summary.version, summary.since) == (WorkflowState.COMPLETED, 6,
                                                                                         T0 + 9)
+
+
+async def test_the_listing_moves_at_the_last_commit_of_a_wake_up_not_at_its_first(store: EventStore) -> None:
+    """A first wake-up of three commits (running, running, sleeping) moves the listing once: pending -> sleeping at
+    its last commit (docs/performance.md, "The listing's status item"). Ended or failed actors that run again (a
+    reset, a resume) are listed sleeping while they run, as before: never as ended."""
+    actor = await created(store)
+    for version, state in ((1, WorkflowState.RUNNING), (2, WorkflowState.RUNNING)):
+        await store.commit(actor, version, draft(workflow=record(state), state={"value": version}, at=T0 + version))
+        summary = await store.read_summary(actor)
+        assert summary is not None and (summary.status, summary.version, summary.since) == (WorkflowState.PENDING, 1,
+                                                                                            T0)
+        assert await listing(store, "counter", WorkflowState.PENDING) == [("a", "pending")]
+    await store.commit(actor, 3, draft(workflow=record(WorkflowState.SLEEPING), at=T0 + 3))
+    summary = await store.read_summary(actor)
+    assert summary is not None and (summary.status, summary.version, summary.since) == (WorkflowState.SLEEPING, 4,
+                                                                                        T0 + 3)
+    for version, state, listed in ((4, WorkflowState.RUNNING, "sleeping"), (5, WorkflowState.COMPLETED, "completed"),
+                                   (6, WorkflowState.RUNNING, "sleeping"), (7, WorkflowState.FAILED, "failed"),
+                                   (8, WorkflowState.RUNNING, "sleeping"), (9, WorkflowState.COMPLETED, "completed")):
+        await store.commit(actor, version, draft(workflow=record(state), at=T0 + version))
+        assert await listing(store, "counter") == [("a", listed)], (version, state)
 
 
 @pytest.mark.parametrize("cursor", ["", "garbage", "failed#", "failed#other/a", "running#counter/a",

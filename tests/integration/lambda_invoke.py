@@ -2,7 +2,7 @@
 module (init), then call `handler(event, context)` once. Its stdout is what CloudWatch Logs would receive.
 
     python -m tests.integration.lambda_invoke worker QUEUE_URL...   # receive a batch per queue and handle it
-    python -m tests.integration.lambda_invoke api EVENT_JSON        # one API Gateway event
+    python -m tests.integration.lambda_invoke api EVENT_JSON...     # API Gateway events, one invocation each
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ def main() -> None:
     if kind == "api":
         from functions.api.handler import handler as api_handler
 
-        response = api_handler(json.loads(arguments[0]), Context(aws_request_id="api-request-1"))
-        print(json.dumps({"test_response": response}), file=sys.stderr)
+        for n, event in enumerate(arguments, 1):
+            response = api_handler(json.loads(event), Context(aws_request_id=f"api-request-{n}"))
+            print(json.dumps({"test_response": response}), file=sys.stderr)
         return
     import boto3
 

@@ -56,8 +56,15 @@ def metric_values(documents: list[dict[str, Any]]) -> dict[str, tuple[float, str
     return values
 
 
-async def test_the_worker_logs_a_json_record_and_metrics_per_wake_up(
-        moto_server: str, dynamodb_local_server: str, aws_endpoint_environment: dict[str, str]) -> None:
+POWERTOOLS_FIELDS = {"level", "message", "timestamp", "service", "name", "function_request_id", "cold_start"}
+WAKE_FIELDS = {"actor", "key", "outcome", "version", "commits", "consumed", "duration_ms"}  # every wake-up's line
+FAILURE_FIELDS = {"error", "receive_count", "dead_letter"}  # and a failed one's
+
+
+async def _worker_logs(moto_server: str, dynamodb_local_server: str, aws_endpoint_environment: dict[str, str],
+                       **env: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """One worker invocation over a batch of three wake-ups (a counter of two messages, a broken actor, a flaky one):
+    (log records, EMF documents, the counter's value after it)."""
     settings = unique_settings(moto_server, max_receives=1, dynamodb_endpoint_url=dynamodb_local_server)
     session = get_session()
     async with session.create_client("dynamodb", config=client_config(),
@@ -73,42 +80,69 @@ async def test_the_worker_logs_a_json_record_and_metrics_per_wake_up(
             await counter.send("counter", {"delta": delta})
         await client.get_or_create("broken", ["b-1"]).send("poke", {"n": 1})
         await client.get_or_create("flaky", ["f-1"]).send("poke", {"n": 1})
-        env = {"DORMANT_APP": "tests.e2e.apps:registry", "DORMANT_TABLE": settings.table,
-               "DORMANT_QUEUE_URL": urls.wake, "DORMANT_TIMER_QUEUE_URL": urls.timers, "DORMANT_MAX_RECEIVES": "1",
-               **aws_endpoint_environment, "POWERTOOLS_LOG_LEVEL": "INFO"}
-        logs, emf, _ = invoke("worker", urls.wake, env=env)
-        assert (await counter.state()).value == 5
+        logs, emf, _ = invoke("worker", urls.wake, env={
+            "DORMANT_APP": "tests.e2e.apps:registry", "DORMANT_TABLE": settings.table,
+            "DORMANT_QUEUE_URL": urls.wake, "DORMANT_TIMER_QUEUE_URL": urls.timers, "DORMANT_MAX_RECEIVES": "1",
+            **aws_endpoint_environment, "POWERTOOLS_LOG_LEVEL": "INFO", **env})
+        return logs, emf, (await counter.state()).value
 
-    wakes = {(r["actor"], tuple(r["key"])): r for r in logs if r.get("logger", "").endswith("wake")
-             or "wake_id" in r}
-    assert set(wakes) == {("workflow-counter", ("c-1",)), ("broken", ("b-1",)), ("flaky", ("f-1",))}, logs
+
+async def test_the_worker_logs_one_line_per_wake_up_and_one_metrics_document_per_invocation(
+        moto_server: str, dynamodb_local_server: str, aws_endpoint_environment: dict[str, str]) -> None:
+    logs, emf, value = await _worker_logs(moto_server, dynamodb_local_server, aws_endpoint_environment)
+    assert value == 5
+    assert not [r for r in logs if r["level"] == "DEBUG"], logs  # DEBUG off: no detail line
+    lines = [r for r in logs if r.get("name") == "dormant.wake"]
+    wakes = {(r["actor"], tuple(r["key"])): r for r in lines}
+    assert len(lines) == len(wakes) == 3, logs  # exactly one line per wake-up
+    assert set(wakes) == {("workflow-counter", ("c-1",)), ("broken", ("b-1",)), ("flaky", ("f-1",))}
     done = wakes[("workflow-counter", ("c-1",))]
+    assert set(done) - POWERTOOLS_FIELDS == WAKE_FIELDS, done  # what an operator needs, nothing more
     assert done["level"] == "INFO" and done["service"] == "dormant-worker"
     assert done["function_request_id"].startswith("worker-")  # the Lambda context rides on every record
-    assert (done["outcome"], done["steps"], done["consumed"]) == ("sleeping", 2, 2)
-    assert done["commits"] in (1, 2) and done["messages"] >= 2  # a commit may carry both steps
-    assert done["version"] == done["version_loaded"] + done["commits"]
-    assert done["duration_ms"] > 0 and done["latency_ms"] >= 0
-    assert done["requests"]["dynamodb_reads"] >= 1 and done["requests"]["dynamodb_writes"] >= 1
-    assert len(done["wake_id"]) == 16 and "error" not in done  # powertools leaves out empty fields
+    assert done["cold_start"] is True  # the container's first invocation
+    assert (done["outcome"], done["consumed"]) == ("sleeping", 2) and done["commits"] in (1, 2)
+    assert done["version"] >= done["commits"] and done["duration_ms"] > 0
     assert done["message"].startswith("workflow-counter['c-1'] sleeping: 2 steps, ")
     failed = wakes[("broken", ("b-1",))]
-    assert failed["level"] == "ERROR" and failed["dead_letter"] is True
+    assert set(failed) - POWERTOOLS_FIELDS == WAKE_FIELDS | FAILURE_FIELDS, failed  # a failure is always logged
+    assert failed["level"] == "ERROR" and failed["dead_letter"] is True and failed["receive_count"] == 1
     assert failed["error"] == "RuntimeError: the broken actor always fails to wake"
     retried = wakes[("flaky", ("f-1",))]
-    assert retried["retries"] == 1 and retried["steps"] == 0 and "error" not in retried
+    assert "error" not in retried and retried["level"] == "INFO"  # a step retry scheduled: the wake-up did not fail
 
+    assert len(emf) == 1, emf  # one EMF document for the invocation's three wake-ups
     values = metric_values(emf)
     assert values["WakeUps"] == (3, "Count")
-    assert values["WakeUpErrors"] == (1, "Count") and values["DeadLettered"] == (failed["messages"], "Count")
+    assert values["WakeUpErrors"] == (1, "Count") and values["DeadLettered"] == (1, "Count")
     assert values["Steps"] == (2, "Count") and values["StepRetries"] == (1, "Count")
     assert values["MessagesConsumed"][1] == "Count" and values["Commits"][1] == "Count"
     assert values["WakeUpLatency"][1] == "Milliseconds" and values["WakeUpDuration"][1] == "Milliseconds"
     assert "VersionConflicts" not in values  # none happened: nothing invented
 
 
-async def test_the_api_logs_one_json_record_per_request(
+async def test_at_debug_each_wake_up_also_logs_its_detail(
         moto_server: str, dynamodb_local_server: str, aws_endpoint_environment: dict[str, str]) -> None:
+    logs, _, _ = await _worker_logs(moto_server, dynamodb_local_server, aws_endpoint_environment,
+                                    DORMANT_LOG_LEVEL="debug")
+    lines = [r for r in logs if r.get("name") == "dormant.wake" and r["level"] != "DEBUG"]
+    details = {(r["wake"]["actor"], tuple(r["wake"]["key"])): r["wake"] for r in logs
+               if r.get("name") == "dormant.wake" and r["level"] == "DEBUG"}
+    assert len(lines) == len(details) == 3, logs
+    done = details[("workflow-counter", ("c-1",))]
+    assert (done["steps"], done["consumed"], done["messages"]) == (2, 2, 2)
+    assert done["version"] == done["version_loaded"] + done["commits"] and done["latency_ms"] >= 0
+    assert done["requests"]["dynamodb_reads"] >= 1 and done["requests"]["dynamodb_writes"] >= 1
+    assert len(done["wake_id"]) == 16
+    assert details[("flaky", ("f-1",))]["retries"] == 1
+
+
+def _api_env(settings: Any, urls: Any, aws_endpoint_environment: dict[str, str]) -> dict[str, str]:
+    return {"DORMANT_APP": "tests.e2e.apps:registry", "DORMANT_AUTH_MODE": "none", "DORMANT_TABLE": settings.table,
+            "DORMANT_QUEUE_URL": urls.wake, "DORMANT_TIMER_QUEUE_URL": urls.timers, **aws_endpoint_environment}
+
+
+async def _api_resources(moto_server: str, dynamodb_local_server: str) -> tuple[Any, Any]:
     settings = unique_settings(moto_server, dynamodb_endpoint_url=dynamodb_local_server)
     session = get_session()
     async with session.create_client("dynamodb", config=client_config(),
@@ -116,22 +150,47 @@ async def test_the_api_logs_one_json_record_per_request(
             session.create_client("sqs", **settings.client_kwargs("sqs")) as sqs:
         await create_table(dynamodb, settings)
         urls = await create_queues(sqs, settings)
-    event = http_api_v2_event("POST", "/actors/workflow-counter/api-1/queues/counter", body=b'{"delta": 4}',
-                              headers={"content-type": "application/json"})
-    env = {"DORMANT_APP": "tests.e2e.apps:registry", "DORMANT_AUTH_MODE": "none", "DORMANT_TABLE": settings.table,
-           "DORMANT_QUEUE_URL": urls.wake,
-           "DORMANT_TIMER_QUEUE_URL": urls.timers, **aws_endpoint_environment}
-    logs, emf, stderr = invoke("api", json.dumps(event), env=env)
-    assert '"statusCode": 202' in stderr
+    return settings, urls
+
+
+SEND = http_api_v2_event("POST", "/actors/workflow-counter/api-1/queues/counter", body=b'{"delta": 4}',
+                         headers={"content-type": "application/json"})
+MISSING = http_api_v2_event("GET", "/actors/no-such-type/k/state")
+
+
+async def test_behind_api_gateway_the_api_logs_errors_and_not_the_successes_the_stage_logs(
+        moto_server: str, dynamodb_local_server: str, aws_endpoint_environment: dict[str, str]) -> None:
+    settings, urls = await _api_resources(moto_server, dynamodb_local_server)
+    logs, emf, stderr = invoke("api", json.dumps(SEND), json.dumps(MISSING), json.dumps(SEND),
+                               env=_api_env(settings, urls, aws_endpoint_environment))
+    assert stderr.count('"statusCode": 202') == 2 and '"statusCode": 404' in stderr
     requests = [r for r in logs if "http" in r]
-    assert len(requests) == 1, logs
+    assert len(requests) == 1, logs  # the 404 only: the stage's access log records the two sends
+    record = requests[0]
+    assert record["http"]["method"] == "GET" and record["http"]["status"] == 404
+    assert record["http"]["path"] == "/actors/no-such-type/k/state" and record["actor"] == "no-such-type"
+    assert record["service"] == "dormant-api" and record["function_request_id"] == "api-request-2"
+    assert record["level"] == "INFO" and record["http"]["duration_ms"] > 0
+    assert emf == []  # the API measures nothing: no empty metric document
+
+
+async def test_the_api_logs_one_json_record_per_request_when_asked_to(
+        moto_server: str, dynamodb_local_server: str, aws_endpoint_environment: dict[str, str]) -> None:
+    settings, urls = await _api_resources(moto_server, dynamodb_local_server)
+    env = _api_env(settings, urls, aws_endpoint_environment)
+    logs, _, stderr = invoke("api", json.dumps(SEND), json.dumps(SEND),
+                             env={**env, "DORMANT_REQUEST_LOG_SAMPLE": "1"})
+    assert stderr.count('"statusCode": 202') == 2
+    requests = [r for r in logs if "http" in r]
+    assert [r["function_request_id"] for r in requests] == ["api-request-1", "api-request-2"], logs
     record = requests[0]
     assert record["http"]["method"] == "POST" and record["http"]["status"] == 202
     assert record["http"]["path"] == "/actors/workflow-counter/api-1/queues/counter"
     assert record["actor"] == "workflow-counter" and record["key"] == "api-1"
-    assert record["service"] == "dormant-api" and record["function_request_id"] == "api-request-1"
-    assert record["level"] == "INFO" and record["http"]["duration_ms"] > 0
-    assert emf == []  # the API measures nothing: no empty metric document
+    assert record["cold_start"] is True and "cold_start" not in requests[1]
+    # a slow request is always logged, whatever the sampling: here every request counts as slow
+    logs, _, _ = invoke("api", json.dumps(SEND), env={**env, "DORMANT_REQUEST_LOG_SLOW_MS": "0.001"})
+    assert [r["http"]["status"] for r in logs if "http" in r] == [202], logs
 
 
 class ConflictOnce:

@@ -40,9 +40,11 @@ async def test_a_commit_that_keeps_the_listed_status_costs_one_write_unit_and_no
     assert units(meter - before) == (2, 1)  # the commit item; the status item (`pending`) and its index entry
     before = meter.copy()
     await store.commit(actor, 1, draft(workflow=WorkflowRecord(state=WorkflowState.RUNNING), at=T0 + 1))
-    assert units(meter - before) == (2, 2)  # listed `sleeping` now: the status item, its index key moved (2)
-    for version, state in ((2, WorkflowState.SLEEPING), (3, WorkflowState.RUNNING), (4, None),
-                           (5, WorkflowState.SLEEPING)):
+    assert units(meter - before) == (1, 0)  # mid-wake-up `running`: still listed `pending`, nothing moves
+    before = meter.copy()
+    await store.commit(actor, 2, draft(workflow=WorkflowRecord(state=WorkflowState.SLEEPING), at=T0 + 2))
+    assert units(meter - before) == (2, 2)  # the wake-up's end: listed `sleeping`, the index key moved (2)
+    for version, state in ((3, WorkflowState.RUNNING), (4, None), (5, WorkflowState.SLEEPING)):
         before = meter.copy()
         await store.commit(actor, version, draft(workflow=WorkflowRecord(state=state) if state else None,
                                                  state={"value": version}, at=T0 + version))

@@ -14,7 +14,7 @@ import pytest
 
 from dormant.core.slots import SlotLease
 from dormant.dynamodb.store import DynamoEventStore
-from dormant.ports import ActorRef, listed_status
+from dormant.ports import ActorRef
 from dormant.settings import Settings
 from dormant.workflow.history import WorkflowRecord, WorkflowState
 from examples.counter import registry as counter_registry
@@ -81,6 +81,8 @@ async def test_an_earlier_releases_actors_are_sent_to_woken_and_deleted(
         # a wake-up: consumes everything pending, rests sleeping (or finished: it stays so)
         state = WorkflowState(before["workflow"]["state"])
         resting = state if state in (WorkflowState.COMPLETED, WorkflowState.TERMINATED) else WorkflowState.SLEEPING
+        listed = await store.read_summary(ref)  # as the release listed it (checked by the test above)
+        assert listed is not None
         version = await store.commit(ref, loaded.version, draft(
             state={**loaded.state, "woken": True}, consumed=[*pending, f"{name}-new"],
             responses={f"{name}-new": {"ok": name}}, workflow=WorkflowRecord(state=resting), at=T0 + 50))
@@ -89,7 +91,7 @@ async def test_an_earlier_releases_actors_are_sent_to_woken_and_deleted(
         assert after is not None and (after.version, after.inbox, after.state["woken"]) == (version, [], True)
         assert after.state == {**before["state"], "woken": True}, name
         summary = await store.read_summary(ref)
-        moved = listed_status(state) is not resting  # the status item is written only when the listing moves
+        moved = listed.status is not resting  # the status item is written only when the listing moves
         assert summary is not None and summary.status is resting and (summary.version == version) is moved, name
         assert (await store.wait_response(ref, f"{name}-new", 0.0)) == (True, {"ok": name})
     kept = await store.retained_versions(refs["kept"])

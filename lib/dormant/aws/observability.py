@@ -5,10 +5,11 @@ error. While it runs, `ObservedStore` (the store wrapper the worker installs) ta
 store: commits, the step entries they wrote, step retries, version conflicts, the versions read and
 written. The record then goes to:
 
-- the `dormant.wake` logger: one line (`counter['main'] sleeping: 1 step, 1 commit ... in 12.3 ms`) whose
-  fields ride in `extra` (`actor`, `key`, `wake_id`, `version`, `outcome`, `duration_ms`, `requests` ...):
-  the dev console prints the line, Lambda's JSON log format or powertools' Logger the fields
-  (`dormant.aws.lambda_setup`);
+- the `dormant.wake` logger: one line at INFO (ERROR when it failed: `counter['main'] sleeping: 1 step, 1 commit
+  ... in 12.3 ms`) whose fields ride in `extra`: what an operator needs (`actor`, `key`, `outcome`, `version`,
+  `commits`, `consumed`, `duration_ms`, and `error`, `receive_count`, `dead_letter`, `trace_id` when there are
+  some); with DEBUG on, a second record carries every field under `wake` (`wake_id`, `steps`, `requests`,
+  `latency_ms` ...). The dev console prints the line, powertools' Logger (dormant.aws.telemetry) the fields;
 - a `MetricsSink`, on Lambda CloudWatch metrics in embedded metric format (powertools' Metrics): WakeUps,
   WakeUpFailures, Steps, Commits, VersionConflicts, StepRetries, DeadLettered, MessagesConsumed, StepsThrottled
   (steps a flow-control limit kept waiting; the log line names the limits),
@@ -91,10 +92,27 @@ class WakeRecord:
     trace_id: str | None = None  # the wake-up's trace (tracing on)
 
     def fields(self) -> dict[str, Any]:
+        """Every field: the wake-up's DEBUG record."""
         return asdict(self)
 
-    def line(self) -> str:
-        ref = f"{self.actor}{self.key!r}"
+    def summary(self) -> dict[str, Any]:
+        """What an operator needs of every wake-up: its INFO (or ERROR) record's fields. Absent values are left
+        out, and the rest (counts, requests, latency, ids) is in `fields()`, logged at DEBUG."""
+        fields: dict[str, Any] = {"actor": self.actor, "key": self.key, "outcome": self.outcome,
+                                  "version": self.version, "commits": self.commits, "consumed": self.consumed,
+                                  "duration_ms": self.duration_ms}
+        if self.error is not None:
+            fields.update(error=self.error, receive_count=self.receive_count, dead_letter=self.dead_letter)
+        if self.trace_id is not None:
+            fields["trace_id"] = self.trace_id
+        return fields
+
+    def ref_text(self) -> str:
+        return f"{self.actor}{self.key!r}"
+
+    def line(self, *, requests: bool = True) -> str:
+        """The readable line (the dev console prints it; on Lambda it is the record's `message`)."""
+        ref = self.ref_text()
         if self.error is not None:
             head = f"{ref} failed (receive {self.receive_count}{', to the DLQ next' if self.dead_letter else ''}): " \
                    f"{self.error}"
@@ -108,9 +126,9 @@ class WakeRecord:
         if self.throttled:
             counts.append(f"{_plural(self.throttled, 'step')} throttled (limit {', '.join(self.limits)})")
         version = f" v{self.version}" if self.version is not None else ""
-        requests = ", ".join(f"{name} {n}" for name, n in self.requests.items() if n)
+        listed = ", ".join(f"{name} {n}" for name, n in self.requests.items() if n) if requests else ""
         return f"{head}: {', '.join(counts)}{version} in {self.duration_ms:.1f} ms" + (
-            f" ({requests})" if requests else "") + (f" trace {self.trace_id}" if self.trace_id else "")
+            f" ({listed})" if listed else "") + (f" trace {self.trace_id}" if self.trace_id else "")
 
 
 def _plural(n: int, word: str, words: str | None = None) -> str:
@@ -200,7 +218,9 @@ class Observer:
         del self.records[:-self.keep]
         level = logging.ERROR if error is not None else logging.INFO
         if log.isEnabledFor(level):  # the line and its fields are made only for a logger that writes them
-            log.log(level, "%s", record.line(), extra=record.fields())
+            log.log(level, "%s", record.line(requests=False), extra=record.summary())
+        if log.isEnabledFor(logging.DEBUG):  # the rest: counts, requests, latency, ids
+            log.debug("%s: detail", record.ref_text(), extra={"wake": record.fields()})
         if self.metrics is not None:
             self.metrics.wake(record)
         return record

@@ -5,15 +5,20 @@
     def handler(event, context): ...
 
 - **Logs**: powertools' `Logger` writes one JSON object per record to stdout (`level`, `message`,
-  `timestamp`, `service`, `function_request_id`, ... and every `extra` field). Its handler is copied onto the
-  `dormant` loggers, so the wake-up records of dormant.aws.observability (`actor`, `key`, `wake_id`,
-  `version`, `outcome`, `duration_ms`, `requests` ...) and the request records of dormant.http.access come
-  out as JSON fields. Level: `POWERTOOLS_LOG_LEVEL` (or Lambda's `AWS_LAMBDA_LOG_LEVEL`), default INFO.
+  `timestamp`, `service`, `name`, `function_request_id`, `cold_start` on a container's first invocation, and every
+  `extra` field; not powertools' `location`, function name, ARN and memory, which the log group and Lambda's own
+  records already say, nor X-Ray's id, for bytes: CloudWatch Logs bills every one). Its handler is copied onto the
+  `dormant` loggers, so the wake-up records of dormant.aws.observability (`actor`, `key`, `outcome`, `version`,
+  `commits`, `consumed`, `duration_ms` ...) and the request records of dormant.http.access come out as JSON
+  fields. Level: `DORMANT_LOG_LEVEL` (Settings.log_level), else `POWERTOOLS_LOG_LEVEL` (or Lambda's
+  `AWS_LAMBDA_LOG_LEVEL`), default INFO; `DORMANT_LOG_DEBUG_SAMPLE` logs that share of invocations at DEBUG
+  (powertools' `sampling_rate`, decided per invocation here).
   JSON escapes C0 controls; powertools leaves the rest of non-ASCII raw (readable accents), so C1 controls,
   DEL, bidi overrides and U+2028/U+2029 from keys or paths are written as four-hex-digit escapes too (\\u202e;
   dormant.core.safetext: the same JSON, nothing `aws logs tail` or a console shows reordered or acts on).
 - **Metrics**: powertools' `Metrics` writes CloudWatch embedded-metric-format documents to stdout at the
-  end of each invocation; CloudWatch Logs turns them into metrics (namespace `DORMANT_METRICS_NAMESPACE`,
+  end of each invocation (one document for all its wake-ups: a metric's values are a list); CloudWatch Logs
+  turns them into metrics (namespace `DORMANT_METRICS_NAMESPACE`,
   default "Dormant"; dimension `service`), no API call and no extra latency.
 """
 
@@ -23,9 +28,10 @@ import functools
 import json
 import logging
 import os
+import random
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
@@ -34,9 +40,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from dormant.aws.observability import Observer, WakeRecord
 from dormant.core.safetext import json_text
 
+if TYPE_CHECKING:
+    from dormant.settings import Settings
+
 H = TypeVar("H", bound=Callable[..., Any])
 DEFAULT_NAMESPACE = "Dormant"
 CONTEXT_FIELDS = ("function_name", "memory_limit_in_mb", "invoked_function_arn", "aws_request_id")
+DROPPED_KEYS = ("location", "xray_trace_id")  # powertools' defaults a record here need not carry (bytes are billed)
 
 
 class EmfMetrics:
@@ -73,18 +83,28 @@ class LambdaTelemetry:
     logger: Logger
     metrics: Metrics
     observer: Observer
+    debug_sample: float = 0.0  # share of invocations logged at DEBUG (Settings.log_debug_sample)
+    sampler: Callable[[], float] = random.random  # [0, 1): a test gives a seeded or fixed one
+    cold: bool = field(default=True, init=False)
 
     def handler(self, fn: H) -> H:
-        """Decorate the Lambda handler: request context in log lines, metrics flushed at the end."""
-        with_context = self.logger.inject_lambda_context(fn)
+        """Decorate the Lambda handler: request id in log lines, sampled DEBUG, metrics flushed at the end."""
+        dormant = logging.getLogger("dormant")
 
         @functools.wraps(fn)
         def wrapped(event: Any, context: Any) -> Any:
+            level = dormant.level
+            if self.debug_sample > 0 and self.sampler() < self.debug_sample:
+                dormant.setLevel(logging.DEBUG)  # this invocation only
+            if all(hasattr(context, name) for name in CONTEXT_FIELDS):  # not a test's or local caller's
+                self.logger.append_keys(function_request_id=context.aws_request_id,
+                                        cold_start=True if self.cold else None)
+            self.cold = False
             try:
-                if all(hasattr(context, name) for name in CONTEXT_FIELDS):
-                    return with_context(event, context)
-                return fn(event, context)  # a test or local caller without a full Lambda context
+                return fn(event, context)
             finally:
+                self.logger.remove_keys(["function_request_id", "cold_start"])
+                dormant.setLevel(level)
                 if self.metrics.metric_set:  # nothing measured (an API call): no empty document
                     self.metrics.flush_metrics()
 
@@ -96,11 +116,16 @@ def log_json(record: dict[str, Any]) -> str:
     return json_text(json.dumps(record, default=str, separators=(",", ":"), ensure_ascii=False))
 
 
-def lambda_telemetry(service: str, *, namespace: str | None = None) -> LambdaTelemetry:
-    """JSON logs for `dormant.*` and an EMF metrics sink, for one Lambda function."""
+def lambda_telemetry(service: str, *, namespace: str | None = None, settings: Settings | None = None,
+                     sampler: Callable[[], float] = random.random) -> LambdaTelemetry:
+    """JSON logs for `dormant.*` and an EMF metrics sink, for one Lambda function; levels and sampling from
+    `settings` (log_level, log_debug_sample)."""
     logger = Logger(service=service, json_serializer=log_json)
+    logger.remove_keys(list(DROPPED_KEYS))
     logging.getLogger("dormant")  # exists before the copy (it only reaches registered loggers)
-    copy_config_to_registered_loggers(source_logger=logger, include={"dormant"})
+    level = settings.log_level if settings is not None else None
+    copy_config_to_registered_loggers(source_logger=logger, include={"dormant"}, log_level=level)
     metrics = Metrics(namespace=namespace or os.environ.get("DORMANT_METRICS_NAMESPACE", DEFAULT_NAMESPACE),
                       service=service)
-    return LambdaTelemetry(logger=logger, metrics=metrics, observer=Observer(EmfMetrics(metrics)))
+    return LambdaTelemetry(logger=logger, metrics=metrics, observer=Observer(EmfMetrics(metrics)),
+                           debug_sample=settings.log_debug_sample if settings is not None else 0.0, sampler=sampler)

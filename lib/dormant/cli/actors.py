@@ -31,7 +31,7 @@ app = typer.Typer(help="List and count actors by type and status, or find them b
 
 Status = Enum("Status", {s.value: s.value for s in LISTED_STATUSES}, type=str)  # type: ignore[misc]
 StatusOption = Annotated[Status | None, typer.Option(
-    "--status", "-s", help="Only actors in this status (`running` is listed as sleeping)", show_default=False)]
+    "--status", "-s", help="Only actors in this status (`running` is never listed)", show_default=False)]
 TypeOption = Annotated[list[str] | None, typer.Option(
     "--type", "-t", help="Only this actor type (repeatable; default: every type the API serves; with --where, every "
                          "type that declares the attributes it names)", show_default=False)]

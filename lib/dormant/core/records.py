@@ -146,10 +146,21 @@ class ActorSnapshot(BaseModel):
 
 
 def listed_status(state: WorkflowState) -> WorkflowState:
-    """The status an actor is listed under: its workflow state, except that `running` (stored only by the
-    commits in the middle of a wake-up) is listed as `sleeping`. So a wake-up that commits several times
-    changes the listing at most once, and a busy actor's commits never rewrite it."""
+    """The status a workflow state is listed under, the listing before it aside: the state itself, except that
+    `running` (stored only by the commits in the middle of a wake-up) is `sleeping`. Commits decide with
+    `listed_after`, which keeps a `pending` or `sleeping` listing through `running` commits."""
     return WorkflowState.SLEEPING if state is WorkflowState.RUNNING else state
+
+
+def listed_after(previous: WorkflowState, state: WorkflowState) -> WorkflowState:
+    """The listed status after a commit that stores `state`, the actor listed `previous` before it. A `running`
+    commit (the middle of a wake-up) keeps a `pending` or `sleeping` listing as it is: the listing changes at the
+    wake-up's last commit, so a first wake-up of several commits moves it once (pending -> its outcome), not twice
+    (issue 29: a status item and two index units less). From any other status `running` is listed `sleeping`
+    (`listed_status`): an actor reset or resumed from `completed` or `failed` is not listed as ended while it runs."""
+    if state is WorkflowState.RUNNING and previous in (WorkflowState.PENDING, WorkflowState.SLEEPING):
+        return previous
+    return listed_status(state)
 
 
 LISTED_STATUSES = tuple(state for state in WorkflowState if state is not WorkflowState.RUNNING)

@@ -184,7 +184,9 @@ async def run_dev_stack(registry: Registry, options: DevOptions | None = None, *
                    for url in (urls.wake, urls.timers)]
         api = create_app(registry, settings)
         verifier = verifier_of(settings) if settings.auth_mode == "jwt" and settings.jwt_issuer else None
-        app = DevGateway(AccessLog(api), verifier)
+        sample = settings.request_log_sample  # unset: every request (the console is the only record here)
+        app = DevGateway(AccessLog(api, sample=1.0 if sample is None else sample,
+                                   slow_ms=settings.request_log_slow_ms), verifier)
         management = await stack.enter_async_context(open_management(settings))
         # Actions over a socket run on the HTTP API's own service (dormant.http.actions: the same path).
         app.gateway = Gateway(registry, worker.service.store, Connections(Table(dynamodb, settings.table), time.time),

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dormant.core.limits import ITEM, ServiceLimit
-from dormant.core.records import ActorMeta, ActorRef, ActorSnapshot
+from dormant.core.records import ActorMeta, ActorRef, ActorSnapshot, listed_status
 from dormant.core.search import apply_changes
 from dormant.errors import ItemTooLargeError
 from dormant.s3.offload import refs_in_text, resolve, sha_of
-from dormant.workflow.history import CallbackChange, HistoryEntry, WorkflowRecord
+from dormant.workflow.history import CallbackChange, HistoryEntry, WorkflowRecord, WorkflowState
 
 # every item the store writes stays within this (dormant.core.limits: moto's is lower than AWS's)
 ITEM_LIMIT = ITEM.maximum
@@ -129,6 +129,8 @@ class Head:
     releases: dict[int, tuple[str, ...]] = field(default_factory=dict)
     search: dict[str, list[Any]] = field(default_factory=dict)  # search attributes: name -> [type code, value]
     since: float = 0.0  # when the actor entered its listed status (what its search items say)
+    # the listed status (dormant.core.records.listed_after): what the status item says once this version settled
+    listed: str = WorkflowState.PENDING.value
 
     def advance(self, version: int, delta: dict[str, Any], side: Side,
                 upsert_sizes: list[tuple[int, tuple[str, ...]]] | None = None) -> Head:
@@ -161,7 +163,8 @@ class Head:
             tombstoned=self.tombstoned, incarnation=self.incarnation, refs=refs,
             releases={v: keys for v, keys in self.releases.items() if v > version - self.ring},
             search=apply_changes(self.search, delta["a"]) if "a" in delta else self.search,
-            since=side.listed[1] if side.listed is not None else self.since)
+            since=side.listed[1] if side.listed is not None else self.since,
+            listed=side.listed[0] if side.listed is not None else self.listed)
 
     def hidden(self) -> dict[str, float]:
         """Message id -> when it was consumed, for every consumed message whose pending item a load may still read:
@@ -179,7 +182,7 @@ class Head:
 
     def full(self) -> dict[str, Any]:
         return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": self.history,
-                "seq": self.event_seq, "search": self.search, "since": self.since}
+                "seq": self.event_seq, "search": self.search, "since": self.since, "listed": self.listed}
 
     def full_bytes(self) -> int:
         """JSON bytes of everything a snapshot of this version holds."""
@@ -225,7 +228,9 @@ class Head:
                     workflow_bytes=parts["workflow"], meta_bytes=parts["meta"], event_seq=int(full["seq"]),
                     delta_bytes=0, side=side, chain_consumed=side.consumed_at(), incarnation=incarnation,
                     refs=refs, search=dict(full.get("search", {})),
-                    since=float(full.get("since", full["meta"].get("created_at", 0.0))))
+                    since=float(full.get("since", full["meta"].get("created_at", 0.0))),
+                    listed=str(full.get("listed") or listed_status(WorkflowState(full["workflow"]["state"])).value))
+        # (a snapshot written before issue 29 has no "listed": its status item says its state's listed status)
 
 
 def _set_refs(refs: dict[str, tuple[str, ...]], where: str, found: tuple[str, ...]) -> None:

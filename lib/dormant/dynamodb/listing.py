@@ -1,6 +1,6 @@
 """The actor listing on DynamoDB: one status item per actor, in the sparse global index `status`.
 
-The item (`sk = "s#"` in the actor's partition) says the actor's listed status (dormant.core.records.listed_status),
+The item (`sk = "s#"` in the actor's partition) says the actor's listed status (dormant.core.records.listed_after),
 since when and from which version. Its index keys are `lt` = the actor type and `ls` = the listing key
 `<status>#<actor id>`, so one Query lists a type, or a type in one status (`begins_with`), in pages. It is
 written only by a commit that changes the listed status (docs/storage.md: what that costs), as a conditional

@@ -192,7 +192,7 @@ class CommitLog:
                     at=self._now(), listed=(listed_status(workflow.state).value, meta.created_at))
         full = {"meta": meta.model_dump(mode="json"), "state": dict(state),
                 "workflow": workflow.model_dump(mode="json"), "history": {}, "seq": len(events),
-                "search": search or {}, "since": meta.created_at}
+                "search": search or {}, "since": meta.created_at, "listed": listed_status(workflow.state).value}
         head = Head.from_snapshot(1, self.settings.snapshot_every, full, side, incarnation)
         item = commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
         self.sizes.item(ref, "the first commit", item, head.full_parts() + side_parts_of(side))

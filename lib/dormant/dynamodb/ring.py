@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from dormant.core.records import ActorRef, listed_status
+from dormant.core.records import ActorRef, listed_after
 from dormant.core.search import apply_changes
 from dormant.dynamodb.items import Head, Side, TornRead, commit_payload, compress
 from dormant.dynamodb.keys import RING_PREFIX, SLOT_ZERO, item_key, ring_key
@@ -88,8 +88,8 @@ def delta_of(base: Head, draft: CommitDraft, now: float) -> tuple[Side, dict[str
         side.unset = sorted(name for name, value in draft.search.items() if value is None and name in base.search)
     if draft.workflow is not None:
         delta["w"] = draft.workflow.model_dump(mode="json")
-        listed = listed_status(draft.workflow.state)
-        if listed is not listed_status(WorkflowState(base.workflow["state"])):
+        listed = listed_after(WorkflowState(base.listed), draft.workflow.state)
+        if listed.value != base.listed:
             side.listed = (listed.value, draft.committed_at)  # the status item follows (dormant.dynamodb.settle)
     return side, delta
 

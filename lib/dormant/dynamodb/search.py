@@ -23,7 +23,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from dormant.core.records import ActorPage, ActorRef, ActorSummary, MatchCount, listed_status
+from dormant.core.records import ActorPage, ActorRef, ActorSummary, MatchCount
 from dormant.core.search import plain
 from dormant.core.searchplan import SearchPlan, index_key, index_partition
 from dormant.dynamodb.items import Head, dumps
@@ -57,7 +57,7 @@ class SearchItems:
         keys = [key for key in sort_keys(head) if key not in found]
         if not keys:
             return 0
-        status = listed_status(WorkflowState(head.workflow["state"])).value
+        status = head.listed
         shared = {"st": {"S": status}, "at": {"N": repr(head.since)},
                   "cr": {"N": repr(float(head.meta["created_at"]))}, "k": {"S": dumps(list(ref.key))},
                   "a": {"S": dumps(dict(sorted(head.search.items())))}, "v": {"N": str(head.version)},

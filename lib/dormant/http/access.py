@@ -4,11 +4,17 @@
 `dormant.http` logger with their fields under `extra` (`http`: method, path, status, duration_ms;
 `actor`, `key`), so the dev console prints them as one readable line and Lambda's JSON log format (or
 powertools' Logger) turns them into JSON fields. 5xx answers log at ERROR, 4xx at INFO.
+
+Sampling (Settings.request_log_sample, request_log_slow_ms): a successful request faster than `slow_ms` is logged
+with probability `sample`; errors (4xx, 5xx) and slow requests always are. Behind API Gateway the API function
+logs none of the fast successful ones by default: the stage's access log is the record of every request, and this
+line would be a second one for the same request (docs/observability.md, "Logs").
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -42,9 +48,14 @@ def actor_of(path: str) -> tuple[str | None, str | None]:
 class AccessLog:
     """ASGI middleware: logs each HTTP request once it has answered."""
 
-    def __init__(self, app: ASGIApp, logger: logging.Logger = log) -> None:
+    def __init__(self, app: ASGIApp, logger: logging.Logger = log, *, sample: float = 1.0, slow_ms: float = 1000.0,
+                 sampler: Callable[[], float] = random.random) -> None:
+        """`sample`: share of fast successful requests logged; `sampler` draws in [0, 1) (a test fixes it)."""
         self.app = app
         self.log = logger
+        self.sample = sample
+        self.slow_ms = slow_ms
+        self.sampler = sampler
 
     def __getattr__(self, name: str) -> Any:  # the wrapped app's attributes (state, routes...) stay reachable
         return getattr(self.app, name)
@@ -67,9 +78,15 @@ class AccessLog:
         finally:
             self._log(scope, status, (time.perf_counter() - started) * 1000)
 
+    def wanted(self, status: int, duration_ms: float) -> bool:
+        """Whether this request gets a line: always when it failed or was slow, else as sampled."""
+        if status >= 400 or duration_ms >= self.slow_ms or self.sample >= 1:
+            return True
+        return self.sample > 0 and self.sampler() < self.sample
+
     def _log(self, scope: Scope, status: int, duration_ms: float) -> None:
         level = logging.ERROR if status >= 500 else logging.INFO
-        if not self.log.isEnabledFor(level):
+        if not self.log.isEnabledFor(level) or not self.wanted(status, duration_ms):
             return
         method, path = scope.get("method", "?"), logged_path(str(scope.get("path", "?")))
         actor, key = actor_of(path)

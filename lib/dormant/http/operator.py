@@ -180,9 +180,9 @@ def operator_router(registry: Registry, get_service: GetService, authorize: Auth
                           limit: int = Query(50, ge=1, le=500), cursor: str | None = None,
                           where: list[str] | None = Query(None, description=WHERE)) -> ActorList:
         """By listed status, then id. `running` is never listed: an actor runs only inside a wake-up, whose last
-        commit records where it rests (`sleeping` while a wake-up is under way). With `where`, only the actors whose
-        search attributes satisfy every condition, ordered by the value of the attribute the search index reads, each
-        with its `attributes`; 400 `invalid_where` names a condition it cannot read (by position)."""
+        commit records where it rests (the listing it had while a wake-up is under way). With `where`, only the
+        actors whose search attributes satisfy every condition, ordered by the value of the attribute the search index
+        reads, each with its `attributes`; 400 `invalid_where` names a condition it cannot read (by position)."""
         ops = await operator(request)
         if where:
             page = await search_actors(ops.host, actor, where, status=_status(status), limit=limit,

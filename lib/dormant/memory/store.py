@@ -38,6 +38,7 @@ from dormant.core.records import (
     MatchCount,
     VersionInfo,
     WakeError,
+    listed_after,
     listed_status,
 )
 from dormant.core.search import apply_changes, plain
@@ -262,7 +263,7 @@ class MemoryEventStore:
                 self.callbacks[change.token_hash] = callback_record(
                     ref, float(record.meta["created_at"]), record.version, change).model_dump()
         if draft.workflow is not None and record.summary is not None:
-            listed = listed_status(draft.workflow.state)
+            listed = listed_after(WorkflowState(record.summary["status"]), draft.workflow.state)
             if listed.value != record.summary["status"]:
                 record.summary = {**record.summary, "status": listed.value, "since": draft.committed_at,
                                   "version": record.version}

@@ -253,9 +253,10 @@ resource "aws_lambda_function" "worker" {
     variables = merge(local.environment, local.tracing_environment)
   }
 
-  logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.worker.name
+  logging_config { # JSON records; Lambda's START/END/REPORT lines (INFO) left out: docs/observability.md "Logs"
+    log_format       = "JSON"
+    system_log_level = "WARN"
+    log_group        = aws_cloudwatch_log_group.worker.name
   }
 
   tags = local.tags
@@ -299,9 +300,10 @@ resource "aws_lambda_function" "api" {
     })
   }
 
-  logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.api.name
+  logging_config { # JSON records; Lambda's START/END/REPORT lines (INFO) left out: docs/observability.md "Logs"
+    log_format       = "JSON"
+    system_log_level = "WARN"
+    log_group        = aws_cloudwatch_log_group.api.name
   }
 
   tags = local.tags

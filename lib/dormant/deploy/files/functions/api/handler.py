@@ -6,7 +6,9 @@ Configuration comes from the environment (dormant.settings.Settings): DORMANT_AP
 (`module:attribute`), DORMANT_TABLE / DORMANT_QUEUE_* the resources, DORMANT_AUTH_MODE how API Gateway
 authenticated the caller, DORMANT_INSPECTOR_TOKEN_PARAMETER the SSM parameter holding the operator token
 (read at run time). The AWS clients are opened at init (when the queue URLs are given) and reused by the
-container. Every request is logged as one JSON record (dormant.http.access through dormant.aws.telemetry).
+container. A request the API answered with an error, or slowly, is logged as one JSON record (dormant.http.access
+through dormant.aws.telemetry); the others as sampled by DORMANT_REQUEST_LOG_SAMPLE (none by default: the API
+stage's access log records every request).
 """
 
 from __future__ import annotations
@@ -25,15 +27,17 @@ from dormant.http.actions import SocketActions
 from dormant.http.app import create_app
 from dormant.http.large_responses import LAMBDA_RESPONSE_BYTES
 
-telemetry = lambda_telemetry("dormant-api")
 settings = function_settings()  # botocore's clients in threads: no aiohttp at a cold start (dormant.aws.clients)
+telemetry = lambda_telemetry("dormant-api", settings=settings)
 if settings.max_response_bytes is None:  # a Lambda response is at most 6 MB: bigger ones go through S3
     settings = settings.model_copy(update={"max_response_bytes": LAMBDA_RESPONSE_BYTES})
 if not settings.app:
     raise RuntimeError("set DORMANT_APP=module:attribute to the registry the API serves")
 registry = load_registry(settings.app)
 app = create_app(registry, settings)
-mangum = Mangum(AccessLog(app), lifespan="off")
+sample = settings.request_log_sample
+mangum = Mangum(AccessLog(app, sample=0.0 if sample is None else sample, slow_ms=settings.request_log_slow_ms),
+                lifespan="off")
 realtime = LambdaRealtime(registry, settings,  # its clients are made at its first event (the service: first action)
                           actions=lambda service: SocketActions(registry, settings, service))
 

@@ -13,9 +13,10 @@ from dormant.aws.clients import function_settings
 from dormant.aws.telemetry import lambda_telemetry
 from dormant.aws.worker import LambdaWorker
 
-telemetry = lambda_telemetry("dormant-worker")
 # botocore's clients in threads: no aiobotocore and aiohttp to import at a cold start (dormant.aws.clients)
-worker = LambdaWorker(settings=function_settings(), observer=telemetry.observer)
+settings = function_settings()
+telemetry = lambda_telemetry("dormant-worker", settings=settings)
+worker = LambdaWorker(settings=settings, observer=telemetry.observer)
 worker.prepare()  # imports, session and clients in the init phase (kept by a SnapStart snapshot)
 
 
