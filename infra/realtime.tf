@@ -151,9 +151,10 @@ resource "aws_lambda_function" "authorizer" {
     })
   }
 
-  logging_config {
-    log_format = "Text"
-    log_group  = aws_cloudwatch_log_group.authorizer[0].name
+  logging_config { # as the other functions: JSON records, no START/END/REPORT lines (docs/observability.md "Logs")
+    log_format       = "JSON"
+    system_log_level = "WARN"
+    log_group        = aws_cloudwatch_log_group.authorizer[0].name
   }
 
   tags = local.tags
