@@ -104,6 +104,7 @@ class Floor:
     commits: float
     timers: float = 0.0  # timer wake-ups per unit
     timer_batch: float = 1.0  # timers per timer event-source batch
+    messages: float | None = None  # inbox messages among the inbox writes (None: all; a creation is not one)
 
     def usage(self) -> Usage:
         timer_deliveries = self.timers / self.timer_batch
@@ -112,6 +113,16 @@ class Floor:
                      sqs_fifo=self.sends + 2 * self.deliveries, sqs_standard=self.timers + 2 * timer_deliveries,
                      gateway_requests=self.requests, api_invocations=self.requests, api_ms=self.requests,
                      worker_invocations=invocations, worker_ms=invocations)
+
+    def guaranteed_usage(self) -> Usage:
+        """The floor of this design's dedupe and ordering rules (docs/storage.md, "Why the inbox keeps its `pending`
+        index"): with single-item conditional writes, a message that is deduplicated by its id for a window after
+        its consumption and read in send order costs one more table write (the tombstone that records its
+        consumption) and two ordered-entry writes (the index entry written with it and removed by the tombstone,
+        or an ordered item's put and delete: the same units)."""
+        messages = self.inbox_writes if self.messages is None else self.messages
+        base = self.usage()
+        return base.plus(Usage(write_units=messages, index_write_units=2 * messages))
 
 
 @dataclass(frozen=True)
