@@ -227,7 +227,7 @@ class MemoryEventStore:
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
         when = self._enter("commit")
-        self._now(draft.committed_at)
+        consumed_at = self._now(draft.committed_at)
         record = self._actors.get(ref.id)
         if record is None or record.version != expected_version:
             raise VersionConflict(f"{ref}: expected version {expected_version}, "
@@ -243,7 +243,6 @@ class MemoryEventStore:
             record.state = dict(draft.state)
         if draft.workflow is not None:
             record.workflow = draft.workflow.model_dump(mode="json")
-        consumed_at = self._now(draft.committed_at)
         for message_id in draft.consumed_ids:  # held (until None) until a snapshot commit starts their window
             record.inbox.pop(message_id, None)
             record.seen_ids.setdefault(message_id, _Seen(None)).until = None

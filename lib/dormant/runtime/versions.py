@@ -48,7 +48,7 @@ class Materialized:
     search: dict[str, list[Any]] = field(default_factory=dict)  # its search attributes: name -> [type code, value]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Slot:
     version: int
     at: float
@@ -98,7 +98,7 @@ class VersionRing:
         """Keep commit `version` (`draft`, its workflow record as JSON); `full()` is the actor after it. True when it
         is kept as a snapshot."""
         sizes = draft_sizes(draft)  # (measured once: the store's limit check measured them already)
-        weight = sum(sizes.upserts) + sizes.state + json_size(workflow)
+        weight = sum(sizes.upserts) + sizes.state + (4 if workflow is None else json_size(workflow))
         if snapshot_due(version, self._snapshot_version, self.size, self._delta_bytes, weight):
             self._slots.append(_Slot(version, draft.committed_at, full(), None, len(draft.consumed_ids)))
             self._snapshot_version, self._delta_bytes = version, 0

@@ -138,7 +138,8 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
         # A state change that would not load back, or a result or state too big to store, fails the attempt
         # like any error (retried per the policy, then StepExhaustedError): never the wake-up.
         state = ex.state.check(f'step "{name}"') if run.touched_state else None
-        ex.check_storable(entry, output, state, run.events)
+        ended = ex.now()
+        ex.check_storable(entry, output, state, run.events, attempt, ended)
     except (asyncio.CancelledError, BranchCancelled):
         ex.step_ended(run)
         scope.leave()
@@ -164,12 +165,15 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
     scope.leave()
     entry.status = EntryStatus.COMPLETED
     entry.output = output
-    entry.ended_at = ex.now()
+    entry.ended_at = ended
     entry.attempts = attempt
     entry.error = None
-    entry.failure_kind = None  # (an operator's resume retried a failed step)
-    entry.retry_at = None
-    ex.touch(entry)
+    # Fields most steps never set: cleared only where set (an assignment would give the entry an instance dict)
+    if entry.failure_kind is not None:
+        entry.failure_kind = None  # (an operator's resume retried a failed step)
+    if entry.retry_at is not None:
+        entry.retry_at = None
+    ex.touch(entry, ended)  # (as check_storable previewed it)
     ex.keep_effects(run)
     if rollback is not None:
         ex.register_rollback(entry, rollback)

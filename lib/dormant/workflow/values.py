@@ -19,12 +19,24 @@ No I/O here (the engine's package).
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 from pydantic import ValidationError
 
 from dormant.workflow.errors import InvalidJsonError
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one encoder: json.dumps makes one per call
+
+
+def json_size(value: Any) -> int:
+    """UTF-8 bytes of `value`'s compact JSON, as the stores write it (a lone surrogate raises UnicodeEncodeError)."""
+    if value is None:
+        return 4
+    text = _COMPACT.encode(value)
+    return len(text) if text.isascii() else len(text.encode())  # (isascii is a flag: no copy of ASCII text)
+
 
 MAX_DEPTH = 64
 """Deepest nesting of arrays and objects in one stored value."""
