@@ -51,12 +51,16 @@ class MemorySlots:
         self._enter = enter
         self._leave = leave
 
-    async def acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
+    def acquire_now(self, request: SlotRequest) -> SlotLease | SlotRefusal:
+        """`acquire`, answered at once (dormant.runtime.slots asks so: no coroutine per limited step)."""
         when = self._enter("acquire_slot")
         answer = self._acquire(request)
         if when is not None:  # a fault armed for this call
             self._leave(when, "acquire_slot")
         return answer
+
+    async def acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
+        return self.acquire_now(request)
 
     async def renew(self, lease: SlotLease, until: float) -> bool:
         when = self._enter("renew_slot")
@@ -68,12 +72,16 @@ class MemorySlots:
         self._leave(when, "renew_slot")
         return renewed
 
-    async def release(self, lease: SlotLease, now: float) -> list[ActorRef]:
+    def release_now(self, lease: SlotLease, now: float) -> list[ActorRef]:
+        """`release`, answered at once."""
         when = self._enter("release_slot")
         woken = self._release(lease, now)
         if when is not None:
             self._leave(when, "release_slot")
         return woken
+
+    async def release(self, lease: SlotLease, now: float) -> list[ActorRef]:
+        return self.release_now(lease, now)
 
     def _acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
         rule, now, holder = request.rule, request.now, request.holder

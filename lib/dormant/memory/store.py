@@ -17,7 +17,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from dormant.core.callbacks import CallbackRecord, callback_record, heartbeat_allowed, may_replace
 from dormant.core.cursors import check_attention_cursor, check_cursor, listing_key, page_of
@@ -103,6 +103,10 @@ class CommitLogEntry:
 class MemoryEventStore:
     """EventStore in memory, with fault injection and a log of every commit."""
 
+    slots_answer_at_once: ClassVar[bool] = True
+    """Its `acquire_slot_now` and `release_slot_now` answer the slot calls without a coroutine (dormant.runtime.slots
+    looks for this on the store's type, so a wrapper that forwards attributes is never bypassed)."""
+
     def __init__(self, *, keep_commit_log: bool = True, snapshot_every: int = 16,
                  dedupe_ttl_seconds: float = DEDUPE_WINDOW, clock: Callable[[], float] | None = None) -> None:
         """`keep_commit_log` records every commit (crash-safety tests read it); long runs can turn it off.
@@ -127,6 +131,8 @@ class MemoryEventStore:
         self.on_call: Callable[[int, str], None] | None = None
         self.slots = MemorySlots(self._enter, self._leave)  # the flow-control limits' items (memory.slots)
         self.acquire_slot, self.renew_slot, self.release_slot = self.slots.acquire, self.slots.renew, self.slots.release
+        # The slot calls answered at once (see `slots_answer_at_once`)
+        self.acquire_slot_now, self.release_slot_now = self.slots.acquire_now, self.slots.release_now
 
     # -- fault injection -----------------------------------------------------------------------
     def fail_call(self, number: int, when: Literal["before", "after"] = "before") -> None:

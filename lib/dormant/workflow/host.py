@@ -4,7 +4,7 @@ module imports no other engine module but the history model, so every engine mod
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -111,12 +111,14 @@ class WorkflowHost(Protocol):
         """Raise WorkflowDefinitionError if `limit` is not a declared limit (no I/O)."""
         ...
 
-    async def acquire_limit(self, ask: SlotAsk) -> Granted | Refused:
-        """A slot of the limit for the step's next attempt, or when to try again."""
+    def acquire_limit(self, ask: SlotAsk) -> Granted | Refused | Coroutine[Any, Any, Granted | Refused]:
+        """A slot of the limit for the step's next attempt, or when to try again: the answer itself when the host
+        has it at once (the in-memory store: no coroutine), else a coroutine of it."""
         ...
 
-    async def release_limit(self, granted: Granted) -> None:
-        """Give the slot back (the attempt ended, however); never raises for the store's sake."""
+    def release_limit(self, granted: Granted) -> Coroutine[Any, Any, None] | None:
+        """Give the slot back (the attempt ended, however); never raises for the store's sake. None when it is back
+        already, else a coroutine that gives it back."""
         ...
 
     # callbacks (dormant.workflow.callbacks)

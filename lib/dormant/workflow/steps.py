@@ -100,13 +100,16 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
     finally:
         # Whatever ended the attempt (a result, a failure, its timeout, a race that cancelled it), the slot goes
         # back now, even while this task is being cancelled.
-        # Started at once in this task: a store that answers without waiting (memory) costs no task or turn.
-        finished, releasing = settle_eagerly(ex.host.release_limit(granted))
-        cancelled, error = (False, None) if finished else await run_to_the_end(releasing)
-        if error is not None and not isinstance(error, asyncio.CancelledError):
-            raise error
-        if cancelled:
-            raise asyncio.CancelledError()
+        # Given back at once by a store that answers without waiting (memory: no coroutine, task or turn), else
+        # started at once in this task.
+        releasing = ex.host.release_limit(granted)
+        if releasing is not None:
+            finished, running = settle_eagerly(releasing)
+            cancelled, error = (False, None) if finished else await run_to_the_end(running)
+            if error is not None and not isinstance(error, asyncio.CancelledError):
+                raise error
+            if cancelled:
+                raise asyncio.CancelledError()
 
 
 async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], Any], timeout: float | None,
