@@ -253,14 +253,17 @@ class MemoryEventStore:
             record.inbox.pop(message_id, None)
             record.seen_ids.setdefault(message_id, _Seen(None)).until = None
             record.recently_consumed.append(message_id)
-        record.responses.update(draft.responses)
-        self._append_events(record, draft.events, draft.committed_at)
+        if draft.responses:
+            record.responses.update(draft.responses)
+        if draft.events:
+            self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
         if draft.search and apply_changes(record.search, draft.search) != record.search:
             record.search, record.search_version = apply_changes(record.search, draft.search), record.version
         snapshot = record.kept is None or record.kept.add(
             record.version, draft, record.workflow if draft.workflow is not None else None, record.full)
-        self._start_windows(record, [(message_id, consumed_at) for message_id in draft.consumed_ids], snapshot)
+        if snapshot or draft.consumed_ids:
+            self._start_windows(record, [(message_id, consumed_at) for message_id in draft.consumed_ids], snapshot)
         for change in draft.callbacks:  # the allowed changes of a record: dormant.core.callbacks
             known = self.callbacks.get(change.token_hash)
             if may_replace(known["state"] if known is not None else None, change.state):
@@ -274,7 +277,8 @@ class MemoryEventStore:
                 record.search_version = record.version
         if self._keep_commit_log:
             self.commit_log.append(CommitLogEntry(ref, record.version, draft))
-        await self._notify()
+        if self._waiting:
+            await self._notify()
         self._leave(when, "commit")
         return record.version
 
