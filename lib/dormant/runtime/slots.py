@@ -105,11 +105,16 @@ class LimitSlots:
                                                            limit.lease_for(None))
         now = self._clock.now()
         length = known[2] if ask.timeout is None else limit.lease_for(ask.timeout)
-        request = SlotRequest(rule=known[1], ref=self._ref, holder=self._holder + ask.location, now=now,
-                              lease_until=now + length, queued_since=ask.since, queued=ask.queued, priority=priority)
-        if self._acquire_now is not None:  # no coroutine, task or turn of the event loop (flow control inline)
-            return self._answer(ask, limit, length, now, self._acquire_now(request))
-        return self._acquiring(ask, limit, length, now, request)
+        # (positional: a keyword call of a dataclass's __init__ costs more, once per limited step)
+        request = SlotRequest(known[1], self._ref, self._holder + ask.location, now, now + length, ask.since,
+                              ask.queued, priority)
+        if self._acquire_now is None:
+            return self._acquiring(ask, limit, length, now, request)
+        answer = self._acquire_now(request)  # no coroutine, task or turn of the event loop (flow control inline)
+        if isinstance(answer, SlotRefusal) or answer.slot is None:
+            return self._answer(ask, limit, length, now, answer)
+        held = _Held(answer, length, self)  # (a slot held: `_answer`'s common case, inline)
+        return Granted(ask.limit, held, held)
 
     async def _acquiring(self, ask: SlotAsk, limit: Limit, length: float, now: float,
                          request: SlotRequest) -> Granted | Refused:

@@ -43,8 +43,7 @@ def _ask(ex: Execution, entry: Entry, limit: str, timeout: float | None, key: st
     since = entry.throttled_since
     place = ex.now() if since is None else since  # its place in line: the store's key for it, and the record's
     try:
-        answer = ex.host.acquire_limit(SlotAsk(limit=limit, location=entry.location, timeout=timeout, since=place,
-                                               queued=since is not None, key=key, priority=priority))
+        answer = ex.host.acquire_limit(SlotAsk(limit, entry.location, timeout, place, since is not None, key, priority))
     except Exception as error:  # (raised at once: as if by the coroutine, a failed ask)
         answer = _raise(error)
     if isinstance(answer, (Granted, Refused)):  # the host's answer at once (memory): no coroutine at all
