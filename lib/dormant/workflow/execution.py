@@ -191,7 +191,9 @@ class Execution:
         self.deadline = deadline
         self.index = HistoryIndex(working_copies(entries))
         self.loaded_record = record
-        self.record = record.model_copy(deep=True)
+        # A copy of its own (the engine replaces its record, never changes one in place: shallow is enough, and a
+        # deep copy of a model per wake-up costs several times as much)
+        self.record = record.model_copy()
         self.state = state
         self.inbox: list[QueuedMessage] = []
         self.callback_messages: dict[str, QueuedMessage] = {}  # completions by message id (dormant.workflow.callbacks)
@@ -219,6 +221,9 @@ class Execution:
         self._search_changes: dict[str, Any] = {}
         self._preview: CommitDraft | None = None  # the draft the last check_storable passed (its sizes measured)
         self.state_touched = False  # a step or handler used the state since the last draft (see _draft)
+        # The state's JSON as the last step that used it left it (its result's check dumped it), while no step has
+        # started since: the next draft stores it instead of dumping the state again. None: unknown.
+        self.state_json: dict[str, Any] | None = None
         self._running: tuple[WorkflowRecord, Mode, WorkflowRecord] | None = None
         self._stored_record: WorkflowRecord | None = None  # the record object the last commit stored
         self.in_flight = 0  # step bodies and rollback handlers running now (step_started/step_ended)
@@ -386,7 +391,7 @@ class Execution:
         # change it during a run): most steps of a long workflow never do.
         state, changed = self.state.committed, False
         if self.state_touched:
-            state = self.state.dump()
+            state = self.state_json if self.state_json is not None else self.state.dump()
             changed = state != self.state.committed
             self.state_touched = False
         draft = CommitDraft(upserts=upserts, deleted_prefixes=self._deleted, consumed_ids=self._consumed,
@@ -481,6 +486,7 @@ class Execution:
     # ---- steps in flight ---------------------------------------------------------------------
     def step_started(self) -> None:
         self.in_flight += 1
+        self.state_json = None  # (this step may change the state)
 
     def step_ended(self, run: StepRun) -> None:
         self.in_flight -= 1

@@ -166,6 +166,8 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
         raise
     ex.step_ended(run)
     scope.leave()
+    if state is not None:
+        ex.state_json = state  # (what the check dumped: the commit's state, unless a step starts meanwhile)
     entry.status = EntryStatus.COMPLETED
     entry.output = output
     entry.ended_at = ended
