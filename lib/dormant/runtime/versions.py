@@ -52,7 +52,7 @@ class Materialized:
 class _Slot:
     version: int
     at: float
-    full: dict[str, Any] | None  # a snapshot: meta, state, workflow, history
+    full: dict[str, Any] | None  # a snapshot: meta, state, workflow, history (a list of entries, or by location)
     delta: dict[str, Any] | None  # u (upserts), x (deleted prefixes), s (state), w (workflow)
     consumed: int
 
@@ -117,13 +117,20 @@ class VersionRing:
         current: dict[str, Any] = {}
         for slot in list(self._slots)[start:]:
             if slot.full is not None:
-                current = {**slot.full, "history": dict(slot.full["history"])}
+                current = {**slot.full, "history": _by_location(slot.full["history"])}
             else:
                 assert slot.delta is not None
                 current = apply_delta(current, slot.delta)
             found.append(Materialized(slot.version, slot.at, current["meta"], current["state"], current["workflow"],
                                       current["history"], slot.consumed, current.get("search", {})))
         return found
+
+
+def _by_location(history: dict[str, dict[str, Any]] | list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A snapshot's history by location (the memory store keeps it as its entries alone: see _Actor.full)."""
+    if isinstance(history, dict):
+        return dict(history)
+    return {entry["location"]: entry for entry in history}
 
 
 def apply_delta(current: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
