@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -43,6 +43,7 @@ from dormant.core.records import (
 from dormant.core.search import apply_changes, plain
 from dormant.core.searchplan import SearchPlan, select
 from dormant.errors import StorageError, VersionConflict
+from dormant.memory.history import CompactHistory, stored_entries
 from dormant.memory.slots import MemorySlots
 from dormant.models import ValueCheck
 from dormant.runtime.versions import VersionRing, describe, pick, snapshot_of
@@ -70,7 +71,7 @@ class _Actor:
     meta: dict[str, Any]
     state: dict[str, Any]
     workflow: dict[str, Any]
-    history: dict[str, dict[str, Any]]
+    history: MutableMapping[str, dict[str, Any]]  # a CompactHistory (memory.history); a test may set a dict
     inbox: dict[str, dict[str, Any]]  # insertion order = send order
     seen_ids: dict[str, _Seen] = field(default_factory=dict)  # message ids stored and still duplicates (or were)
     # What a load reports held beside the inbox: bounded, as DynamoDB's (its consumed, not yet tombstoned ones),
@@ -90,9 +91,9 @@ class _Actor:
 
     def full(self) -> dict[str, Any]:
         """A kept snapshot (dormant.runtime.versions): entries are replaced on upsert, never changed, so shallow; the
-        history as its entries alone (each is stored under its own location): a list weighs a fifth of a dict."""
+        history as its entries alone, as kept (each is stored under its own location): a list, a fifth of a dict."""
         return {"meta": self.meta, "state": self.state, "workflow": self.workflow,
-                "history": list(self.history.values()), "search": dict(self.search)}
+                "history": stored_entries(self.history), "search": dict(self.search)}
 
 
 @dataclass
@@ -198,7 +199,7 @@ class MemoryEventStore:
             return False
         early = self._early.pop(ref.id, None)
         record = _Actor(version=1, meta=meta.model_dump(mode="json"), state=dict(state),
-                        workflow=workflow.model_dump(mode="json"), history={},
+                        workflow=workflow.model_dump(mode="json"), history=CompactHistory(),
                         inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else {},
                         search=apply_changes({}, search or {}))
         self._append_events(record, events, meta.created_at)
@@ -230,7 +231,7 @@ class MemoryEventStore:
             wake_error=WakeError.model_validate(record.wake_error) if record.wake_error else None,
             held_ids={*record.inbox, *record.recently_consumed}, search=apply_changes(record.search, {}))
         # No model per entry: a wake-up builds its working records from the JSON (dormant.workflow.entries)
-        snapshot.history = StoredHistory(list(record.history.values()))
+        snapshot.history = StoredHistory(stored_entries(record.history))
         return snapshot
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:

@@ -26,7 +26,7 @@ from dormant.core.search import apply_changes
 from dormant.errors import VersionNotRetainedError
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, VersionInfo
 from dormant.workflow.execution import CommitDraft
-from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.history import HistoryEntry, Row, WorkflowRecord, WorkflowState, entry_of
 
 SNAPSHOT_AFTER_BYTES = 96 * 1024
 """A commit also carries a snapshot once the deltas since the last one weigh this much (`commit_weight`)."""
@@ -126,11 +126,12 @@ class VersionRing:
         return found
 
 
-def _by_location(history: dict[str, dict[str, Any]] | list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """A snapshot's history by location (the memory store keeps it as its entries alone: see _Actor.full)."""
+def _by_location(history: dict[str, dict[str, Any]] | list[dict[str, Any] | Row]) -> dict[str, dict[str, Any]]:
+    """A snapshot's history by location (the memory store keeps its entries alone, as rows: see _Actor.full)."""
     if isinstance(history, dict):
         return dict(history)
-    return {entry["location"]: entry for entry in history}
+    entries = [entry_of(item) for item in history]
+    return {entry["location"]: entry for entry in entries}
 
 
 def apply_delta(current: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,9 @@ from dormant.workflow.history import (
     ErrorInfo,
     HistoryEntry,
     RecordedMessage,
+    Row,
     StoredHistory,
+    entry_of,
 )
 
 # Enum `.value` is a slow descriptor in CPython 3.11; these run once per committed entry.
@@ -33,6 +35,7 @@ _KIND_TEXT = {kind: kind.value for kind in EntryKind}
 _STATUS_TEXT = {status: status.value for status in EntryStatus}
 _KIND_OF = {kind.value: kind for kind in EntryKind}
 _STATUS_OF = {status.value: status for status in EntryStatus}
+_HEAD = ("location", "kind", "name", "seq")  # the first keys of what to_json writes (a row's fast path)
 _FAILURE_KINDS = frozenset(("critical", "timeout", "exhausted"))
 _NO_MESSAGES: list[RecordedMessage] = cast("list[RecordedMessage]", ())
 _NO_BRANCHES: dict[str, BranchRecord] = cast("dict[str, BranchRecord]", MappingProxyType({}))
@@ -137,6 +140,28 @@ class Entry:
             model.winner, model.items, model.removed_kind, model.created_at, model.updated_at, model.started_at,
             model.ended_at, model.throttled_since, model.callback.model_copy() if model.callback is not None else None,
             model.failure_kind)
+
+    @staticmethod
+    def from_row(row: Row) -> Entry | None:
+        """`from_json` of a stored row (dormant.workflow.history.Row), without making its dict."""
+        shape = row[0]
+        if shape[:4] != _HEAD:
+            return Entry.from_json(entry_of(row))
+        location, name, seq = row[1], row[3], row[4]
+        kind = _KIND_OF.get(row[2]) if type(row[2]) is str else None
+        if kind is None or type(location) is not str or type(name) is not str or type(seq) is not int:
+            return None
+        entry = Entry(location, kind, name, seq)
+        values = iter(row)
+        next(values)
+        try:
+            for key, value in zip(shape, values, strict=True):
+                check = _FIELDS.get(key)
+                if check is not None and not check(entry, value):
+                    return None
+        except (ValidationError, TypeError, KeyError):
+            return None
+        return entry
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Entry | None:
@@ -350,7 +375,8 @@ def working_copies(entries: Sequence[HistoryEntry]) -> list[Entry]:
     if isinstance(entries, StoredHistory):
         copies = []
         for data in entries.stored:
-            entry = Entry.from_json(data) if type(data) is dict else None
+            entry = (Entry.from_json(data) if type(data) is dict else Entry.from_row(data) if type(data) is tuple
+                     else None)
             if entry is None:
                 break
             copies.append(entry)
