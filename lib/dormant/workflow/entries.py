@@ -35,7 +35,6 @@ _KIND_TEXT = {kind: kind.value for kind in EntryKind}
 _STATUS_TEXT = {status: status.value for status in EntryStatus}
 _KIND_OF = {kind.value: kind for kind in EntryKind}
 _STATUS_OF = {status.value: status for status in EntryStatus}
-_HEAD = ("location", "kind", "name", "seq")  # the first keys of what to_json writes (a row's fast path)
 _FAILURE_KINDS = frozenset(("critical", "timeout", "exhausted"))
 _NO_MESSAGES: list[RecordedMessage] = cast("list[RecordedMessage]", ())
 _NO_BRANCHES: dict[str, BranchRecord] = cast("dict[str, BranchRecord]", MappingProxyType({}))
@@ -145,19 +144,17 @@ class Entry:
     def from_row(row: Row) -> Entry | None:
         """`from_json` of a stored row (dormant.workflow.history.Row), without making its dict."""
         shape = row[0]
-        if shape[:4] != _HEAD:
-            return Entry.from_json(entry_of(row))
+        if len(shape) < 4 or shape[0] != "location" or shape[1] != "kind" or shape[2] != "name" or shape[3] != "seq":
+            return Entry.from_json(entry_of(row))  # (not as to_json orders them)
         location, name, seq = row[1], row[3], row[4]
         kind = _KIND_OF.get(row[2]) if type(row[2]) is str else None
         if kind is None or type(location) is not str or type(name) is not str or type(seq) is not int:
             return None
         entry = Entry(location, kind, name, seq)
-        values = iter(row)
-        next(values)
         try:
-            for key, value in zip(shape, values, strict=True):
-                check = _FIELDS.get(key)
-                if check is not None and not check(entry, value):
+            for index in range(4, len(shape)):  # (the first four are taken above)
+                check = _FIELDS.get(shape[index])
+                if check is not None and not check(entry, row[index + 1]):
                     return None
         except (ValidationError, TypeError, KeyError):
             return None
