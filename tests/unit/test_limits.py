@@ -67,3 +67,62 @@ def test_the_key_of_references_to_values_in_s3_can_never_be_stored() -> None:
         with pytest.raises(InvalidJsonError, match="reserved"):
             to_json(forged, "a step result")
     assert to_json({"dormant_blob": 1}, "fine") == {"dormant_blob": 1}
+
+
+async def test_a_commit_reuses_the_sizes_its_step_check_measured_and_they_are_exact() -> None:
+    """Serialize once (issue 28): a step's commit takes the sizes measured when its result was checked
+    (dormant.workflow.checked), state included, and each is what measuring the committed value gives."""
+    from dataclasses import replace
+
+    from pydantic import BaseModel
+
+    from dormant import StepContext, WorkflowContext, actor, queue, setup
+    from dormant.core.limits import draft_sizes, json_size
+    from dormant.testing import TestEnv
+
+    class Tally(BaseModel):
+        seen: list[str] = []
+
+    counter = actor("sized", state=Tally, queues={"add": queue(dict)})
+    measured: list[object] = []
+
+    @counter.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        async def iteration(loop: WorkflowContext) -> None:
+            message = await loop.queue.next("next")
+
+            def add(s: StepContext) -> dict[str, object]:
+                s.state.seen.append("é" * message.body["n"])  # (non-ASCII: UTF-8 bytes, not characters)
+                return {"n": message.body["n"], "at": 1.5e-7}
+            await loop.step("add", add)
+        await ctx.loop("loop", iteration)
+
+    import json
+
+    import dormant.core.limits as limits
+    import dormant.workflow.checked as checked
+    original = limits.json_size
+
+    def counting(value: object) -> int:
+        measured.append(json.dumps(value, sort_keys=True))
+        return original(value)
+
+    async with TestEnv(setup(counter)) as env:
+        handle = await env.client.create("sized", ["k"])
+        await env.run_until_idle()
+        for n in (3, 70):
+            await handle.send("add", {"n": n})
+        # (the check's measuring, the commit's and the store's: what limits and the engine measure with)
+        limits.json_size = checked.json_size = counting  # type: ignore[assignment]
+        try:
+            await env.run_until_idle()
+        finally:
+            limits.json_size = checked.json_size = original
+        drafts = [logged.draft for logged in env.store.commit_log]
+    assert len([draft for draft in drafts if draft.state is not None]) == 2  # a step's result each
+    assert measured and len(measured) == len(set(measured))  # each value measured once: entries, state
+    for draft in drafts:
+        assert draft.sizes is not None
+        fresh = draft_sizes(replace(draft, sizes=None))
+        assert draft.sizes == fresh
+        assert fresh.state == json_size(draft.state) and fresh.upserts == [json_size(u) for u in draft.upserts]
