@@ -126,3 +126,33 @@ async def test_a_commit_reuses_the_sizes_its_step_check_measured_and_they_are_ex
         fresh = draft_sizes(replace(draft, sizes=None))
         assert draft.sizes == fresh
         assert fresh.state == json_size(draft.state) and fresh.upserts == [json_size(u) for u in draft.upserts]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(st.characters(exclude_categories=("Cs",))),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=20)
+
+
+def _python_size(value: object) -> int:
+    import json
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+@given(_JSON)
+def test_json_size_is_the_size_of_pythons_json_text(value: object) -> None:
+    """json_size measures with pydantic-core's encoder where it writes Python's text, else with Python's: always the
+    size the stores write (the kept-versions ring chooses its snapshots by it, as the DynamoDB store does)."""
+    from dormant.workflow.values import json_size
+    assert json_size(value) == _python_size(value)
+
+
+def test_json_size_of_floats_written_differently_by_the_two_encoders() -> None:
+    from dormant.workflow.values import json_size
+    for x in (1e-5, 5e-5, 9.99e-5, 1e-4, 1e-6, 1.5e-300, 5e-324, 1e15, 9.999999999999998e15, 1e16, 1e21, 1.7e308, 0.0,
+              -0.0, 123456789.125, 1764962000.123, 2.0**53):
+        for value in (x, -x, [x, "a"], {"t": x, "e-": "e+"}):
+            assert json_size(value) == _python_size(value), value
+    with pytest.raises(UnicodeEncodeError):
+        json_size({"lone": "\ud800"})  # as before: the stores cannot write it
