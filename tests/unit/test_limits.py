@@ -154,5 +154,8 @@ def test_json_size_of_floats_written_differently_by_the_two_encoders() -> None:
               -0.0, 123456789.125, 1764962000.123, 2.0**53):
         for value in (x, -x, [x, "a"], {"t": x, "e-": "e+"}):
             assert json_size(value) == _python_size(value), value
+    big = "x" * 70_000  # (past the text searched for two-byte marks: any "e" sends it to Python's encoder)
+    for value in ({"p": [big]}, {"p": [big], "f": 5e-5}, {"p": [big], "f": 1e16}, {"p": [big, "é"], "n": 2.5}):
+        assert json_size(value) == _python_size(value)
     with pytest.raises(UnicodeEncodeError):
         json_size({"lone": "\ud800"})  # as before: the stores cannot write it
