@@ -14,7 +14,6 @@ import logging
 import math
 import random
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from dormant.core.flow import Limit, check_use, unknown_limit, wait_label
@@ -47,16 +46,19 @@ class _AtOnce(Protocol):
     def release_slot_now(self, lease: SlotLease, now: float) -> list[ActorRef]: ...
 
 
-@dataclass(slots=True)
-class _Held:
-    lease: SlotLease
-    length: float
-    slots: LimitSlots
-    renewal: asyncio.Task[None] | None = None
+class _Held(Granted):
+    """A granted slot: its lease, and its renewal once the step's body waits."""
 
-    def __call__(self) -> None:
-        """`Granted.on_wait`: the step's body waits, so the lease is renewed while it does (from the next turn)."""
-        if self.renewal is None:
+    __slots__ = ("lease", "length", "renewal", "slots")
+
+    def __init__(self, limit: str, lease: SlotLease, length: float, slots: LimitSlots) -> None:
+        self.limit, self.lease, self.length, self.slots = limit, lease, length, slots
+        self.renewal: asyncio.Task[None] | None = None
+
+    def waits(self) -> None:
+        """The step's body waits, so the lease is renewed while it does (from the next turn). A rate alone holds
+        nothing: nothing to renew."""
+        if self.renewal is None and self.lease.slot is not None:
             self.renewal = asyncio.get_running_loop().create_task(self.slots.renewing(self.lease, self.length))
 
 
@@ -111,10 +113,9 @@ class LimitSlots:
         if self._acquire_now is None:
             return self._acquiring(ask, limit, length, now, request)
         answer = self._acquire_now(request)  # no coroutine, task or turn of the event loop (flow control inline)
-        if isinstance(answer, SlotRefusal) or answer.slot is None:
+        if isinstance(answer, SlotRefusal):
             return self._answer(ask, limit, length, now, answer)
-        held = _Held(answer, length, self)  # (a slot held: `_answer`'s common case, inline)
-        return Granted(ask.limit, held, held)
+        return _Held(ask.limit, answer, length, self)  # (`_answer`'s common case, inline)
 
     async def _acquiring(self, ask: SlotAsk, limit: Limit, length: float, now: float,
                          request: SlotRequest) -> Granted | Refused:
@@ -127,18 +128,15 @@ class LimitSlots:
             log.debug("step %s of %s waits for limit %s (%s): next try in %.3f s", ask.location, self._ref,
                       ask.limit, answer.by, retry_at - now)
             return Refused(limit=wait_label(ask.limit, ask.key, ask.priority), retry_at=retry_at)
-        held = _Held(answer, length, self)
-        if answer.slot is None:  # a rate alone holds nothing: nothing to renew
-            return Granted(limit=ask.limit, handle=held)
-        # The renewal starts only if the step's body waits (an async body: `Granted.on_wait`); one that ends without
-        # waiting (a plain function) gives its slot back before any turn of the event loop: no handle or task is
-        # made (flow control inline).
-        return Granted(limit=ask.limit, handle=held, on_wait=held)
+        # The renewal starts only if the step's body waits (an async body: `Granted.waits`); one that ends without
+        # waiting (a plain function) gives its slot back before any turn of the event loop: no task is made (flow
+        # control inline).
+        return _Held(ask.limit, answer, length, self)
 
     def release(self, granted: Granted) -> Coroutine[Any, Any, None] | None:
         """None when the slot is back already (nothing held, or a store that answers at once and no waiter to
         wake), else a coroutine that gives it back."""
-        held = granted.handle
+        held = granted
         assert isinstance(held, _Held)
         if held.renewal is None:
             if held.lease.slot is None:

@@ -96,7 +96,7 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
         granted = await granted  # Suspend when refused
     try:
         return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
-                              rollback, ephemeral, granted.on_wait)
+                              rollback, ephemeral, granted)
     finally:
         # Whatever ended the attempt (a result, a failure, its timeout, a race that cancelled it), the slot goes
         # back now, even while this task is being cancelled.
@@ -115,9 +115,9 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
 async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], Any], timeout: float | None,
                    max_retries: int, retry_backoff_base: float | timedelta, retry_backoff_max: float | timedelta,
                    rollback: Callable[[Any, Any], Any] | None, ephemeral: bool,
-                   on_wait: Callable[[], None] | None = None) -> Any:
-    """Run one attempt of the step's body and record what it did. `on_wait`: the held limit slot's
-    (`Granted.on_wait`), called before an async body is awaited."""
+                   granted: Granted | None = None) -> Any:
+    """Run one attempt of the step's body and record what it did. `granted`: its limit's slot, told before an async
+    body is awaited (`Granted.waits`)."""
     ex, scope = frame.execution, frame.scope
     attempt = entry.attempts + 1
     run = StepRun(location=entry.location, attempt=attempt)
@@ -130,8 +130,8 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
     try:
         result = fn(ex.host.step_context(run))
         if not isinstance(result, _PLAIN) and inspect.isawaitable(result):
-            if on_wait is not None:
-                on_wait()
+            if granted is not None:
+                granted.waits()
             if timeout is None:
                 result = await result
             else:
