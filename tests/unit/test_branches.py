@@ -450,8 +450,10 @@ async def test_a_join_recorded_without_its_own_status_gets_one_on_its_next_run()
 
     async with TestEnv(setup(a)) as env:
         handle = await start(env, "old-join")
-        raw = env.store._actors[handle.ref.id].history["both"]
+        history = env.store._actors[handle.ref.id].history
+        raw = history["both"]
         raw.pop("status")  # as an older release stored it
+        history["both"] = raw  # (the memory store keeps rows: a read entry is a copy)
         await handle.send("go", {"n": 1})
         await env.run_until_idle()
         status = await handle.status()

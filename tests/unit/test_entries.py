@@ -11,6 +11,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from dormant.errors import WakeFailedError
+from dormant.memory.history import CompactHistory
 from dormant.memory.store import MemoryEventStore
 from dormant.ports import ActorMeta, ActorRef
 from dormant.testing import TestEnv
@@ -25,6 +26,8 @@ from dormant.workflow.history import (
     RecordedMessage,
     StoredHistory,
     WorkflowRecord,
+    entry_of,
+    row_of,
 )
 from tests.unit.fixtures.history_actor import registry
 
@@ -112,6 +115,27 @@ def test_an_entry_read_straight_from_its_json_is_the_entry_read_from_its_model()
         assert entry.to_json() == stored_json and entry.to_model() == model
         assert entry.__dict__ == {} or model.kind is not EntryKind.STEP or model.retry_at or model.rollback_done \
             or model.rollback_error  # a plain step sets none of the fields of some kinds only
+
+
+def test_an_entry_kept_as_a_row_reads_as_its_json_does() -> None:
+    """The memory store keeps entries as rows (dormant.memory.history): read back, the same dict in the same order,
+    and the same working record, also when the keys are not in to_json's order or the row is corrupt."""
+    base = {"location": "s", "kind": "step", "name": "s", "seq": 1, "status": "completed", "output": 1}
+    jsons = [model.model_dump(mode="json", exclude_defaults=True) for model in samples()]
+    reordered = {"name": "s", "location": "s", "seq": 1, "kind": "step", "output": [1]}
+    for item in [*jsons, reordered, {**base, "kind": "nope"}, {**base, "seq": None}, {**base, "attempts": "2"}]:
+        row = row_of(item)
+        assert entry_of(row) == item and list(entry_of(row)) == list(item)
+        from_row, from_json = Entry.from_row(row), Entry.from_json(item)
+        assert (from_row is None) == (from_json is None), item
+        assert from_row is None or from_json is None or from_row.to_json() == from_json.to_json() == item
+    assert row_of(jsons[0])[0] is row_of(dict(jsons[0]))[0]  # one key tuple per shape
+    history = CompactHistory(jsons)
+    assert dict(history) == {item["location"]: item for item in jsons} and history == CompactHistory(jsons)
+    copies = working_copies(StoredHistory(history.rows()))
+    assert [entry.to_json() for entry in copies] == jsons
+    with pytest.raises(ValidationError):  # a corrupt row fails as its dict does
+        working_copies(StoredHistory([row_of(base), row_of({**base, "kind": "nope"})]))
 
 
 def test_what_pydantic_would_convert_or_refuse_goes_through_the_model() -> None:

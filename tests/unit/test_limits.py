@@ -67,3 +67,95 @@ def test_the_key_of_references_to_values_in_s3_can_never_be_stored() -> None:
         with pytest.raises(InvalidJsonError, match="reserved"):
             to_json(forged, "a step result")
     assert to_json({"dormant_blob": 1}, "fine") == {"dormant_blob": 1}
+
+
+async def test_a_commit_reuses_the_sizes_its_step_check_measured_and_they_are_exact() -> None:
+    """Serialize once (issue 28): a step's commit takes the sizes measured when its result was checked
+    (dormant.workflow.checked), state included, and each is what measuring the committed value gives."""
+    from dataclasses import replace
+
+    from pydantic import BaseModel
+
+    from dormant import StepContext, WorkflowContext, actor, queue, setup
+    from dormant.core.limits import draft_sizes, json_size
+    from dormant.testing import TestEnv
+
+    class Tally(BaseModel):
+        seen: list[str] = []
+
+    counter = actor("sized", state=Tally, queues={"add": queue(dict)})
+    measured: list[object] = []
+
+    @counter.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        async def iteration(loop: WorkflowContext) -> None:
+            message = await loop.queue.next("next")
+
+            def add(s: StepContext) -> dict[str, object]:
+                s.state.seen.append("é" * message.body["n"])  # (non-ASCII: UTF-8 bytes, not characters)
+                return {"n": message.body["n"], "at": 1.5e-7}
+            await loop.step("add", add)
+        await ctx.loop("loop", iteration)
+
+    import json
+
+    import dormant.core.limits as limits
+    import dormant.workflow.checked as checked
+    original = limits.json_size
+
+    def counting(value: object) -> int:
+        measured.append(json.dumps(value, sort_keys=True))
+        return original(value)
+
+    async with TestEnv(setup(counter)) as env:
+        handle = await env.client.create("sized", ["k"])
+        await env.run_until_idle()
+        for n in (3, 70):
+            await handle.send("add", {"n": n})
+        # (the check's measuring, the commit's and the store's: what limits and the engine measure with)
+        limits.json_size = checked.json_size = counting  # type: ignore[assignment]
+        try:
+            await env.run_until_idle()
+        finally:
+            limits.json_size = checked.json_size = original
+        drafts = [logged.draft for logged in env.store.commit_log]
+    assert len([draft for draft in drafts if draft.state is not None]) == 2  # a step's result each
+    assert measured and len(measured) == len(set(measured))  # each value measured once: entries, state
+    for draft in drafts:
+        assert draft.sizes is not None
+        fresh = draft_sizes(replace(draft, sizes=None))
+        assert draft.sizes == fresh
+        assert fresh.state == json_size(draft.state) and fresh.upserts == [json_size(u) for u in draft.upserts]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(st.characters(exclude_categories=("Cs",))),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=20)
+
+
+def _python_size(value: object) -> int:
+    import json
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+@given(_JSON)
+def test_json_size_is_the_size_of_pythons_json_text(value: object) -> None:
+    """json_size measures with pydantic-core's encoder where it writes Python's text, else with Python's: always the
+    size the stores write (the kept-versions ring chooses its snapshots by it, as the DynamoDB store does)."""
+    from dormant.workflow.values import json_size
+    assert json_size(value) == _python_size(value)
+
+
+def test_json_size_of_floats_written_differently_by_the_two_encoders() -> None:
+    from dormant.workflow.values import json_size
+    for x in (1e-5, 5e-5, 9.99e-5, 1e-4, 1e-6, 1.5e-300, 5e-324, 1e15, 9.999999999999998e15, 1e16, 1e21, 1.7e308, 0.0,
+              -0.0, 123456789.125, 1764962000.123, 2.0**53):
+        for value in (x, -x, [x, "a"], {"t": x, "e-": "e+"}):
+            assert json_size(value) == _python_size(value), value
+    big = "x" * 70_000  # (past the text searched for two-byte marks: any "e" sends it to Python's encoder)
+    for value in ({"p": [big]}, {"p": [big], "f": 5e-5}, {"p": [big], "f": 1e16}, {"p": [big, "é"], "n": 2.5}):
+        assert json_size(value) == _python_size(value)
+    with pytest.raises(UnicodeEncodeError):
+        json_size({"lone": "\ud800"})  # as before: the stores cannot write it

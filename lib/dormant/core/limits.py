@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from dormant.errors import InvalidKeyError, InvalidMessageIdError, InvalidSettingError, ItemTooLargeError
 from dormant.workflow.callbacks import LEGACY_MESSAGE_PREFIX, RESERVED_ID_PREFIX, is_reserved_message_id
 from dormant.workflow.host import DraftSizes
+from dormant.workflow.values import json_size as json_size  # (the engine measures what it checks: one encoder)
 
 if TYPE_CHECKING:
     from dormant.workflow.execution import CommitDraft
@@ -331,24 +332,16 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one encoder: json.dumps makes one per call
-
-
-def json_size(value: Any) -> int:
-    """UTF-8 bytes of `value`'s compact JSON, as the stores write it (a lone surrogate raises UnicodeEncodeError)."""
-    if value is None:
-        return 4
-    return len(_COMPACT.encode(value).encode())
-
-
 def draft_sizes(draft: CommitDraft) -> DraftSizes:
     """The JSON sizes of `draft`'s values, measured on the first call and kept on the draft: the limit check, the
     commit and the kept-versions ring each need them, and none measures them again."""
-    if draft.sizes is None:
-        draft.sizes = DraftSizes(upserts=[json_size(entry) for entry in draft.upserts], state=json_size(draft.state),
-                                 responses=[json_size(response) for response in draft.responses.values()],
-                                 events=[json_size(payload) for _, payload in draft.events])
-    return draft.sizes
+    sizes = draft.sizes
+    if sizes is None:
+        sizes = draft.sizes = DraftSizes(
+            upserts=[json_size(entry) for entry in draft.upserts], state=json_size(draft.state),
+            responses=[json_size(response) for response in draft.responses.values()] if draft.responses else [],
+            events=[json_size(payload) for _, payload in draft.events] if draft.events else [])
+    return sizes
 
 
 def json_bytes(value: Any) -> int:
@@ -457,6 +450,8 @@ def check_draft(actor_type: str, draft: CommitDraft) -> None:
     """`check_values` of every value `draft` stores (`draft_values`), from its sizes measured once (`draft_sizes`)."""
     sizes = draft_sizes(draft)
     maximum = VALUE.maximum
+    if sizes.state + sum(sizes.upserts) + sum(sizes.responses) + sum(sizes.events) <= maximum:
+        return  # (all of them within the ceiling, so each one: the common case, without a loop in Python)
     for entry, size in zip(draft.upserts, sizes.upserts, strict=True):
         if size > maximum:
             raise value_too_large(actor_type, f"history entry {entry.get('location')!r}", size)

@@ -52,11 +52,7 @@ class MemorySlots:
         self._leave = leave
 
     async def acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
-        when = self._enter("acquire_slot")
-        answer = self._acquire(request)
-        if when is not None:  # a fault armed for this call
-            self._leave(when, "acquire_slot")
-        return answer
+        return self.acquire_now(request)
 
     async def renew(self, lease: SlotLease, until: float) -> bool:
         when = self._enter("renew_slot")
@@ -69,62 +65,70 @@ class MemorySlots:
         return renewed
 
     async def release(self, lease: SlotLease, now: float) -> list[ActorRef]:
+        return self.release_now(lease, now)
+
+    def acquire_now(self, request: SlotRequest) -> SlotLease | SlotRefusal:
+        """`acquire`, answered at once (dormant.runtime.slots asks so: no coroutine per limited step)."""
+        when = self._enter("acquire_slot")
+        try:
+            rule, now, holder = request.rule, request.now, request.holder
+            state = self._limits.get((rule.name, rule.key))
+            if state is None:
+                state = self._limits[rule.name, rule.key] = _LimitState()
+            slot: int | None = None
+            if rule.concurrency is not None:
+                mine = [index for index, held in state.slots.items() if held.holder == holder] if state.slots else None
+                if mine:  # a re-run of the same step (its wake-up crashed): the same slot, never a second one
+                    slot = mine[0]
+                elif not state.slots:  # all free (the common case): the first, without a search
+                    slot = 0
+                else:
+                    slot = next((index for index in range(rule.concurrency)
+                                 if index not in state.slots or state.slots[index].expires <= now), None)
+                    if slot is None:
+                        free_at = min(held.expires for held in state.slots.values())
+                        state.waiters[(request.rank, holder)] = _Waiter(request.ref, free_at + WAITER_TTL)
+                        return SlotRefusal(limit=rule.name, by="concurrency", free_at=free_at)
+                state.slots[slot] = _Slot(holder, actor := request.ref.id, request.lease_until)
+            if rule.per_window is not None:
+                window = math.floor(now / rule.window)
+                ticket = state.tickets.get(window, 0)
+                state.tickets[window] = ticket + 1
+                for old in [w for w in state.tickets if w < window - 1]:
+                    del state.tickets[old]  # (DynamoDB's expire by their time to live)
+                if ticket >= rule.per_window:
+                    if slot is not None:  # it does not start: the slot goes back
+                        del state.slots[slot]
+                    return SlotRefusal(limit=rule.name, by="rate", window=window, position=ticket - rule.per_window)
+            if request.queued:
+                state.waiters.pop((request.rank, holder), None)
+            return SlotLease(rule.name, holder, request.ref.id if slot is None else actor, slot, request.lease_until,
+                             rule.key)
+        finally:
+            if when is not None:  # a fault armed for this call: "after" raises once it is applied
+                self._leave(when, "acquire_slot")
+
+    def release_now(self, lease: SlotLease, now: float) -> list[ActorRef]:
+        """`release`, answered at once."""
         when = self._enter("release_slot")
-        woken = self._release(lease, now)
-        if when is not None:
-            self._leave(when, "release_slot")
-        return woken
-
-    def _acquire(self, request: SlotRequest) -> SlotLease | SlotRefusal:
-        rule, now, holder = request.rule, request.now, request.holder
-        state = self._limits.get((rule.name, rule.key))
-        if state is None:
-            state = self._limits[rule.name, rule.key] = _LimitState()
-        slot: int | None = None
-        if rule.concurrency is not None:
-            mine = [index for index, held in state.slots.items() if held.holder == holder] if state.slots else None
-            if mine:  # a re-run of the same step (its wake-up crashed): the same slot, never a second one
-                slot = mine[0]
-            elif not state.slots:  # all free (the common case): the first, without a search
-                slot = 0
-            else:
-                slot = next((index for index in range(rule.concurrency)
-                             if index not in state.slots or state.slots[index].expires <= now), None)
-                if slot is None:
-                    free_at = min(held.expires for held in state.slots.values())
-                    state.waiters[(request.rank, holder)] = _Waiter(request.ref, free_at + WAITER_TTL)
-                    return SlotRefusal(limit=rule.name, by="concurrency", free_at=free_at)
-            state.slots[slot] = _Slot(holder, actor := request.ref.id, request.lease_until)
-        if rule.per_window is not None:
-            window = math.floor(now / rule.window)
-            ticket = state.tickets.get(window, 0)
-            state.tickets[window] = ticket + 1
-            for old in [w for w in state.tickets if w < window - 1]:
-                del state.tickets[old]  # (DynamoDB's expire by their time to live)
-            if ticket >= rule.per_window:
-                if slot is not None:  # it does not start: the slot goes back
-                    del state.slots[slot]
-                return SlotRefusal(limit=rule.name, by="rate", window=window, position=ticket - rule.per_window)
-        if request.queued:
-            state.waiters.pop((request.rank, holder), None)
-        return SlotLease(limit=rule.name, holder=holder, actor=request.ref.id if slot is None else actor, slot=slot,
-                         expires=request.lease_until, key=rule.key)
-
-    def _release(self, lease: SlotLease, now: float) -> list[ActorRef]:
-        state = self._limits.get((lease.limit, lease.key))
-        if state is None or lease.slot is None:
+        try:
+            state = self._limits.get((lease.limit, lease.key))
+            if state is None or lease.slot is None:
+                return []
+            held = state.slots.get(lease.slot)
+            if held is None or held.holder != lease.holder:
+                return []  # its lease ran out and someone else has the slot: nothing freed
+            del state.slots[lease.slot]
+            if not state.waiters:
+                return []
+            for key in sorted(state.waiters):
+                waiter = state.waiters.pop(key)
+                if waiter.until > now:
+                    return [waiter.ref]
             return []
-        held = state.slots.get(lease.slot)
-        if held is None or held.holder != lease.holder:
-            return []  # its lease ran out and someone else has the slot: nothing freed
-        del state.slots[lease.slot]
-        if not state.waiters:
-            return []
-        for key in sorted(state.waiters):
-            waiter = state.waiters.pop(key)
-            if waiter.until > now:
-                return [waiter.ref]
-        return []
+        finally:
+            if when is not None:
+                self._leave(when, "release_slot")
 
     def held(self, limit: str, now: float, key: str | None = None) -> dict[int, str]:
         """Slots of `limit` (of its `key`, if keyed) held at `now`: index -> the holder's actor id (tests, tools)."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from dormant.core.callbacks import CallbackRecord, callback_record, heartbeat_allowed, may_replace
 from dormant.core.cursors import check_attention_cursor, check_cursor, listing_key, page_of
@@ -44,6 +44,7 @@ from dormant.core.records import (
 from dormant.core.search import apply_changes, plain
 from dormant.core.searchplan import SearchPlan, select
 from dormant.errors import StorageError, VersionConflict
+from dormant.memory.history import CompactHistory, stored_entries
 from dormant.memory.slots import MemorySlots
 from dormant.models import ValueCheck
 from dormant.runtime.versions import VersionRing, describe, pick, snapshot_of
@@ -71,7 +72,7 @@ class _Actor:
     meta: dict[str, Any]
     state: dict[str, Any]
     workflow: dict[str, Any]
-    history: dict[str, dict[str, Any]]
+    history: MutableMapping[str, dict[str, Any]]  # a CompactHistory (memory.history); a test may set a dict
     inbox: dict[str, dict[str, Any]]  # insertion order = send order
     seen_ids: dict[str, _Seen] = field(default_factory=dict)  # message ids stored and still duplicates (or were)
     # What a load reports held beside the inbox: bounded, as DynamoDB's (its consumed, not yet tombstoned ones),
@@ -89,9 +90,11 @@ class _Actor:
     # their window (dormant.core.dedupe, as DynamoDB's tombstones)
     unwindowed: list[tuple[str, float]] = field(default_factory=list)
 
-    def full(self) -> dict[str, Any]:  # a kept snapshot (entries are replaced on upsert, never changed: shallow)
-        return {"meta": self.meta, "state": self.state, "workflow": self.workflow, "history": dict(self.history),
-                "search": dict(self.search)}
+    def full(self) -> dict[str, Any]:
+        """A kept snapshot (dormant.runtime.versions): entries are replaced on upsert, never changed, so shallow; the
+        history as its entries alone, as kept (each is stored under its own location): a list, a fifth of a dict."""
+        return {"meta": self.meta, "state": self.state, "workflow": self.workflow,
+                "history": stored_entries(self.history), "search": dict(self.search)}
 
 
 @dataclass
@@ -103,6 +106,10 @@ class CommitLogEntry:
 
 class MemoryEventStore:
     """EventStore in memory, with fault injection and a log of every commit."""
+
+    slots_answer_at_once: ClassVar[bool] = True
+    """Its `acquire_slot_now` and `release_slot_now` answer the slot calls without a coroutine (dormant.runtime.slots
+    looks for this on the store's type, so a wrapper that forwards attributes is never bypassed)."""
 
     def __init__(self, *, keep_commit_log: bool = True, snapshot_every: int = 16,
                  dedupe_ttl_seconds: float = DEDUPE_WINDOW, clock: Callable[[], float] | None = None) -> None:
@@ -128,6 +135,8 @@ class MemoryEventStore:
         self.on_call: Callable[[int, str], None] | None = None
         self.slots = MemorySlots(self._enter, self._leave)  # the flow-control limits' items (memory.slots)
         self.acquire_slot, self.renew_slot, self.release_slot = self.slots.acquire, self.slots.renew, self.slots.release
+        # The slot calls answered at once (see `slots_answer_at_once`)
+        self.acquire_slot_now, self.release_slot_now = self.slots.acquire_now, self.slots.release_now
 
     # -- fault injection -----------------------------------------------------------------------
     def fail_call(self, number: int, when: Literal["before", "after"] = "before") -> None:
@@ -191,7 +200,7 @@ class MemoryEventStore:
             return False
         early = self._early.pop(ref.id, None)
         record = _Actor(version=1, meta=meta.model_dump(mode="json"), state=dict(state),
-                        workflow=workflow.model_dump(mode="json"), history={},
+                        workflow=workflow.model_dump(mode="json"), history=CompactHistory(),
                         inbox=early.inbox if early else {}, seen_ids=early.seen_ids if early else {},
                         search=apply_changes({}, search or {}))
         self._append_events(record, events, meta.created_at)
@@ -223,12 +232,12 @@ class MemoryEventStore:
             wake_error=WakeError.model_validate(record.wake_error) if record.wake_error else None,
             held_ids={*record.inbox, *record.recently_consumed}, search=apply_changes(record.search, {}))
         # No model per entry: a wake-up builds its working records from the JSON (dormant.workflow.entries)
-        snapshot.history = StoredHistory(list(record.history.values()))
+        snapshot.history = StoredHistory(stored_entries(record.history))
         return snapshot
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
         when = self._enter("commit")
-        self._now(draft.committed_at)
+        consumed_at = self._now(draft.committed_at)
         record = self._actors.get(ref.id)
         if record is None or record.version != expected_version:
             raise VersionConflict(f"{ref}: expected version {expected_version}, "
@@ -244,19 +253,21 @@ class MemoryEventStore:
             record.state = dict(draft.state)
         if draft.workflow is not None:
             record.workflow = draft.workflow.model_dump(mode="json")
-        consumed_at = self._now(draft.committed_at)
         for message_id in draft.consumed_ids:  # held (until None) until a snapshot commit starts their window
             record.inbox.pop(message_id, None)
             record.seen_ids.setdefault(message_id, _Seen(None)).until = None
             record.recently_consumed.append(message_id)
-        record.responses.update(draft.responses)
-        self._append_events(record, draft.events, draft.committed_at)
+        if draft.responses:
+            record.responses.update(draft.responses)
+        if draft.events:
+            self._append_events(record, draft.events, draft.committed_at)
         record.version += 1
         if draft.search and apply_changes(record.search, draft.search) != record.search:
             record.search, record.search_version = apply_changes(record.search, draft.search), record.version
         snapshot = record.kept is None or record.kept.add(
             record.version, draft, record.workflow if draft.workflow is not None else None, record.full)
-        self._start_windows(record, [(message_id, consumed_at) for message_id in draft.consumed_ids], snapshot)
+        if snapshot or draft.consumed_ids:
+            self._start_windows(record, [(message_id, consumed_at) for message_id in draft.consumed_ids], snapshot)
         for change in draft.callbacks:  # the allowed changes of a record: dormant.core.callbacks
             known = self.callbacks.get(change.token_hash)
             if may_replace(known["state"] if known is not None else None, change.state):
@@ -270,7 +281,8 @@ class MemoryEventStore:
                 record.search_version = record.version
         if self._keep_commit_log:
             self.commit_log.append(CommitLogEntry(ref, record.version, draft))
-        await self._notify()
+        if self._waiting:
+            await self._notify()
         self._leave(when, "commit")
         return record.version
 

@@ -13,8 +13,8 @@ import asyncio
 import logging
 import math
 import random
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from dormant.core.flow import Limit, check_use, unknown_limit, wait_label
 from dormant.core.slots import DEFAULT_PRIORITY, LimitRule, SlotLease, SlotRefusal, SlotRequest
@@ -38,16 +38,27 @@ RENEWALS = object()
 """The `sleeping_party` of renewal tasks: a test clock's harness must not take a running step for a waiting one."""
 
 
-@dataclass(slots=True)
-class _Held:
-    lease: SlotLease
-    length: float
-    slots: LimitSlots
-    renewal: asyncio.Task[None] | None = None
+class _AtOnce(Protocol):
+    """A store's slot calls answered at once (MemoryEventStore's, marked `slots_answer_at_once`)."""
 
-    def __call__(self) -> None:
-        """`Granted.on_wait`: the step's body waits, so the lease is renewed while it does (from the next turn)."""
-        if self.renewal is None:
+    def acquire_slot_now(self, request: SlotRequest) -> SlotLease | SlotRefusal: ...
+
+    def release_slot_now(self, lease: SlotLease, now: float) -> list[ActorRef]: ...
+
+
+class _Held(Granted):
+    """A granted slot: its lease, and its renewal once the step's body waits."""
+
+    __slots__ = ("lease", "length", "renewal", "slots")
+
+    def __init__(self, limit: str, lease: SlotLease, length: float, slots: LimitSlots) -> None:
+        self.limit, self.lease, self.length, self.slots = limit, lease, length, slots
+        self.renewal: asyncio.Task[None] | None = None
+
+    def waits(self) -> None:
+        """The step's body waits, so the lease is renewed while it does (from the next turn). A rate alone holds
+        nothing: nothing to renew."""
+        if self.renewal is None and self.lease.slot is not None:
             self.renewal = asyncio.get_running_loop().create_task(self.slots.renewing(self.lease, self.length))
 
 
@@ -62,6 +73,14 @@ class LimitSlots:
         # Each (limit, key) a step used, with its rule and the lease of a step without a timeout: looked up and made
         # once per wake-up.
         self._rules: dict[tuple[str, str | None], tuple[Limit, LimitRule, float]] = {}
+        # A store that answers without I/O (memory) offers its slot calls as plain functions too; the mark is looked
+        # up on its type, so that a wrapper forwarding attributes (metering, broadcasting) is never bypassed.
+        at_once = getattr(type(self._store), "slots_answer_at_once", False) is True
+        store = cast("_AtOnce", self._store)
+        self._acquire_now: Callable[[SlotRequest], SlotLease | SlotRefusal] | None = (
+            store.acquire_slot_now if at_once else None)
+        self._release_now: Callable[[SlotLease, float], list[ActorRef]] | None = (
+            store.release_slot_now if at_once else None)
 
     def _limit(self, step: str, name: str) -> Limit:
         declared = self._service.registry.limits
@@ -74,7 +93,9 @@ class LimitSlots:
         if (name, None) not in self._rules:  # (a limit a step used, unkeyed, is declared)
             self._limit(step, name)
 
-    async def acquire(self, ask: SlotAsk) -> Granted | Refused:
+    def acquire(self, ask: SlotAsk) -> Granted | Refused | Coroutine[Any, Any, Granted | Refused]:
+        """The answer itself from a store that answers at once (`acquire_slot_now`: memory), else a coroutine of
+        it. Raises (WorkflowDefinitionError, the store's error) as the coroutine would."""
         known = self._rules.get((ask.limit, ask.key))
         if known is not None and ask.key is None and ask.priority is None:
             limit, priority = known[0], DEFAULT_PRIORITY  # (a limit used unkeyed before is not keyed: no check)
@@ -84,28 +105,52 @@ class LimitSlots:
             if known is None:  # (kept once its key passed the checks)
                 known = self._rules[ask.limit, ask.key] = (limit, limit.rule(ask.limit, ask.key),
                                                            limit.lease_for(None))
-        rule = known[1]
         now = self._clock.now()
         length = known[2] if ask.timeout is None else limit.lease_for(ask.timeout)
-        answer = await self._store.acquire_slot(SlotRequest(
-            rule=rule, ref=self._ref, holder=self._holder + ask.location, now=now,
-            lease_until=now + length, queued_since=ask.since, queued=ask.queued, priority=priority))
+        # (positional: a keyword call of a dataclass's __init__ costs more, once per limited step)
+        request = SlotRequest(known[1], self._ref, self._holder + ask.location, now, now + length, ask.since,
+                              ask.queued, priority)
+        if self._acquire_now is None:
+            return self._acquiring(ask, limit, length, now, request)
+        answer = self._acquire_now(request)  # no coroutine, task or turn of the event loop (flow control inline)
+        if isinstance(answer, SlotRefusal):
+            return self._answer(ask, limit, length, now, answer)
+        return _Held(ask.limit, answer, length, self)  # (`_answer`'s common case, inline)
+
+    async def _acquiring(self, ask: SlotAsk, limit: Limit, length: float, now: float,
+                         request: SlotRequest) -> Granted | Refused:
+        return self._answer(ask, limit, length, now, await self._store.acquire_slot(request))
+
+    def _answer(self, ask: SlotAsk, limit: Limit, length: float, now: float,
+                answer: SlotLease | SlotRefusal) -> Granted | Refused:
         if isinstance(answer, SlotRefusal):
             retry_at = retry_time(limit, answer, now)
             log.debug("step %s of %s waits for limit %s (%s): next try in %.3f s", ask.location, self._ref,
                       ask.limit, answer.by, retry_at - now)
             return Refused(limit=wait_label(ask.limit, ask.key, ask.priority), retry_at=retry_at)
-        held = _Held(answer, length, self)
-        if answer.slot is None:  # a rate alone holds nothing: nothing to renew
-            return Granted(limit=ask.limit, handle=held)
-        # The renewal starts only if the step's body waits (an async body: `Granted.on_wait`); one that ends without
-        # waiting (a plain function) gives its slot back before any turn of the event loop: no handle or task is
-        # made (flow control inline).
-        return Granted(limit=ask.limit, handle=held, on_wait=held)
+        # The renewal starts only if the step's body waits (an async body: `Granted.waits`); one that ends without
+        # waiting (a plain function) gives its slot back before any turn of the event loop: no task is made (flow
+        # control inline).
+        return _Held(ask.limit, answer, length, self)
 
-    async def release(self, granted: Granted) -> None:
-        held = granted.handle
+    def release(self, granted: Granted) -> Coroutine[Any, Any, None] | None:
+        """None when the slot is back already (nothing held, or a store that answers at once and no waiter to
+        wake), else a coroutine that gives it back."""
+        held = granted
         assert isinstance(held, _Held)
+        if held.renewal is None:
+            if held.lease.slot is None:
+                return None  # a rate alone holds nothing
+            if self._release_now is not None:
+                try:
+                    woken = self._release_now(held.lease, self._clock.now())
+                except Exception as error:
+                    self._not_released(granted, error)
+                    return None
+                return self._wake(woken, granted.limit) if woken else None
+        return self._releasing(granted, held)
+
+    async def _releasing(self, granted: Granted, held: _Held) -> None:
         if held.renewal is not None:
             held.renewal.cancel()
             await asyncio.gather(held.renewal, return_exceptions=True)
@@ -113,15 +158,22 @@ class LimitSlots:
             return  # a rate alone holds nothing
         try:
             woken = await self._store.release_slot(held.lease, self._clock.now())
-        except Exception as error:  # the slot frees itself when its lease ends: the step's outcome stands
-            log.warning("could not give back the slot of limit %s held by %s (it frees itself at its lease's end): "
-                        "%s: %s", granted.limit, self._ref, type(error).__name__, error)
+        except Exception as error:
+            self._not_released(granted, error)
             return
+        await self._wake(woken, granted.limit)
+
+    def _not_released(self, granted: Granted, error: Exception) -> None:
+        # The slot frees itself when its lease ends: the step's outcome stands
+        log.warning("could not give back the slot of limit %s held by %s (it frees itself at its lease's end): "
+                    "%s: %s", granted.limit, self._ref, type(error).__name__, error)
+
+    async def _wake(self, woken: list[ActorRef], limit: str) -> None:
         for ref in woken:
             try:
                 await self._service.transport.wake(ref)
             except Exception as error:  # its own timer (the first lease end) brings it back
-                log.warning("could not wake %s, waiting for limit %s: %s: %s", ref, granted.limit,
+                log.warning("could not wake %s, waiting for limit %s: %s: %s", ref, limit,
                             type(error).__name__, error)
 
     async def renewing(self, lease: SlotLease, length: float) -> None:

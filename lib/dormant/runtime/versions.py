@@ -26,7 +26,7 @@ from dormant.core.search import apply_changes
 from dormant.errors import VersionNotRetainedError
 from dormant.ports import ActorMeta, ActorRef, ActorSnapshot, VersionInfo
 from dormant.workflow.execution import CommitDraft
-from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.history import HistoryEntry, Row, WorkflowRecord, WorkflowState, entry_of
 
 SNAPSHOT_AFTER_BYTES = 96 * 1024
 """A commit also carries a snapshot once the deltas since the last one weigh this much (`commit_weight`)."""
@@ -48,11 +48,11 @@ class Materialized:
     search: dict[str, list[Any]] = field(default_factory=dict)  # its search attributes: name -> [type code, value]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Slot:
     version: int
     at: float
-    full: dict[str, Any] | None  # a snapshot: meta, state, workflow, history
+    full: dict[str, Any] | None  # a snapshot: meta, state, workflow, history (a list of entries, or by location)
     delta: dict[str, Any] | None  # u (upserts), x (deleted prefixes), s (state), w (workflow)
     consumed: int
 
@@ -98,7 +98,7 @@ class VersionRing:
         """Keep commit `version` (`draft`, its workflow record as JSON); `full()` is the actor after it. True when it
         is kept as a snapshot."""
         sizes = draft_sizes(draft)  # (measured once: the store's limit check measured them already)
-        weight = sum(sizes.upserts) + sizes.state + json_size(workflow)
+        weight = sum(sizes.upserts) + sizes.state + (4 if workflow is None else json_size(workflow))
         if snapshot_due(version, self._snapshot_version, self.size, self._delta_bytes, weight):
             self._slots.append(_Slot(version, draft.committed_at, full(), None, len(draft.consumed_ids)))
             self._snapshot_version, self._delta_bytes = version, 0
@@ -117,13 +117,21 @@ class VersionRing:
         current: dict[str, Any] = {}
         for slot in list(self._slots)[start:]:
             if slot.full is not None:
-                current = {**slot.full, "history": dict(slot.full["history"])}
+                current = {**slot.full, "history": _by_location(slot.full["history"])}
             else:
                 assert slot.delta is not None
                 current = apply_delta(current, slot.delta)
             found.append(Materialized(slot.version, slot.at, current["meta"], current["state"], current["workflow"],
                                       current["history"], slot.consumed, current.get("search", {})))
         return found
+
+
+def _by_location(history: dict[str, dict[str, Any]] | list[dict[str, Any] | Row]) -> dict[str, dict[str, Any]]:
+    """A snapshot's history by location (the memory store keeps its entries alone, as rows: see _Actor.full)."""
+    if isinstance(history, dict):
+        return dict(history)
+    entries = [entry_of(item) for item in history]
+    return {entry["location"]: entry for entry in entries}
 
 
 def apply_delta(current: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:

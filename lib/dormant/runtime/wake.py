@@ -4,7 +4,7 @@ workflow -> commit (conditionally on the version read) -> schedule the next wake
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from dormant.runtime.slots import LimitSlots
 from dormant.runtime.waits import WakeWaits, horizon
 from dormant.workflow.execution import Execution
 from dormant.workflow.history import QueuedMessage, WorkflowRecord, WorkflowState
-from dormant.workflow.host import CommitDraft, Granted, Refused, SlotAsk, StepRun
+from dormant.workflow.host import CommitDraft, StepRun
 from dormant.workflow.runner import TERMINAL, run_workflow
 from dormant.workflow.signals import WakeAborted, WakeRestart
 from dormant.workflow.state_cell import StateCell
@@ -62,7 +62,9 @@ class ActorHost:
         self._state = state
         self._vars = vars
         self._queue_names = sorted(definition.queues)
-        self._slots = LimitSlots(service, snapshot.ref)  # flow control (dormant.runtime.slots)
+        slots = LimitSlots(service, snapshot.ref)  # flow control (dormant.runtime.slots)
+        # The slots' own methods (WorkflowHost's check_limit, acquire_limit, release_limit): no call in between
+        self.check_limit, self.acquire_limit, self.release_limit = slots.check, slots.acquire, slots.release
 
     def queue_names(self) -> list[str]:
         return self._queue_names
@@ -75,16 +77,6 @@ class ActorHost:
 
     def check_commit(self, draft: CommitDraft) -> None:
         self._service.store.check_commit(self._snapshot.ref, self._version(), draft)
-
-    def check_limit(self, step: str, limit: str) -> None:
-        self._slots.check(step, limit)
-
-    # The slots' own coroutines, not awaited in one of this host's: a coroutine less per limited step.
-    def acquire_limit(self, ask: SlotAsk) -> Coroutine[Any, Any, Granted | Refused]:
-        return self._slots.acquire(ask)
-
-    def release_limit(self, granted: Granted) -> Coroutine[Any, Any, None]:
-        return self._slots.release(granted)
 
     def callback_names(self) -> list[str]:
         return sorted(self._definition.callbacks)

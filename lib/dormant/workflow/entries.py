@@ -25,7 +25,9 @@ from dormant.workflow.history import (
     ErrorInfo,
     HistoryEntry,
     RecordedMessage,
+    Row,
     StoredHistory,
+    entry_of,
 )
 
 # Enum `.value` is a slow descriptor in CPython 3.11; these run once per committed entry.
@@ -137,6 +139,26 @@ class Entry:
             model.winner, model.items, model.removed_kind, model.created_at, model.updated_at, model.started_at,
             model.ended_at, model.throttled_since, model.callback.model_copy() if model.callback is not None else None,
             model.failure_kind)
+
+    @staticmethod
+    def from_row(row: Row) -> Entry | None:
+        """`from_json` of a stored row (dormant.workflow.history.Row), without making its dict."""
+        shape = row[0]
+        if len(shape) < 4 or shape[0] != "location" or shape[1] != "kind" or shape[2] != "name" or shape[3] != "seq":
+            return Entry.from_json(entry_of(row))  # (not as to_json orders them)
+        location, name, seq = row[1], row[3], row[4]
+        kind = _KIND_OF.get(row[2]) if type(row[2]) is str else None
+        if kind is None or type(location) is not str or type(name) is not str or type(seq) is not int:
+            return None
+        entry = Entry(location, kind, name, seq)
+        try:
+            for index in range(4, len(shape)):  # (the first four are taken above)
+                check = _FIELDS.get(shape[index])
+                if check is not None and not check(entry, row[index + 1]):
+                    return None
+        except (ValidationError, TypeError, KeyError):
+            return None
+        return entry
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Entry | None:
@@ -350,7 +372,8 @@ def working_copies(entries: Sequence[HistoryEntry]) -> list[Entry]:
     if isinstance(entries, StoredHistory):
         copies = []
         for data in entries.stored:
-            entry = Entry.from_json(data) if type(data) is dict else None
+            entry = (Entry.from_json(data) if type(data) is dict else Entry.from_row(data) if type(data) is tuple
+                     else None)
             if entry is None:
                 break
             copies.append(entry)

@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TypeVar
 
 from pydantic_core import to_jsonable_python
 
+from dormant.workflow.checked import reused_sizes
 from dormant.workflow.entries import Entry, working_copies
 from dormant.workflow.errors import InvalidJsonError
 from dormant.workflow.history import (
@@ -190,7 +191,9 @@ class Execution:
         self.deadline = deadline
         self.index = HistoryIndex(working_copies(entries))
         self.loaded_record = record
-        self.record = record.model_copy(deep=True)
+        # A copy of its own (the engine replaces its record, never changes one in place: shallow is enough, and a
+        # deep copy of a model per wake-up costs several times as much)
+        self.record = record.model_copy()
         self.state = state
         self.inbox: list[QueuedMessage] = []
         self.callback_messages: dict[str, QueuedMessage] = {}  # completions by message id (dormant.workflow.callbacks)
@@ -216,7 +219,11 @@ class Execution:
         # this very dict), and the changes the next commit stores.
         self.search: dict[str, Any] = search if search is not None else {}
         self._search_changes: dict[str, Any] = {}
+        self._preview: CommitDraft | None = None  # the draft the last check_storable passed (its sizes measured)
         self.state_touched = False  # a step or handler used the state since the last draft (see _draft)
+        # The state's JSON as the last step that used it left it (its result's check dumped it), while no step has
+        # started since: the next draft stores it instead of dumping the state again. None: unknown.
+        self.state_json: dict[str, Any] | None = None
         self._running: tuple[WorkflowRecord, Mode, WorkflowRecord] | None = None
         self._stored_record: WorkflowRecord | None = None  # the record object the last commit stored
         self.in_flight = 0  # step bodies and rollback handlers running now (step_started/step_ended)
@@ -257,9 +264,9 @@ class Execution:
         self.index.add(entry)
         return entry
 
-    def touch(self, entry: Entry) -> None:
-        """Mark an entry changed: it goes out with the next commit."""
-        entry.updated_at = self.now()
+    def touch(self, entry: Entry, at: float | None = None) -> None:
+        """Mark an entry changed (`at`, or now): it goes out with the next commit."""
+        entry.updated_at = self.now() if at is None else at
         self._dirty[entry.location] = entry
 
     def delete_prefix(self, prefix: str) -> None:
@@ -334,19 +341,30 @@ class Execution:
         raise WakeRestart()
 
     def check_storable(self, entry: Entry, output: Any, state: dict[str, Any] | None,
-                       events: list[tuple[str, Any]]) -> None:
+                       events: list[tuple[str, Any]], attempt: int, at: float) -> None:
         """Raise if `entry` completed with `output` (and `state`, `events`) could not be committed: called before
-        a step's result is accepted, so a value too big to store fails the attempt, not the wake-up."""
+        a step's result is accepted, so a value too big to store fails the attempt, not the wake-up. The preview
+        holds the entry as it will be stored (attempt `attempt`, ended and touched `at`): the commit reuses the sizes
+        measured here (dormant.workflow.checked)."""
         preview = entry.to_json()
         preview["status"] = "completed"
         if output is not None:
             preview["output"] = output
+        for cleared in ("error", "failure_kind", "retry_at"):
+            preview.pop(cleared, None)
+        preview["attempts"], preview["ended_at"] = attempt, at
+        if at != 0.0:
+            preview["updated_at"] = at
+        else:
+            preview.pop("updated_at", None)
         upserts = [e.to_json() for loc, e in self._dirty.items() if loc != entry.location] + [preview]
-        self.host.check_commit(CommitDraft(
+        draft = CommitDraft(
             upserts=upserts, deleted_prefixes=list(self._deleted), consumed_ids=list(self._consumed),
             state=state if state is not None and state != self.state.committed else None,
             responses=dict(self._responses), events=[*self.events, *events], workflow=None,
-            committed_at=self.now(), search=dict(self._search_changes) or None))
+            committed_at=self.now(), search=dict(self._search_changes) or None)
+        self.host.check_commit(draft)
+        self._preview = draft
 
     def check_response(self, message_id: str, response: Any) -> None:
         """Raise if a completable message's response could not be committed (before it is recorded)."""
@@ -373,13 +391,15 @@ class Execution:
         # change it during a run): most steps of a long workflow never do.
         state, changed = self.state.committed, False
         if self.state_touched:
-            state = self.state.dump()
+            state = self.state_json if self.state_json is not None else self.state.dump()
             changed = state != self.state.committed
             self.state_touched = False
         draft = CommitDraft(upserts=upserts, deleted_prefixes=self._deleted, consumed_ids=self._consumed,
                             state=state if changed else None,
                             responses=self._responses, events=self.events, workflow=record,
                             committed_at=self.now(), search=self._search_changes or None, callbacks=self._callbacks)
+        if self._preview is not None:  # the last step's check measured these values (dormant.workflow.checked)
+            draft.sizes, self._preview = reused_sizes(self._preview, draft), None
         self._dirty, self._deleted, self._consumed, self._responses, self.events = {}, [], [], {}, []
         self._search_changes, self._callbacks = {}, []
         # No step is in flight when a draft is taken, so this state is a clean baseline for reverting
@@ -466,6 +486,7 @@ class Execution:
     # ---- steps in flight ---------------------------------------------------------------------
     def step_started(self) -> None:
         self.in_flight += 1
+        self.state_json = None  # (this step may change the state)
 
     def step_ended(self, run: StepRun) -> None:
         self.in_flight -= 1

@@ -153,6 +153,33 @@ class HistoryEntry(BaseModel):
 _HISTORY = TypeAdapter(list[HistoryEntry])
 
 
+Row = tuple[Any, ...]
+"""A stored entry kept as a row (the memory store keeps them so: dormant.memory.history): its keys as one tuple, then
+its values in that order. As a dict a completed step's eleven keys take CPython's next dict size (464 bytes, where ten
+take 272); as a row it takes 136, its key tuple shared by every entry with the same keys."""
+
+_SHAPES: dict[tuple[str, ...], tuple[str, ...]] = {}
+MAX_SHAPES = 4096  # key tuples shared (an entry's keys are HistoryEntry's fields: far fewer sets in practice)
+
+
+def row_of(entry: dict[str, Any]) -> Row:
+    keys = tuple(entry)
+    shape = _SHAPES.get(keys)
+    if shape is None:
+        shape = keys
+        if len(_SHAPES) < MAX_SHAPES:
+            _SHAPES[keys] = keys
+    return (shape, *entry.values())
+
+
+def entry_of(stored: Row | dict[str, Any]) -> dict[str, Any]:
+    """A stored entry's JSON object (a row's dict, keys in their order; a dict as it is)."""
+    if type(stored) is dict:
+        return stored
+    values = iter(stored)
+    return dict(zip(next(values), values, strict=True))
+
+
 class StoredHistory(Sequence[HistoryEntry]):
     """A loaded history as its store holds it (JSON objects), validated into HistoryEntry models only when read.
 
@@ -163,14 +190,15 @@ class StoredHistory(Sequence[HistoryEntry]):
 
     __slots__ = ("_models", "stored")
 
-    def __init__(self, stored: list[dict[str, Any]]) -> None:
-        self.stored = stored  # the store's own objects: never changed here
+    def __init__(self, stored: Sequence[dict[str, Any] | Row]) -> None:
+        self.stored = stored  # the store's own objects (JSON objects, or rows: `Row`): never changed here
         self._models: list[HistoryEntry] | None = None
 
     def models(self) -> list[HistoryEntry]:
         """The entries as models (ValidationError on a stored item that is not an entry)."""
         if self._models is None:
-            self._models = _HISTORY.validate_python(self.stored)
+            self._models = _HISTORY.validate_python([entry_of(item) if type(item) is tuple else item
+                                                     for item in self.stored])
         return self._models
 
     @overload

@@ -4,7 +4,7 @@ module imports no other engine module but the history model, so every engine mod
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -70,15 +70,18 @@ class SlotAsk:
     priority: int | None = None  # `priority=`: 1 (served first) to 5; None: the default
 
 
-@dataclass(slots=True)
 class Granted:
-    """A held slot; the engine hands it back to `WorkflowHost.release_limit` when the attempt ends."""
+    """A held slot; the engine hands it back to `WorkflowHost.release_limit` when the attempt ends. A host subclasses
+    it with what it holds (its lease, its renewal): one object per grant."""
 
-    limit: str
-    handle: Any  # the host's own (its lease, its renewal)
-    # Called by the engine before the step's body first waits (an async body), while the slot is held: the host
-    # starts what keeps the slot held across turns of the event loop (its lease's renewal) only then. None: nothing.
-    on_wait: Callable[[], None] | None = None
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: str) -> None:
+        self.limit = limit
+
+    def waits(self) -> None:
+        """Called by the engine before the step's body first waits (an async body), while the slot is held: the host
+        starts what keeps the slot held across turns of the event loop (its lease's renewal) only then."""
 
 
 @dataclass(frozen=True)
@@ -111,12 +114,14 @@ class WorkflowHost(Protocol):
         """Raise WorkflowDefinitionError if `limit` is not a declared limit (no I/O)."""
         ...
 
-    async def acquire_limit(self, ask: SlotAsk) -> Granted | Refused:
-        """A slot of the limit for the step's next attempt, or when to try again."""
+    def acquire_limit(self, ask: SlotAsk) -> Granted | Refused | Coroutine[Any, Any, Granted | Refused]:
+        """A slot of the limit for the step's next attempt, or when to try again: the answer itself when the host
+        has it at once (the in-memory store: no coroutine), else a coroutine of it."""
         ...
 
-    async def release_limit(self, granted: Granted) -> None:
-        """Give the slot back (the attempt ended, however); never raises for the store's sake."""
+    def release_limit(self, granted: Granted) -> Coroutine[Any, Any, None] | None:
+        """Give the slot back (the attempt ended, however); never raises for the store's sake. None when it is back
+        already, else a coroutine that gives it back."""
         ...
 
     # callbacks (dormant.workflow.callbacks)

@@ -96,25 +96,28 @@ async def run_step(frame: Frame, name: str, fn: Callable[[Any], Any], *,
         granted = await granted  # Suspend when refused
     try:
         return await _attempt(frame, entry, name, fn, timeout_s, max_retries, retry_backoff_base, retry_backoff_max,
-                              rollback, ephemeral, granted.on_wait)
+                              rollback, ephemeral, granted)
     finally:
         # Whatever ended the attempt (a result, a failure, its timeout, a race that cancelled it), the slot goes
         # back now, even while this task is being cancelled.
-        # Started at once in this task: a store that answers without waiting (memory) costs no task or turn.
-        finished, releasing = settle_eagerly(ex.host.release_limit(granted))
-        cancelled, error = (False, None) if finished else await run_to_the_end(releasing)
-        if error is not None and not isinstance(error, asyncio.CancelledError):
-            raise error
-        if cancelled:
-            raise asyncio.CancelledError()
+        # Given back at once by a store that answers without waiting (memory: no coroutine, task or turn), else
+        # started at once in this task.
+        releasing = ex.host.release_limit(granted)
+        if releasing is not None:
+            finished, running = settle_eagerly(releasing)
+            cancelled, error = (False, None) if finished else await run_to_the_end(running)
+            if error is not None and not isinstance(error, asyncio.CancelledError):
+                raise error
+            if cancelled:
+                raise asyncio.CancelledError()
 
 
 async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], Any], timeout: float | None,
                    max_retries: int, retry_backoff_base: float | timedelta, retry_backoff_max: float | timedelta,
                    rollback: Callable[[Any, Any], Any] | None, ephemeral: bool,
-                   on_wait: Callable[[], None] | None = None) -> Any:
-    """Run one attempt of the step's body and record what it did. `on_wait`: the held limit slot's
-    (`Granted.on_wait`), called before an async body is awaited."""
+                   granted: Granted | None = None) -> Any:
+    """Run one attempt of the step's body and record what it did. `granted`: its limit's slot, told before an async
+    body is awaited (`Granted.waits`)."""
     ex, scope = frame.execution, frame.scope
     attempt = entry.attempts + 1
     run = StepRun(location=entry.location, attempt=attempt)
@@ -127,8 +130,8 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
     try:
         result = fn(ex.host.step_context(run))
         if not isinstance(result, _PLAIN) and inspect.isawaitable(result):
-            if on_wait is not None:
-                on_wait()
+            if granted is not None:
+                granted.waits()
             if timeout is None:
                 result = await result
             else:
@@ -138,7 +141,8 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
         # A state change that would not load back, or a result or state too big to store, fails the attempt
         # like any error (retried per the policy, then StepExhaustedError): never the wake-up.
         state = ex.state.check(f'step "{name}"') if run.touched_state else None
-        ex.check_storable(entry, output, state, run.events)
+        ended = ex.now()
+        ex.check_storable(entry, output, state, run.events, attempt, ended)
     except (asyncio.CancelledError, BranchCancelled):
         ex.step_ended(run)
         scope.leave()
@@ -162,14 +166,19 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
         raise
     ex.step_ended(run)
     scope.leave()
+    if state is not None:
+        ex.state_json = state  # (what the check dumped: the commit's state, unless a step starts meanwhile)
     entry.status = EntryStatus.COMPLETED
     entry.output = output
-    entry.ended_at = ex.now()
+    entry.ended_at = ended
     entry.attempts = attempt
     entry.error = None
-    entry.failure_kind = None  # (an operator's resume retried a failed step)
-    entry.retry_at = None
-    ex.touch(entry)
+    # Fields most steps never set: cleared only where set (an assignment would give the entry an instance dict)
+    if entry.failure_kind is not None:
+        entry.failure_kind = None  # (an operator's resume retried a failed step)
+    if entry.retry_at is not None:
+        entry.retry_at = None
+    ex.touch(entry, ended)  # (as check_storable previewed it)
     ex.keep_effects(run)
     if rollback is not None:
         ex.register_rollback(entry, rollback)

@@ -42,10 +42,18 @@ def _ask(ex: Execution, entry: Entry, limit: str, timeout: float | None, key: st
     step's place in the limit's line (when it began waiting, or now)."""
     since = entry.throttled_since
     place = ex.now() if since is None else since  # its place in line: the store's key for it, and the record's
-    finished, asking = settle_eagerly(ex.host.acquire_limit(SlotAsk(
-        limit=limit, location=entry.location, timeout=timeout, since=place, queued=since is not None, key=key,
-        priority=priority)))
+    try:
+        answer = ex.host.acquire_limit(SlotAsk(limit, entry.location, timeout, place, since is not None, key, priority))
+    except Exception as error:  # (raised at once: as if by the coroutine, a failed ask)
+        answer = _raise(error)
+    if isinstance(answer, (Granted, Refused)):  # the host's answer at once (memory): no coroutine at all
+        return True, answer, place
+    finished, asking = settle_eagerly(answer)
     return finished, asking, place
+
+
+async def _raise(error: Exception) -> Granted | Refused:
+    raise error
 
 
 async def _acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None, key: str | None,
@@ -101,4 +109,6 @@ async def _give_back(ex: Execution, asking: asyncio.Future[Granted | Refused]) -
     except Exception:
         return  # nothing was granted (or the store failed: a slot it gave frees itself at its lease's end)
     if isinstance(answer, Granted):
-        await ex.host.release_limit(answer)
+        releasing = ex.host.release_limit(answer)
+        if releasing is not None:
+            await releasing

@@ -1,0 +1,52 @@
+"""Sizes measured once: a commit's draft reuses what the check before a step's result was accepted measured.
+
+A step's result is checked before it is accepted (`Execution.check_storable`): the host measures the JSON of a
+preview of the next commit, the step's entry as it will be stored included. The commit that follows stores the same
+values; measuring them again would serialize every step's result twice. `reused_sizes` hands the commit the
+preview's sizes when its values are the preview's (equal entries, the same state, responses and event payloads);
+anything else leaves the draft unmeasured, and its store measures it (dormant.core.limits.draft_sizes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dormant.workflow.host import CommitDraft, DraftSizes
+from dormant.workflow.values import json_size
+
+
+def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:
+    """`draft`'s sizes, each value's taken from `preview` where it stores the same value, measured where not (an
+    entry changed since, or new); None when `preview` was not measured (the store then measures `draft` itself).
+    Both were made from the same objects (the engine's entries, the state's dump, the step's output), so an equal
+    value here is the same JSON text (an entry's output is also required to be the very object the preview held)."""
+    sizes = preview.sizes
+    if sizes is None:
+        return None
+    state = draft.state
+    state_size = sizes.state if state is preview.state or state == preview.state else json_size(state)
+    previewed, upserts = preview.upserts, draft.upserts
+    if len(upserts) == 1 and len(previewed) == 1 and _same_entry(previewed[0], upserts[0]):
+        found = sizes.upserts  # a step's own commit: the entry it completed
+    else:
+        measured = {entry["location"]: (entry, size) for entry, size in zip(previewed, sizes.upserts, strict=True)}
+        found = []
+        for entry in upserts:
+            known = measured.get(entry["location"])
+            found.append(known[1] if known is not None and _same_entry(known[0], entry) else json_size(entry))
+    responses, events = sizes.responses, sizes.events
+    if draft.responses or draft.events or preview.responses or preview.events:  # (rare in a step's commit)
+        responses = _reused(list(draft.responses.values()), list(preview.responses.values()), responses)
+        events = _reused([payload for _, payload in draft.events], [payload for _, payload in preview.events], events)
+    return DraftSizes(upserts=found, state=state_size, responses=responses, events=events)
+
+
+def _same_entry(previewed: dict[str, Any], entry: dict[str, Any]) -> bool:
+    return previewed.get("output") is entry.get("output") and previewed == entry
+
+
+def _reused(values: list[Any], previewed: list[Any], sizes: list[int]) -> list[int]:
+    """The sizes of `values`, taken from `sizes` (of `previewed`) where the value is the very same object in the
+    same place."""
+    return [sizes[index] if index < len(previewed) and previewed[index] is value else json_size(value)
+            for index, value in enumerate(values)]
