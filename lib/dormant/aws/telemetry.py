@@ -47,6 +47,9 @@ H = TypeVar("H", bound=Callable[..., Any])
 DEFAULT_NAMESPACE = "Dormant"
 CONTEXT_FIELDS = ("function_name", "memory_limit_in_mb", "invoked_function_arn", "aws_request_id")
 DROPPED_KEYS = ("location", "xray_trace_id")  # powertools' defaults a record here need not carry (bytes are billed)
+RECORD_KEYS_LEFT_OUT = ("taskName",)
+"""Record attributes powertools would copy into every line: Python 3.12+ (Lambda's 3.13) names the asyncio task a
+record was logged in, and every wake-up runs in one."""
 
 
 class EmfMetrics:
@@ -112,7 +115,10 @@ class LambdaTelemetry:
 
 
 def log_json(record: dict[str, Any]) -> str:
-    """powertools' serializer (compact, `str()` for the rest, non-ASCII kept), terminal controls escaped."""
+    """powertools' serializer (compact, `str()` for the rest, non-ASCII kept), terminal controls escaped; without
+    RECORD_KEYS_LEFT_OUT."""
+    for key in RECORD_KEYS_LEFT_OUT:
+        record.pop(key, None)
     return json_text(json.dumps(record, default=str, separators=(",", ":"), ensure_ascii=False))
 
 
