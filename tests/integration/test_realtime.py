@@ -22,6 +22,7 @@ from dormant.dynamodb.requests import Table
 from dormant.http.client import HttpClient
 from dormant.settings import Settings
 from tests.realtime_app import registry
+from tests.waiting import until_async
 
 DEADLINE = 30.0  # a condition waited for, not a speed bound
 BODY_LIMIT = 64 * 1024  # the stack's request body limit: an action's arguments over it are refused (413)
@@ -97,10 +98,10 @@ async def test_a_reconnect_with_after_gets_exactly_what_it_missed_then_live_ones
         cursor = seen[-1]["seq"]
         for n in range(2, 7):  # five events while disconnected
             await handle.send("notes", {"text": f"n{n}"})
-        deadline = time.monotonic() + DEADLINE
-        while (await handle.state())["count"] < 6:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.05)
+        async def all_sent() -> bool:
+            return bool((await handle.state())["count"] >= 6)
+
+        await until_async(all_sent, timeout=DEADLINE, what="the six notes were not all processed")
         async with websockets.connect(_socket_url(stack)) as socket:
             sequencer, missed = await _subscribe(socket, "gap", cursor)
             await handle.send("notes", {"text": "n7"})
@@ -125,10 +126,10 @@ async def test_a_dead_connection_is_dropped_and_does_not_fail_the_wake_up(stack:
                 await handle.send("notes", {"text": "two"})
                 seen += await _next_events(socket, sequencer, 2 - len(seen))
                 assert [e["payload"]["text"] for e in seen] == ["one", "two"]  # the live one still pushed
-                deadline = time.monotonic() + DEADLINE
-                while "gone-connection=" in [s.connection_id for s in await connections.of_actor(ref, 100)]:
-                    assert time.monotonic() < deadline, "the gone connection was not dropped"
-                    await asyncio.sleep(0.05)
+                async def dropped() -> bool:
+                    return "gone-connection=" not in [s.connection_id for s in await connections.of_actor(ref, 100)]
+
+                await until_async(dropped, timeout=DEADLINE, what="the gone connection was not dropped")
                 assert await connections.subscriptions_of("gone-connection=") == []
             status = await handle.status()
         assert status.error is None

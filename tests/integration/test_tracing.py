@@ -30,6 +30,7 @@ from dormant.settings import Settings
 from dormant.sqs.poller import SqsPoller
 from dormant.sqs.transport import QueueUrls, create_queues, dedup_id, group_id
 from tests.tracing_app import registry
+from tests.waiting import until_async
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER = f"00-{CALLER_TRACE}-00f067aa0ba902b7-01"
@@ -79,13 +80,12 @@ async def aws_stack(endpoints: dict[str, str]) -> AsyncIterator[Stack]:
 
 
 async def spans_until(exporter: InMemorySpanExporter, name: str, timeout: float = 20.0) -> list[ReadableSpan]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    async def finished() -> list[ReadableSpan] | None:
         spans = list(exporter.get_finished_spans())
-        if any(span.name == name for span in spans):
-            return spans
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no span {name!r} within {timeout} s: {[s.name for s in exporter.get_finished_spans()]}")
+        return spans if any(span.name == name for span in spans) else None
+
+    return await until_async(finished, timeout=timeout, what=lambda: f"no span {name!r}: "
+                             f"{[s.name for s in exporter.get_finished_spans()]}")
 
 
 def check_the_scenario(spans: list[ReadableSpan], actor: str, key: list[str]) -> dict[str, Any]:

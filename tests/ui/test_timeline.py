@@ -13,9 +13,7 @@ Tier 2 (`pytestmark`): each starts a dev stack and waits out a 2 s sleep; the fi
 
 from __future__ import annotations
 
-import asyncio
 import struct
-import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -31,6 +29,7 @@ from dormant.settings import Settings
 from tests.servers import MotoServer
 from tests.tracing_app import registry
 from tests.ui.test_dashboard import browser, moto, watch  # noqa: F401  (fixtures)
+from tests.waiting import until_async
 
 pytestmark = pytest.mark.tier2
 CALLER_TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -50,14 +49,12 @@ async def dev_stack(endpoint: str) -> AsyncIterator[DevStack]:
 
 async def spans_until(http: httpx.AsyncClient, actor: str, key: str, name: str,
                       timeout: float = 25.0) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
+    async def recorded() -> list[dict[str, Any]] | None:
         answer = (await http.get(f"/ui/spans/{actor}/{key}")).json()
         assert answer["enabled"], answer
-        if any(span["name"] == name for span in answer["spans"]):
-            return list(answer["spans"])
-        assert time.monotonic() < deadline, [span["name"] for span in answer["spans"]]
-        await asyncio.sleep(0.2)
+        return list(answer["spans"]) if any(span["name"] == name for span in answer["spans"]) else None
+
+    return await until_async(recorded, timeout=timeout, what=f"no span {name!r} served", interval=0.2)
 
 
 async def test_dev_traces_a_send_through_sqs_a_retry_and_a_sleep(moto: MotoServer) -> None:  # noqa: F811
