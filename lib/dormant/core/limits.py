@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from dormant.errors import InvalidKeyError, InvalidMessageIdError, InvalidSettingError, ItemTooLargeError
 from dormant.workflow.callbacks import LEGACY_MESSAGE_PREFIX, RESERVED_ID_PREFIX, is_reserved_message_id
+from dormant.workflow.checked import measured
 from dormant.workflow.host import DraftSizes
 from dormant.workflow.values import json_size as json_size  # (the engine measures what it checks: one encoder)
 
@@ -337,10 +338,7 @@ def draft_sizes(draft: CommitDraft) -> DraftSizes:
     commit and the kept-versions ring each need them, and none measures them again."""
     sizes = draft.sizes
     if sizes is None:
-        sizes = draft.sizes = DraftSizes(
-            upserts=[json_size(entry) for entry in draft.upserts], state=json_size(draft.state),
-            responses=[json_size(response) for response in draft.responses.values()] if draft.responses else [],
-            events=[json_size(payload) for _, payload in draft.events] if draft.events else [])
+        sizes = draft.sizes = measured(draft)
     return sizes
 
 

@@ -4,7 +4,9 @@ A step's result is checked before it is accepted (`Execution.check_storable`): t
 preview of the next commit, the step's entry as it will be stored included. The commit that follows stores the same
 values; measuring them again would serialize every step's result twice. `reused_sizes` hands the commit the
 preview's sizes when its values are the preview's (equal entries, the same state, responses and event payloads);
-anything else leaves the draft unmeasured, and its store measures it (dormant.core.limits.draft_sizes).
+anything else leaves the draft unmeasured, and its store measures it (dormant.core.limits.draft_sizes). A state
+holding big strings is measured by the engine, which knows its shape from its check (`StateCell.big_size`): the preview
+then carries its sizes into the store's check (`measured`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,15 @@ from typing import Any
 
 from dormant.workflow.host import CommitDraft, DraftSizes
 from dormant.workflow.values import json_size
+
+
+def measured(draft: CommitDraft, state_size: int | None = None) -> DraftSizes:
+    """The JSON sizes of `draft`'s values; `state_size`: its state's, known already."""
+    return DraftSizes(
+        upserts=[json_size(entry) for entry in draft.upserts],
+        state=json_size(draft.state) if state_size is None else state_size,
+        responses=[json_size(response) for response in draft.responses.values()] if draft.responses else [],
+        events=[json_size(payload) for _, payload in draft.events] if draft.events else [])
 
 
 def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:

@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TypeVar
 
 from pydantic_core import to_jsonable_python
 
-from dormant.workflow.checked import reused_sizes
+from dormant.workflow.checked import measured, reused_sizes
 from dormant.workflow.entries import Entry, working_copies
 from dormant.workflow.errors import InvalidJsonError
 from dormant.workflow.history import (
@@ -363,6 +363,10 @@ class Execution:
             state=state if state is not None and state != self.state.committed else None,
             responses=dict(self._responses), events=[*self.events, *events], workflow=None,
             committed_at=self.now(), search=dict(self._search_changes) or None)
+        if draft.state is not None:
+            state_size = self.state.big_size(draft.state)
+            if state_size is not None:  # (big strings: the engine knows them from the state's check)
+                draft.sizes = measured(draft, state_size)
         self.host.check_commit(draft)
         self._preview = draft
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from dormant.workflow.errors import InvalidStateError
-from dormant.workflow.values import check_json, describe_errors
+from dormant.workflow.values import JsonShape, check_json_shape, describe_errors, shaped_size
 
 
 class StateCell:
@@ -21,6 +21,8 @@ class StateCell:
         # reverts to until the next commit. None: the committed state.
         self.kept: dict[str, Any] | None = None
         self.value: BaseModel = model_type.model_validate(committed)
+        # The last dump `check` returned and what its check learned (for measuring it: `big_size`).
+        self._checked: tuple[dict[str, Any], JsonShape] | None = None
 
     def dump(self) -> dict[str, Any]:
         return self.value.model_dump(mode="json")
@@ -37,10 +39,20 @@ class StateCell:
         except PydanticSerializationError:
             raise InvalidStateError(f"{after} left the state ({name}) holding a value that cannot be "
                                     "serialized") from None
-        check_json(dump, f"the state ({name}) after {after}")
+        shape = check_json_shape(dump, f"the state ({name}) after {after}")
         try:
             self.model_type.model_validate(dump)
         except ValidationError as error:
             raise InvalidStateError(f"{after} left the state not matching {name}: {describe_errors(error)}"
                                     ) from None
+        self._checked = (dump, shape)
         return dump
+
+    def big_size(self, dump: dict[str, Any]) -> int | None:
+        """The JSON size of `dump`, the last one `check` returned, when it holds big strings (each measured once while
+        it lives: dormant.workflow.values.shaped_size); None otherwise, and for any other dump (its store measures
+        it, as every value)."""
+        checked = self._checked
+        if checked is None or checked[0] is not dump or not checked[1].big:
+            return None
+        return shaped_size(dump, checked[1])

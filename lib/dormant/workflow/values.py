@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+import threading
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -122,48 +125,88 @@ def _encodable(text: str) -> bool:
     return True
 
 
+Route = tuple[Any, ...] | None
+"""Where a part of a value is: None for the value itself, else (the parent's route, list index) or (the parent's
+route, object key, the key's position): made per part as one tuple; a path's text is made only for a problem."""
+
+
+@dataclass(slots=True)
+class JsonShape:
+    """What checking a value learned beside its validity: whether it holds a float (if not, pydantic-core writes
+    Python's text: json_size need not search it) and its strings of at least BIG_STRING characters, with where."""
+
+    floats: bool
+    big: list[tuple[Route, str]]
+
+
+BIG_STRING = 8192
+"""Characters from which a checked state's string is measured on its own, its size kept by identity (`shaped_size`)."""
+
+
 def json_problem(value: Any) -> tuple[str, str] | None:
     """(path, rule) of the first part of `value` that cannot be stored as JSON, or None if all can.
 
     Iterative (no recursion limit to hit on hostile nesting)."""
-    stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
+    return _walk(value, None)
+
+
+def _walk(value: Any, shape: JsonShape | None) -> tuple[str, str] | None:
+    """json_problem; with `shape`, also records in it whether a float occurs and where the big strings are."""
+    stack: list[tuple[Any, Route, int]] = [(value, None, 0)]
+    pop, push = stack.pop, stack.append
+    big = shape.big if shape is not None else None
     while stack:
-        item, path, depth = stack.pop()
+        item, route, depth = pop()
         if item is None or isinstance(item, bool):
             continue
         if isinstance(item, str):
             if not _encodable(item):
-                return path, "a string contains a lone surrogate (U+D800-U+DFFF), which is not valid UTF-8"
+                return _path(route), "a string contains a lone surrogate (U+D800-U+DFFF), which is not valid UTF-8"
+            if big is not None and len(item) >= BIG_STRING:
+                big.append((route, item))
             continue
         if isinstance(item, int):
             if not -_INT_BOUND < item < _INT_BOUND:
-                return path, f"an integer has more than {MAX_INT_DIGITS} digits"
+                return _path(route), f"an integer has more than {MAX_INT_DIGITS} digits"
             continue
         if isinstance(item, float):
             if not math.isfinite(item):
-                return path, "NaN and Infinity are not JSON numbers"
+                return _path(route), "NaN and Infinity are not JSON numbers"
+            if shape is not None:
+                shape.floats = True
             continue
         if isinstance(item, (list, tuple)):
             if depth >= MAX_DEPTH:
-                return path, f"arrays and objects nest deeper than {MAX_DEPTH} levels"
-            stack.extend((child, f"{path}[{index}]", depth + 1) for index, child in enumerate(item))
+                return _path(route), f"arrays and objects nest deeper than {MAX_DEPTH} levels"
+            depth += 1
+            stack.extend((child, (route, index), depth) for index, child in enumerate(item))
             continue
         if isinstance(item, dict):
             if depth >= MAX_DEPTH:
-                return path, f"arrays and objects nest deeper than {MAX_DEPTH} levels"
+                return _path(route), f"arrays and objects nest deeper than {MAX_DEPTH} levels"
+            depth += 1
             for index, (key, child) in enumerate(item.items()):
                 if not isinstance(key, str):
-                    return f"{path}[<key #{index + 1}>]", "object keys must be strings"
+                    return f"{_path(route)}[<key #{index + 1}>]", "object keys must be strings"
                 if not _encodable(key):
-                    return (f"{path}[<key #{index + 1}>]",
+                    return (f"{_path(route)}[<key #{index + 1}>]",
                             "an object key contains a lone surrogate (U+D800-U+DFFF), which is not valid UTF-8")
                 if key == RESERVED_KEY:
-                    return (f"{path}[<key #{index + 1}>]",
+                    return (f"{_path(route)}[<key #{index + 1}>]",
                             f"the object key {RESERVED_KEY!r} is reserved (Dormant's references to values kept in S3)")
-                stack.append((child, path + _key_text(key, index), depth + 1))
+                push((child, (route, key, index), depth))
             continue
-        return path, f"a {type(item).__name__} is not a JSON value"
+        return _path(route), f"a {type(item).__name__} is not a JSON value"
     return None
+
+
+def _path(route: Route) -> str:
+    """A route as the path an error names: `$.items[3]`."""
+    parts = []
+    while route is not None:
+        parts.append(f"[{route[1]}]" if len(route) == 2 else _key_text(route[1], route[2]))
+        route = route[0]
+    return "$" + "".join(reversed(parts))
 
 
 def check_json(value: Any, what: str = "the value") -> Any:
@@ -173,6 +216,120 @@ def check_json(value: Any, what: str = "the value") -> Any:
         path, rule = problem
         raise InvalidJsonError(f"{what} cannot be stored: {rule} (at {path})", path=path, rule=rule)
     return value
+
+
+def check_json_shape(value: Any, what: str = "the value") -> JsonShape:
+    """check_json, returning what the walk learned for measuring `value` (`shaped_size`)."""
+    shape = JsonShape(False, [])
+    problem = _walk(value, shape)
+    if problem is not None:
+        path, rule = problem
+        raise InvalidJsonError(f"{what} cannot be stored: {rule} (at {path})", path=path, rule=rule)
+    return shape
+
+
+def shaped_size(value: Any, shape: JsonShape) -> int:
+    """json_size of `value`, which check_json_shape checked (`shape`) and nothing changed since: its big strings are
+    measured on their own, each once while it lives (`StringSizes`), the rest as one text without them (no search
+    for a float's marks when there is no float)."""
+    if not shape.big:
+        return json_size(value) if shape.floats else _plain_size(value)
+    holder = [value]  # (the value's place: its copy goes there)
+    copies: dict[int, Any] = {}  # id(a route) -> the copy of the container there
+    copied: set[int] = set()  # (ids of the copies: the value itself is never changed)
+
+    def container(route: Route) -> Any:
+        """The copy of the container at `route` (made, with those above it, on the first ask)."""
+        known = copies.get(id(route))
+        if known is None:
+            parent, key = (holder, 0) if route is None else (container(route[0]), route[1])
+            known = parent[key]
+            if id(known) not in copied:
+                known = parent[key] = _copy(known)
+                copied.add(id(known))
+            copies[id(route)] = known
+        return known
+
+    size = STRING_SIZES.size
+    sizes = 0
+    for route, text in shape.big:
+        sizes += size(text)
+        if route is None:
+            return sizes  # (the value is one big string)
+        container(route[0])[route[1]] = ""  # (written `""`: two bytes in place of the string's)
+    STRING_SIZES.sweep(len(shape.big))
+    rest = json_size(holder[0]) if shape.floats else _plain_size(holder[0])
+    return rest - 2 * len(shape.big) + sizes
+
+
+def _copy(container: Any) -> Any:
+    return dict(container) if isinstance(container, dict) else list(container)
+
+
+def _plain_size(value: Any) -> int:
+    """json_size of a checked value without floats: pydantic-core's text is Python's."""
+    if _FAST_PATH:
+        try:
+            return len(to_json(value))
+        except Exception:  # (what pydantic-core refuses: Python's own encoder decides, as json_size does)
+            pass
+    return json_size(value)
+
+
+class StringSizes:
+    """The JSON sizes of big strings, by identity: a state's big strings live across its commits and wake-ups (the
+    in-memory store keeps the very objects, and pydantic's validation and dump keep them), so each is measured once.
+    Exact: an entry holds its string, so no other object can take its id while it is kept. Bounded: at most
+    `budget` characters kept; `sweep` drops the strings nothing else holds any more, the oldest go first when full."""
+
+    def __init__(self, budget: int = 32 * 1024 * 1024) -> None:
+        self.budget = budget
+        self.kept = 0  # characters of the strings held
+        self._sizes: dict[int, tuple[str, int]] = {}
+        self._lock = threading.Lock()  # (Lambda's threads mode runs wake-ups in threads)
+
+    def __len__(self) -> int:
+        return len(self._sizes)
+
+    def size(self, text: str) -> int:
+        known = self._sizes.get(id(text))
+        if known is not None and known[0] is text:
+            return known[1]
+        size = _plain_size(text)
+        with self._lock:
+            if id(text) not in self._sizes:
+                self._sizes[id(text)] = (text, size)
+                self.kept += len(text)
+            while self.kept > self.budget:
+                self._drop(next(iter(self._sizes)))
+        return size
+
+    def sweep(self, count: int) -> None:
+        """Look at up to `count` of the oldest entries: drop those whose string only this holds, keep the others
+        (they go to the back). Called with the number of strings just measured: the sweeping keeps pace."""
+        with self._lock:
+            for _ in range(min(count, len(self._sizes))):
+                key = next(iter(self._sizes))
+                entry = self._sizes.pop(key)
+                if sys.getrefcount(entry[0]) > _HELD_HERE:
+                    self._sizes[key] = entry
+                else:
+                    self.kept -= len(entry[0])
+
+    def _drop(self, key: int) -> None:
+        self.kept -= len(self._sizes.pop(key)[0])
+
+
+# getrefcount's count of a string only an entry holds, as `sweep` asks it: the entry's tuple, the local `entry`, the
+# call's argument (measured at import: interpreters differ; an error only keeps a dead string a while, never a size)
+def _held_here() -> int:
+    entry = ("".join(("x", str(id(object())))), 0)
+    return sys.getrefcount(entry[0])
+
+
+_HELD_HERE = _held_here()
+STRING_SIZES = StringSizes()
+"""The process's sizes of big strings (`shaped_size`)."""
 
 
 def describe_errors(error: ValidationError, *, limit: int = 5, prefix: tuple[str | int, ...] = ()) -> str:
