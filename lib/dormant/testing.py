@@ -256,21 +256,22 @@ class _Runner:
         (an in-process wait beside a running step: a race timer, a queue wait): only moving the clock ends
         those. Requests under way (a send started in a task) are waited for first."""
         watch = _Progress(self, what)
+        await asyncio.sleep(0)  # tasks the test just started (a send, a call) get to run up to their first wait
         while True:
-            await asyncio.sleep(0)  # tasks the test just started (a send, a call) get to run up to their first wait
             self.kick()
             now = self.clock.now()
             if any(s.moment <= now for s in self.clock.sleeping()):
                 watch.check()
+                await asyncio.sleep(0)
                 continue  # a wait the clock just reached has yet to see it
             waiting = self.waiting_on_clock() if clock_waits else set()
             busy = [task for actor_id, task in self.running.items() if actor_id not in waiting]
             if not busy and not self.service.requests.open:
                 break
             if busy:
-                done, _ = await asyncio.wait(busy, timeout=POLL if clock_waits else watch.slice())
-                if done:
-                    await asyncio.sleep(0)  # let call_soon kicks from the finished wake-ups run
+                # (when a wake-up is done, the kicks it scheduled with call_soon have run: its done callbacks, which
+                # end this wait, were scheduled after them)
+                await asyncio.wait(busy, timeout=POLL if clock_waits else watch.slice())
             else:
                 await asyncio.sleep(POLL)
             watch.check()

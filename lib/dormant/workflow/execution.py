@@ -272,7 +272,8 @@ class Execution:
     def delete_prefix(self, prefix: str) -> None:
         # An open callback deleted with its scope (a compacted loop iteration) is over: closed before the run's end
         # (dormant.workflow.callbacks.close_ended).
-        self.deleted_callbacks += [e for e in self.index.under(prefix) if e.kind is EntryKind.CALLBACK]
+        if self.index.callbacks:  # (the index's callback entries: none, most often, and nothing to look for)
+            self.deleted_callbacks += [e for e in self.index.under(prefix) if e.kind is EntryKind.CALLBACK]
         if not self.index.remove_prefix(prefix):
             return  # nothing stored under it (already compacted)
         for loc in [loc for loc in self._dirty if loc == prefix or loc.startswith(prefix + "/")]:

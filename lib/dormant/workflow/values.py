@@ -50,8 +50,8 @@ def json_size(value: Any) -> int:
         try:
             fast = to_json(value)
         except Exception:  # (what pydantic-core refuses: Python's own encoder decides, as before)
-            fast = b"E"
-        if _same_as_python(fast):
+            fast = None
+        if fast is not None and _same_as_python(fast):
             return len(fast)
     text = _COMPACT.encode(value)
     return len(text) if text.isascii() else len(text.encode())  # (isascii is a flag: no copy of ASCII text)
@@ -60,7 +60,7 @@ def json_size(value: Any) -> int:
 def _same_as_python(fast: bytes) -> bool:
     """Whether pydantic-core's text `fast` is certainly Python's: it holds none of the marks of a float the two
     write differently."""
-    if b"E" in fast or b"0.0000" in fast:
+    if b"0.0000" in fast:  # (neither writes a float's exponent as "E")
         return False
     # (a one-byte search is a memchr; a two-byte one scans several times slower: on big text, any "e" at all)
     if len(fast) <= _FAST_SCAN_BYTES:
