@@ -73,8 +73,8 @@ class ActorContext:
         self._state = state
         self._events = events
         self._ids = ids
-        self._search = SearchAttributes(definition.name, definition.search, search if search is not None else {},
-                                        search_changes if search_changes is not None else {})
+        self._search_of: tuple[dict[str, Stored] | None, dict[str, Stored | None] | None] = (search, search_changes)
+        self._search: SearchAttributes | None = None  # made on first use: most steps never look
         self.ref = ref
         self.vars = vars
         self.input = actor_input
@@ -98,7 +98,13 @@ class ActorContext:
     def search(self) -> SearchAttributes:
         """The actor's search attributes (dormant.core.search): set them here, they are stored with this step's or
         action's commit; `dormant actors list --where` finds the actor by them."""
-        return self._search
+        view = self._search
+        if view is None:
+            search, changes = self._search_of
+            view = self._search = SearchAttributes(self._definition.name, self._definition.search,
+                                                   search if search is not None else {},
+                                                   changes if changes is not None else {})
+        return view
 
     @property
     def name(self) -> str:

@@ -42,30 +42,50 @@ def json_size(value: Any) -> int:
     Measured with pydantic-core's encoder, several times faster than Python's, where both write the same text: the
     same escapes, raw UTF-8, the same shortest digits of a float. They differ only in how some floats are written
     (pydantic-core writes 1e-5 <= |x| < 1e-4 as 0.0000..., Python with an exponent; exponents as 1e+16 or 1e-6, signed
-    always), so text holding an exponent or "0.0000" anywhere (a string's too: cheaper than telling them apart) is
+    always), so text holding "0.0000" or an exponent (a digit, "e", a sign, a digit) anywhere, a string's too, is
     measured with Python's encoder (tests/unit/test_limits.py compares the two on every kind of value)."""
     if value is None:
         return 4
-    if _FAST_PATH:
+    if FAST_PATH:
         try:
             fast = to_json(value)
         except Exception:  # (what pydantic-core refuses: Python's own encoder decides, as before)
             fast = None
-        if fast is not None and _same_as_python(fast):
+        if fast is not None and same_as_python(fast):
             return len(fast)
     text = _COMPACT.encode(value)
     return len(text) if text.isascii() else len(text.encode())  # (isascii is a flag: no copy of ASCII text)
 
 
-def _same_as_python(fast: bytes) -> bool:
+def same_as_python(fast: bytes) -> bool:
     """Whether pydantic-core's text `fast` is certainly Python's: it holds none of the marks of a float the two
     write differently."""
-    if b"0.0000" in fast:  # (neither writes a float's exponent as "E")
-        return False
-    # (a one-byte search is a memchr; a two-byte one scans several times slower: on big text, any "e" at all)
-    if len(fast) <= _FAST_SCAN_BYTES:
-        return b"e+" not in fast and b"e-" not in fast
-    return b"e" not in fast
+    if len(fast) > _FAST_SCAN_BYTES:
+        # (a one-byte search is a memchr; a two-byte one scans several times slower: on big text, any "e" at all)
+        return fast.find(b"0.0000") < 0 and fast.find(b"e") < 0
+    return fast.find(b"0.0000") < 0 and _no_exponent(fast, b"e-") and _no_exponent(fast, b"e+")
+
+
+_DIGITS = frozenset(b"0123456789")
+_BEFORE_NUMBER = frozenset(b":,[")  # (compact JSON: no spaces)
+
+
+def _no_exponent(text: bytes, mark: bytes) -> bool:
+    """Whether no number in `text` has an exponent written with `mark` ("e-" or "e+"): the mark between digits, and
+    those digits a number's (the text's start, or ":", "," or "[" before them and their sign), not a string's (a
+    UUID's "...6e-4..." is common)."""
+    at = text.find(mark)
+    while at >= 0:
+        if at > 0 and text[at - 1] in _DIGITS and at + 2 < len(text) and text[at + 2] in _DIGITS:
+            start = at - 1
+            while start > 0 and (text[start - 1] in _DIGITS or text[start - 1] == 46):  # (digits and ".")
+                start -= 1
+            if start > 0 and text[start - 1] == 45:  # (its sign)
+                start -= 1
+            if start == 0 or text[start - 1] in _BEFORE_NUMBER:
+                return False
+        at = text.find(mark, at + 2)
+    return True
 
 
 def _marks_catch_every_difference() -> bool:
@@ -74,14 +94,16 @@ def _marks_catch_every_difference() -> bool:
     (1e16), and there only Python's encoder measures."""
     samples = (1e16, -1e16, 1e22, 1.5e300, 1.7976931348623157e308, 1e-5, 1.5e-5, 1e-7, 5e-324, 1e15, 0.0001, 0.1,
                123456789.0, 1.0, -0.0, 2.5e-10)
-    for sample in samples:
+    for sample in (*samples, *({"k": [0, sample]} for sample in samples)):  # (a number alone and inside)
         fast = to_json(sample)
-        if fast != _COMPACT.encode(sample).encode() and _same_as_python(fast):
+        if fast != _COMPACT.encode(sample).encode() and same_as_python(fast):
             return False
     return True
 
 
-_FAST_PATH = _marks_catch_every_difference()
+FAST_PATH = _marks_catch_every_difference()
+"""Whether json_size measures with pydantic-core's encoder (the installed version marks every float it writes unlike
+Python's json)."""
 
 
 MAX_DEPTH = 64
@@ -268,7 +290,7 @@ def _copy(container: Any) -> Any:
 
 def _plain_size(value: Any) -> int:
     """json_size of a checked value without floats: pydantic-core's text is Python's."""
-    if _FAST_PATH:
+    if FAST_PATH:
         try:
             return len(to_json(value))
         except Exception:  # (what pydantic-core refuses: Python's own encoder decides, as json_size does)
