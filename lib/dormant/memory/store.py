@@ -244,11 +244,13 @@ class MemoryEventStore:
                                   f"found {record.version if record else 'no actor'}")
         if draft is not self._checked:  # (the runtime checks every draft first: not twice)
             self.check_commit(ref, expected_version, draft)
+        history = record.history
         for prefix in draft.deleted_prefixes:
-            for location in [loc for loc in record.history if loc == prefix or loc.startswith(prefix + "/")]:
-                del record.history[location]
+            below = prefix + "/"
+            for location in [loc for loc in history if loc.startswith(below) or loc == prefix]:
+                del history[location]
         for item in draft.upserts:
-            record.history[item["location"]] = item
+            history[item["location"]] = item
         if draft.state is not None:
             record.state = dict(draft.state)
         if draft.workflow is not None:

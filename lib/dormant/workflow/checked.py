@@ -37,8 +37,13 @@ def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:
     state = draft.state
     state_size = sizes.state if state is preview.state or state == preview.state else json_size(state)
     previewed, upserts = preview.upserts, draft.upserts
-    if len(upserts) == 1 and len(previewed) == 1 and _same_entry(previewed[0], upserts[0]):
-        found = sizes.upserts  # a step's own commit: the entry it completed
+    if len(previewed) == 1:  # (a step's preview: the entry it completed, and what the commit adds beside it)
+        only, only_size, location = previewed[0], sizes.upserts[0], previewed[0]["location"]
+        if len(upserts) == 1 and _same_entry(only, upserts[0]):
+            found = sizes.upserts
+        else:
+            found = [only_size if entry["location"] == location and _same_entry(only, entry) else json_size(entry)
+                     for entry in upserts]
     else:
         measured = {entry["location"]: (entry, size) for entry, size in zip(previewed, sizes.upserts, strict=True)}
         found = []

@@ -233,7 +233,9 @@ def _path(route: Route) -> str:
 
 def check_json(value: Any, what: str = "the value") -> Any:
     """`value` itself if it can be stored as JSON; otherwise InvalidJsonError naming `what`, path and rule."""
-    problem = json_problem(value)
+    if value is None:
+        return value  # (most steps' result)
+    problem = _walk(value, None)
     if problem is not None:
         path, rule = problem
         raise InvalidJsonError(f"{what} cannot be stored: {rule} (at {path})", path=path, rule=rule)
