@@ -233,8 +233,9 @@ def _path(route: Route) -> str:
 
 def check_json(value: Any, what: str = "the value") -> Any:
     """`value` itself if it can be stored as JSON; otherwise InvalidJsonError naming `what`, path and rule."""
-    if value is None:
-        return value  # (most steps' result)
+    kind = type(value)
+    if value is None or kind is bool or (kind is int and -_INT_BOUND < value < _INT_BOUND):
+        return value  # (most steps' result: nothing to walk)
     problem = _walk(value, None)
     if problem is not None:
         path, rule = problem
