@@ -236,10 +236,19 @@ def test_big_string_sizes_are_kept_by_identity_within_a_budget_and_dropped_when_
     sizes.size(texts[2])  # (kept: no new entry)
     assert len(sizes) == 2
     del texts[2], text  # (the loop variable held it too)
-    sizes.sweep(2)  # texts[2] is only held here now; the fourth string is still ours
+    sizes.sweep()  # texts[2] is only held here now; the fourth string is still ours
     assert len(sizes) == 1 and sizes.kept == len(fourth)
-    sizes.sweep(5)
-    assert len(sizes) == 1  # (a live string stays, however often it is swept)
+    fifth = "".join(("d", "e" * 20))
+    sizes.size(fifth)
+    sizes.sweep()
+    assert len(sizes) == 2  # (a live string stays, however often it is swept)
+    del fifth
+    sizes.sweep()
+    assert len(sizes) == 2  # (nothing measured since the last sweep: nothing looked at)
+    for _ in range(2):
+        sizes.size("".join(("f", "g" * 20)))  # (a temporary: dead as soon as measured)
+        sizes.sweep()  # the two oldest looked at: the fifth (dead: gone), then the first temporary
+        assert len(sizes) == 2 and sizes.kept == len(fourth) + 21  # the fourth and the last temporary
 
 
 async def test_a_state_of_big_strings_is_sized_by_the_engine_exactly_and_refused_over_the_ceiling(

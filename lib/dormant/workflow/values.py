@@ -282,7 +282,7 @@ def shaped_size(value: Any, shape: JsonShape) -> int:
         if route is None:
             return sizes  # (the value is one big string)
         container(route[0])[route[1]] = ""  # (written `""`: two bytes in place of the string's)
-    STRING_SIZES.sweep(len(shape.big))
+    STRING_SIZES.sweep()
     rest = json_size(holder[0]) if shape.floats else _plain_size(holder[0])
     return rest - 2 * len(shape.big) + sizes
 
@@ -311,6 +311,7 @@ class StringSizes:
         self.budget = budget
         self.kept = 0  # characters of the strings held
         self._sizes: dict[int, tuple[str, int]] = {}
+        self._owed = 0  # entries `sweep` looks at next: two per string measured since the last sweep
         self._lock = threading.Lock()  # (Lambda's threads mode runs wake-ups in threads)
 
     def __len__(self) -> int:
@@ -325,21 +326,24 @@ class StringSizes:
             if id(text) not in self._sizes:
                 self._sizes[id(text)] = (text, size)
                 self.kept += len(text)
+                self._owed += 2
             while self.kept > self.budget:
                 self._drop(next(iter(self._sizes)))
         return size
 
-    def sweep(self, count: int) -> None:
-        """Look at up to `count` of the oldest entries: drop those whose string only this holds, keep the others
-        (they go to the back). Called with the number of strings just measured: the sweeping keeps pace."""
+    def sweep(self) -> None:
+        """Look at the oldest entries, two per string measured since the last sweep (so the sweeping keeps pace with
+        what comes in, at no cost when nothing does): drop those whose string only this holds, move the others to the
+        back."""
         with self._lock:
-            for _ in range(min(count, len(self._sizes))):
+            for _ in range(min(self._owed, len(self._sizes))):
                 key = next(iter(self._sizes))
                 entry = self._sizes.pop(key)
                 if sys.getrefcount(entry[0]) > _HELD_HERE:
                     self._sizes[key] = entry
                 else:
                     self.kept -= len(entry[0])
+            self._owed = 0
 
     def _drop(self, key: int) -> None:
         self.kept -= len(self._sizes.pop(key)[0])
