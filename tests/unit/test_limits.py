@@ -225,19 +225,21 @@ def test_an_error_names_the_same_path_as_before() -> None:
 
 
 def test_big_string_sizes_are_kept_by_identity_within_a_budget_and_dropped_when_nothing_else_holds_them() -> None:
+    from sys import getsizeof
+
     from dormant.workflow.values import StringSizes
-    sizes = StringSizes(budget=100)
     texts = ["".join(("a", str(n), "\n" * 30)) for n in range(3)]  # (escapes: a size is not a length)
+    sizes = StringSizes(budget=3 * getsizeof(texts[0]))
     for text in texts:
         assert sizes.size(text) == _python_size(text)
-    assert len(sizes) == 3 and sizes.kept == sum(len(text) for text in texts)
+    assert len(sizes) == 3 and sizes.kept == sum(getsizeof(text) for text in texts)
     fourth = "".join(("b", "c" * 40))
-    assert sizes.size(fourth) == 43 and sizes.kept <= 100 and len(sizes) == 2  # the oldest went: over budget
+    assert sizes.size(fourth) == 43 and sizes.kept <= sizes.budget and len(sizes) == 2  # the oldest went: over budget
     sizes.size(texts[2])  # (kept: no new entry)
     assert len(sizes) == 2
     del texts[2], text  # (the loop variable held it too)
     sizes.sweep()  # texts[2] is only held here now; the fourth string is still ours
-    assert len(sizes) == 1 and sizes.kept == len(fourth)
+    assert len(sizes) == 1 and sizes.kept == getsizeof(fourth)
     fifth = "".join(("d", "e" * 20))
     sizes.size(fifth)
     sizes.sweep()
@@ -248,7 +250,9 @@ def test_big_string_sizes_are_kept_by_identity_within_a_budget_and_dropped_when_
     for _ in range(2):
         sizes.size("".join(("f", "g" * 20)))  # (a temporary: dead as soon as measured)
         sizes.sweep()  # the two oldest looked at: the fifth (dead: gone), then the first temporary
-        assert len(sizes) == 2 and sizes.kept == len(fourth) + 21  # the fourth and the last temporary
+        assert len(sizes) == 2 and sizes.kept == getsizeof(fourth) + getsizeof("f" * 21)  # it and the last temporary
+    sizes.sweep(at_least=2)  # (a new state cell's sweep: nothing measured since, two looked at)
+    assert len(sizes) == 1 and sizes.kept == getsizeof(fourth)
 
 
 async def test_a_state_of_big_strings_is_sized_by_the_engine_exactly_and_refused_over_the_ceiling(

@@ -8,7 +8,14 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from dormant.workflow.errors import InvalidStateError
-from dormant.workflow.values import JsonShape, check_json_shape, describe_errors, shaped_size
+from dormant.workflow.values import (
+    STRING_SIZES,
+    SWEEP_PER_WAKE,
+    JsonShape,
+    check_json_shape,
+    describe_errors,
+    shaped_size,
+)
 
 
 class StateCell:
@@ -23,6 +30,7 @@ class StateCell:
         self.value: BaseModel = model_type.model_validate(committed)
         # The last dump `check` returned and what its check learned (for measuring it: `big_size`).
         self._checked: tuple[dict[str, Any], JsonShape] | None = None
+        STRING_SIZES.sweep(SWEEP_PER_WAKE)  # (big strings of states gone since: let go, a few per cell)
 
     def dump(self) -> dict[str, Any]:
         return self.value.model_dump(mode="json")

@@ -163,6 +163,9 @@ class JsonShape:
 
 BIG_STRING = 8192
 """Characters from which a checked state's string is measured on its own, its size kept by identity (`shaped_size`)."""
+SWEEP_PER_WAKE = 8
+"""Entries of `STRING_SIZES` each new state cell (each wake-up, each action) looks at: the strings of a big state that
+is gone (a wake-up's, loaded from DynamoDB) are let go within a few wake-ups of any actor."""
 
 
 def json_problem(value: Any) -> tuple[str, str] | None:
@@ -304,12 +307,13 @@ def _plain_size(value: Any) -> int:
 class StringSizes:
     """The JSON sizes of big strings, by identity: a state's big strings live across its commits and wake-ups (the
     in-memory store keeps the very objects, and pydantic's validation and dump keep them), so each is measured once.
-    Exact: an entry holds its string, so no other object can take its id while it is kept. Bounded: at most
-    `budget` characters kept; `sweep` drops the strings nothing else holds any more, the oldest go first when full."""
+    Exact: an entry holds its string, so no other object can take its id while it is kept. Bounded: the strings held
+    take at most `budget` bytes of memory, the oldest go first when full; `sweep` drops those nothing else holds any
+    more (after a wake-up of a big state loaded from DynamoDB, its strings: each wake-up sweeps a few)."""
 
     def __init__(self, budget: int = 32 * 1024 * 1024) -> None:
         self.budget = budget
-        self.kept = 0  # characters of the strings held
+        self.kept = 0  # bytes of memory of the strings held (sys.getsizeof)
         self._sizes: dict[int, tuple[str, int]] = {}
         self._owed = 0  # entries `sweep` looks at next: two per string measured since the last sweep
         self._lock = threading.Lock()  # (Lambda's threads mode runs wake-ups in threads)
@@ -325,28 +329,30 @@ class StringSizes:
         with self._lock:
             if id(text) not in self._sizes:
                 self._sizes[id(text)] = (text, size)
-                self.kept += len(text)
+                self.kept += sys.getsizeof(text)
                 self._owed += 2
             while self.kept > self.budget:
                 self._drop(next(iter(self._sizes)))
         return size
 
-    def sweep(self) -> None:
+    def sweep(self, at_least: int = 0) -> None:
         """Look at the oldest entries, two per string measured since the last sweep (so the sweeping keeps pace with
-        what comes in, at no cost when nothing does): drop those whose string only this holds, move the others to the
+        what comes in) and at least `at_least`: drop those whose string only this holds, move the others to the
         back."""
+        if not self._sizes:
+            return
         with self._lock:
-            for _ in range(min(self._owed, len(self._sizes))):
+            for _ in range(min(max(self._owed, at_least), len(self._sizes))):
                 key = next(iter(self._sizes))
                 entry = self._sizes.pop(key)
                 if sys.getrefcount(entry[0]) > _HELD_HERE:
                     self._sizes[key] = entry
                 else:
-                    self.kept -= len(entry[0])
+                    self.kept -= sys.getsizeof(entry[0])
             self._owed = 0
 
     def _drop(self, key: int) -> None:
-        self.kept -= len(self._sizes.pop(key)[0])
+        self.kept -= sys.getsizeof(self._sizes.pop(key)[0])
 
 
 # getrefcount's count of a string only an entry holds, as `sweep` asks it: the entry's tuple, the local `entry`, the
