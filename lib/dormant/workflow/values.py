@@ -42,8 +42,9 @@ def json_size(value: Any) -> int:
     Measured with pydantic-core's encoder, several times faster than Python's, where both write the same text: the
     same escapes, raw UTF-8, the same shortest digits of a float. They differ only in how some floats are written
     (pydantic-core writes 1e-5 <= |x| < 1e-4 as 0.0000..., Python with an exponent; exponents as 1e+16 or 1e-6, signed
-    always), so text holding "0.0000" or an exponent (a digit, "e", a sign, a digit) anywhere, a string's too, is
-    measured with Python's encoder (tests/unit/test_limits.py compares the two on every kind of value)."""
+    always), so text holding "0.0000" anywhere (a string's too), or a number with an exponent (a string's "6e-4" mostly
+    not: see `same_as_python`), is measured with Python's encoder (tests/unit/test_limits.py compares the two on every
+    kind of value)."""
     if value is None:
         return 4
     if FAST_PATH:
