@@ -15,6 +15,7 @@ from dormant.memory.history import CompactHistory
 from dormant.memory.store import MemoryEventStore
 from dormant.ports import ActorMeta, ActorRef
 from dormant.testing import TestEnv
+from dormant.workflow.caller import Caller
 from dormant.workflow.entries import Entry, working_copies
 from dormant.workflow.history import (
     BranchRecord,
@@ -51,6 +52,11 @@ def samples() -> list[HistoryEntry]:
         HistoryEntry(location="q", kind=EntryKind.MESSAGE, name="q", seq=3, timed_out=True, deadline=99.0,
                      messages=[RecordedMessage(id="m", name="jobs", body={"a": [1, None]}, created_at=3.0,
                                                completed=True)]),
+        HistoryEntry(location="q2", kind=EntryKind.MESSAGE, name="q2", seq=3, status=EntryStatus.COMPLETED,
+                     messages=[RecordedMessage(id="m1", name="jobs", body=None, created_at=0.0, completable=False,
+                                               sender=Caller(kind="actor", id="a/b", claims={"name": "a"})),
+                               RecordedMessage(id="m2", name="jobs", body=[1.5, "x"], created_at=-2.5,
+                                               completable=True, sender=Caller(kind="anonymous", id="anonymous"))]),
         HistoryEntry(location="r", kind=EntryKind.RACE, name="r", seq=4, winner="a", branches={
             "a": BranchRecord(status=BranchStatus.COMPLETED, output=False),
             "b": BranchRecord(status=BranchStatus.FAILED, error=error), "c": BranchRecord()}),
@@ -144,8 +150,27 @@ def test_what_pydantic_would_convert_or_refuse_goes_through_the_model() -> None:
     assert converted[0].attempts == 2 and converted[0].created_at == 3.0  # pydantic's lax conversions
     assert Entry.from_json({**base, "attempts": "2"}) is None
     assert working_copies(StoredHistory([{**base, "created_at": 3}]))[0].created_at == 3.0  # int -> float here too
+    message = {"id": "m", "name": "q", "body": {}, "created_at": 1.0}
+    for odd in ({**message, "created_at": True}, {**message, "completed": 1}, {**message, "id": 5},
+                {**message, "completable": "yes"}, {**message, "extra": 1}):
+        item = {**base, "messages": [odd]}
+        assert Entry.from_json(item) is None  # the models decide: they convert, ignore or refuse
+        try:
+            expected: Any = TypeAdapter(list[HistoryEntry]).validate_python([item])[0].model_dump(
+                mode="json", exclude_defaults=True)
+        except ValidationError as error:
+            expected = str(error)
+        try:
+            read: Any = working_copies(StoredHistory([item]))[0].to_json()
+        except ValidationError as error:
+            read = str(error)
+        assert read == expected
+    taken = Entry.from_json({**base, "messages": [{**message, "created_at": 3}]})
+    assert taken is not None and type(taken.messages[0].created_at) is float  # int -> float, as the model reads it
     for corrupt in ({**base, "kind": "nope"}, {**base, "seq": None}, {**base, "status": 7}, {"location": "s"},
-                    {**base, "messages": [{"id": "m"}]}, {**base, "error": "bad"}):
+                    {**base, "messages": [{"id": "m"}]}, {**base, "error": "bad"},
+                    {**base, "messages": [{**message, "created_at": "x"}]},
+                    {**base, "messages": [{**message, "sender": {"kind": "nobody"}}]}):
         assert Entry.from_json(corrupt) is None
         expected = ""
         try:

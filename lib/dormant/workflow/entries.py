@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
+from dormant.workflow.caller import Caller
 from dormant.workflow.history import (
     BranchRecord,
     CallbackInfo,
@@ -36,8 +37,62 @@ _STATUS_TEXT = {status: status.value for status in EntryStatus}
 _KIND_OF = {kind.value: kind for kind in EntryKind}
 _STATUS_OF = {status.value: status for status in EntryStatus}
 _FAILURE_KINDS = frozenset(("critical", "timeout", "exhausted"))
-_NO_MESSAGES: list[RecordedMessage] = cast("list[RecordedMessage]", ())
+_NO_MESSAGES: list[Received] = cast("list[Received]", ())
 _NO_BRANCHES: dict[str, BranchRecord] = cast("dict[str, BranchRecord]", MappingProxyType({}))
+
+
+class Received:
+    """A message a queue wait took: RecordedMessage's fields in a slotted record (the engine's working copy, made per
+    message received; the model is the storage boundary's). `to_json` writes exactly what
+    `RecordedMessage.model_dump(mode="json", exclude_defaults=True)` writes."""
+
+    __slots__ = ("body", "completable", "completed", "created_at", "id", "name", "sender")
+
+    def __init__(self, id: str, name: str, body: Any, created_at: float, completed: bool = False,
+                 sender: Caller | None = None, completable: bool | None = None) -> None:
+        self.id = id
+        self.name = name
+        self.body = body
+        self.created_at = created_at
+        self.completed = completed
+        self.sender = sender  # who sent it (None: recorded before senders were, or sent in-process)
+        self.completable = completable  # whether the receive was (None: recorded before receives said)
+
+    def __repr__(self) -> str:
+        return f"Received({self.name!r}, {self.id!r})"
+
+    @staticmethod
+    def from_model(model: RecordedMessage) -> Received:
+        return Received(model.id, model.name, model.body, model.created_at, model.completed, model.sender,
+                        model.completable)
+
+    @staticmethod
+    def from_json(data: Any) -> Received | None:
+        """A stored message read as RecordedMessage would read it; None when a field is not exactly what the model
+        writes (the caller lets the models convert or refuse it)."""
+        if type(data) is not dict or not data.keys() <= _MESSAGE_FIELDS:
+            return None
+        id, name, created_at = data["id"], data["name"], data["created_at"]
+        completed, sender, completable = data.get("completed", False), data.get("sender"), data.get("completable")
+        if (type(id) is not str or type(name) is not str or type(completed) is not bool
+                or (completable is not None and type(completable) is not bool)
+                or (type(created_at) is not float and type(created_at) is not int)):
+            return None
+        return Received(id, name, data["body"], float(created_at), completed,
+                        Caller.model_validate(sender) if sender is not None else None, completable)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "name": self.name, "body": self.body, "created_at": self.created_at}
+        if self.completed:
+            data["completed"] = True
+        if self.sender is not None:
+            data["sender"] = self.sender.model_dump(mode="json", exclude_defaults=True)
+        if self.completable is not None:
+            data["completable"] = self.completable
+        return data
+
+
+_MESSAGE_FIELDS = frozenset(RecordedMessage.model_fields)
 
 
 class Entry:
@@ -62,7 +117,7 @@ class Entry:
     deadline: float | None = None  # sleep / queue timeout
     iteration: int = 0  # loop
     loop_state: Any = None
-    messages: list[RecordedMessage] = _NO_MESSAGES  # queue
+    messages: list[Received] = _NO_MESSAGES  # queue
     timed_out: bool = False
     branches: dict[str, BranchRecord] = _NO_BRANCHES  # join / race
     winner: str | None = None
@@ -74,7 +129,7 @@ class Entry:
                  status: EntryStatus = EntryStatus.PENDING, output: Any = None, error: ErrorInfo | None = None,
                  attempts: int = 0, retry_at: float | None = None, rollback_done: bool = False,
                  rollback_error: ErrorInfo | None = None, deadline: float | None = None, iteration: int = 0,
-                 loop_state: Any = None, messages: list[RecordedMessage] = _NO_MESSAGES, timed_out: bool = False,
+                 loop_state: Any = None, messages: list[Received] = _NO_MESSAGES, timed_out: bool = False,
                  branches: dict[str, BranchRecord] = _NO_BRANCHES, winner: str | None = None,
                  items: list[Any] | None = None, removed_kind: str | None = None, created_at: float = 0.0,
                  updated_at: float = 0.0, started_at: float | None = None, ended_at: float | None = None,
@@ -134,7 +189,7 @@ class Entry:
             model.location, model.kind, model.name, model.seq, model.status, model.output, model.error,
             model.attempts, model.retry_at, model.rollback_done, model.rollback_error, model.deadline,
             model.iteration, model.loop_state,
-            [m.model_copy() for m in model.messages] if model.messages else _NO_MESSAGES, model.timed_out,
+            [Received.from_model(m) for m in model.messages] if model.messages else _NO_MESSAGES, model.timed_out,
             {b: r.model_copy() for b, r in model.branches.items()} if model.branches else _NO_BRANCHES,
             model.winner, model.items, model.removed_kind, model.created_at, model.updated_at, model.started_at,
             model.ended_at, model.throttled_since, model.callback.model_copy() if model.callback is not None else None,
@@ -218,7 +273,7 @@ class Entry:
         if self.loop_state is not None:
             data["loop_state"] = self.loop_state
         if self.messages:
-            data["messages"] = [m.model_dump(mode="json", exclude_defaults=True) for m in self.messages]
+            data["messages"] = [m.to_json() for m in self.messages]
         if self.timed_out:
             data["timed_out"] = True
         if self.branches:
@@ -320,7 +375,10 @@ def _set_messages(entry: Entry, value: Any) -> bool:
     if type(value) is not list:
         return False
     if value:
-        entry.messages = [RecordedMessage.model_validate(m) for m in value]
+        messages = [Received.from_json(m) for m in value]
+        if any(m is None for m in messages):
+            return False  # (the models decide: they convert or refuse)
+        entry.messages = cast("list[Received]", messages)
     return True
 
 

@@ -14,10 +14,10 @@ from datetime import timedelta
 from typing import Any
 
 from dormant.workflow.caller import Caller
-from dormant.workflow.entries import Entry
+from dormant.workflow.entries import Entry, Received
 from dormant.workflow.errors import QueueTimeoutError, WorkflowDefinitionError
 from dormant.workflow.frame import Frame
-from dormant.workflow.history import EntryKind, EntryStatus, RecordedMessage, validate_name
+from dormant.workflow.history import EntryKind, EntryStatus, validate_name
 from dormant.workflow.signals import RollbackStop, Suspend
 from dormant.workflow.steps import seconds
 from dormant.workflow.waits import Outcome, wait_in_process
@@ -90,8 +90,8 @@ class QueueApi:
             while True:
                 taken = ex.take_messages(wanted, count)
                 if taken:
-                    entry.messages = [RecordedMessage(id=m.id, name=m.name, body=m.body, created_at=m.created_at,
-                                                      sender=m.sender, completable=completable) for m in taken]
+                    entry.messages = [Received(m.id, m.name, m.body, m.created_at, False, m.sender, completable)
+                                      for m in taken]
                     entry.status = EntryStatus.COMPLETED
                     ex.touch(entry)
                     break
@@ -105,7 +105,7 @@ class QueueApi:
                 frame.check_cancelled()  # a race decided while this branch waited: it lost
         return [self._deliver(entry, recorded, completable) for recorded in entry.messages]
 
-    def _deliver(self, entry: Entry, recorded: RecordedMessage, completable: bool) -> QueueMessage:
+    def _deliver(self, entry: Entry, recorded: Received, completable: bool) -> QueueMessage:
         ex = self._frame.execution
         body = ex.host.decode_body(recorded.name, recorded.body)
         message = QueueMessage(id=recorded.id, name=recorded.name, body=body, created_at=recorded.created_at,
@@ -114,7 +114,7 @@ class QueueApi:
             message.complete = self._completer(entry, recorded)
         return message
 
-    def _completer(self, entry: Entry, recorded: RecordedMessage) -> Callable[..., Awaitable[None]]:
+    def _completer(self, entry: Entry, recorded: Received) -> Callable[..., Awaitable[None]]:
         ex = self._frame.execution
         done_in_this_run = False
 
