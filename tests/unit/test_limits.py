@@ -208,6 +208,82 @@ def test_a_checked_values_shape_names_its_big_strings_and_floats_and_measuring_c
     assert check_json_shape("x" * BIG_STRING).big == [(None, "x" * BIG_STRING)]
 
 
+_ODD = st.sampled_from([float("nan"), float("inf"), "\ud800", 10 ** 1001, object(), (1, "t"), True, 2.5, "x" * 3])
+_ANY = st.recursive(
+    _ODD | st.none() | st.integers(min_value=-(10**40), max_value=10**40) | st.text(max_size=4),
+    lambda inner: (st.lists(inner, max_size=4)
+                   | st.dictionaries(st.sampled_from(["a", "é", "\ud800", "__dormant_blob__", 5]), inner, max_size=3)),
+    max_leaves=12)
+
+
+def _reference_walk(value: object, big_from: int) -> tuple[str | None, bool, list[object]]:
+    """The walk as it was before valid scalars were taken in place: a stack of every part, the last child first.
+    (the path of the first problem found, whether a float occurs, the big strings in the order found)"""
+    import math
+
+    from dormant.workflow.values import MAX_DEPTH, RESERVED_KEY
+
+    def _path(route: object) -> str:  # (the keys generated: "a", or by position)
+        parts = []
+        while isinstance(route, tuple):
+            key = ".a" if route[1] == "a" else f"[<key #{route[-1] + 1}>]"
+            parts.append(f"[{route[1]}]" if len(route) == 2 else key)
+            route = route[0]
+        return "$" + "".join(reversed(parts))
+    stack: list[tuple[object, object, int]] = [(value, None, 0)]
+    floats, big = False, []
+    while stack:
+        item, route, depth = stack.pop()
+        if item is None or isinstance(item, bool):
+            continue
+        if isinstance(item, str):
+            try:
+                item.encode()
+            except UnicodeEncodeError:
+                return _path(route), floats, big
+            if len(item) >= big_from:
+                big.append(item)
+        elif isinstance(item, int):
+            if abs(item) >= 10 ** 1000:
+                return _path(route), floats, big
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return _path(route), floats, big
+            floats = True
+        elif isinstance(item, (list, tuple)):
+            if depth >= MAX_DEPTH:
+                return _path(route), floats, big
+            stack.extend((child, (route, index), depth + 1) for index, child in enumerate(item))
+        elif isinstance(item, dict):
+            if depth >= MAX_DEPTH:
+                return _path(route), floats, big
+            for index, (key, child) in enumerate(item.items()):
+                if not isinstance(key, str) or key == RESERVED_KEY or "\ud800" in key:
+                    return f"{_path(route)}[<key #{index + 1}>]", floats, big
+                stack.append((child, (route, key, index), depth + 1))
+        else:
+            return _path(route), floats, big
+    return None, floats, big
+
+
+@given(_ANY, st.integers(min_value=0, max_value=3))
+def test_the_walk_finds_the_problem_the_plain_walk_found(value: object, threshold: int) -> None:
+    """Valid scalars are taken in place, not pushed: the same first problem is named (when there are several), the same
+    floats and big strings are found, in the same order."""
+    import dormant.workflow.values as values
+    original = values.BIG_STRING
+    values.BIG_STRING = threshold
+    try:
+        path, floats, big = _reference_walk(value, threshold)
+        problem = values.json_problem(value)
+        assert (problem[0] if problem else None) == path
+        if path is None:
+            shape = values.check_json_shape(value)
+            assert shape.floats == floats and [text for _, text in shape.big] == big
+    finally:
+        values.BIG_STRING = original
+
+
 def test_an_error_names_the_same_path_as_before() -> None:
     """check_json's routes are made per part and turned into a path only for the problem found."""
     from dormant.workflow.errors import InvalidJsonError

@@ -4,9 +4,9 @@ A step's result is checked before it is accepted (`Execution.check_storable`): t
 preview of the next commit, the step's entry as it will be stored included. The commit that follows stores the same
 values; measuring them again would serialize every step's result twice. `reused_sizes` hands the commit the
 preview's sizes when its values are the preview's (equal entries, the same state, responses and event payloads);
-anything else leaves the draft unmeasured, and its store measures it (dormant.core.limits.draft_sizes). A state
-holding big strings is measured by the engine, which knows its shape from its check (`StateCell.big_size`): the preview
-then carries its sizes into the store's check (`measured`).
+anything else leaves the draft unmeasured, and its store measures it (dormant.core.limits.draft_sizes). A state a step
+changed is measured by the engine, which knows its shape from its check (`StateCell.known_size`: its big strings, and
+whether it holds a float): the preview then carries its sizes into the store's check (`measured`).
 """
 
 from __future__ import annotations

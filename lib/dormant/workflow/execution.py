@@ -365,8 +365,8 @@ class Execution:
             responses=dict(self._responses), events=[*self.events, *events], workflow=None,
             committed_at=self.now(), search=dict(self._search_changes) or None)
         if draft.state is not None:
-            state_size = self.state.big_size(draft.state)
-            if state_size is not None:  # (big strings: the engine knows them from the state's check)
+            state_size = self.state.known_size(draft.state)
+            if state_size is not None:  # (the engine knows its big strings and floats from the state's check)
                 draft.sizes = measured(draft, state_size)
         self.host.check_commit(draft)
         self._preview = draft

@@ -28,7 +28,7 @@ class StateCell:
         # reverts to until the next commit. None: the committed state.
         self.kept: dict[str, Any] | None = None
         self.value: BaseModel = model_type.model_validate(committed)
-        # The last dump `check` returned and what its check learned (for measuring it: `big_size`).
+        # The last dump `check` returned and what its check learned (for measuring it: `known_size`).
         self._checked: tuple[dict[str, Any], JsonShape] | None = None
         STRING_SIZES.sweep(SWEEP_PER_WAKE)  # (big strings of states gone since: let go, a few per cell)
 
@@ -56,11 +56,11 @@ class StateCell:
         self._checked = (dump, shape)
         return dump
 
-    def big_size(self, dump: dict[str, Any]) -> int | None:
-        """The JSON size of `dump`, the last one `check` returned, when it holds big strings (each measured once while
-        it lives: dormant.workflow.values.shaped_size); None otherwise, and for any other dump (its store measures
-        it, as every value)."""
+    def known_size(self, dump: dict[str, Any]) -> int | None:
+        """The JSON size of `dump`, the last one `check` returned, from what its check learned: its big strings each
+        measured once while they live, and no search for a float's marks when it holds no float
+        (dormant.workflow.values.shaped_size); None for any other dump (its store measures it, as every value)."""
         checked = self._checked
-        if checked is None or checked[0] is not dump or not checked[1].big:
+        if checked is None or checked[0] is not dump:
             return None
         return shaped_size(dump, checked[1])

@@ -181,8 +181,48 @@ def _walk(value: Any, shape: JsonShape | None) -> tuple[str, str] | None:
     stack: list[tuple[Any, Route, int]] = [(value, None, 0)]
     pop, push = stack.pop, stack.append
     big = shape.big if shape is not None else None
+    # A container's children that are plainly valid (None, a bool, a bounded int, a finite float, a short ASCII string)
+    # are taken where they are, not pushed and popped: only a child that can be a problem (or a big string, or a
+    # container) goes on the stack, so the problems are found in the order they always were.
+    short = BIG_STRING if big is not None else sys.maxsize
+    isfinite = math.isfinite
     while stack:
         item, route, depth = pop()
+        kind = type(item)
+        if kind is dict:
+            if depth >= MAX_DEPTH:
+                return _path(route), f"arrays and objects nest deeper than {MAX_DEPTH} levels"
+            depth += 1
+            for index, (key, child) in enumerate(item.items()):
+                if type(key) is not str or not key.isascii() or key == RESERVED_KEY:
+                    problem = _key_problem(key, index, route)
+                    if problem is not None:
+                        return problem
+                plain = type(child)
+                if (child is None or plain is bool or (plain is int and -_INT_BOUND < child < _INT_BOUND)
+                        or (plain is str and len(child) < short and child.isascii())):
+                    continue
+                if plain is float and isfinite(child):
+                    if shape is not None:
+                        shape.floats = True
+                    continue
+                push((child, (route, key, index), depth))
+            continue
+        if kind is list:
+            if depth >= MAX_DEPTH:
+                return _path(route), f"arrays and objects nest deeper than {MAX_DEPTH} levels"
+            depth += 1
+            for index, child in enumerate(item):
+                plain = type(child)
+                if (child is None or plain is bool or (plain is int and -_INT_BOUND < child < _INT_BOUND)
+                        or (plain is str and len(child) < short and child.isascii())):
+                    continue
+                if plain is float and isfinite(child):
+                    if shape is not None:
+                        shape.floats = True
+                    continue
+                push((child, (route, index), depth))
+            continue
         if item is None or isinstance(item, bool):
             continue
         if isinstance(item, str):
@@ -212,17 +252,25 @@ def _walk(value: Any, shape: JsonShape | None) -> tuple[str, str] | None:
                 return _path(route), f"arrays and objects nest deeper than {MAX_DEPTH} levels"
             depth += 1
             for index, (key, child) in enumerate(item.items()):
-                if not isinstance(key, str):
-                    return f"{_path(route)}[<key #{index + 1}>]", "object keys must be strings"
-                if not _encodable(key):
-                    return (f"{_path(route)}[<key #{index + 1}>]",
-                            "an object key contains a lone surrogate (U+D800-U+DFFF), which is not valid UTF-8")
-                if key == RESERVED_KEY:
-                    return (f"{_path(route)}[<key #{index + 1}>]",
-                            f"the object key {RESERVED_KEY!r} is reserved (Dormant's references to values kept in S3)")
+                problem = _key_problem(key, index, route)
+                if problem is not None:
+                    return problem
                 push((child, (route, key, index), depth))
             continue
         return _path(route), f"a {type(item).__name__} is not a JSON value"
+    return None
+
+
+def _key_problem(key: Any, index: int, route: Route) -> tuple[str, str] | None:
+    """(path, rule) if an object's key at `index` (of the object at `route`) cannot be stored."""
+    if not isinstance(key, str):
+        return f"{_path(route)}[<key #{index + 1}>]", "object keys must be strings"
+    if not _encodable(key):
+        return (f"{_path(route)}[<key #{index + 1}>]",
+                "an object key contains a lone surrogate (U+D800-U+DFFF), which is not valid UTF-8")
+    if key == RESERVED_KEY:
+        return (f"{_path(route)}[<key #{index + 1}>]",
+                f"the object key {RESERVED_KEY!r} is reserved (Dormant's references to values kept in S3)")
     return None
 
 
