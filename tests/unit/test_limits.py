@@ -148,6 +148,19 @@ def test_json_size_is_the_size_of_pythons_json_text(value: object) -> None:
     assert json_size(value) == _python_size(value)
 
 
+@given(st.lists(_JSON, max_size=4))
+def test_sizes_measured_together_are_each_the_size_of_pythons_json_text(values: list[object]) -> None:
+    """json_sizes (a commit's entries: one search of their texts for a float's marks) gives each value's own size."""
+    from dormant.workflow.values import json_sizes
+    assert json_sizes(values) == [_python_size(value) for value in values]
+
+
+def test_sizes_measured_together_where_one_value_has_a_float_written_differently() -> None:
+    from dormant.workflow.values import json_sizes
+    for values in ([{"a": 1}, 1e16, "x"], [1e-5, {"id": "14e799b8-176e-49af"}], [{"t": [1, -5e-5]}, 2.5], [1, 1e-7]):
+        assert json_sizes(values) == [_python_size(value) for value in values]
+
+
 def test_json_size_of_floats_written_differently_by_the_two_encoders() -> None:
     from dormant.workflow.values import json_size
     for x in (1e-5, 5e-5, 9.99e-5, 1e-4, 1e-6, 1.5e-300, 5e-324, 1e15, 9.999999999999998e15, 1e16, 1e21, 1.7e308, 0.0,

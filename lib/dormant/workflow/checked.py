@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from dormant.workflow.host import CommitDraft, DraftSizes
-from dormant.workflow.values import json_size
+from dormant.workflow.values import json_size, json_sizes
 
 
 def measured(draft: CommitDraft, state_size: int | None = None) -> DraftSizes:
     """The JSON sizes of `draft`'s values; `state_size`: its state's, known already."""
     return DraftSizes(
-        upserts=[json_size(entry) for entry in draft.upserts],
+        upserts=json_sizes(draft.upserts),
         state=json_size(draft.state) if state_size is None else state_size,
         responses=[json_size(response) for response in draft.responses.values()] if draft.responses else [],
         events=[json_size(payload) for _, payload in draft.events] if draft.events else [])
