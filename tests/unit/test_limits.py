@@ -99,28 +99,34 @@ async def test_a_commit_reuses_the_sizes_its_step_check_measured_and_they_are_ex
 
     import json
 
-    import dormant.core.limits as limits
-    import dormant.workflow.checked as checked
-    original = limits.json_size
+    import dormant.workflow.values as values
+    encoders = (values.to_json, values.python_json_size)
+    python_measured: list[object] = []
 
-    def counting(value: object) -> int:
+    def fast(value: object) -> bytes:
         measured.append(json.dumps(value, sort_keys=True))
-        return original(value)
+        return encoders[0](value)
+
+    def python(value: object) -> int:
+        python_measured.append(json.dumps(value, sort_keys=True))
+        return encoders[1](value)
 
     async with TestEnv(setup(counter)) as env:
         handle = await env.client.create("sized", ["k"])
         await env.run_until_idle()
         for n in (3, 70):
             await handle.send("add", {"n": n})
-        # (the check's measuring, the commit's and the store's: what limits and the engine measure with)
-        limits.json_size = checked.json_size = counting  # type: ignore[assignment]
+        # (the encoders every measuring uses: the check's, the commit's and the store's)
+        values.to_json, values.python_json_size = fast, python  # type: ignore[assignment]
         try:
             await env.run_until_idle()
         finally:
-            limits.json_size = checked.json_size = original
+            values.to_json, values.python_json_size = encoders  # type: ignore[assignment]
         drafts = [logged.draft for logged in env.store.commit_log]
     assert len([draft for draft in drafts if draft.state is not None]) == 2  # a step's result each
-    assert measured and len(measured) == len(set(measured))  # each value measured once: entries, state
+    assert measured and len(measured) == len(set(measured))  # each value serialized once: entries, state
+    # (a text with a float's marks measured again by Python's encoder, once: the step's entries, with 1.5e-7)
+    assert len(python_measured) == len(set(python_measured)) == 2 and all("1.5e-07" in v for v in python_measured)
     for draft in drafts:
         assert draft.sizes is not None
         fresh = draft_sizes(replace(draft, sizes=None))

@@ -11,7 +11,7 @@ whether it holds a float): the preview then carries its sizes into the store's c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from dormant.workflow.host import CommitDraft, DraftSizes
 from dormant.workflow.values import json_size, json_sizes
@@ -37,24 +37,34 @@ def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:
     state = draft.state
     state_size = sizes.state if state is preview.state or state == preview.state else json_size(state)
     previewed, upserts = preview.upserts, draft.upserts
+    known: list[int | None]  # per entry of `draft`: its size in the preview, None where it is not there
     if len(previewed) == 1:  # (a step's preview: the entry it completed, and what the commit adds beside it)
         only, only_size, location = previewed[0], sizes.upserts[0], previewed[0]["location"]
         if len(upserts) == 1 and _same_entry(only, upserts[0]):
-            found = sizes.upserts
+            known = list(sizes.upserts)
         else:
-            found = [only_size if entry["location"] == location and _same_entry(only, entry) else json_size(entry)
+            known = [only_size if entry["location"] == location and _same_entry(only, entry) else None
                      for entry in upserts]
     else:
-        measured = {entry["location"]: (entry, size) for entry, size in zip(previewed, sizes.upserts, strict=True)}
-        found = []
+        by_location = {entry["location"]: (entry, size) for entry, size in zip(previewed, sizes.upserts, strict=True)}
+        known = []
         for entry in upserts:
-            known = measured.get(entry["location"])
-            found.append(known[1] if known is not None and _same_entry(known[0], entry) else json_size(entry))
+            seen = by_location.get(entry["location"])
+            known.append(seen[1] if seen is not None and _same_entry(seen[0], entry) else None)
+    found = _measured_where_unknown(upserts, known)
     responses, events = sizes.responses, sizes.events
     if draft.responses or draft.events or preview.responses or preview.events:  # (rare in a step's commit)
         responses = _reused(list(draft.responses.values()), list(preview.responses.values()), responses)
         events = _reused([payload for _, payload in draft.events], [payload for _, payload in preview.events], events)
     return DraftSizes(upserts=found, state=state_size, responses=responses, events=events)
+
+
+def _measured_where_unknown(values: list[Any], known: list[int | None]) -> list[int]:
+    """`known`, each None replaced by the size of the value in its place (those measured together: json_sizes)."""
+    if None not in known:
+        return cast("list[int]", known)
+    missing = iter(json_sizes([value for value, size in zip(values, known, strict=True) if size is None]))
+    return [next(missing) if size is None else size for size in known]
 
 
 def _same_entry(previewed: dict[str, Any], entry: dict[str, Any]) -> bool:

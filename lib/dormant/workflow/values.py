@@ -54,6 +54,11 @@ def json_size(value: Any) -> int:
             fast = None
         if fast is not None and same_as_python(fast):
             return len(fast)
+    return python_json_size(value)
+
+
+def python_json_size(value: Any) -> int:
+    """json_size measured with Python's own encoder (where pydantic-core's text may differ)."""
     text = _COMPACT.encode(value)
     return len(text) if text.isascii() else len(text.encode())  # (isascii is a flag: no copy of ASCII text)
 
@@ -70,7 +75,8 @@ def json_sizes(values: list[Any]) -> list[int]:
         return [json_size(value) for value in values]
     if same_as_python(b"[" + b",".join(texts) + b"]"):
         return [len(text) for text in texts]
-    return [len(text) if same_as_python(text) else json_size(value) for text, value in zip(texts, values, strict=True)]
+    return [len(text) if same_as_python(text) else python_json_size(value)
+            for text, value in zip(texts, values, strict=True)]
 
 
 def same_as_python(fast: bytes) -> bool:
