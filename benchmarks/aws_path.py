@@ -184,6 +184,7 @@ def run_child(lib: str, kind: str, wakeups: int, warmup: int, endpoints: tuple[s
 def compare(a: str, b: str, rounds: int, wakeups: int, warmup: int) -> None:
     results: dict[tuple[str, str], list[float]] = {}
     floors: dict[tuple[str, str], list[float]] = {}
+    least: dict[tuple[str, str], list[float]] = {}  # each process's least wake-up: steadier on a shared machine
     with servers() as endpoints:
         for r in range(rounds):
             order = [("a", a), ("b", b)] if r % 2 == 0 else [("b", b), ("a", a)]
@@ -192,17 +193,21 @@ def compare(a: str, b: str, rounds: int, wakeups: int, warmup: int) -> None:
                     result = run_child(lib, kind, wakeups, warmup, endpoints)
                     results.setdefault((name, kind), []).append(result["median_ms"])
                     floors.setdefault((name, kind), []).append(result["floor_ms"])
+                    least.setdefault((name, kind), []).append(result["min_ms"])
                     print(f"round {r + 1} {name} {kind}: {result['median_ms']:.2f} ms (the same requests alone "
                           f"{result['floor_ms']:.2f} ms)", file=sys.stderr)
     print(f"\nCPU per queue-loop wake-up (ms; median over {rounds} rounds of each process's median of {wakeups} "
           f"wake-ups after {warmup} warm-up)\n")
-    print("| clients | a | b | b / a | its requests alone: a | b |")
-    print("|---|---|---|---|---|---|")
+    print("| clients | a | b | b / a | least: a | b | b / a | its requests alone: a | b |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for kind in KINDS:
-        ma, mb = statistics.median(results[("a", kind)]), statistics.median(results[("b", kind)])
-        ratios = [y / x for x, y in zip(results[("a", kind)], results[("b", kind)], strict=True)]
-        fa, fb = statistics.median(floors[("a", kind)]), statistics.median(floors[("b", kind)])
-        print(f"| {kind} | {ma:.2f} | {mb:.2f} | {statistics.median(ratios):.2f} | {fa:.2f} | {fb:.2f} |")
+        row = []
+        for table in (results, least, floors):
+            xa, xb = table[("a", kind)], table[("b", kind)]
+            row += [f"{statistics.median(xa):.2f}", f"{statistics.median(xb):.2f}"]
+            if table is not floors:
+                row.append(f"{statistics.median([y / x for x, y in zip(xa, xb, strict=True)]):.2f}")
+        print(f"| {kind} | {' | '.join(row)} |")
     print(f"\na = {a}\nb = {b}")
     with contextlib.suppress(OSError):
         print(f"load average during the run: {os.getloadavg()}")
