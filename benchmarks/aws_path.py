@@ -11,7 +11,9 @@ A measuring process makes its own table and queues, creates the DESIGN counter (
 takes one queue message per iteration and applies it in a step), then repeats: a send through the ActorService (not
 measured), one receive from the FIFO queue as Lambda's event source does (not measured), and the worker's
 `handle(event)` for that one-record batch (measured: process CPU time, every thread, as Lambda bills it). It reports
-the median over its wake-ups after a warm-up; the table gives the median over the rounds, and b against a.
+the median and the least over its wake-ups after a warm-up, and what the last wake-up's DynamoDB requests cost made
+again alone through a fresh client of the same kind (`client_floor`: what no Dormant change can go below without
+fewer requests); the table gives the medians over the rounds, and b against a.
 """
 
 from __future__ import annotations
