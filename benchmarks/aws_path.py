@@ -11,7 +11,9 @@ A measuring process makes its own table and queues, creates the DESIGN counter (
 takes one queue message per iteration and applies it in a step), then repeats: a send through the ActorService (not
 measured), one receive from the FIFO queue as Lambda's event source does (not measured), and the worker's
 `handle(event)` for that one-record batch (measured: process CPU time, every thread, as Lambda bills it). It reports
-the median over its wake-ups after a warm-up; the table gives the median over the rounds, and b against a.
+the median and the least over its wake-ups after a warm-up, and what the last wake-up's DynamoDB requests cost made
+again alone through a fresh client of the same kind (`client_floor`: what no Dormant change can go below without
+fewer requests); the table gives the medians over the rounds, and b against a.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import copy
 import json
 import os
 import statistics
@@ -81,6 +84,14 @@ async def measure(kind: str, wakeups: int, warmup: int, profile: str | None = No
                 if received:
                     return lambda_event(received, arn=arn, region=REGION)
 
+        # The wake-up's own DynamoDB requests, recorded (the last one's are replayed for the client floor below)
+        recorded: list[tuple[str, dict[str, Any]]] = []
+
+        def record(params: dict[str, Any], model: Any, **_: Any) -> None:
+            recorded.append((model.name, copy.deepcopy(dict(params))))
+
+        worker.service.store.client.meta.events.register("before-parameter-build.dynamodb", record,
+                                                         unique_id="aws-path-record")
         samples: list[float] = []
         mains: list[float] = []  # the event loop's thread alone
         profiler = None
@@ -93,9 +104,11 @@ async def measure(kind: str, wakeups: int, warmup: int, profile: str | None = No
             gc.collect()
             if profiler is not None and i >= warmup:
                 profiler.enable()
+            recorded.clear()
             start, main = time.process_time(), time.thread_time()
             response = await worker.handle(event)
             elapsed, main = time.process_time() - start, time.thread_time() - main
+            made = list(recorded)  # (not the reads of the state check below)
             if profiler is not None and i >= warmup:
                 profiler.disable()
             if response["batchItemFailures"]:
@@ -110,9 +123,39 @@ async def measure(kind: str, wakeups: int, warmup: int, profile: str | None = No
         if profiler is not None and profile:
             profiler.dump_stats(profile)
         requests = dict(worker.metrics[-1].meter.requests)
+        floor = await client_floor(settings, made, wakeups)
         return {"kind": kind, "median_ms": statistics.median(samples) * 1000, "min_ms": min(samples) * 1000,
-                "loop_thread_ms": statistics.median(mains) * 1000,
+                "loop_thread_ms": statistics.median(mains) * 1000, "floor_ms": floor * 1000,
                 "wakeups": wakeups, "requests": requests}
+
+
+async def client_floor(settings: Any, recorded: list[tuple[str, dict[str, Any]]], repeats: int) -> float:
+    """CPU of the last wake-up's DynamoDB requests made again, alone, through a new client made as the worker makes
+    its own (this library's `open_client`, the same kind, no metering): the reads side by side as the load makes
+    them, then the write (without its condition, which its first making used up: the same item is put again)."""
+    from dormant.aws.clients import open_client
+
+    methods = {"Query": "query", "PutItem": "put_item", "GetItem": "get_item", "UpdateItem": "update_item",
+               "BatchWriteItem": "batch_write_item", "DeleteItem": "delete_item", "BatchGetItem": "batch_get_item"}
+    reads = [(name, params) for name, params in recorded if name in ("Query", "GetItem", "BatchGetItem")]
+    writes = [(name, params) for name, params in recorded if (name, params) not in reads]
+    for _, params in writes:
+        params.pop("ConditionExpression", None)
+        params.pop("ExpressionAttributeValues", None)
+        params.pop("ExpressionAttributeNames", None)
+    async with open_client("dynamodb", settings) as client:
+        async def once() -> None:
+            await asyncio.gather(*(getattr(client, methods[name])(**params) for name, params in reads))
+            for name, params in writes:
+                await getattr(client, methods[name])(**params)
+
+        samples = []
+        for i in range(5 + repeats):
+            start = time.process_time()
+            await once()
+            if i >= 5:
+                samples.append(time.process_time() - start)
+    return statistics.median(samples)
 
 
 # ---- the driver -------------------------------------------------------------------------------------------------
@@ -142,6 +185,8 @@ def run_child(lib: str, kind: str, wakeups: int, warmup: int, endpoints: tuple[s
 
 def compare(a: str, b: str, rounds: int, wakeups: int, warmup: int) -> None:
     results: dict[tuple[str, str], list[float]] = {}
+    floors: dict[tuple[str, str], list[float]] = {}
+    least: dict[tuple[str, str], list[float]] = {}  # each process's least wake-up: steadier on a shared machine
     with servers() as endpoints:
         for r in range(rounds):
             order = [("a", a), ("b", b)] if r % 2 == 0 else [("b", b), ("a", a)]
@@ -149,15 +194,22 @@ def compare(a: str, b: str, rounds: int, wakeups: int, warmup: int) -> None:
                 for name, lib in order:
                     result = run_child(lib, kind, wakeups, warmup, endpoints)
                     results.setdefault((name, kind), []).append(result["median_ms"])
-                    print(f"round {r + 1} {name} {kind}: {result['median_ms']:.2f} ms", file=sys.stderr)
+                    floors.setdefault((name, kind), []).append(result["floor_ms"])
+                    least.setdefault((name, kind), []).append(result["min_ms"])
+                    print(f"round {r + 1} {name} {kind}: {result['median_ms']:.2f} ms (the same requests alone "
+                          f"{result['floor_ms']:.2f} ms)", file=sys.stderr)
     print(f"\nCPU per queue-loop wake-up (ms; median over {rounds} rounds of each process's median of {wakeups} "
           f"wake-ups after {warmup} warm-up)\n")
-    print("| clients | a | b | b / a |")
-    print("|---|---|---|---|")
+    print("| clients | a | b | b / a | least: a | b | b / a | its requests alone: a | b |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for kind in KINDS:
-        ma, mb = statistics.median(results[("a", kind)]), statistics.median(results[("b", kind)])
-        ratios = [y / x for x, y in zip(results[("a", kind)], results[("b", kind)], strict=True)]
-        print(f"| {kind} | {ma:.2f} | {mb:.2f} | {statistics.median(ratios):.2f} |")
+        row = []
+        for table in (results, least, floors):
+            xa, xb = table[("a", kind)], table[("b", kind)]
+            row += [f"{statistics.median(xa):.2f}", f"{statistics.median(xb):.2f}"]
+            if table is not floors:
+                row.append(f"{statistics.median([y / x for x, y in zip(xa, xb, strict=True)]):.2f}")
+        print(f"| {kind} | {' | '.join(row)} |")
     print(f"\na = {a}\nb = {b}")
     with contextlib.suppress(OSError):
         print(f"load average during the run: {os.getloadavg()}")

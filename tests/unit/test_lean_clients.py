@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
 import pytest
 
 from dormant.core.clients import aiobotocore_session, botocore_session, open_client
@@ -35,3 +40,135 @@ async def test_own_inputs_are_not_validated_again_and_the_user_agent_is_made_onc
             assert client.meta.config.user_agent.count(" dormant") == 1
             with pytest.raises(EndpointConnectionError):
                 await getattr(client, operation)(**params)
+
+
+# -- the generic handlers taken off (trim_handlers): every request is still what botocore would send -----------------
+class _Raw:
+    """A response body both client kinds can read (botocore reads `stream()`, aiobotocore awaits `read()`)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self.body
+
+    async def read(self) -> bytes:
+        return self.body
+
+
+def _answer(kind: str, status: int, body: dict[str, Any]) -> Any:
+    from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
+
+    raw = json.dumps(body).encode()
+    headers = {"content-type": "application/x-amz-json-1.0", "content-length": str(len(raw))}
+    if kind == "aiobotocore":
+        from aiobotocore.awsrequest import AioAWSResponse  # type: ignore[import-untyped]
+
+        return AioAWSResponse("http://127.0.0.1:1/", status, headers, _Raw(raw))
+    return AWSResponse("http://127.0.0.1:1/", status, headers, _Raw(raw))
+
+
+@contextlib.asynccontextmanager
+async def _answered(kind: str, service: str, answers: list[tuple[int, dict[str, Any]]], *, trimmed: bool = True,
+                    attempts: int = 4) -> AsyncIterator[tuple[Any, list[Any]]]:
+    """A client whose requests are answered from `answers` (the last one repeats) instead of a server; the requests
+    it would have sent are collected (signed, after every handler ran)."""
+    sent: list[Any] = []
+
+    def answer(request: Any, **_: Any) -> Any:
+        sent.append(request)
+        return _answer(kind, *answers[min(len(sent), len(answers)) - 1])
+
+    if trimmed:
+        opened = open_client(service, SETTINGS, kind=kind, attempts=attempts)  # type: ignore[arg-type]
+    else:
+        opened = _untrimmed(kind, service, attempts)
+    async with opened as client:
+        client.meta.events.register("before-send", answer)
+        yield client, sent
+
+
+@contextlib.asynccontextmanager
+async def _untrimmed(kind: str, service: str, attempts: int) -> AsyncIterator[Any]:
+    """A client made as open_client makes it, without trim_handlers."""
+    from dormant.core import clients
+
+    def keep(client: Any) -> list[str]:
+        return []
+
+    original = clients.trim_handlers
+    clients.trim_handlers = keep
+    try:
+        async with open_client(service, SETTINGS, kind=kind, attempts=attempts) as client:  # type: ignore[arg-type]
+            yield client
+    finally:
+        clients.trim_handlers = original
+
+
+def _request_facts(request: Any) -> tuple[bytes, dict[str, str]]:
+    """What a request says, less what differs on every request (time, signature, invocation id)."""
+    varying = {"x-amz-date", "authorization", "amz-sdk-invocation-id"}
+    return request.body, {k.lower(): v for k, v in request.headers.items() if k.lower() not in varying}
+
+
+@pytest.mark.parametrize("kind", ["threads", "aiobotocore"])
+async def test_trimmed_clients_send_what_botocore_sends(kind: str) -> None:
+    calls: list[tuple[str, str, dict[str, Any]]] = [
+        ("dynamodb", "query", {"TableName": "t", "KeyConditionExpression": "pk = :pk",
+                               "ExpressionAttributeValues": {":pk": {"S": "a"}}}),
+        ("dynamodb", "put_item", {"TableName": "t", "Item": {"pk": {"S": "a"}, "z": {"B": b"\x00\x01"}}}),
+        ("sqs", "send_message", {"QueueUrl": "http://127.0.0.1:1/q", "MessageBody": "{}"})]
+    for service, operation, params in calls:
+        facts = []
+        for trimmed in (True, False):
+            async with _answered(kind, service, [(200, {})], trimmed=trimmed) as (client, sent):
+                await getattr(client, operation)(**params)
+            assert len(sent) == 1 and "authorization" in {k.lower() for k in sent[0].headers}
+            facts.append(_request_facts(sent[0]))
+        assert facts[0] == facts[1], (service, operation)
+
+
+@pytest.mark.parametrize("kind", ["threads", "aiobotocore"])
+async def test_the_operations_a_trimmed_handler_serves_keep_it(kind: str) -> None:
+    from dormant.core.clients import trim_handlers
+
+    async with _untrimmed(kind, "dynamodb", 4) as client:
+        assert trim_handlers(client) == [
+            "generate_idempotent_uuid", "_handle_request_validation_mode_member", "inject_api_version_header_if_needed",
+            "rebuild_and_replace_user_agent_handler"]
+    async with _answered(kind, "dynamodb", [(200, {})]) as (client, sent):
+        await client.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": {"pk": {"S": "a"}}}}])
+    token = json.loads(sent[0].body)["ClientRequestToken"]  # an idempotency token, filled by botocore's handler
+    assert len(token) == 36
+
+
+@pytest.mark.parametrize("kind", ["threads", "aiobotocore"])
+async def test_a_trimmed_client_retries_throttling_and_parses_errors(kind: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from botocore.exceptions import ClientError
+    from botocore.retries.standard import ExponentialBackoff  # type: ignore[import-untyped]
+
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0)  # retried at once
+
+    throttled = (400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException", "message": "slow down"})
+    found = (200, {"Items": [{"pk": {"S": "a"}, "z": {"B": "AAE="}}], "Count": 1, "ScannedCount": 1})
+    async with _answered(kind, "dynamodb", [throttled, throttled, found]) as (client, sent):
+        answer = await client.query(TableName="t", KeyConditionExpression="pk = :pk",
+                                    ExpressionAttributeValues={":pk": {"S": "a"}})
+    assert answer["Items"] == [{"pk": {"S": "a"}, "z": {"B": b"\x00\x01"}}]
+    assert len(sent) == 3  # retried twice, each attempt signed again
+    headers = [{k.lower(): v.decode() if isinstance(v, bytes) else v for k, v in r.headers.items()} for r in sent]
+    assert all(h["authorization"].startswith("AWS4-HMAC-SHA256 ") for h in headers)
+    assert [h["amz-sdk-request"].split(";")[0] for h in headers] == ["attempt=1", "attempt=2", "attempt=3"]
+
+    failed = (400, {"__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",
+                    "message": "The conditional request failed"})
+    async with _answered(kind, "dynamodb", [failed]) as (client, sent):
+        with pytest.raises(ClientError) as raised:
+            await client.put_item(TableName="t", Item={"pk": {"S": "a"}},
+                                  ConditionExpression="attribute_not_exists(pk)")
+        assert raised.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
+        assert len(sent) == 1  # never retried
+        from dormant.dynamodb.requests import Table
+
+        assert await Table(client, "t").put({"pk": {"S": "a"}}, "attribute_not_exists(pk)") is False

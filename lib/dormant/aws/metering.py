@@ -145,16 +145,20 @@ def instrument(client: Any, *, always: Meter | None = None, capacity: bool = Fal
         # by identity: meters are dataclasses, and an empty scope equals an empty `always` by value
         return (*active, always) if always is not None and all(m is not always for m in active) else active
 
-    def before_build(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
-        # DynamoDB's facts from the call's own parameters, not from its serialized body parsed again
-        context[_CONTEXT_KEY] = _dynamodb_facts(model.name, params)
-
-    def before_call(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
-        if service != "dynamodb" or _CONTEXT_KEY not in context:
-            context[_CONTEXT_KEY] = _request_facts(service, model.name, params.get("body"))
+    def count_call(operation: str) -> None:
         with _counting:
             for meter in meters():
-                meter.calls[f"{service}.{model.name}"] += 1
+                meter.calls[f"{service}.{operation}"] += 1
+
+    def before_build(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        # DynamoDB's facts from the call's own parameters, not from its serialized body parsed again; the call
+        # counted here too (once per call, as before-call would: one handler less on every request)
+        context[_CONTEXT_KEY] = _dynamodb_facts(model.name, params)
+        count_call(model.name)
+
+    def before_call(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        context[_CONTEXT_KEY] = _request_facts(service, model.name, params.get("body"))
+        count_call(model.name)
 
     def before_send(request: Any, event_name: str = "", **_: Any) -> None:
         operation = event_name.rsplit(".", 1)[-1]
@@ -189,7 +193,7 @@ def instrument(client: Any, *, always: Meter | None = None, capacity: bool = Fal
                     reads = max(floor * facts.reads, table + on_indexes)
             else:
                 writes = facts.write_units
-                reads = _read_units(model.name, parsed, facts.consistent)
+                reads = _read_units(model.name, parsed, facts.consistent, received)
         elif service == "sqs":
             payload = facts.payload if model.name in SQS_SENDS else received
             sqs = (facts.queue_kind, max(1, math.ceil(payload / SQS_CHUNK)))
@@ -207,7 +211,8 @@ def instrument(client: Any, *, always: Meter | None = None, capacity: bool = Fal
         ask_consumed_capacity(events, unique_id=f"{tag}-capacity")
     if service == "dynamodb":
         events.register("before-parameter-build.dynamodb", before_build, unique_id=f"{tag}-build")
-    events.register("before-call", before_call, unique_id=f"{tag}-facts")
+    else:
+        events.register("before-call", before_call, unique_id=f"{tag}-facts")
     events.register("before-send", before_send, unique_id=f"{tag}-send")
     events.register("after-call", after_call, unique_id=f"{tag}-call")
 
@@ -362,11 +367,18 @@ def _write_units(operation: str, params: Mapping[str, Any]) -> float:
     return 1.0  # UpdateItem / DeleteItem: the stored item's size is not on the wire; count the minimum
 
 
-def _read_units(operation: str, parsed: Mapping[str, Any], consistent: bool = True) -> float:
-    """Estimated read units: one per started 4 KB (half when eventually consistent), at least that per request."""
+def _read_units(operation: str, parsed: Mapping[str, Any], consistent: bool = True, body_bytes: int = 0) -> float:
+    """Estimated read units: one per started 4 KB (half when eventually consistent), at least that per request.
+
+    `body_bytes`: the response's length, when known. An item's JSON on the wire is never shorter than its DynamoDB
+    size (names and strings at least their UTF-8 bytes, a number's text at least its stored bytes, base64 longer
+    than its binary, every container longer than its parts), so a response of at most 4 KB holds items of at most
+    4 KB in all: each read costs the minimum, exactly what the walk of its items would find."""
     if operation not in DYNAMODB_READS:
         return 0.0
     factor = 1.0 if consistent else 0.5
+    if 0 < body_bytes <= 4096 and operation in ("GetItem", "Query", "Scan"):
+        return factor
     if operation == "GetItem":
         return factor * _units(item_size(parsed.get("Item", {})), 4096)
     if operation in ("Query", "Scan"):

@@ -57,6 +57,11 @@ def delivered_before(record: Record) -> bool:
     return receive_count(record) > 1 or f"{ATTRIBUTE_PREFIX}refreshed" in (record.get("messageAttributes") or {})
 
 
+def _interval(visibility_timeouts: Sequence[int]) -> float:
+    """Seconds between extensions: a third of the shortest visibility timeout (at least 0.2)."""
+    return max(0.2, min(visibility_timeouts) / 3)
+
+
 def backoff_seconds(receives: int, base: float, maximum: float) -> int:
     """Visibility timeout of a failed wake-up's messages after receive number `receives`."""
     return int(max(0, min(maximum, base * 2 ** max(0, receives - 1))))
@@ -108,22 +113,51 @@ class Redelivery:
     # -- keeping messages owned -----------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def owned(self, records: Sequence[Record]) -> AsyncIterator[None]:
-        """While inside, the records' messages stay invisible (extended every third of the timeout)."""
-        task = asyncio.ensure_future(self._keep_owned(records))
+        """While inside, the records' messages stay invisible (extended every third of the timeout).
+
+        Once their queues are known (after a worker's first batch from each), the extending task starts only
+        when the first extension is due: the usual wake-up, far shorter, makes and cancels no task."""
+        task: asyncio.Future[None] | None = None
+        timer: asyncio.TimerHandle | None = None
+        interval = self._known_interval(records)
+        if interval is None:
+            task = asyncio.ensure_future(self._keep_owned(records))
+        elif interval > 0:
+            def start() -> None:
+                nonlocal task
+                task = asyncio.ensure_future(self._keep_owned(records, due_now=True))
+            timer = asyncio.get_running_loop().call_later(interval, start)
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            if timer is not None:
+                timer.cancel()
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
 
-    async def _keep_owned(self, records: Sequence[Record]) -> None:
+    def _known_interval(self, records: Sequence[Record]) -> float | None:
+        """Seconds between extensions of these records' messages (0: none to extend), or None while a queue of
+        theirs is not looked up yet."""
+        timeouts = []
+        for record in records:
+            if record.get("receiptHandle") and record.get("eventSourceARN"):
+                queue = self._queues.get(str(record["eventSourceARN"]))
+                if queue is None:
+                    return None
+                timeouts.append(queue.visibility_timeout)
+        return _interval(timeouts) if timeouts else 0.0
+
+    async def _keep_owned(self, records: Sequence[Record], *, due_now: bool = False) -> None:
         by_queue = await self._by_queue(records)
         if not by_queue:
             return
-        interval = max(0.2, min(q.visibility_timeout for q, _ in by_queue) / 3)
+        interval = _interval([q.visibility_timeout for q, _ in by_queue])
         while True:
-            await asyncio.sleep(interval)
+            if not due_now:
+                await asyncio.sleep(interval)
+            due_now = False
             for queue, group in by_queue:
                 try:
                     await self._change_visibility(queue, group, queue.visibility_timeout)

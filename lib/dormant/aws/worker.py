@@ -117,8 +117,10 @@ class Worker:
                 early.append((record, message))
             else:
                 groups.setdefault(ref.id, (ref, []))[1].append((record, message))
-        outcomes = await asyncio.gather(*(self._hop(record, message) for record, message in early),
-                                        *(self._wake(ref, group, deadline) for ref, group in groups.values()))
+        runs = [*(self._hop(record, message) for record, message in early),
+                *(self._wake(ref, group, deadline) for ref, group in groups.values())]
+        # One actor's batch (the FIFO queue's usual one) runs in this task: a task of its own would only cost.
+        outcomes = [await runs[0]] if len(runs) == 1 else await asyncio.gather(*runs)
         for ids in outcomes:
             failed.extend(ids)
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
@@ -215,7 +217,8 @@ class Worker:
             self.consumed.add(ref.id, report.consumed)
         self.reports.append(report)
         self.metrics.append(WakeMetrics(ref, meter, report))
-        log.debug("woke %s: %s, %d commit(s); %s", ref, report.outcome, report.commits, meter.summary())
+        if log.isEnabledFor(logging.DEBUG):  # (the summary is made only for a logger that writes it)
+            log.debug("woke %s: %s, %d commit(s); %s", ref, report.outcome, report.commits, meter.summary())
         return []
 
     async def _pushed(self) -> None:

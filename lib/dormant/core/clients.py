@@ -11,8 +11,9 @@
   not for a process that must exit at once.
 
 Either way a request does no more per call than it must (docs/performance.md, "Through the AWS adapter"): DynamoDB's
-item responses are parsed lean (dormant.core.responses), the User-Agent is made once per client, and DynamoDB and SQS
-requests, which Dormant's own code builds, are not validated against the model again.
+item responses are parsed lean (dormant.core.responses), the User-Agent is made once per client, DynamoDB and SQS
+requests, which Dormant's own code builds, are not validated against the model again, and botocore's generic event
+handlers that can do nothing for their operations are not called on every request (`trim_handlers`).
 
 Nothing here imports aiobotocore unless it is asked for. It sits below the backends (a store can open its own
 client: DynamoEventStore.connect) and knows the settings only by their face (`ClientSettings`).
@@ -91,6 +92,48 @@ def fixed_user_agent(session: Any) -> str:
     return f"{session.user_agent_name}/{session.user_agent_version} dormant"  # (+ the session's extra, by botocore)
 
 
+def trim_handlers(client: Any) -> list[str]:
+    """Take off a DynamoDB or SQS client's events the handlers botocore calls on every request but that do nothing for
+    that service's operations; returns what was taken off (for tests and docs/performance.md).
+
+    Each is kept, by exact event name, for the operations where it could act, so nothing a request sends changes:
+
+    - `generate_idempotent_uuid` fills idempotency tokens: only operations with such a member (DynamoDB's
+      TransactWriteItems) keep it;
+    - `_handle_request_validation_mode_member` sets a response-checksum member: only operations that declare one;
+    - `inject_api_version_header_if_needed` acts on endpoint-discovery operations only;
+    - the User-Agent rebuild before each send: with `Config(user_agent=...)` (every client made here) botocore's
+      rebuilt header is that fixed text and the session's extras, which the request already carries.
+
+    The client's own event emitter is edited (a copy of the session's): other clients are untouched."""
+    from botocore import handlers  # type: ignore[import-untyped]
+
+    model = client.meta.service_model
+    service = model.service_id.hyphenize()
+    events = client.meta.events
+    trimmed: list[str] = []
+    rules: list[tuple[str, Any, Callable[[Any], bool]]] = [
+        ("before-parameter-build", handlers.generate_idempotent_uuid,
+         lambda operation: bool(operation.idempotent_members)),
+        ("before-parameter-build", getattr(handlers, "_handle_request_validation_mode_member", None),
+         lambda operation: operation.http_checksum.get("requestValidationModeMember") is not None),
+        ("before-call", handlers.inject_api_version_header_if_needed,
+         lambda operation: bool(operation.is_endpoint_discovery_operation))]
+    for event, handler, applies in rules:
+        if handler is None:
+            continue
+        events.unregister(event, handler)
+        for name in model.operation_names:
+            if applies(model.operation_model(name)):
+                events.register(f"{event}.{service}.{name}", handler)
+        trimmed.append(handler.__name__)
+    creator = getattr(client, "_user_agent_creator", None)
+    if creator is not None and client.meta.config.user_agent is not None:
+        events.unregister(f"request-created.{service}", creator.rebuild_and_replace_user_agent_handler)
+        trimmed.append("rebuild_and_replace_user_agent_handler")
+    return trimmed
+
+
 class ThreadedClient:
     """An awaitable face over a botocore client: `await client.put_item(...)` runs the call in a pool thread.
 
@@ -141,6 +184,8 @@ async def open_client(service: str, settings: ClientSettings, *, kind: ClientKin
         session = session or botocore_session()
         client = session.create_client(service, config=Config(user_agent=fixed_user_agent(session), **config),
                                        **settings.client_kwargs(service))
+        if service in OWN_INPUTS:
+            trim_handlers(client)
         try:
             yield ThreadedClient(client)
         finally:
@@ -151,6 +196,8 @@ async def open_client(service: str, settings: ClientSettings, *, kind: ClientKin
     session = session or aiobotocore_session()
     async with session.create_client(service, config=AioConfig(user_agent=fixed_user_agent(session), **config),
                                      **settings.client_kwargs(service)) as client:
+        if service in OWN_INPUTS:
+            trim_handlers(client)
         yield client
 
 

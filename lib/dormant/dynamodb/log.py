@@ -88,8 +88,12 @@ class CommitLog:
                     return None
                 inbox, held = self.messages.live(ref, pending.messages, head.hidden())
                 # Values kept in S3: a reader of a version a later commit lapped may miss one; it reads again.
-                fetched, inbox = await asyncio.gather(self.values.fetch_all(head.all_refs()),
-                                                      self.values.resolve_inbox(ref, inbox))
+                refs = head.all_refs()
+                if refs:
+                    fetched, inbox = await asyncio.gather(self.values.fetch_all(refs),
+                                                          self.values.resolve_inbox(ref, inbox))
+                else:  # (no tasks to run side by side: most versions refer to no object)
+                    fetched, inbox = {}, await self.values.resolve_inbox(ref, inbox)
                 break
             except (TornRead, BlobMissing) as error:
                 problem = error
