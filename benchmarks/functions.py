@@ -106,6 +106,7 @@ class Invocation:
     log_bytes: int
     records: int = 0  # SQS messages in the batch (worker)
     cpu_ms: float = 0.0  # the process's CPU during it (only the function's own when nothing else runs)
+    started: float = 0.0  # time.monotonic() when it began (benchmarks/requests.py times the event source with it)
 
     @property
     def billed_ms(self) -> int:
@@ -153,7 +154,8 @@ class FunctionHost:
         finally:
             wall = (time.perf_counter() - started) * 1000
             self.invocations.append(Invocation(self.name, wall, self.stdout.bytes - logged, records,
-                                              (time.process_time() - cpu) * 1000))
+                                              (time.process_time() - cpu) * 1000,
+                                              time.monotonic() - wall / 1000))
 
     def close(self) -> None:
         self._thread.shutdown(wait=True)
@@ -388,7 +390,8 @@ async def open_stack(app: str, *, wake: Batching | None = None, timers: Batching
                                                                         **kwargs))
             await create_table(dynamodb, settings)
             urls = await create_queues(sqs, settings, visibility_timeout=30)
-            os.environ.update({**_environment(settings, urls, (dynamodb_url, sqs_url), app), **(env or {})})
+            os.environ.update({**_environment(settings, urls, (dynamodb_url, sqs_url), app),
+                               "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(deploy.memory_mb), **(env or {})})
             stdout = STDOUT
             sys.stdout = stdout  # the functions' loggers take stdout when they are made (at import)
             # Every DynamoDB request of the functions' clients (made from this session) reports its capacity.

@@ -353,8 +353,15 @@ async def _reminders(probe: Probe, rounds: int, delay: float) -> None:
 
 
 async def sleep_short(probe: Probe, rounds: int) -> None:
-    """Per unit: a reminder due in 1 s: its wake-up waits for it in process (INLINE_WAIT), then one step."""
+    """Per unit: a reminder due in 1 s: beyond the in-process limit (INLINE_WAIT, 0.52 s at 512 MB) its wake-up
+    suspends (a commit and a timer) and the timer's wake-up steps; with DORMANT_INLINE_WAIT=1 (a lever) its wake-up
+    waits for it in process, then steps."""
     await _reminders(probe, rounds, 1.0)
+
+
+async def sleep_half(probe: Probe, rounds: int) -> None:
+    """Per unit: a reminder due in 0.5 s: under the in-process limit, its wake-up waits for it, then one step."""
+    await _reminders(probe, rounds, 0.5)
 
 
 async def sleep_suspended(probe: Probe, rounds: int) -> None:
@@ -416,6 +423,7 @@ async def request_response(probe: Probe, rounds: int) -> None:
         await probe.close()
         assert probe.result is not None
         probe.result.notes.append(times.note(first))
+        probe.result.notes.append(times.delivery(first, [i.started for i in stack.worker.invocations]))
 
 
 @dataclass
@@ -435,6 +443,22 @@ class AnswerTimes:
                 f"{sorted(ready)[len(ready) // 10]:.0f}, p90 {sorted(ready)[9 * len(ready) // 10]:.0f}), found "
                 f"{statistics.median(late):.0f} ms after that (median; mean {statistics.mean(late):.0f}) "
                 f"({len(ids)} calls)")
+
+
+    def delivery(self, skip: int, worker_starts: list[float]) -> str:
+        """How far into each wait the worker was invoked: the event source's delivery (emulated here: receives
+        50 ms apart while the queues are empty), against what the worker's wake-up and the wait's reads add."""
+        into = []
+        for mid in list(self.waits)[skip:]:
+            began, ended = self.waits[mid]
+            starts = [at for at in worker_starts if began <= at <= ended]
+            if starts and mid in self.written:
+                into.append((1000 * (starts[0] - began), 1000 * (self.written[mid] - starts[0])))
+        if not into:
+            return "worker invocations: none seen during the waits"
+        return (f"the worker invoked {statistics.median(i for i, _ in into):.0f} ms into the API's wait (median: "
+                f"the event source's delivery), the answer written {statistics.median(w for _, w in into):.0f} ms "
+                f"after that (median: the wake-up) ({len(into)} calls)")
 
 
 @contextlib.asynccontextmanager
@@ -497,16 +521,26 @@ SCENARIOS = [
     Scenario("3-branch join + merge", "refresh", 4, join, 16,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1),
              DurableFunctions(operations=9, operations_high=11, invocations=1), StepFunctions(7, 4)),
-    Scenario("sleep 1 s + step (waited in process)", "reminder", 1, sleep_short, 16,
-             Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=1),
-             DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1),
-             durable_ms_from="sleep 2 s + step (suspended)"),  # a durable wait suspends: no compute while waiting
+    # A 1 s sleep's floor is a suspension's: waiting a second in process bills more (docs/performance.md "The
+    # in-process wait"); since INLINE_WAIT is the break-even (0.52 s at 512 MB) it suspends.
+    Scenario("sleep 1 s + step", "reminder", 1, sleep_short, 16,
+             Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1),
+             DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1)),
     Scenario("sleep 2 s + step (suspended)", "reminder", 1, sleep_suspended, 16,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1),
              DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1)),
     Scenario("queue-loop iteration, commit ring of 8 (DORMANT_SNAPSHOT_EVERY=8)", "message", 1, queue_loop, 32,
              Floor(**ONE), DurableFunctions(operations=2, operations_high=4, invocations=1), StepFunctions(3, 1),
              lever="commit ring", env={"DORMANT_SNAPSHOT_EVERY": "8"}),
+    Scenario("sleep 1 s + step, waited in process (DORMANT_INLINE_WAIT=1)", "reminder", 1, sleep_short, 16,
+             Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=1),
+             DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1),
+             durable_ms_from="sleep 2 s + step (suspended)",  # a durable wait suspends: no compute while waiting
+             lever="in-process wait", env={"DORMANT_INLINE_WAIT": "1"}),
+    Scenario("sleep 0.5 s + step (under the in-process limit)", "reminder", 1, sleep_half, 16,
+             Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=1),
+             DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1),
+             durable_ms_from="sleep 2 s + step (suspended)", lever="in-process wait"),
     Scenario("sleep 5 s in 1 s hops + step", "reminder", 1, sleep_hopping, 8,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1),
              DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1),
