@@ -627,7 +627,10 @@ def durable_prices(scenario: Scenario, m: Measured, deploy: Deployment,
     return full, low, helpers
 
 
-def comparison_table(results: list[tuple[Scenario, Measured]], deploy: Deployment) -> str:
+def comparison_table(results: list[tuple[Scenario, Measured]], deploy: Deployment,
+                     measured: dict[str, Measured] | None = None) -> str:
+    """`measured`: every scenario of the run by name (a lever row may time durable functions by a priced one)."""
+    known = measured or {s.name: r for s, r in results}
     lines = ["| scenario | Dormant | floor | Dormant / floor (goal <= 1.2) | floor with the dedupe rule | Dormant / "
              "it | durable functions: full price (lower bound; documented helpers) | Dormant / durable full (goal <= "
              "0.33) | Step Functions Standard (transitions; with Lambda tasks) |",
@@ -636,8 +639,7 @@ def comparison_table(results: list[tuple[Scenario, Measured]], deploy: Deploymen
         mine = total(m.usage, deploy) * 1e6
         floor = total(scenario.floor.usage(), deploy) * 1e6
         ruled = total(scenario.floor.guaranteed_usage(), deploy) * 1e6
-        full, low, helpers = (price * 1e6 for price in durable_prices(scenario, m, deploy,
-                                                                      {s.name: r for s, r in results}))
+        full, low, helpers = (price * 1e6 for price in durable_prices(scenario, m, deploy, known))
         sfn = scenario.step_functions
         lines.append(f"| {scenario.name} | {money(mine)} | {money(floor)} | {mine / floor:.2f} | {money(ruled)} | "
                      f"{mine / ruled:.2f} | {money(full)} ({money(low)}; {money(helpers)}) | {mine / full:.2f} | "
@@ -743,7 +745,7 @@ def report(results: list[tuple[Scenario, Measured]], deploy: Deployment, title: 
         out(f"### {name}\n")
         out(priced_table(group, deploy))
         out()
-        out(comparison_table(group, deploy))
+        out(comparison_table(group, deploy, {s.name: m for s, m in results}))
         out()
         out(usage_table(group))
         out()
