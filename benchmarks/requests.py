@@ -13,7 +13,9 @@ event sources in front of the worker. Every request is counted through botocore'
 every invocation is timed (billed duration = wall time, rounded up to the millisecond) and its log output counted.
 Each scenario runs on a fresh table and fresh function containers, and is measured after a warm-up (the actor's
 creation and first wake-up, and each function's first invocation, are left out: a steady state is priced).
-Receives that found nothing are the event source's polling, a fixed cost per queue: left out, and reported.
+The event sources long-poll as Lambda's do (benchmarks/functions.EventSource); their receives that found nothing while
+no batch was being gathered are their polling, a fixed cost per queue: left out (the floor has none either), and
+reported.
 Prices: benchmarks/prices.py. What is measured and how it is priced: docs/performance.md.
 """
 
@@ -40,6 +42,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
 from benchmarks.functions import (  # noqa: E402
+    LAMBDA_POLL_SECONDS,
     Batching,
     GatewayRequest,
     Invocation,
@@ -78,6 +81,7 @@ class Scenario:
     durable_ms_from: str = ""  # the scenario whose worker invocations time a durable function's (default: this)
     platform_logs: str = ""  # Lambda's LoggingConfig, when not template.yaml's ("Text", "JSON INFO", "JSON WARN")
     access_log: bool = True  # the API stage writes its access log (template.yaml's format)
+    gathers: bool = False  # its messages queue up before delivery (stack.hold()): its sources long-poll 1 s at a time
 
     def platform_log_bytes(self) -> int:
         """Lambda's own log bytes per invocation (its START/END/REPORT lines or JSON records), by the LoggingConfig:
@@ -292,6 +296,7 @@ async def queue_loop_batched(probe: Probe, rounds: int) -> None:
         handle = await _warm_counter(stack, client)
         probe.mark()
         for _ in range(rounds // 10 or 1):
+            await stack.hold()
             for _ in range(10):
                 await handle.send("counter", {"delta": 1})
             await stack.drain()
@@ -305,6 +310,7 @@ async def many_actors(probe: Probe, rounds: int) -> None:
     async with stack.client() as client:
         handles = [await _warm_counter(stack, client, f"c{n}") for n in range(rounds)]
         probe.mark()
+        await stack.hold()
         for handle in handles:
             await handle.send("counter", {"delta": 1})
         await stack.drain()
@@ -446,8 +452,8 @@ class AnswerTimes:
 
 
     def delivery(self, skip: int, worker_starts: list[float]) -> str:
-        """How far into each wait the worker was invoked: the event source's delivery (emulated here: receives
-        50 ms apart while the queues are empty), against what the worker's wake-up and the wait's reads add."""
+        """How far into each wait the worker was invoked: the event source's delivery (its long poll returns the
+        message; benchmarks/functions.EventSource), against what the worker's wake-up and the wait's reads add."""
         into = []
         for mid in list(self.waits)[skip:]:
             began, ended = self.waits[mid]
@@ -494,12 +500,14 @@ async def timer_batches(probe: Probe, rounds: int) -> None:
     async with stack.client() as client:
         handles = [client.get_or_create("reminder", [f"r{n}"]) for n in range(rounds)]
         warm = time.time() + 1.5  # a first timer for each, delivered in batches like the measured ones
+        await stack.hold()
         for handle in handles:
             await handle.send("reminders", {"text": "warm", "at": warm})
         await stack.drain()
         await stack.drain(until=stack.timers_fired, timeout=60)
         probe.mark()
         at = time.time() + 3
+        await stack.hold()
         for handle in handles:
             await handle.send("reminders", {"text": "due", "at": at})
         await stack.drain()  # every wake-up suspends until `at`: a timer each
@@ -517,7 +525,7 @@ SCENARIOS = [
              DurableFunctions(operations=2, operations_high=4, invocations=1), StepFunctions(3, 1)),
     Scenario("queue loop, 10 messages per batch", "message", 1, queue_loop_batched, 160,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=0.1, loads=0.1, commits=1),
-             DurableFunctions(operations=2, operations_high=4, invocations=0.1), StepFunctions(3, 1)),
+             DurableFunctions(operations=2, operations_high=4, invocations=0.1), StepFunctions(3, 1), gathers=True),
     Scenario("3-branch join + merge", "refresh", 4, join, 16,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1),
              DurableFunctions(operations=9, operations_high=11, invocations=1), StepFunctions(7, 4)),
@@ -572,18 +580,18 @@ SCENARIOS = [
     Scenario("10 actors, 1 message each, batch size 10", "message", 1, many_actors, 10,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=0.1, loads=1, commits=1),
              DurableFunctions(operations=2, operations_high=4, invocations=1), StepFunctions(3, 1),
-             wake=Batching(10), lever="wake batch size"),
+             wake=Batching(10), lever="wake batch size", gathers=True),
     Scenario("10 actors, 1 message each, batch size 1", "message", 1, many_actors, 10, Floor(**ONE),
              DurableFunctions(operations=2, operations_high=4, invocations=1), StepFunctions(3, 1),
-             wake=Batching(1), lever="wake batch size"),
+             wake=Batching(1), lever="wake batch size", gathers=True),
     Scenario("10 timers due together, timer batch 10, window 1 s", "reminder", 1, timer_batches, 10,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1, timer_batch=10),
              DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1),
-             timers=Batching(10, 1.0), lever="timer batching"),
+             timers=Batching(10, 1.0), lever="timer batching", gathers=True),
     Scenario("10 timers due together, timer batch 1", "reminder", 1, timer_batches, 10,
              Floor(requests=1, inbox_writes=1, sends=1, deliveries=1, loads=1, commits=2, timers=1),
              DurableFunctions(operations=3, operations_high=5, invocations=2), StepFunctions(4, 1),
-             timers=Batching(1), lever="timer batching"),
+             timers=Batching(1), lever="timer batching", gathers=True),
 ]
 
 
@@ -591,7 +599,8 @@ SCENARIOS = [
 
 async def run_scenario(scenario: Scenario, rounds: int, endpoints: tuple[str, str]) -> Measured:
     async with open_stack(APP, wake=scenario.wake, timers=scenario.timers, endpoints=endpoints,
-                          env=scenario.env, access_log=scenario.access_log) as stack:
+                          env=scenario.env, access_log=scenario.access_log,
+                          poll_seconds=1 if scenario.gathers else LAMBDA_POLL_SECONDS) as stack:
         probe = Probe(stack, scenario, rounds)
         await scenario.run(probe, rounds)
         assert probe.result is not None, f"{scenario.name} did not close its measurement"
