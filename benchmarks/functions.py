@@ -258,6 +258,7 @@ class Batching:
 
     size: int = 10
     window: float = 0.0
+    invoke_after: float = 0.0  # seconds from the batch's last receive to the worker's invocation (Lambda's Invoke path)
 
 
 LAMBDA_POLL_SECONDS = 20
@@ -348,6 +349,8 @@ class EventSource:
                     deadline = time.monotonic() + batching.window
                     while len(messages) < batching.size and (remaining := deadline - time.monotonic()) > 0:
                         messages += await poller.receive(wait_seconds=max(1, math.ceil(remaining)))
+                    if batching.invoke_after:  # a lever: a slower hand-over to the function (not a wait for anything)
+                        await asyncio.sleep(batching.invoke_after)
                     await poller.handle(messages)
                 finally:
                     self.busy = False
