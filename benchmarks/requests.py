@@ -31,7 +31,7 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -605,8 +605,14 @@ SCENARIOS = [
 
 # -- running and reporting ----------------------------------------------------------------------------------------
 
-async def run_scenario(scenario: Scenario, rounds: int, endpoints: tuple[str, str]) -> Measured:
-    async with open_stack(APP, wake=scenario.wake, timers=scenario.timers, endpoints=endpoints,
+async def run_scenario(scenario: Scenario, rounds: int, endpoints: tuple[str, str],
+                       invoke_after: float = 0.0) -> Measured:
+    deploy = deployment()
+    wake = scenario.wake or Batching(deploy.wake_batch_size)
+    timers = scenario.timers or Batching(deploy.timer_batch_size, deploy.timer_batching_window)
+    if invoke_after:
+        wake, timers = (replace(b, invoke_after=b.invoke_after or invoke_after) for b in (wake, timers))
+    async with open_stack(APP, wake=wake, timers=timers, endpoints=endpoints,
                           env=scenario.env, access_log=scenario.access_log,
                           poll_seconds=1 if scenario.gathers else LAMBDA_POLL_SECONDS) as stack:
         probe = Probe(stack, scenario, rounds)
@@ -662,6 +668,22 @@ def comparison_table(results: list[tuple[Scenario, Measured]], deploy: Deploymen
                      f"{mine / ruled:.2f} | {money(full)} ({money(low)}; {money(helpers)}) | {mine / full:.2f} | "
                      f"{money(sfn.price(deploy, with_lambda=False) * 1e6)} "
                      f"({money(sfn.price(deploy, with_lambda=True) * 1e6)}) |")
+    return "\n".join(lines)
+
+
+def excess_table(results: list[tuple[Scenario, Measured]], deploy: Deployment) -> str:
+    """Per scenario, what it costs over its floor with the dedupe rule, item by item (USD per million units; a
+    negative item is one where the floor's rule counts more than was measured), and the quantities behind the
+    largest: read units, log bytes and billed Lambda ms over the floor's."""
+    lines = ["| scenario | " + " | ".join(LINES) + " | **over the floor** | RCU over | log bytes | Lambda ms over |",
+             "|---|" + "---:|" * (len(LINES) + 4)]
+    for scenario, m in results:
+        mine, ruled = bill(m.usage, deploy), bill(scenario.floor.guaranteed_usage(), deploy)
+        floor = scenario.floor.guaranteed_usage()
+        items = {line: (mine[line] - ruled[line]) * 1e6 for line in LINES}
+        lines.append(f"| {scenario.name} | " + " | ".join(money(items[k]) for k in LINES)
+                     + f" | **{money(sum(items.values()))}** | {m.usage.read_units - floor.read_units:.2f} | "
+                     f"{m.usage.log_bytes:.0f} | {m.usage.billed_ms - floor.billed_ms:.1f} |")
     return "\n".join(lines)
 
 
@@ -766,6 +788,10 @@ def report(results: list[tuple[Scenario, Measured]], deploy: Deployment, title: 
         out()
         out(usage_table(group))
         out()
+        if name == "priced":
+            out("Over the floor with the dedupe rule, item by item:\n")
+            out(excess_table(group, deploy))
+            out()
     if priced:
         out("### send_many (not built: what it would save, from the measured single sends and batches)\n")
         out(send_many_table(priced, deploy))
@@ -785,15 +811,15 @@ async def main(args: argparse.Namespace) -> None:
         for scenario in chosen:
             started = time.monotonic()
             units = max(1, round(scenario.units * args.scale))
-            measured = await run_scenario(scenario, units, endpoints)
+            measured = await run_scenario(scenario, units, endpoints, args.invoke_after)
             results.append((scenario, measured))
             out(f"  {scenario.name}: {time.monotonic() - started:.0f} s, "
                 f"${total(measured.usage, deploy) * 1e6:.2f} per million {scenario.unit}s")
     if args.json:
         Path(args.json).write_text(json.dumps([{"scenario": asdict(m), "floor": asdict(s.floor)}
                                                for s, m in results], indent=1))
-    report(results, deploy, f"scale {args.scale:g}; Python {sys.version.split()[0]}, load average "
-                            f"{os.getloadavg()[0]:.2f}")
+    report(results, deploy, f"scale {args.scale:g}; invoke after {args.invoke_after:g} s; Python "
+                            f"{sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
@@ -802,5 +828,8 @@ if __name__ == "__main__":
     parser.add_argument("--only", nargs="*", help="run the scenarios whose name contains one of these words")
     parser.add_argument("--json", help="also write the measured usage to this file")
     parser.add_argument("--from-json", help="print the tables of an earlier --json run (prices and rules as now)")
+    parser.add_argument("--invoke-after", type=float, default=0.0, metavar="SECONDS",
+                        help="every event source invokes the worker this long after its batch's last receive "
+                             "(Lambda's hand-over; default 0: as soon as this machine can)")
     logging.basicConfig(level=logging.WARNING)
     asyncio.run(main(parser.parse_args()))
