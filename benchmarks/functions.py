@@ -349,7 +349,7 @@ class EventSource:
                     deadline = time.monotonic() + batching.window
                     while len(messages) < batching.size and (remaining := deadline - time.monotonic()) > 0:
                         messages += await poller.receive(wait_seconds=max(1, math.ceil(remaining)))
-                    if batching.invoke_after:  # a lever: a slower hand-over to the function (not a wait for anything)
+                    if batching.invoke_after:  # Lambda's hand-over, modelled (not a wait for anything)
                         await asyncio.sleep(batching.invoke_after)
                     await poller.handle(messages)
                 finally:
