@@ -275,9 +275,9 @@ class EventSource:
     FIFO queues take no window, so a wake-up batch is what the first receive returned, up to 10). Then the worker is
     invoked and what it did not fail is deleted, and the long poll opens again.
 
-    Counting: every receive and delete goes to `meter`; a receive that returned nothing while no batch was being
-    gathered (an idle long poll ending after `wait_seconds`) is the source's polling, also counted in `idle`. The
-    receives of a batch's window count with the batch (empty or not): AWS's pollers make them for that batch.
+    Counting: every receive and delete goes to `meter` once it has returned; a receive that returned nothing while no
+    batch was being gathered (an idle long poll ending after `wait_seconds`) is the source's polling, also counted in
+    `idle`. The receives of a batch's window count with the batch (empty or not): AWS's pollers make them for it.
 
     `hold()` stops it from opening another receive (it waits for the one open to end: give such a source a short
     `wait_seconds`) so that a scenario can queue messages up before they are delivered together; `release()`."""
@@ -329,33 +329,44 @@ class EventSource:
     def release(self) -> None:
         self._open.set()
 
+    async def _receive(self, wait_seconds: int) -> tuple[list[dict[str, Any]], Meter]:
+        """One receive, and what it was counted as (a meter of its own: it is filed once it has returned, so a long
+        poll still open when a measurement window closes is in neither that window nor the next one's start)."""
+        counted = Meter()
+        with metering(counted):
+            messages = await self.poller.receive(wait_seconds=wait_seconds)
+        return messages, counted
+
     async def _run(self) -> None:
         poller, batching = self.poller, self.batching
-        with metering(self.meter):
-            while True:
-                await self._open.wait()
-                before = self.meter.copy()
-                self.receiving = True
-                try:
-                    messages = await poller.receive(wait_seconds=self.wait_seconds)
-                finally:
-                    self.receiving = False
-                if not messages:
-                    self.idle.add(self.meter - before)
-                    await self._notify()
-                    continue
-                self.busy = True
-                try:
-                    deadline = time.monotonic() + batching.window
-                    while len(messages) < batching.size and (remaining := deadline - time.monotonic()) > 0:
-                        messages += await poller.receive(wait_seconds=max(1, math.ceil(remaining)))
-                    if batching.invoke_after:  # Lambda's hand-over, modelled (not a wait for anything)
-                        await asyncio.sleep(batching.invoke_after)
-                    await poller.handle(messages)
-                finally:
-                    self.busy = False
-                    self.batches += 1
+        while True:
+            await self._open.wait()
+            self.receiving = True
+            try:
+                messages, counted = await self._receive(self.wait_seconds)
+            finally:
+                self.receiving = False
+            if not messages:
+                self.idle.add(counted)
+                self.meter.add(counted)
                 await self._notify()
+                continue
+            self.busy = True
+            try:
+                deadline = time.monotonic() + batching.window
+                while len(messages) < batching.size and (remaining := deadline - time.monotonic()) > 0:
+                    more, also = await self._receive(max(1, math.ceil(remaining)))
+                    messages += more
+                    counted.add(also)
+                if batching.invoke_after:  # Lambda's hand-over, modelled (not a wait for anything)
+                    await asyncio.sleep(batching.invoke_after)
+                with metering(counted):
+                    await poller.handle(messages)
+            finally:
+                self.meter.add(counted)
+                self.busy = False
+                self.batches += 1
+            await self._notify()
 
 
 @dataclass
