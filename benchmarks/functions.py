@@ -10,8 +10,10 @@
 - **API Gateway**: an httpx transport that turns each request of `dormant.http.client.HttpClient` into an HTTP
   API (payload 2.0) event for the API function, as the `$default` route with IAM authorization does; every
   request counts as an API Gateway request, with its bytes and its access-log line (template.yaml's format).
-- **The SQS event sources**: `dormant.sqs.poller.SqsPoller` receives and deletes (billed SQS requests), with the
-  batch size and batching window of template.yaml or the ones a lever measurement sets.
+- **The SQS event sources**: `EventSource`, one per queue, as Lambda's pollers run an event source mapping: a long
+  poll (WaitTimeSeconds 20) always open while idle, so a message is handed to the worker as soon as it arrives, then
+  the batch gathered with the batch size and batching window of template.yaml (or a lever's); receives and deletes
+  through `dormant.sqs.poller.SqsPoller` (billed SQS requests).
 
 The API and the worker run in one process here; on AWS they are separate containers, so the worker's commit
 cannot wake a waiting API request (`dormant.dynamodb.outputs.changed`, a dev-stack shortcut): it is disabled, and a
@@ -38,7 +40,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -106,6 +108,7 @@ class Invocation:
     log_bytes: int
     records: int = 0  # SQS messages in the batch (worker)
     cpu_ms: float = 0.0  # the process's CPU during it (only the function's own when nothing else runs)
+    started: float = 0.0  # time.monotonic() when it began (benchmarks/requests.py times the event source with it)
 
     @property
     def billed_ms(self) -> int:
@@ -153,7 +156,8 @@ class FunctionHost:
         finally:
             wall = (time.perf_counter() - started) * 1000
             self.invocations.append(Invocation(self.name, wall, self.stdout.bytes - logged, records,
-                                              (time.process_time() - cpu) * 1000))
+                                              (time.process_time() - cpu) * 1000,
+                                              time.monotonic() - wall / 1000))
 
     def close(self) -> None:
         self._thread.shutdown(wait=True)
@@ -254,6 +258,115 @@ class Batching:
 
     size: int = 10
     window: float = 0.0
+    invoke_after: float = 0.0  # seconds from the batch's last receive to the worker's invocation (Lambda's Invoke path)
+
+
+LAMBDA_POLL_SECONDS = 20
+"""The long poll of Lambda's SQS pollers (ReceiveMessage's WaitTimeSeconds at SQS's maximum, FIFO queues too)."""
+
+
+class EventSource:
+    """One SQS event source mapping, run as Lambda's pollers run it.
+
+    While idle it holds a long poll open (`wait_seconds`, Lambda's 20 s), so a message is received the moment it
+    arrives. A receive that returns messages starts a batch: with a batching window the source keeps receiving, each
+    receive a long poll for what is left of the window (whole seconds, as WaitTimeSeconds takes them), until the
+    batch is full or the window, counted from that first receive, is over (the deployment's timer queue: 10 and 1 s;
+    FIFO queues take no window, so a wake-up batch is what the first receive returned, up to 10). Then the worker is
+    invoked and what it did not fail is deleted, and the long poll opens again.
+
+    Counting: every receive and delete goes to `meter` once it has returned; a receive that returned nothing while no
+    batch was being gathered (an idle long poll ending after `wait_seconds`) is the source's polling, also counted in
+    `idle`. The receives of a batch's window count with the batch (empty or not): AWS's pollers make them for it.
+
+    `hold()` stops it from opening another receive (it waits for the one open to end: give such a source a short
+    `wait_seconds`) so that a scenario can queue messages up before they are delivered together; `release()`."""
+
+    def __init__(self, poller: SqsPoller, batching: Batching, *, wait_seconds: int = LAMBDA_POLL_SECONDS) -> None:
+        self.poller, self.batching, self.wait_seconds = poller, batching, wait_seconds
+        self.meter, self.idle = Meter(), Meter()
+        self.batches = 0  # batches delivered so far
+        self.receiving = False  # a receive is open (outside a batch)
+        self.busy = False  # a batch is being gathered or handled
+        self._open = asyncio.Event()
+        self._open.set()
+        self._changed = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        """Cancel the loop (an open long poll is abandoned; its queue is not used again)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def check(self) -> None:
+        """Raise what stopped the loop, if it stopped."""
+        if self._task is not None and self._task.done() and not self._task.cancelled():
+            self._task.result()
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def changed(self, timeout: float) -> None:
+        """Wait for a batch to end or a receive to return (or `timeout` seconds)."""
+        async with self._changed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+
+    async def hold(self, timeout: float = 30.0) -> None:
+        self._open.clear()
+        deadline = time.monotonic() + timeout
+        while self.receiving or self.busy:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the event source's receive did not end")
+            await self.changed(0.1)
+
+    def release(self) -> None:
+        self._open.set()
+
+    async def _receive(self, wait_seconds: int) -> tuple[list[dict[str, Any]], Meter]:
+        """One receive, and what it was counted as (a meter of its own: it is filed once it has returned, so a long
+        poll still open when a measurement window closes is in neither that window nor the next one's start)."""
+        counted = Meter()
+        with metering(counted):
+            messages = await self.poller.receive(wait_seconds=wait_seconds)
+        return messages, counted
+
+    async def _run(self) -> None:
+        poller, batching = self.poller, self.batching
+        while True:
+            await self._open.wait()
+            self.receiving = True
+            try:
+                messages, counted = await self._receive(self.wait_seconds)
+            finally:
+                self.receiving = False
+            if not messages:
+                self.idle.add(counted)
+                self.meter.add(counted)
+                await self._notify()
+                continue
+            self.busy = True
+            try:
+                deadline = time.monotonic() + batching.window
+                while len(messages) < batching.size and (remaining := deadline - time.monotonic()) > 0:
+                    more, also = await self._receive(max(1, math.ceil(remaining)))
+                    messages += more
+                    counted.add(also)
+                if batching.invoke_after:  # Lambda's hand-over, modelled (not a wait for anything)
+                    await asyncio.sleep(batching.invoke_after)
+                with metering(counted):
+                    await poller.handle(messages)
+            finally:
+                self.meter.add(counted)
+                self.busy = False
+                self.batches += 1
+            await self._notify()
 
 
 @dataclass
@@ -265,17 +378,38 @@ class Stack:
     api: FunctionHost
     worker: FunctionHost
     gateway: ApiGateway
-    event_source: Meter
-    pollers: dict[str, SqsPoller]
-    batching: dict[str, Batching]
+    sources: dict[str, EventSource]  # "wake", "timers"
     stdout: CountingStream
     reader: Any  # a DynamoDB client outside the deployment (not counted): the benchmark's own checks
     queues: Any  # an SQS client likewise
-    idle: Meter = field(default_factory=Meter)
+
+    @property
+    def pollers(self) -> dict[str, SqsPoller]:
+        return {name: source.poller for name, source in self.sources.items()}
+
+    @property
+    def batching(self) -> dict[str, Batching]:
+        return {name: source.batching for name, source in self.sources.items()}
+
+    @property
+    def event_source(self) -> Meter:
+        """Every request of the event sources so far (a new Meter: copy or subtract it)."""
+        total = Meter()
+        for source in self.sources.values():
+            total.add(source.meter)
+        return total
+
+    @property
+    def idle(self) -> Meter:
+        """The event sources' polling so far: the receives that found nothing while no batch was gathered."""
+        total = Meter()
+        for source in self.sources.values():
+            total.add(source.idle)
+        return total
 
     @property
     def polling(self) -> Meter:
-        """The event source's receives and deletes, without its empty receives."""
+        """The event sources' receives and deletes, without their polling."""
         return self.event_source - self.idle
 
     def client(self) -> Any:
@@ -283,24 +417,9 @@ class Stack:
 
         return HttpClient(f"https://bench.execute-api.{REGION}.amazonaws.com", transport=self.gateway, timeout=60)
 
-    async def deliver(self, queue: str) -> int:
-        """One event-source batch from `queue` ("wake" or "timers") into the worker; the messages it delivered.
-        A receive that finds nothing is the event source's polling, a fixed cost: counted in `idle`."""
-        poller, batching = self.pollers[queue], self.batching[queue]
-        before = self.event_source.copy()
-        with metering(self.event_source):
-            messages = await poller.receive(wait_seconds=0)
-            if not messages:
-                self.idle.add(self.event_source - before)
-                return 0
-            # A batching window: Lambda keeps polling until the batch is full or the window is over. Here each
-            # further receive is a long poll for the rest of the window (it returns as soon as messages arrive),
-            # the fewest receives a window can take; they are billed, so they count.
-            deadline = time.monotonic() + batching.window
-            while len(messages) < batching.size and (remaining := deadline - time.monotonic()) > 0:
-                messages += await poller.receive(wait_seconds=max(1, math.ceil(remaining)))
-            await poller.handle(messages)
-        return len(messages)
+    async def hold(self) -> None:
+        """Deliver nothing until the next `drain()`: messages sent meanwhile queue up (a load where they wait)."""
+        await asyncio.gather(*(source.hold() for source in self.sources.values()))
 
     async def read_state(self, ref: Any) -> Any:
         """An actor's state read from the table directly: no API request, nothing counted, nothing settled."""
@@ -309,27 +428,45 @@ class Stack:
         snapshot = await DynamoEventStore(self.reader, self.settings, settle_on_load=False).load(ref)
         return snapshot.state if snapshot is not None else {}
 
-    async def timers_fired(self) -> bool:
-        """Whether the timer queue is empty: nothing delayed, visible or in flight."""
-        names = ["ApproximateNumberOfMessagesDelayed", "ApproximateNumberOfMessages",
-                 "ApproximateNumberOfMessagesNotVisible"]
-        poller = self.pollers["timers"]
+    async def _queue_counts(self, poller: SqsPoller, names: list[str]) -> int:
         attributes = (await self.queues.get_queue_attributes(QueueUrl=poller.queue_url,
                                                              AttributeNames=names))["Attributes"]
-        return all(int(attributes.get(name, 0)) == 0 for name in names)
+        return sum(int(attributes.get(name, 0)) for name in names)
+
+    async def timers_fired(self) -> bool:
+        """Whether the timer queue is empty: nothing delayed, visible or in flight."""
+        return not await self._queue_counts(self.pollers["timers"], [
+            "ApproximateNumberOfMessagesDelayed", "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible"])
+
+    async def settled(self) -> bool:
+        """No batch under way and nothing visible or in flight on either queue (delayed timers may wait)."""
+        sources = self.sources.values()
+        if any(s.busy for s in sources):
+            return False
+        batches = sum(s.batches for s in sources)
+        for source in sources:
+            if await self._queue_counts(source.poller, ["ApproximateNumberOfMessages",
+                                                        "ApproximateNumberOfMessagesNotVisible"]):
+                return False
+        return not any(s.busy for s in sources) and sum(s.batches for s in sources) == batches
 
     async def drain(self, until: Callable[[], Any] | None = None, timeout: float = 60.0) -> None:
-        """Deliver batches until both queues are empty (and `until()` is true: timers on their way)."""
+        """Let the event sources deliver (releasing a `hold()`) until both queues are settled and `until()` is
+        true (e.g. timers on their way have fired). Waits on the sources, not on a clock: it looks again when a
+        batch ends, or every 50 ms."""
+        for source in self.sources.values():
+            source.release()
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            delivered = 0
-            for queue in ("wake", "timers"):
-                delivered += await self.deliver(queue)
-            if not delivered:
-                if until is None or await until():
-                    return
-                await asyncio.sleep(0.05)
-        raise TimeoutError("the scenario did not finish")
+        wake = self.sources["wake"]
+        while True:
+            for source in self.sources.values():
+                source.check()
+            if (until is None or await until()) and await self.settled():
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError("the scenario did not finish")
+            await wake.changed(0.05)
 
 
 def _environment(settings: Settings, urls: Any, endpoints: tuple[str, str], app: str) -> dict[str, str]:
@@ -365,9 +502,10 @@ def servers() -> Iterator[tuple[str, str]]:
 @contextlib.asynccontextmanager
 async def open_stack(app: str, *, wake: Batching | None = None, timers: Batching | None = None,
                      endpoints: tuple[str, str] | None = None, env: dict[str, str] | None = None,
-                     access_log: bool = True) -> Any:
+                     access_log: bool = True, poll_seconds: int = LAMBDA_POLL_SECONDS) -> Any:
     """Start the deployment (servers unless `endpoints` = (DynamoDB, SQS) are given) for the registry `app`;
-    `env`: more environment for the functions (DORMANT_* settings); `access_log`: the API stage writes one."""
+    `env`: more environment for the functions (DORMANT_* settings); `access_log`: the API stage writes one;
+    `poll_seconds`: the event sources' long poll (a scenario that `hold()`s them between rounds gives a short one)."""
     deploy = deployment()
     with contextlib.ExitStack() as sync_stack:
         dynamodb_url, sqs_url = endpoints or sync_stack.enter_context(servers())
@@ -388,7 +526,8 @@ async def open_stack(app: str, *, wake: Batching | None = None, timers: Batching
                                                                         **kwargs))
             await create_table(dynamodb, settings)
             urls = await create_queues(sqs, settings, visibility_timeout=30)
-            os.environ.update({**_environment(settings, urls, (dynamodb_url, sqs_url), app), **(env or {})})
+            os.environ.update({**_environment(settings, urls, (dynamodb_url, sqs_url), app),
+                               "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(deploy.memory_mb), **(env or {})})
             stdout = STDOUT
             sys.stdout = stdout  # the functions' loggers take stdout when they are made (at import)
             # Every DynamoDB request of the functions' clients (made from this session) reports its capacity.
@@ -430,13 +569,20 @@ async def open_stack(app: str, *, wake: Batching | None = None, timers: Batching
                 async def to_worker(event: dict[str, Any], _context: Any) -> Any:
                     return await worker.invoke(event, records=len(event.get("Records", [])))
 
-                pollers = {name: SqsPoller(event_sqs, url, to_worker, batch_size=min(10, batching[name].size),
-                                           wait_seconds=0, region=REGION)
+                sources = {name: EventSource(SqsPoller(event_sqs, url, to_worker,
+                                                       batch_size=min(10, batching[name].size),
+                                                       wait_seconds=poll_seconds, region=REGION),
+                                             batching[name], wait_seconds=poll_seconds)
                            for name, url in (("wake", urls.wake), ("timers", urls.timers))}
-                yield Stack(settings=settings, deploy=deploy, api=api, worker=worker,
-                            gateway=ApiGateway(api, access_log=access_log),
-                            event_source=Meter(), pollers=pollers, batching=batching, stdout=stdout,
-                            reader=dynamodb, queues=sqs)
+                for source in sources.values():
+                    source.start()
+                try:
+                    yield Stack(settings=settings, deploy=deploy, api=api, worker=worker,
+                                gateway=ApiGateway(api, access_log=access_log), sources=sources, stdout=stdout,
+                                reader=dynamodb, queues=sqs)
+                finally:
+                    for source in sources.values():
+                        await source.stop()
             finally:
                 for host in hosts:
                     host.close()

@@ -99,6 +99,14 @@ class Settings(BaseSettings):
     back to the queue at once)."""
     timer_hop_max_delay: int = Field(900, ge=0, le=900)
     """Longest single SQS delay in seconds (SQS caps it at 900); longer sleeps hop."""
+    inline_wait: float | None = Field(None, ge=0, le=60)
+    """Longest wait (a sleep, a queue wait's timeout, a race timer) a wake-up makes in process with nothing else
+    running, in seconds (DORMANT_INLINE_WAIT); a longer one suspends the actor and a timer wakes it. None: the
+    wait that costs what a suspension does at the function's memory (0.52 s at 512 MB: docs/performance.md "The
+    in-process wait"). Higher: short sleeps end on time instead of 1-2 s late, and the worker bills the wait."""
+    function_memory_mb: int | None = Field(None, ge=128, le=10240, validation_alias=AliasChoices(
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "function_memory_mb"))
+    """The function's memory as Lambda sets it (AWS_LAMBDA_FUNCTION_MEMORY_SIZE), for the default `inline_wait`."""
 
     # -- worker and API ------------------------------------------------------------------------------
     app: str | None = None

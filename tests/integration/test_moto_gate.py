@@ -362,6 +362,22 @@ def test_connections_are_kept_alive_once_their_body_is_read(kept_alive: MotoServ
     connection.close()
 
 
+def test_kept_alive_connections_send_without_nagles_delay() -> None:
+    """A response is two writes (headers, body): with Nagle's algorithm on, the body waited for the kept-alive
+    client's delayed ACK of the headers, and every long poll answered ~42 ms after the message that ended it.
+    socketserver's StreamRequestHandler sets TCP_NODELAY on each connection when this attribute is true."""
+    import socketserver
+
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+    from dormant.dev.keepalive import keep_alive_handler
+
+    handler = keep_alive_handler(MotoRequestHandler)
+    assert issubclass(handler, socketserver.StreamRequestHandler)
+    assert handler.disable_nagle_algorithm is True
+    assert MotoRequestHandler.disable_nagle_algorithm is False  # what werkzeug's own handler would do
+
+
 def test_without_keep_alive_each_response_closes_its_connection(server: MotoServer) -> None:
     """The suite's shared servers run without --keep-alive: clients with pooled connections survive their
     restarts without retries."""

@@ -28,3 +28,17 @@ def test_a_creation_is_not_a_message() -> None:
 def test_ten_per_batch_still_pays_per_message() -> None:
     batched = Floor(requests=1, inbox_writes=1, sends=1, deliveries=0.1, loads=0.1, commits=1)
     assert batched.guaranteed_usage().index_write_units == 2
+
+
+def test_a_timer_batch_pays_the_receive_that_closes_its_window_unless_it_fills() -> None:
+    """The deployment's timer event source gathers for 1 s: a batch it does not fill ends with a receive that
+    returns nothing. The measured column counts it with the batch, so the floor does too; not for a full batch,
+    nor for a source without a window."""
+    sleep = dict(ONE, commits=2, timers=1)
+    alone = Floor(**sleep).usage()  # type: ignore[arg-type]
+    assert alone.sqs_standard == 1 + 2 + 1  # the timer's send, its receive and delete, the closing receive
+    full = Floor(**sleep, timer_batch=10).usage()  # type: ignore[arg-type]
+    assert full.sqs_standard == pytest.approx(1 + 0.2)
+    no_window = Floor(**sleep, timer_window=False).usage()  # type: ignore[arg-type]
+    assert no_window.sqs_standard == 1 + 2
+    assert Floor(**ONE).usage().sqs_standard == 0  # type: ignore[arg-type]  # no timer, no timer batch

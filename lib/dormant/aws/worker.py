@@ -43,6 +43,7 @@ from dormant.runtime import tracing
 from dormant.runtime.attention import mark_wake_error
 from dormant.runtime.clocks import SystemClock
 from dormant.runtime.service import ActorService
+from dormant.runtime.waits import inline_wait_for
 from dormant.runtime.wake import WakeReport, wake_actor
 from dormant.settings import Settings
 from dormant.sqs.transport import SqsTransport, WakeMessage
@@ -323,8 +324,9 @@ async def open_worker(settings: Settings, registry: Registry, *, clock: Clock | 
         observer = observer or Observer()
         store = cast(EventStore, ObservedStore(store, observer))  # an EventStore by delegation
         transport = await SqsTransport.from_settings(sqs, settings, clock)
-        yield Worker(ActorService(registry, store, transport, clock, public_url=settings.public_url), transport,
-                     settings, observer=observer, broadcaster=broadcaster)
+        service = ActorService(registry, store, transport, clock, public_url=settings.public_url,
+                               inline_wait=inline_wait_for(settings.inline_wait, settings.function_memory_mb))
+        yield Worker(service, transport, settings, observer=observer, broadcaster=broadcaster)
 
 
 class LambdaWorker:

@@ -50,6 +50,7 @@ from dormant.runtime.creation import prepare_creation, stored_creation
 from dormant.runtime.ids import deterministic_ids
 from dormant.runtime.replies import await_reply
 from dormant.runtime.send_rules import check_carried_size, send_rule
+from dormant.runtime.waits import INLINE_WAIT
 from dormant.workflow.caller import Caller
 from dormant.workflow.execution import CommitDraft, to_json
 from dormant.workflow.history import HistoryEntry, WorkflowRecord, WorkflowState
@@ -66,13 +67,15 @@ class ActorService:
     """Application service over the ports; holds no per-actor state of its own."""
 
     def __init__(self, registry: Registry, store: EventStore, transport: Transport, clock: Clock, *,
-                 public_url: str | None = None) -> None:
-        """`public_url`: where the HTTP API is reached from outside (callback URLs: `cb.url`)."""
+                 public_url: str | None = None, inline_wait: float = INLINE_WAIT) -> None:
+        """`public_url`: where the HTTP API is reached from outside (callback URLs: `cb.url`); `inline_wait`: the
+        longest wait a wake-up makes in process with nothing else running (dormant.runtime.waits)."""
         self.registry = registry
         self.store = store
         self.transport = transport
         self.clock = clock
         self.public_url = public_url
+        self.inline_wait = inline_wait
 
     def ref(self, actor_name: str, key: str | Sequence[str]) -> ActorRef:
         self.registry.get(actor_name)

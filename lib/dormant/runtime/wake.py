@@ -294,7 +294,7 @@ async def _run_workflow_once(service: ActorService, definition: ActorDefinition,
                           race_winners=race_winners, deadline=deadline,
                           waits=WakeWaits(service.clock, service.store, snapshot.ref,
                                           horizon=wait_horizon if deadline is None else min(wait_horizon, deadline),
-                                          known=[m.id for m in snapshot.inbox]))
+                                          known=[m.id for m in snapshot.inbox], inline_wait=service.inline_wait))
     snapshot.history = []  # the execution holds its own copies: let the loaded models go during the run
     # After the engine has read the stored history (a corrupted entry fails the wake-up before any user code runs),
     # before the workflow runs.
