@@ -405,6 +405,30 @@ async def test_a_failing_actor_fails_only_its_own_messages(aws_moto: Aws) -> Non
     assert (await aws_moto.store.list_attention("sturdy")).marks == []
 
 
+async def test_a_warm_container_keeps_only_the_current_invocations_records(aws_moto: Aws) -> None:
+    """A Lambda container runs invocation after invocation: the worker's reports, failures and metrics must not
+    grow with each one (they did: one of each per wake-up, for the container's life)."""
+    client = Client(aws_moto.service(poison_registry))
+    bad = client.get_or_create("fragile", ["warm-x"])
+    lambda_worker = LambdaWorker(settings=aws_moto.settings, registry=poison_registry)
+    try:
+        for n in range(3):
+            good = client.get_or_create("sturdy", [f"warm-y{n}"])  # (a sturdy actor completes after a message)
+            await good.send("jobs", {"opened": n})
+            await bad.send("jobs", {"opened": n})
+            records = (wake_event(good.ref, message_id=f"good-{n}")["Records"]
+                       + wake_event(bad.ref, message_id=f"bad-{n}")["Records"])
+            response = await asyncio.to_thread(lambda_worker, {"Records": records}, None)
+            assert response == {"batchItemFailures": [{"itemIdentifier": f"bad-{n}"}]}
+            worker = lambda_worker.worker
+            assert worker is not None
+            assert [r.ref.key for r in worker.reports] == [(f"warm-y{n}",)]  # this invocation's, not all so far
+            assert [f.ref.key for f in worker.failures] == [("warm-x",)]
+            assert len(worker.metrics) == 2
+    finally:
+        await asyncio.to_thread(lambda_worker.close)
+
+
 async def test_a_poison_message_ends_in_the_dlq_and_its_error_shows_on_status(servers: dict[str, str]) -> None:
     settings = Settings(endpoint_url=servers["moto"], dynamodb_endpoint_url=servers["dynamodb_local"],
                         region="us-east-1")

@@ -84,6 +84,8 @@ class Worker:
         self.settings = settings if settings is not None else Settings()
         self.redelivery = Redelivery(transport.sqs, transport.urls, self.settings)
         self.observer = observer or Observer()  # a log record (and metrics) per wake-up
+        # What the wake-ups did, for tests and `dormant dev`; LambdaWorker keeps only the current invocation's
+        # (forget_records): a warm container runs for hours, and these would grow with every wake-up.
         self.reports: list[WakeReport] = []
         self.failures: list[WakeFailure] = []
         self.metrics: list[WakeMetrics] = []
@@ -92,6 +94,12 @@ class Worker:
         self.consumed = ConsumedMessages()  # what this worker's wake-ups consumed (dormant.aws.consumed)
         self.skipped = 0  # wake-up messages that needed no wake-up: their messages were consumed already
         self._running: dict[str, tuple[asyncio.Lock, int]] = {}  # per actor: one wake-up at a time, users
+
+    def forget_records(self) -> None:
+        """Drop the reports, failures and metrics of earlier batches (the counters stay)."""
+        self.reports.clear()
+        self.failures.clear()
+        self.metrics.clear()
 
     async def handle(self, event: Mapping[str, Any], context: Any = None) -> BatchResponse:
         """Lambda's SQS batch in, ReportBatchItemFailures response out. `context`: Lambda's context object
@@ -366,6 +374,7 @@ class LambdaWorker:
 
     async def _handle(self, event: Mapping[str, Any], context: Any) -> BatchResponse:
         worker = await self._ensure()
+        worker.forget_records()  # one container, many invocations: keep only this one's
         try:
             return await worker.handle(event, context)
         finally:
