@@ -42,3 +42,12 @@ def test_a_timer_batch_pays_the_receive_that_closes_its_window_unless_it_fills()
     no_window = Floor(**sleep, timer_window=False).usage()  # type: ignore[arg-type]
     assert no_window.sqs_standard == 1 + 2
     assert Floor(**ONE).usage().sqs_standard == 0  # type: ignore[arg-type]  # no timer, no timer batch
+
+
+def test_the_floor_gathers_timer_batches_as_the_deployment_does() -> None:
+    """The floor's timer batch size and window are template.yaml's (checked against infra/ by prices.deployment)."""
+    from benchmarks.pricing import TIMER_BATCH_MAX
+
+    deploy = prices.deployment()
+    assert deploy.timer_batch_size == TIMER_BATCH_MAX
+    assert deploy.timer_batching_window > 0  # Floor.timer_window's default: a window that can end unfilled
