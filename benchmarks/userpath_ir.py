@@ -89,7 +89,7 @@ def main() -> None:
         return
     libs = args.lib or [str(ROOT / "lib")]
     rows = args.rows.split(",")
-    print("| row | " + " | ".join(libs) + " | " + " | ".join(f"/ first: {lib}" for lib in libs[1:]) + " |")
+    print("| row | " + " | ".join(libs) + " | " + " | ".join(f"{lib} / first" for lib in libs[1:]) + " |")
     print("|---|" + "---:|" * (2 * len(libs) - 1))
     for row in rows:
         name, items = ROWS[row]
