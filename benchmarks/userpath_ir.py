@@ -38,16 +38,16 @@ async def _work(row: str, measured: bool) -> None:
     async with userpath.env() as e:
         if row == "drain":
             key = str(uuid.uuid4())
-            await userpath._create(e, userpath.drain_actor.name, [key])
+            await userpath.create(e, userpath.drain_actor.name, [key])
             await e.run_until_idle()
             ref = e.service.ref(userpath.drain_actor.name, [key])
             for _ in range(items):
-                await e.store.enqueue(ref, userpath._message())
+                await e.store.enqueue(ref, userpath.queued_message())
             if measured:
                 await e.transport.wake(ref)
                 await e.run_until_idle()
         elif row == "wake10":
-            handle = await userpath._create(e, userpath.drain_actor.name, [str(uuid.uuid4())])
+            handle = await userpath.create(e, userpath.drain_actor.name, [str(uuid.uuid4())])
             for _ in range(10):
                 await handle.send("inc", {"d": 1})
             await e.run_until_idle()
@@ -55,14 +55,14 @@ async def _work(row: str, measured: bool) -> None:
                 await handle.send("inc", {"d": 1})
                 await e.run_until_idle()
         elif row == "big":
-            handle = await userpath._create(e, userpath.big_actor.name, [str(uuid.uuid4())])
+            handle = await userpath.create(e, userpath.big_actor.name, [str(uuid.uuid4())])
             await handle.send("change", {"part": 50_000, "i": 0})
             await e.run_until_idle()
             for i in range(items if measured else 0):
                 await handle.send("change", {"part": 50_000, "i": i + 1})
                 await e.run_until_idle()
         else:
-            await userpath._create_and_run(e, userpath.steps_actor.name,
+            await userpath.create_and_run(e, userpath.steps_actor.name,
                                            userpath.Spec(steps=items if measured else 0).model_dump())
 
 
