@@ -137,23 +137,23 @@ async def cpu(work: Callable[[], Awaitable[Any]]) -> float:
 async def fresh_steps(n: int, limited: bool = False) -> float:
     """CPU of one wake-up running n new steps: create, then run_until_idle."""
     async with env() as e:
-        return await _create_and_run(e, steps_actor.name, Spec(steps=n, limited=limited).model_dump())
+        return await create_and_run(e, steps_actor.name, Spec(steps=n, limited=limited).model_dump())
 
 
-async def _create(e: TestEnv, name: str, key: list[str], input: Any = None) -> Any:
+async def create(e: TestEnv, name: str, key: list[str], input: Any = None) -> Any:
     """`client.create`; on a tree from before it (benchmarks/userpath_ab.py), the creation it stands for."""
-    create = getattr(e.client, "create", None)
-    if create is not None:
-        return await create(name, key, input=input)
+    made = getattr(e.client, "create", None)
+    if made is not None:
+        return await made(name, key, input=input)
     await e.service.ensure_created(e.service.ref(name, key), input)
     return e.client.get_or_create(name, key, input=input)
 
 
-async def _create_and_run(e: TestEnv, name: str, input: dict[str, Any]) -> float:
+async def create_and_run(e: TestEnv, name: str, input: dict[str, Any]) -> float:
     key = str(uuid.uuid4())
 
     async def work() -> None:
-        await _create(e, name, [key], input=input)
+        await create(e, name, [key], input=input)
         await e.run_until_idle()
     seconds = await cpu(work)
     assert not e.failures, e.failures
@@ -164,7 +164,7 @@ async def replay(n: int) -> float:
     """CPU of one wake-up that replays n completed steps up to a queue wait (a message it does not take)."""
     async with env() as e:
         key = str(uuid.uuid4())
-        await _create(e, steps_actor.name, [key], input=Spec(steps=n, wait=True).model_dump())
+        await create(e, steps_actor.name, [key], input=Spec(steps=n, wait=True).model_dump())
         await e.run_until_idle()
         ref = e.service.ref(steps_actor.name, [key])
 
@@ -177,7 +177,7 @@ async def replay(n: int) -> float:
 async def send_drain(n: int) -> float:
     """CPU of n sends and the wake-up(s) that drain them (sends included)."""
     async with env() as e:
-        handle = await _create(e, drain_actor.name, [str(uuid.uuid4())])
+        handle = await create(e, drain_actor.name, [str(uuid.uuid4())])
         await e.run_until_idle()
 
         async def work() -> None:
@@ -193,11 +193,11 @@ async def drain(n: int) -> float:
     """CPU of the one wake-up that drains n messages already queued (sends not included)."""
     async with env() as e:
         key = str(uuid.uuid4())
-        handle = await _create(e, drain_actor.name, [key])
+        handle = await create(e, drain_actor.name, [key])
         await e.run_until_idle()
         ref = e.service.ref(drain_actor.name, [key])
         for _ in range(n):
-            await e.store.enqueue(ref, _message())
+            await e.store.enqueue(ref, queued_message())
 
         async def work() -> None:
             await e.transport.wake(ref)
@@ -207,7 +207,7 @@ async def drain(n: int) -> float:
         return seconds
 
 
-def _message() -> Any:
+def queued_message() -> Any:
     from dormant.ports import InboxMessage
     return InboxMessage(id=str(uuid.uuid4()), queue="inc", body={"d": 1}, created_at=0.0)
 
@@ -215,7 +215,7 @@ def _message() -> Any:
 async def loop_wake(age: int) -> float:
     """CPU of one send and the wake-up that processes it, after `age` messages processed."""
     async with env() as e:
-        handle = await _create(e, drain_actor.name, [str(uuid.uuid4())])
+        handle = await create(e, drain_actor.name, [str(uuid.uuid4())])
         for _ in range(age):
             await handle.send("inc", {"d": 1})
         await e.run_until_idle()
@@ -228,13 +228,13 @@ async def loop_wake(age: int) -> float:
 
 async def mapped(items: int) -> float:
     async with env() as e:
-        return await _create_and_run(e, map_actor.name, {"items": items})
+        return await create_and_run(e, map_actor.name, {"items": items})
 
 
 async def big_state(size: int, changes: int) -> float:
     """CPU per message changing one of 100 parts of a `size`-byte state (the first message builds it)."""
     async with env() as e:
-        handle = await _create(e, big_actor.name, [str(uuid.uuid4())])
+        handle = await create(e, big_actor.name, [str(uuid.uuid4())])
         await handle.send("change", {"part": size // 100, "i": 0})
         await e.run_until_idle()
 
@@ -271,7 +271,7 @@ async def fresh_peak(n: int) -> int:
 async def replay_peak(n: int) -> int:
     async with env() as e:
         key = str(uuid.uuid4())
-        await _create(e, steps_actor.name, [key], input=Spec(steps=n, wait=True).model_dump())
+        await create(e, steps_actor.name, [key], input=Spec(steps=n, wait=True).model_dump())
         await e.run_until_idle()
         ref = e.service.ref(steps_actor.name, [key])
 

@@ -257,7 +257,11 @@ class MemoryEventStore:
             record.workflow = draft.workflow.model_dump(mode="json")
         for message_id in draft.consumed_ids:  # held (until None) until a snapshot commit starts their window
             record.inbox.pop(message_id, None)
-            record.seen_ids.setdefault(message_id, _Seen(None)).until = None
+            seen = record.seen_ids.get(message_id)
+            if seen is None:
+                record.seen_ids[message_id] = _Seen(None)  # (its window starts with a snapshot commit)
+            else:
+                seen.until = None
             record.recently_consumed.append(message_id)
         if draft.responses:
             record.responses.update(draft.responses)

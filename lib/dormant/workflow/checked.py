@@ -37,21 +37,21 @@ def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:
     state = draft.state
     state_size = sizes.state if state is preview.state or state == preview.state else json_size(state)
     previewed, upserts = preview.upserts, draft.upserts
-    known: list[int | None]  # per entry of `draft`: its size in the preview, None where it is not there
+    # per entry of `draft`: its size in the preview, None where the preview does not hold it (measured then)
     if len(previewed) == 1:  # (a step's preview: the entry it completed, and what the commit adds beside it)
         only, only_size, location = previewed[0], sizes.upserts[0], previewed[0]["location"]
         if len(upserts) == 1 and _same_entry(only, upserts[0]):
-            known = list(sizes.upserts)
+            found = sizes.upserts
         else:
-            known = [only_size if entry["location"] == location and _same_entry(only, entry) else None
-                     for entry in upserts]
+            found = _measured_where_unknown(upserts, [
+                only_size if entry["location"] == location and _same_entry(only, entry) else None for entry in upserts])
     else:
         by_location = {entry["location"]: (entry, size) for entry, size in zip(previewed, sizes.upserts, strict=True)}
-        known = []
+        known: list[int | None] = []
         for entry in upserts:
             seen = by_location.get(entry["location"])
             known.append(seen[1] if seen is not None and _same_entry(seen[0], entry) else None)
-    found = _measured_where_unknown(upserts, known)
+        found = _measured_where_unknown(upserts, known)
     responses, events = sizes.responses, sizes.events
     if draft.responses or draft.events or preview.responses or preview.events:  # (rare in a step's commit)
         responses = _reused(list(draft.responses.values()), list(preview.responses.values()), responses)

@@ -66,10 +66,9 @@ class QueueApi:
             raise ValueError(f'queue wait "{name}": count must be >= 1, got {count}')
         declared = ex.host.queue_names()
         wanted = frozenset(names) if names else frozenset(declared)
-        unknown = sorted(wanted - set(declared))
-        if unknown:
-            raise WorkflowDefinitionError(
-                f'queue wait "{name}" names undeclared queue(s) {unknown}; declared: {sorted(declared)}')
+        if names and not wanted.issubset(declared):  # (without `names`, every declared queue: none unknown)
+            raise WorkflowDefinitionError(f'queue wait "{name}" names undeclared queue(s) '
+                                          f'{sorted(wanted.difference(declared))}; declared: {sorted(declared)}')
         if not wanted:
             raise WorkflowDefinitionError(f'queue wait "{name}": this actor declares no queues')
         limit = seconds(timeout)

@@ -202,10 +202,10 @@ def _walk(value: Any, shape: JsonShape | None) -> tuple[str, str] | None:
     stack: list[tuple[Any, Route, int]] = [(value, None, 0)]
     pop, push = stack.pop, stack.append
     big = shape.big if shape is not None else None
-    # A container's children that are plainly valid (None, a bool, a bounded int, a finite float, a short ASCII string)
-    # are taken where they are, not pushed and popped: only a child that can be a problem (or a big string, or a
-    # container) goes on the stack, so the problems are found in the order they always were.
-    short = BIG_STRING if big is not None else sys.maxsize
+    # A container's children that are plainly valid (None, a bool, a bounded int, a finite float, an ASCII string: a
+    # big one recorded) are taken where they are, not pushed and popped: only a child that can be a problem (or a
+    # container) goes on the stack, so the problems are found in the order they always were (the big strings' order
+    # differs: measuring them does not depend on it).
     isfinite = math.isfinite
     while stack:
         item, route, depth = pop()
@@ -220,8 +220,11 @@ def _walk(value: Any, shape: JsonShape | None) -> tuple[str, str] | None:
                     if problem is not None:
                         return problem
                 plain = type(child)
-                if (child is None or plain is bool or (plain is int and -_INT_BOUND < child < _INT_BOUND)
-                        or (plain is str and len(child) < short and child.isascii())):
+                if child is None or plain is bool or (plain is int and -_INT_BOUND < child < _INT_BOUND):
+                    continue
+                if plain is str and child.isascii():
+                    if big is not None and len(child) >= BIG_STRING:
+                        big.append(((route, key, index), child))
                     continue
                 if plain is float and isfinite(child):
                     if shape is not None:
@@ -235,8 +238,11 @@ def _walk(value: Any, shape: JsonShape | None) -> tuple[str, str] | None:
             depth += 1
             for index, child in enumerate(item):
                 plain = type(child)
-                if (child is None or plain is bool or (plain is int and -_INT_BOUND < child < _INT_BOUND)
-                        or (plain is str and len(child) < short and child.isascii())):
+                if child is None or plain is bool or (plain is int and -_INT_BOUND < child < _INT_BOUND):
+                    continue
+                if plain is str and child.isascii():
+                    if big is not None and len(child) >= BIG_STRING:
+                        big.append(((route, index), child))
                     continue
                 if plain is float and isfinite(child):
                     if shape is not None:
