@@ -269,24 +269,39 @@ async def measure(rounds: int) -> dict[str, float]:
     return best
 
 
+def over_budget(best: dict[str, float]) -> list[str]:
+    return [name for name, budget in BUDGETS.items() if best[name] > budget]
+
+
+def print_table(best: dict[str, float], rounds: int) -> None:
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"bench-check: best of {rounds} rounds, N = {N:,}, load {load}\n")
+    print("| figure | measured | budget | share of budget | |\n|---|---:|---:|---:|---|")
+    for name, budget in BUDGETS.items():
+        value = best[name]
+        print(f"| {name} | {value:.6g} | {budget:.6g} | {value / budget:.0%} | "
+              f"{'**over**' if value > budget else 'ok'} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
     started = time.perf_counter()
     best = asyncio.run(measure(args.rounds))
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"bench-check: best of {args.rounds} rounds, N = {N:,}, load {load}\n")
-    print("| figure | measured | budget | share of budget | |\n|---|---:|---:|---:|---|")
-    failed = []
-    for name, budget in BUDGETS.items():
-        value = best[name]
-        over = value > budget
-        failed += [name] if over else []
-        print(f"| {name} | {value:.6g} | {budget:.6g} | {value / budget:.0%} | {'**over**' if over else 'ok'} |")
+    print_table(best, args.rounds)
+    failed = over_budget(best)
+    if failed:
+        # A burst of other work during one set of rounds can slow a workload's rounds and spare the calibration's
+        # (seen on a shared machine: every CPU figure about 25% up at once). A regression is over budget every time:
+        # so a figure over budget is measured again, with fresh rounds, and fails only if it is over again.
+        print(f"\nover budget: {', '.join(failed)}: measured again to confirm\n")
+        again = asyncio.run(measure(args.rounds))
+        print_table(again, args.rounds)
+        failed = [name for name in failed if name in over_budget(again)]
     print(f"\n{time.perf_counter() - started:.1f} s")
     if failed:
-        print(f"bench-check FAILED: over budget: {', '.join(failed)}", file=sys.stderr)
+        print(f"bench-check FAILED: over budget in both measurements: {', '.join(failed)}", file=sys.stderr)
         raise SystemExit(1)
 
 
