@@ -15,7 +15,7 @@ from dormant.core.records import ActorMeta, ActorRef, ActorSnapshot, listed_stat
 from dormant.core.search import apply_changes
 from dormant.errors import ItemTooLargeError
 from dormant.s3.offload import refs_in_text, resolve, sha_of
-from dormant.workflow.history import CallbackChange, HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.history import CallbackChange, StoredHistory, WorkflowRecord, WorkflowState
 
 # every item the store writes stays within this (dormant.core.limits: moto's is lower than AWS's)
 ITEM_LIMIT = ITEM.maximum
@@ -197,19 +197,23 @@ class Head:
         return parts
 
     def snapshot(self, ref: ActorRef, fetched: dict[str, Any] | None = None) -> ActorSnapshot:
-        """The version as the runtime sees it; `fetched` (key -> value) reads back the values kept in S3."""
+        """The version as the runtime sees it; `fetched` (key -> value) reads back the values kept in S3. Its history
+        is the entries' JSON (StoredHistory: no model per entry; a wake-up builds its records from the JSON and a
+        corrupted entry fails there with pydantic's error, as a load of models did)."""
         search = apply_changes(self.search, {})
         if not fetched:
-            return ActorSnapshot(ref=ref, version=self.version, meta=ActorMeta.model_validate(self.meta),
-                                 state=dict(self.state), workflow=WorkflowRecord.model_validate(self.workflow),
-                                 history=[HistoryEntry.model_validate(e) for e in self.history.values()], inbox=[],
-                                 search=search)
-        return ActorSnapshot(
+            snapshot = ActorSnapshot(ref=ref, version=self.version, meta=ActorMeta.model_validate(self.meta),
+                                     state=dict(self.state), workflow=WorkflowRecord.model_validate(self.workflow),
+                                     history=[], inbox=[], search=search)
+            snapshot.history = StoredHistory(list(self.history.values()))
+            return snapshot
+        snapshot = ActorSnapshot(
             ref=ref, version=self.version, meta=ActorMeta.model_validate(resolve(self.meta, fetched)),
             state=dict(resolve(self.state, fetched)), workflow=WorkflowRecord.model_validate(
-                resolve(self.workflow, fetched)),
-            history=[HistoryEntry.model_validate(resolve(e, fetched) if e["location"] in self.refs else e)
-                     for e in self.history.values()], inbox=[], search=search)
+                resolve(self.workflow, fetched)), history=[], inbox=[], search=search)
+        snapshot.history = StoredHistory([resolve(e, fetched) if e["location"] in self.refs else e
+                                          for e in self.history.values()])
+        return snapshot
 
     @staticmethod
     def from_snapshot(version: int, ring: int, full: dict[str, Any], side: Side, incarnation: str = "") -> Head:
