@@ -45,6 +45,8 @@ async def test_a_load_from_dynamodb_builds_the_engines_records_without_a_model_p
         copies = working_copies(loaded.history)
     expected = [HistoryEntry.model_validate(item) for item in stored()["history"]]
     assert [copy.to_model() for copy in copies] == expected == list(loaded.history)
+    as_models = loaded.model_copy(update={"history": expected})
+    assert loaded.model_dump(mode="json") == as_models.model_dump(mode="json")  # (dumps as the models it stands for)
 
 
 async def test_a_corrupted_entry_in_dynamodb_fails_as_a_load_of_models_did(store: DynamoEventStore) -> None:
