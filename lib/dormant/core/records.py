@@ -11,7 +11,15 @@ from collections.abc import Sequence
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from dormant.core.limits import ACTOR_ID, CARRIED_MESSAGE, KEY_PART, check_actor_id
 from dormant.errors import InvalidKeyError
@@ -143,6 +151,11 @@ class ActorSnapshot(BaseModel):
     held_ids: set[str] = Field(default_factory=set)
     """Ids of every message the load saw stored (the inbox, and consumed ones not yet forgotten): a carried
     message whose id is here needs no storing."""
+
+    @field_serializer("history", mode="wrap")
+    def _history_as_list(self, history: Sequence[HistoryEntry], handler: SerializerFunctionWrapHandler) -> Any:
+        # (a StoredHistory dumps as the list of entries it stands for, as a list of models does)
+        return handler(history if isinstance(history, list) else list(history))
 
 
 def listed_status(state: WorkflowState) -> WorkflowState:

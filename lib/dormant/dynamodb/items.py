@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +15,7 @@ from dormant.core.records import ActorMeta, ActorRef, ActorSnapshot, listed_stat
 from dormant.core.search import apply_changes
 from dormant.errors import ItemTooLargeError
 from dormant.s3.offload import refs_in_text, resolve, sha_of
-from dormant.workflow.history import CallbackChange, HistoryEntry, WorkflowRecord, WorkflowState
+from dormant.workflow.history import CallbackChange, StoredHistory, WorkflowRecord, WorkflowState
 
 # every item the store writes stays within this (dormant.core.limits: moto's is lower than AWS's)
 ITEM_LIMIT = ITEM.maximum
@@ -25,10 +25,18 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def compress(value: Any) -> bytes:
+def compress(value: Any, texts: dict[str, str] | None = None) -> bytes:
     """Commit payloads are compressed JSON: their field names repeat, so they shrink 2-4x, and a commit
-    of a step usually fits in one write unit (1 KB) and a load in one read unit."""
-    return zlib.compress(dumps(value).encode(), 6)
+    of a step usually fits in one write unit (1 KB) and a load in one read unit. `texts`: the JSON of some of the
+    payload's members (a dict's), made already: the same text as dumps(value), without serializing them again."""
+    return zlib.compress((dumps(value) if not texts else object_text(value, texts)).encode(), 6)
+
+
+def object_text(value: dict[str, Any], texts: dict[str, str]) -> str:
+    """dumps(value), each member named in `texts` written as the JSON text given there (compact JSON of a dict is its
+    members' texts, joined: the same characters)."""
+    return "{" + ",".join(f"{dumps(key)}:{texts[key] if key in texts else dumps(member)}"
+                          for key, member in value.items()) + "}"
 
 
 def commit_payload(item: dict[str, dict[str, Any]]) -> Any:
@@ -42,8 +50,25 @@ def json_size(value: Any) -> int:
 
 def sized(value: Any) -> tuple[int, tuple[str, ...]]:
     """(JSON bytes, the S3 objects it refers to: dormant.s3.offload) of a stored value, from one serialization."""
-    text = dumps(value)
-    return len(text.encode()), tuple(refs_in_text(text))
+    return sized_text(dumps(value))
+
+
+def sized_text(text: str) -> tuple[int, tuple[str, ...]]:
+    """`sized` of the value whose JSON is `text`."""
+    return len(text) if text.isascii() else len(text.encode()), tuple(refs_in_text(text))
+
+
+Sized = tuple[int, tuple[str, ...]]  # (JSON bytes, the S3 objects it refers to): `sized`
+
+
+@dataclass(slots=True)
+class Measured:
+    """`sized` of a commit's new values (its delta's entries, state and workflow record), each measured once: by the
+    commit from the texts it stores, by its check from the draft's sizes (dormant.dynamodb.log)."""
+
+    upserts: list[Sized]
+    state: Sized | None = None  # (None where the delta has none)
+    workflow: Sized | None = None
 
 
 def item_size(item: dict[str, dict[str, Any]]) -> int:
@@ -132,8 +157,8 @@ class Head:
     # the listed status (dormant.core.records.listed_after): what the status item says once this version settled
     listed: str = WorkflowState.PENDING.value
 
-    def advance(self, version: int, delta: dict[str, Any], side: Side,
-                upsert_sizes: list[tuple[int, tuple[str, ...]]] | None = None) -> Head:
+    def advance(self, version: int, delta: dict[str, Any], side: Side, measured: Measured | None = None) -> Head:
+        """The version `delta` makes of this one; `measured`: its values' sizes, known already (else measured here)."""
         history, sizes, refs = dict(self.history), dict(self.sizes), dict(self.refs)
         for prefix in delta.get("x", ()):
             below = prefix + "/"
@@ -144,15 +169,16 @@ class Head:
         for index, entry in enumerate(delta.get("u", ())):
             location = entry["location"]
             history[location] = entry
-            sizes[location], found = upsert_sizes[index] if upsert_sizes is not None else sized(entry)
+            sizes[location], found = measured.upserts[index] if measured is not None else sized(entry)
             _set_refs(refs, location, found)
         state, workflow = delta.get("s"), delta.get("w")
         state_bytes, workflow_bytes = self.state_bytes, self.workflow_bytes
         if state is not None:
-            state_bytes, found = sized(state)
+            state_bytes, found = measured.state if measured is not None and measured.state is not None else sized(state)
             _set_refs(refs, "#state", found)
         if workflow is not None:
-            workflow_bytes, found = sized(workflow)
+            workflow_bytes, found = (measured.workflow if measured is not None and measured.workflow is not None
+                                     else sized(workflow))
             _set_refs(refs, "#workflow", found)
         return Head(
             version=version, ring=self.ring, snapshot_version=self.snapshot_version, meta=self.meta,
@@ -197,19 +223,23 @@ class Head:
         return parts
 
     def snapshot(self, ref: ActorRef, fetched: dict[str, Any] | None = None) -> ActorSnapshot:
-        """The version as the runtime sees it; `fetched` (key -> value) reads back the values kept in S3."""
+        """The version as the runtime sees it; `fetched` (key -> value) reads back the values kept in S3. Its history
+        is the entries' JSON (StoredHistory: no model per entry; a wake-up builds its records from the JSON and a
+        corrupted entry fails there with pydantic's error, as a load of models did)."""
         search = apply_changes(self.search, {})
         if not fetched:
-            return ActorSnapshot(ref=ref, version=self.version, meta=ActorMeta.model_validate(self.meta),
-                                 state=dict(self.state), workflow=WorkflowRecord.model_validate(self.workflow),
-                                 history=[HistoryEntry.model_validate(e) for e in self.history.values()], inbox=[],
-                                 search=search)
-        return ActorSnapshot(
+            snapshot = ActorSnapshot(ref=ref, version=self.version, meta=ActorMeta.model_validate(self.meta),
+                                     state=dict(self.state), workflow=WorkflowRecord.model_validate(self.workflow),
+                                     history=[], inbox=[], search=search)
+            snapshot.history = StoredHistory(list(self.history.values()))
+            return snapshot
+        snapshot = ActorSnapshot(
             ref=ref, version=self.version, meta=ActorMeta.model_validate(resolve(self.meta, fetched)),
             state=dict(resolve(self.state, fetched)), workflow=WorkflowRecord.model_validate(
-                resolve(self.workflow, fetched)),
-            history=[HistoryEntry.model_validate(resolve(e, fetched) if e["location"] in self.refs else e)
-                     for e in self.history.values()], inbox=[], search=search)
+                resolve(self.workflow, fetched)), history=[], inbox=[], search=search)
+        snapshot.history = StoredHistory([resolve(e, fetched) if e["location"] in self.refs else e
+                                          for e in self.history.values()])
+        return snapshot
 
     @staticmethod
     def from_snapshot(version: int, ring: int, full: dict[str, Any], side: Side, incarnation: str = "") -> Head:
@@ -244,9 +274,12 @@ class TornRead(Exception):
     """The ring changed while it was being read (no gap-free chain to a snapshot): read again."""
 
 
-def too_large(ref: ActorRef, what: str, size: int, parts: Iterable[tuple[str, int]],
-              limit: ServiceLimit = ITEM) -> ItemTooLargeError:
-    parts = list(parts)
+Parts = Iterable[tuple[str, int]] | Callable[[], Iterable[tuple[str, int]]]
+"""(what, bytes) of an item's parts, named in a size error: or a function that measures them (only on that error)."""
+
+
+def too_large(ref: ActorRef, what: str, size: int, parts: Parts, limit: ServiceLimit = ITEM) -> ItemTooLargeError:
+    parts = list(parts() if callable(parts) else parts)
     biggest = max(parts, key=lambda part: part[1], default=("(nothing)", 0))
     error = ItemTooLargeError(
         f"{what} of an actor of type {ref.name!r} is {size:,} bytes, over the limit ({limit.name}): "

@@ -13,10 +13,22 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from dormant.core.limits import draft_sizes
 from dormant.core.records import ActorMeta, ActorRef, ActorSnapshot, InboxMessage, listed_status
-from dormant.dynamodb.items import Head, Side, TornRead, item_size, json_size, sized
+from dormant.dynamodb.items import (
+    Head,
+    Measured,
+    Parts,
+    Side,
+    Sized,
+    TornRead,
+    dumps,
+    item_size,
+    sized_text,
+)
 from dormant.dynamodb.messages import InboxItems
 from dormant.dynamodb.requests import Item, Table
 from dormant.dynamodb.ring import (
@@ -38,8 +50,10 @@ from dormant.s3.large_values import LargeValues
 from dormant.settings import Settings
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowRecord
+from dormant.workflow.values import json_size as measure  # (the engine's: the same size, faster)
 
 TORN_READ_RETRIES = 5
+NULL_BYTES = 4  # JSON's null: a value the delta does not carry, as the weight and the size errors count it
 
 
 class CommitLog:
@@ -118,14 +132,15 @@ class CommitLog:
         made = draft
         draft = await self.values.store_draft(ref, base.known_content(), base.all_refs(), version, draft)
         side, delta = delta_of(base, draft, now)
-        upsert_sizes = [sized(entry) for entry in draft.upserts]
-        head = base.advance(version, delta, side, upsert_sizes)
+        # Each new value serialized once: its text sizes it, finds its references and goes into the payload.
+        texts, measured = _texts(delta)
+        head = base.advance(version, delta, side, measured)
         released = self.values.released(base.all_refs(), head.all_refs())
         if released:
             head.releases[version] = released
-        self.sizes.live(ref, head, side, base)
         side_parts = side_parts_of(side)
-        weight = _weight_as_made(made, draft, upsert_sizes, delta.get("w"))
+        self.sizes.live(ref, head, side, base, side_parts)
+        weight = _weight_as_made(made, draft, measured)
         snapshot = snapshot_due(version, base.snapshot_version, base.ring, base.delta_bytes, weight)
         if snapshot:
             payload = {"f": head.full(), **side.payload()}
@@ -133,14 +148,13 @@ class CommitLog:
                 payload[TOMBSTONED] = [[mid, at] for mid, at in base.chain_consumed]
             head.snapshot_version, head.delta_bytes, head.chain_consumed = version, 0, side.consumed_at()
             head.tombstoned = base.chain_consumed
-            parts = head.full_parts() + side_parts
+            parts: Parts = partial(_snapshot_parts, head, side_parts)
+            texts = {}  # (its members are the whole version: serialized as one)
         else:
             payload = {**delta, **side.payload()}
             head.delta_bytes = base.delta_bytes + weight
-            parts = [(f"history entry {e['location']!r}", size) for e, (size, _) in zip(draft.upserts, upsert_sizes,
-                                                                                        strict=True)]
-            parts += [("state", json_size(draft.state)), ("workflow record", json_size(delta.get("w"))), *side_parts]
-        item = commit_item(ref, head, payload, snapshot=snapshot, at=now)
+            parts = partial(_delta_parts, draft.upserts, measured, side_parts)  # (named only in a size error)
+        item = commit_item(ref, head, payload, snapshot=snapshot, at=now, texts=texts)
         if not snapshot:  # the weight since the snapshot, so that every process decides the next snapshot alike
             item[DELTA_WEIGHT] = {"N": str(head.delta_bytes)}
         if released:  # deleted a lap later, when this slot is overwritten (dormant.s3.large_values)
@@ -180,12 +194,12 @@ class CommitLog:
         self.first_commit(ref, meta, state, WorkflowRecord(), events, "0" * 28)
 
     def check_commit(self, ref: ActorRef, version: int, draft: CommitDraft) -> None:
-        draft = self.values.check_draft(ref, draft)  # sized as stored; the per-value ceiling
+        made, draft = draft, self.values.check_draft(ref, draft)  # sized as stored; the per-value ceiling
         base = self.heads.get(ref, version)
         if base is None:
             return  # not read here: the commit itself checks before it writes
         side, delta = delta_of(base, draft, draft.committed_at)
-        head = base.advance(version + 1, delta, side)
+        head = base.advance(version + 1, delta, side, _checked_sizes(made, draft, delta))
         self.sizes.live(ref, head, side, base)
 
     def first_commit(self, ref: ActorRef, meta: ActorMeta, state: dict[str, Any], workflow: WorkflowRecord,
@@ -199,7 +213,7 @@ class CommitLog:
                 "search": search or {}, "since": meta.created_at, "listed": listed_status(workflow.state).value}
         head = Head.from_snapshot(1, self.settings.snapshot_every, full, side, incarnation)
         item = commit_item(ref, head, {"f": full, **side.payload()}, snapshot=True, at=side.at)
-        self.sizes.item(ref, "the first commit", item, head.full_parts() + side_parts_of(side))
+        self.sizes.item(ref, "the first commit", item, partial(_snapshot_parts, head, side_parts_of(side)))
         self.sizes.live(ref, head, side, None)
         return head, item
 
@@ -226,14 +240,60 @@ def _ring_releases(head: Head) -> set[str]:
     return {key for keys in head.releases.values() for key in keys}
 
 
-def _weight_as_made(made: CommitDraft, stored: CommitDraft, upsert_sizes: list[tuple[int, tuple[str, ...]]],
-                    stored_workflow: Any) -> int:
+def _texts(delta: dict[str, Any]) -> tuple[dict[str, str], Measured]:
+    """The JSON of a delta's new values (its entries, state and workflow record: the payload's members "u", "s", "w")
+    and their sizes, from one serialization each."""
+    entries = [dumps(entry) for entry in delta["u"]]
+    texts = {"u": "[" + ",".join(entries) + "]"}
+    measured = Measured([sized_text(text) for text in entries])
+    if "s" in delta:
+        texts["s"] = dumps(delta["s"])
+        measured.state = sized_text(texts["s"])
+    if "w" in delta:
+        texts["w"] = dumps(delta["w"])
+        measured.workflow = sized_text(texts["w"])
+    return texts, measured
+
+
+def _checked_sizes(made: CommitDraft, checked: CommitDraft, delta: dict[str, Any]) -> Measured:
+    """The sizes of the delta of `checked` (`made` as it would be stored: LargeValues.check_draft) for the check before
+    a commit: the engine's measure of each value kept as made (draft_sizes, the same compact JSON: its test compares
+    them), measured here where a value would go to S3. No references: the check's head only counts bytes, and is
+    never kept."""
+    sizes = draft_sizes(made)
+    upserts: list[Sized] = [(size, ()) if kept is entry else (measure(kept), ())
+                            for entry, kept, size in zip(made.upserts, checked.upserts, sizes.upserts, strict=True)]
+    measured = Measured(upserts)
+    if "s" in delta:
+        measured.state = (sizes.state if checked.state is made.state else measure(checked.state), ())
+    if "w" in delta:
+        measured.workflow = (measure(delta["w"]), ())
+    return measured
+
+
+def _snapshot_parts(head: Head, side_parts: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """(what, bytes) of a snapshot commit's parts, for its size error."""
+    return head.full_parts() + side_parts
+
+
+def _delta_parts(upserts: list[dict[str, Any]], measured: Measured,
+                 side_parts: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """(what, bytes) of a delta commit's parts, for its size error."""
+    parts = [(f"history entry {e['location']!r}", size) for e, (size, _) in zip(upserts, measured.upserts, strict=True)]
+    return [*parts, ("state", measured.state[0] if measured.state is not None else NULL_BYTES),
+            ("workflow record", measured.workflow[0] if measured.workflow is not None else NULL_BYTES), *side_parts]
+
+
+def _weight_as_made(made: CommitDraft, stored: CommitDraft, measured: Measured) -> int:
     """dormant.runtime.versions.commit_weight of `made` (the draft as the workflow made it), from the sizes of
-    `stored` (its stored form) where a value was kept as it was: only the values offloaded to S3 are serialized
-    again."""
+    `stored` (its stored form: `measured`) where a value was kept as it was: only the values offloaded to S3 are
+    serialized again."""
     weight = sum(size if kept is entry else json_weight(entry)
-                 for entry, kept, (size, _) in zip(made.upserts, stored.upserts, upsert_sizes, strict=True))
-    weight += json_size(stored.state) if stored.state is made.state else json_weight(made.state)
+                 for entry, kept, (size, _) in zip(made.upserts, stored.upserts, measured.upserts, strict=True))
+    if stored.state is made.state:
+        weight += measured.state[0] if measured.state is not None else NULL_BYTES
+    else:
+        weight += json_weight(made.state)
     if stored.workflow is made.workflow or made.workflow is None:
-        return weight + json_size(stored_workflow)
+        return weight + (measured.workflow[0] if measured.workflow is not None else NULL_BYTES)
     return weight + json_weight(made.workflow.model_dump(mode="json"))

@@ -94,13 +94,14 @@ def delta_of(base: Head, draft: CommitDraft, now: float) -> tuple[Side, dict[str
     return side, delta
 
 
-def commit_item(ref: ActorRef, head: Head, payload: dict[str, Any], *, snapshot: bool,
-                at: float) -> dict[str, dict[str, Any]]:
-    """The commit item of `head` in its slot of the ring: its payload compressed (a full snapshot or a delta)."""
+def commit_item(ref: ActorRef, head: Head, payload: dict[str, Any], *, snapshot: bool, at: float,
+                texts: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """The commit item of `head` in its slot of the ring: its payload compressed (a full snapshot or a delta);
+    `texts`: the JSON of some of the payload's members, made already (dormant.dynamodb.items.compress)."""
     item: dict[str, dict[str, Any]] = {
         **item_key(ref.id, ring_key(head.version, head.ring)), "v": {"N": str(head.version)},
         "n": {"N": str(head.ring)}, "at": {"N": repr(at)}, "c": {"S": head.incarnation},
-        "z": {"B": compress(payload)}}
+        "z": {"B": compress(payload, texts)}}
     if snapshot:
         item["snap"] = {"BOOL": True}
     return item

@@ -4,12 +4,11 @@ nothing written. No I/O."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from dormant.core.limits import INDEXED_ITEM, ITEM, MESSAGE_ID, RECORD_ROOM, SORT_KEY, ServiceLimit
 from dormant.core.records import ActorRef
-from dormant.dynamodb.items import ITEM_LIMIT, Head, Side, item_size, json_size, too_large
+from dormant.dynamodb.items import ITEM_LIMIT, Head, Parts, Side, item_size, json_size, too_large
 from dormant.errors import InvalidMessageIdError
 
 SNAPSHOT_OVERHEAD = 256  # a snapshot item's keys, attributes and JSON framing around its parts
@@ -21,14 +20,14 @@ class SizeChecks:
     def __init__(self, item_limit: int = ITEM_LIMIT) -> None:
         self.item_limit = item_limit
 
-    def item(self, ref: ActorRef, what: str, item: dict[str, dict[str, Any]], parts: Iterable[tuple[str, int]],
+    def item(self, ref: ActorRef, what: str, item: dict[str, dict[str, Any]], parts: Parts,
              *, limit: ServiceLimit = ITEM) -> None:
-        """`item` as a whole within `limit` (scaled when `item_limit` was raised)."""
+        """`item` as a whole within `limit` (scaled when `item_limit` was raised); `parts` named only if it is not."""
         size = item_size(item)
         if size > limit.maximum * self.item_limit // ITEM_LIMIT:
             raise too_large(ref, what, size, parts, limit)
 
-    def message_item(self, ref: ActorRef, item: dict[str, dict[str, Any]], parts: Iterable[tuple[str, int]]) -> None:
+    def message_item(self, ref: ActorRef, item: dict[str, dict[str, Any]], parts: Parts) -> None:
         """An inbox item: its keys within the sort key limit; the item within INDEXED_ITEM, since it carries the
         `pending` index's key and DynamoDB stores and counts it twice."""
         for key in ("sk", "pq"):  # the service checks caller-given ids first; this guards every other id
@@ -37,7 +36,8 @@ class SizeChecks:
                                             f"{SORT_KEY.name} may be ({MESSAGE_ID.name}: {MESSAGE_ID.describe()})")
         self.item(ref, "the message", item, parts, limit=INDEXED_ITEM)
 
-    def live(self, ref: ActorRef, head: Head, side: Side, base: Head | None) -> None:
+    def live(self, ref: ActorRef, head: Head, side: Side, base: Head | None,
+             side_parts: list[tuple[str, int]] | None = None) -> None:
         """Every version must be able to become a snapshot, so the commit that makes the live history too big is
         the one refused (not some later, unrelated one). Counted uncompressed: a snapshot always fits.
 
@@ -45,7 +45,7 @@ class SizeChecks:
         is left free unless the commit `adds_only_a_record`: so everything but the workflow record always fits
         within `item_limit` - RECORD_ROOM (a commit that adds nothing else cannot grow it), and a record of at most
         RECORD_ROOM always fits beside it (dormant.runtime.wake.failure_mark builds one)."""
-        side_parts = side_parts_of(side)
+        side_parts = side_parts_of(side) if side_parts is None else side_parts  # (the commit's, made already)
         full_size = head.full_bytes() + sum(size for _, size in side_parts) + SNAPSHOT_OVERHEAD
         if adds_only_a_record(base, head, side):
             if full_size > self.item_limit:  # only a history stored before the room was kept can get here
