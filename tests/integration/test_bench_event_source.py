@@ -4,8 +4,6 @@ polling (`idle`); the receives of a batch, the one that closes a batching window
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -17,6 +15,7 @@ from benchmarks.functions import Batching, EventSource
 from dormant.aws.metering import instrument
 from dormant.sqs.poller import SqsPoller
 from tests.servers import MotoServer
+from tests.waiting import until_async
 
 DEADLINE = 10.0
 
@@ -30,10 +29,9 @@ async def sqs(moto_server_process: MotoServer) -> AsyncIterator[Any]:
 
 
 async def until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
+    async def holds() -> bool:
+        return condition()
+    await until_async(holds, timeout=DEADLINE, what=what, interval=0.01)
 
 
 async def source_on(sqs: Any, batching: Batching, *, fifo: bool) -> tuple[EventSource, str, list[int]]:
