@@ -124,9 +124,13 @@ async def test_a_commit_reuses_the_sizes_its_step_check_measured_and_they_are_ex
             values.to_json, values.python_json_size = encoders  # type: ignore[assignment]
         drafts = [logged.draft for logged in env.store.commit_log]
     assert len([draft for draft in drafts if draft.state is not None]) == 2  # a step's result each
-    assert measured and len(measured) == len(set(measured))  # each value serialized once: entries, state
-    # (a text with a float's marks measured again by Python's encoder, once: the step's entries, with 1.5e-7)
-    assert len(python_measured) == len(set(python_measured)) == 2 and all("1.5e-07" in v for v in python_measured)
+    if values.FAST_PATH:
+        assert measured and len(measured) == len(set(measured))  # each value serialized once: entries, state
+        # (a text with a float's marks measured again by Python's encoder, once: the step's entries, with 1.5e-7)
+        assert len(python_measured) == len(set(python_measured)) == 2
+        assert all("1.5e-07" in v for v in python_measured)
+    else:  # a pydantic-core too old to mark its floats (the lowest allowed): Python's encoder measures all, once each
+        assert not measured and python_measured and len(python_measured) == len(set(python_measured))
     for draft in drafts:
         assert draft.sizes is not None
         fresh = draft_sizes(replace(draft, sizes=None))
