@@ -1,6 +1,6 @@
 """The commit ring of one actor: its items read (`Ring`: one Query), the newest version materialized from them (its
 snapshot plus the deltas after it), what a commit of a draft on a version stores, and the versions this process
-materialized (`HeadCache`). Only `Ring.items` makes a request."""
+materialized (`HeadCache`). Only `Ring`'s methods make requests."""
 
 from __future__ import annotations
 
@@ -75,6 +75,30 @@ def materialize(items: list[dict[str, Any]], cached: Callable[[int], Head | None
     return head
 
 
+def warm_candidate(head: Head) -> bool:
+    """Whether two adjacent slots can show that `head` is still its actor's newest version (`confirms`): only once
+    its ring has wrapped (every slot then holds a version until a deletion removes it) and when the next version's
+    slot follows its own (not slot 0)."""
+    return head.version >= head.ring and head.version % head.ring != 0
+
+
+def confirms(pair: list[Item], head: Head) -> bool:
+    """Whether `pair` (Ring.pair) shows that `head` is still the newest version of its actor's life.
+
+    Once a ring has wrapped, a slot is only ever overwritten by a later version of the same life, or deleted by a
+    deletion (whose marker is the next version: dormant.dynamodb.deletion). So `head`'s slot holding `head`'s version
+    and the next slot holding the version one lap behind the next one means: no later version was committed (it would
+    be in the next slot), the actor is not being deleted (its marker would be there, or one of the two deleted), and
+    it is the same life (both carry its incarnation)."""
+    if len(pair) != 2:
+        return False
+    own, following = (pair[0], pair[1]) if pair[0]["sk"]["S"] < pair[1]["sk"]["S"] else (pair[1], pair[0])
+    incarnation = head.incarnation
+    return (own["v"]["N"] == str(head.version) and own.get("c", {}).get("S") == incarnation and "gone" not in own
+            and following["v"]["N"] == str(head.version + 1 - head.ring)
+            and following.get("c", {}).get("S") == incarnation)
+
+
 def delta_of(base: Head, draft: CommitDraft, now: float) -> tuple[Side, dict[str, Any]]:
     """What a commit of `draft` on `base` stores: its side work and its delta payload."""
     side = Side(consumed=list(draft.consumed_ids), responses=dict(draft.responses),
@@ -118,6 +142,13 @@ class Ring:
         return await self.table.query("pk = :pk AND begins_with(sk, :ring)",
                                       {":pk": {"S": ref.id}, ":ring": {"S": RING_PREFIX}}, forward=False)
 
+    async def pair(self, ref: ActorRef, head: Head) -> list[Item]:
+        """The slots of `head`'s version and of the one after it (one strongly consistent Query of two adjacent keys:
+        `confirms` says whether `head` is still the newest version; `warm_candidate` says when they are adjacent)."""
+        return await self.table.query("pk = :pk AND sk BETWEEN :own AND :next", {
+            ":pk": {"S": ref.id}, ":own": {"S": ring_key(head.version, head.ring)},
+            ":next": {"S": ring_key(head.version + 1, head.ring)}})
+
     async def slot_zero(self, ref: ActorRef) -> Item | None:
         """Slot 0's key and deletion flag: version 1 (and later 1 + k*N) while the actor exists, a deletion's
         marker while it is deleted."""
@@ -131,6 +162,10 @@ class HeadCache:
     def __init__(self, size: int) -> None:
         self._heads: OrderedDict[tuple[str, int], Head] = OrderedDict()
         self._size = size
+        self._top: dict[str, int] = {}  # actor id -> the highest version cached
+        # Actors whose last load found a version this store had not cached (another process commits them: a
+        # two-slot read would miss, and cost a request more); cleared when a load finds the cached one newest.
+        self._scattered: set[str] = set()
 
     def get(self, ref: ActorRef, version: int) -> Head | None:
         return self._heads.get((ref.id, version))
@@ -142,8 +177,28 @@ class HeadCache:
             head.settled = True
         self._heads[key] = head
         self._heads.move_to_end(key)
+        if head.version >= self._top.get(ref.id, 0):
+            self._top[ref.id] = head.version
         while len(self._heads) > self._size:
-            self._heads.popitem(last=False)
+            (actor_id, version), _ = self._heads.popitem(last=False)
+            if self._top.get(actor_id) == version:
+                del self._top[actor_id]  # (its older versions may stay cached: loads then read the whole ring)
+                self._scattered.discard(actor_id)
+
+    def top(self, ref: ActorRef) -> Head | None:
+        """The highest version of `ref` this store read or wrote, while it is cached."""
+        version = self._top.get(ref.id)
+        return None if version is None else self._heads.get((ref.id, version))
+
+    def scattered(self, ref: ActorRef) -> bool:
+        return ref.id in self._scattered
+
+    def found(self, ref: ActorRef, known: Head | None, newest: int) -> None:
+        """Record what a load of the whole ring found: whether the version this store knew (`known`) was the newest."""
+        if known is None or known.version == newest:
+            self._scattered.discard(ref.id)
+        else:
+            self._scattered.add(ref.id)
 
     def newest(self, ref: ActorRef) -> Head | None:
         """The last version of `ref` this store read or wrote (a commit remembers its version last)."""
@@ -155,3 +210,5 @@ class HeadCache:
     def forget(self, ref: ActorRef) -> None:
         for key in [key for key in self._heads if key[0] == ref.id]:
             del self._heads[key]
+        self._top.pop(ref.id, None)
+        self._scattered.discard(ref.id)
