@@ -12,7 +12,8 @@ import pytest
 
 from dormant.aws.metering import Meter, instrument
 from dormant.dynamodb.items import Head
-from dormant.dynamodb.keys import item_key, ring_key
+from dormant.dynamodb.keys import item_key, message_id_of, ring_key
+from dormant.dynamodb.messages import InboxItems
 from dormant.dynamodb.ring import confirms, warm_candidate
 from dormant.dynamodb.store import DynamoEventStore
 from dormant.errors import StorageError, VersionConflict
@@ -194,3 +195,50 @@ async def test_loads_by_two_processes_in_any_interleaving_equal_a_fresh_processs
             snapshot = await process.load(actor)
             assert snapshot is not None
             known[who] = snapshot.version
+
+
+class IndexAnswers:
+    """What each Query of the `pending` index returned: (items sent, items read) (botocore's hooks)."""
+
+    def __init__(self, client: Any) -> None:
+        self.answers: list[tuple[int, int]] = []
+        client.meta.events.register("before-parameter-build.dynamodb.Query", self.asked)
+        client.meta.events.register("after-call.dynamodb.Query", self.answered)
+
+    def asked(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["index query"] = "IndexName" in params
+
+    def answered(self, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        if context.get("index query"):
+            self.answers.append((parsed["Count"], parsed["ScannedCount"]))
+
+
+async def test_a_warm_loads_inbox_query_leaves_out_what_its_version_consumed(store: DynamoEventStore) -> None:
+    actor = await created(store)
+    ring = store.settings.snapshot_every
+    for n in range(ring + 6):  # past a lap: the snapshot (version 17) and the 6 commits since consumed 7 messages
+        await store.enqueue(actor, message(f"m{n}"))
+        assert await store.commit(actor, n + 1, loop_iteration(n)) == n + 2
+    await store.enqueue(actor, message("waiting"))
+    answers = IndexAnswers(store.client)
+    warm = await store.load(actor)
+    assert answers.answers == [(1, 8)]  # read: the 7 consumed (not tombstoned yet) and the waiting one; sent: 1
+    cold = DynamoEventStore(store.client, store.settings)
+    cold_load = await cold.load(actor)
+    assert answers.answers[1:] == [(8, 8)]  # a cold load knows nothing consumed before it reads: all of them
+    assert comparable(warm) == comparable(cold_load)
+    assert warm is not None and cold_load is not None and warm.held_ids == cold_load.held_ids
+    assert [m.id for m in warm.inbox] == ["waiting"]
+    for consumed in ("m20", "m0"):  # consumed since the snapshot, and before it: a duplicate either way
+        assert not await store.enqueue(actor, message(consumed))
+
+
+async def test_only_ids_whose_dedupe_window_is_open_are_left_out(store: DynamoEventStore) -> None:
+    now = [1_000_000.0]
+    items = InboxItems(store.requests, clock=lambda: now[0], dedupe_ttl_seconds=60)
+    actor = await created(store)
+    for mid in ("a", "b", "c"):
+        await store.enqueue(actor, message(mid))
+    pending = await items.pending(actor, {"a": now[0] - 30, "b": now[0] - 61})  # a's window is open, b's ended
+    assert pending.skipped == {"a"}
+    assert sorted(message_id_of(item["sk"]["S"]) for item in pending.messages) == ["b", "c"]

@@ -118,7 +118,7 @@ class Doctor:
     async def live_inbox(self, ref: ActorRef, head: Head) -> list[InboxMessage]:
         """The pending messages a load of `head` hands the workflow, as stored (values in S3 not read back)."""
         pending = await self.messages.pending(ref)
-        return self.messages.live(ref, pending.messages, head.hidden())[0]
+        return self.messages.live(ref, pending, head.hidden())[0]
 
     async def drop_messages(self, ref: ActorRef, message_ids: list[str], version: int) -> None:
         """Take pending messages out of the inbox for good (their tombstones, as a commit consuming them writes)."""

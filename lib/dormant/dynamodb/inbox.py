@@ -38,7 +38,7 @@ class InboxWaiter:
                 snapshot = await self.load(ref)
                 inbox = snapshot.inbox if snapshot is not None else []
             else:  # consumed messages whose pending items may still be read: the head's hidden ones
-                inbox = self.messages.live(ref, pending.messages, head.hidden())[0]
+                inbox = self.messages.live(ref, pending, head.hidden())[0]
             fresh = await self.values.resolve_inbox(ref, [message for message in inbox if message.id not in known],
                                                     whole=False)
             remaining = give_up - loop.time()

@@ -102,7 +102,7 @@ class CommitLog:
                 head, pending = await self._newest(ref)
                 if head is None:
                     return None
-                inbox, held = self.messages.live(ref, pending.messages, head.hidden())
+                inbox, held = self.messages.live(ref, pending, head.hidden())
                 # Values kept in S3: a reader of a version a later commit lapped may miss one; it reads again.
                 refs = head.all_refs()
                 if refs:
@@ -136,7 +136,8 @@ class CommitLog:
         an actor whose wake-ups move between processes costs no request more (docs/storage.md, "Loads")."""
         known = self.heads.top(ref)
         if known is not None and warm_candidate(known) and not self.heads.scattered(ref):
-            pair, pending = await asyncio.gather(self.ring.pair(ref, known), self.messages.pending(ref))
+            pair, pending = await asyncio.gather(self.ring.pair(ref, known),
+                                                 self.messages.pending(ref, dict(known.chain_consumed)))
             if confirms(pair, known):
                 return known, pending
             ring_items = await self.ring.items(ref)

@@ -34,6 +34,7 @@ from dormant.dynamodb.requests import Item, Table
 from dormant.dynamodb.table import TTL_ATTRIBUTE
 
 _FINGERPRINTS_KEPT = 50_000
+_SKIPPED_AT_MOST = 99  # ids a pending Query's filter leaves out (DynamoDB: at most 100 operands of IN)
 # A put of a message: where no item is, or over a tombstone whose dedupe window has ended (pending items have no
 # `expires_at`: a comparison with a missing attribute is false). dormant.core.dedupe.is_duplicate, as a condition.
 _NEW_ID = "attribute_not_exists(pk) OR #expires <= :now"
@@ -46,6 +47,7 @@ class Pending:
 
     messages: list[Item]
     wake_error: WakeError | None
+    skipped: frozenset[str] = frozenset()  # consumed ids the Query left out (`InboxItems.pending`'s `consumed`)
 
 
 class InboxItems:
@@ -89,20 +91,37 @@ class InboxItems:
         until = float(item[TTL_ATTRIBUTE]["N"]) if TTL_ATTRIBUTE in item else None
         return str(item["h"]["S"]) if is_duplicate(until, self._now()) else None
 
-    async def pending(self, ref: ActorRef) -> Pending:
-        """One strongly consistent Query of the actor's `pending` index."""
-        items = await self.table.query("pk = :pk", {":pk": {"S": ref.id}}, index=PENDING_INDEX)
+    async def pending(self, ref: ActorRef, consumed: Mapping[str, float] | None = None) -> Pending:
+        """One strongly consistent Query of the actor's `pending` index.
+
+        `consumed` (id -> when, by the commits since the snapshot of a version the load holds already: their items
+        are still pending until the next snapshot tombstones them, Head.chain_consumed): their items are left out of the
+        answer by a filter, where the id is still a duplicate (its dedupe window open: an item under it can only be
+        that consumed message, which the load would hide), so that they (up to a ring's worth of commits' messages) are
+        neither sent nor parsed.
+        The filter does not change the read units (DynamoDB bills what it reads before filtering)."""
+        values: dict[str, dict[str, str]] = {":pk": {"S": ref.id}}
+        now = self._now()
+        skipped = [mid for mid, at in (consumed or {}).items()
+                   if is_duplicate(dedupe_until(at, self._window), now)][:_SKIPPED_AT_MOST]
+        options: dict[str, str] = {}
+        if skipped:
+            values.update((f":s{n}", {"S": inbox_key(mid)}) for n, mid in enumerate(skipped))
+            options["filter_expression"] = f"NOT (sk IN ({', '.join(f':s{n}' for n in range(len(skipped)))}))"
+        items = await self.table.query("pk = :pk", values, index=PENDING_INDEX, **options)
         errors = [item for item in items if item["sk"]["S"] == WAKE_ERROR]
         return Pending(messages=[item for item in items if "m" in item],
-                       wake_error=WakeError.model_validate_json(errors[0]["d"]["S"]) if errors else None)
+                       wake_error=WakeError.model_validate_json(errors[0]["d"]["S"]) if errors else None,
+                       skipped=frozenset(skipped))
 
-    def live(self, ref: ActorRef, pending: list[Item], consumed: Mapping[str, float]) -> tuple[list[InboxMessage],
-                                                                                            set[str]]:
+    def live(self, ref: ActorRef, pending: Pending, consumed: Mapping[str, float]) -> tuple[list[InboxMessage],
+                                                                                         set[str]]:
         """(the live inbox, every id the load saw): pending items minus those consumed (`consumed`: id -> when, by the
-        commits since the snapshot, whose messages are tombstoned only by the next snapshot commit)."""
+        commits since the snapshot, whose messages are tombstoned only by the next snapshot commit). The ids the
+        Query left out count as seen: they are consumed, and still duplicates."""
         inbox: list[InboxMessage] = []
-        held: set[str] = set()
-        for item in pending:  # the index returns them in send order
+        held: set[str] = set(pending.skipped)
+        for item in pending.messages:  # the index returns them in send order
             message_id = message_id_of(item["sk"]["S"])  # (the key holds the id: `item`)
             held.add(message_id)
             if "h" in item:

@@ -81,9 +81,13 @@ class Table:
     async def query_page(self, key_condition: str, values: Values, *, index: str | None = None,
                          consistent: bool = True, forward: bool = True, limit: int | None = None,
                          start: Item | None = None, projection: str | None = None,
-                         names: dict[str, str] | None = None, count_only: bool = False) -> Page:
-        """One page of a Query (a global index reads eventually consistent: pass `consistent=False`)."""
+                         names: dict[str, str] | None = None, count_only: bool = False,
+                         filter_expression: str | None = None) -> Page:
+        """One page of a Query (a global index reads eventually consistent: pass `consistent=False`);
+        `filter_expression`: what it leaves out is still read and billed, but neither sent nor parsed."""
         kwargs = self._with({"KeyConditionExpression": key_condition}, values=values, names=names)
+        if filter_expression is not None:
+            kwargs["FilterExpression"] = filter_expression
         if index is not None:
             kwargs["IndexName"] = index
         if consistent:
