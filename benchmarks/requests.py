@@ -811,7 +811,8 @@ async def main(args: argparse.Namespace) -> None:
     if args.from_json:
         report(load(Path(args.from_json)), deploy, f"from {args.from_json}")
         return
-    chosen = [s for s in SCENARIOS if not args.only or any(word in s.name for word in args.only)]
+    chosen = [s for s in SCENARIOS if (not args.only or any(word in s.name for word in args.only))
+              and (not args.names or s.name in args.names)]
     results: list[tuple[Scenario, Measured]] = []
     with servers() as endpoints:
         for scenario in chosen:
@@ -832,6 +833,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply each scenario's units of work")
     parser.add_argument("--only", nargs="*", help="run the scenarios whose name contains one of these words")
+    parser.add_argument("--names", nargs="*", help="run the scenarios of exactly these names")
     parser.add_argument("--json", help="also write the measured usage to this file")
     parser.add_argument("--from-json", help="print the tables of an earlier --json run (prices and rules as now)")
     parser.add_argument("--invoke-after", type=float, default=INVOKE_AFTER, metavar="SECONDS",

@@ -281,11 +281,20 @@ async def replay_peak(n: int) -> int:
         return await _peak(work)
 
 
+def _base_for(n: int, base: int) -> int:
+    """The smaller run a memory row subtracts: `base` steps, or half of `n` when `n` is not larger (`--n 100`)."""
+    if n < 2:
+        raise ValueError(f"a memory row needs at least 2 steps, not {n}")
+    return base if base < n else n // 2
+
+
 async def memory_per_step(n: int = 1000, base: int = 100) -> float:
+    base = _base_for(n, base)
     return (await fresh_peak(n) - await fresh_peak(base)) / (n - base)
 
 
 async def memory_per_entry(n: int = 1000, base: int = 100) -> float:
+    base = _base_for(n, base)
     return (await replay_peak(n) - await replay_peak(base)) / (n - base)
 
 
