@@ -18,6 +18,7 @@ from botocore.config import Config
 
 from dormant.dynamodb.table import PENDING_INDEX, table_definition
 from tests.servers import MotoServer
+from tests.waiting import until
 
 
 @pytest.fixture(scope="module")
@@ -103,12 +104,16 @@ def test_a_long_poll_answers_as_soon_as_a_message_is_sent_and_blocks_no_other_re
     assert all(thread.is_alive() for thread in pollers)
     sent = time.monotonic()
     sqs.send_message(QueueUrl=url, MessageBody="now")
+    until(lambda: answers, timeout=15, what="no long poll answered the message")
+    got = list(answers)
+    for _ in pollers[1:]:  # the other polls end with a message each, not at the end of their 10 s
+        sqs.send_message(QueueUrl=url, MessageBody="release")
     for thread in pollers:
         thread.join(timeout=15)
-    got = [(messages, returned) for messages, returned in answers if messages]
-    assert len(got) == 1 and got[0][0][0]["Body"] == "now"
+    assert len(got) == 1 and [m["Body"] for m in got[0][0]] == ["now"]
     # The one that got it answered when the message came (its 10 s wait had 9.5 s left), not at the end.
     assert got[0][1] - sent < 5.0, f"answered {got[0][1] - sent:.2f} s after the send"
+    assert sorted(m["Body"] for messages, _ in answers for m in messages) == ["now", "release", "release"]
 
 
 def test_a_long_poll_sees_a_delayed_message_when_it_becomes_visible(server: MotoServer) -> None:
