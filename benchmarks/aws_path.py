@@ -56,12 +56,18 @@ async def measure(kind: str, wakeups: int, warmup: int, profile: str | None = No
 
     dynamodb_url, sqs_url = os.environ["BENCH_DYNAMODB"], os.environ["BENCH_SQS"]
     suffix = uuid.uuid4().hex[:8]
+    # A bucket for large values, as template.yaml and infra/ deploy one (on the moto server); BENCH_BUCKET=0: none
+    bucket = f"path-{suffix}" if os.environ.get("BENCH_BUCKET", "1") == "1" else None
     settings = Settings(dynamodb_endpoint_url=dynamodb_url, sqs_endpoint_url=sqs_url, region=REGION,
                         table=f"path-{suffix}", queue_name=f"path-{suffix}.fifo",
                         timer_queue_name=f"path-timers-{suffix}", dlq_name=f"path-dlq-{suffix}",
-                        fifo_dlq_name=f"path-dlq-{suffix}.fifo", aws_clients=kind)  # type: ignore[arg-type]
+                        fifo_dlq_name=f"path-dlq-{suffix}.fifo", aws_clients=kind,  # type: ignore[arg-type]
+                        bucket=bucket, s3_endpoint_url=sqs_url)
     async with contextlib.AsyncExitStack() as stack:
         session = get_session()
+        if bucket is not None:
+            async with session.create_client("s3", **settings.client_kwargs("s3")) as s3:
+                await s3.create_bucket(Bucket=bucket)
         dynamodb = await stack.enter_async_context(session.create_client("dynamodb",
                                                                          **settings.client_kwargs("dynamodb")))
         sqs = await stack.enter_async_context(session.create_client("sqs", **settings.client_kwargs("sqs")))

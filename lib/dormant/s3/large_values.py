@@ -42,13 +42,12 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any
 
-from dormant.core.limits import VALUE, value_too_large
+from dormant.core.limits import VALUE, draft_sizes, value_too_large
 from dormant.core.records import ActorRef, EventRecord, InboxMessage
 from dormant.s3.blobs import BlobMissing, S3Blobs
 from dormant.s3.offload import (
     Offloaded,
     Offloader,
-    json_bytes,
     nested_refs,
     refs_in,
     refs_in_text,
@@ -58,6 +57,7 @@ from dormant.s3.offload import (
 )
 from dormant.settings import Settings
 from dormant.workflow.execution import CommitDraft
+from dormant.workflow.values import json_size
 
 log = logging.getLogger("dormant.s3.large_values")
 DURABLE, EPHEMERAL = "actors/", "ephemeral/"
@@ -106,6 +106,8 @@ class LargeValues:
             return message
         # A new owner per stored message (not per id: an id may come back once its dedupe window ends, while the
         # versions still hold, and may delete, the objects of its first use).
+        if self._within(message.body) and self._within(message.args):
+            return message  # (nothing of it goes to S3; references it holds, a carried message's, stay as they are)
         origin = f"m{uuid.uuid4().hex[:16]}"
         offloader = self._offloader(ref, origin, DURABLE, {})
         body = self._store(ref, offloader, message.body, "the message body")
@@ -117,7 +119,7 @@ class LargeValues:
 
     async def prepare_input(self, ref: ActorRef, value: Any) -> Any:
         """An actor's input as it is stored and carried."""
-        if not self.enabled:
+        if not self.enabled or self._within(value):
             return value
         offloader = self._offloader(ref, f"i{uuid.uuid4().hex[:16]}", DURABLE, {})  # (the actor's, as a message's)
         stored = self._store(ref, offloader, value, "the actor's input")
@@ -141,21 +143,26 @@ class LargeValues:
         durable = self._offloader(ref, f"v{version}", DURABLE, known, known_parts)
         ephemeral = self._offloader(ref, f"v{version}", EPHEMERAL, {})
         results: list[Offloaded] = []
+        sizes = draft_sizes(draft)  # (the engine measured them once: a value within the threshold stays as it is)
 
         def keep(value: Any, what: str, offloader: Offloader = durable) -> Any:
             stored = self._store(ref, offloader, value, what)
             results.append(stored)
             return stored.value
 
-        upserts = [self._entry(entry, keep) if json_bytes(entry) > self.threshold else entry
-                   for entry in draft.upserts]
-        state = keep(draft.state, "the state") if draft.state is not None else None
+        def kept(value: Any, size: int, what: str, offloader: Offloader = durable) -> Any:
+            return value if size <= self.threshold else keep(value, what, offloader)
+
+        upserts = [self._entry(entry, keep) if size > self.threshold else entry
+                   for entry, size in zip(draft.upserts, sizes.upserts, strict=True)]
+        state = kept(draft.state, sizes.state, "the state") if draft.state is not None else None
         workflow = draft.workflow
         if workflow is not None and workflow.output is not None:
             workflow = workflow.model_copy(update={"output": keep(workflow.output, "the workflow's result")})
-        responses = {mid: keep(value, "a response", ephemeral) for mid, value in draft.responses.items()}
-        events = [(name, keep(payload, f"the payload of event {name!r}", ephemeral)) for name, payload in
-                  draft.events]
+        responses = {mid: kept(value, size, "a response", ephemeral)
+                     for (mid, value), size in zip(draft.responses.items(), sizes.responses, strict=True)}
+        events = [(name, kept(payload, size, f"the payload of event {name!r}", ephemeral))
+                  for (name, payload), size in zip(draft.events, sizes.events, strict=True)]
         await self._put(*results)
         self._learn(part for result in results for part in result.containers.items())
         # (replace: every other field of the draft — search changes, callbacks... — is carried as it is)
@@ -168,14 +175,27 @@ class LargeValues:
         if not self.enabled:
             return state, events
         durable, ephemeral = self._offloader(ref, "v1", DURABLE, {}), self._offloader(ref, "v1", EPHEMERAL, {})
-        stored_state = self._store(ref, durable, state, "the state")
-        stored_events = [(name, self._store(ref, ephemeral, payload, f"the payload of event {name!r}"))
-                         for name, payload in events]
+
+        def keep(offloader: Offloader, value: Any, what: str) -> Offloaded:
+            return Offloaded(value) if self._within(value) else self._store(ref, offloader, value, what)
+
+        stored_state = keep(durable, state, "the state")
+        stored_events = [(name, keep(ephemeral, payload, f"the payload of event {name!r}")) for name, payload in events]
         await self._put(stored_state, *(stored for _, stored in stored_events))
         return stored_state.value, [(name, stored.value) for name, stored in stored_events]
 
+    def _within(self, value: Any) -> bool:
+        """Whether `value`'s JSON is within the threshold, so that nothing of it goes to S3: measured by the engine's
+        encoder (pydantic-core), not walked in Python as the offloading does (docs/performance.md, "Large values")."""
+        try:
+            return json_size(value) <= self.threshold
+        except ValueError:  # (a lone surrogate: the walk decides, and names the problem, as before)
+            return False
+
     def _estimate(self, ref: ActorRef, value: Any, what: str) -> Any:
         """A stand-in of `value`'s stored size (no hashing, nothing written); ItemTooLargeError over the ceiling."""
+        if self._within(value):
+            return value
         size, total = stored_size(value, self.threshold)
         if total > VALUE.maximum:
             raise value_too_large(ref.name, what, total)
@@ -185,8 +205,11 @@ class LargeValues:
         """The message as it would be stored, for sizing (EventStore.check_message)."""
         if not self.enabled:
             return message
-        return message.model_copy(update={"body": self._estimate(ref, message.body, "the message body"),
-                                          "args": self._estimate(ref, message.args, "the action's arguments")})
+        body, args = self._estimate(ref, message.body, "the message body"), self._estimate(ref, message.args,
+                                                                                           "the action's arguments")
+        if body is message.body and args is message.args:
+            return message
+        return message.model_copy(update={"body": body, "args": args})
 
     def check_creation(self, ref: ActorRef, meta: Any, state: dict[str, Any], events: list[tuple[str, Any]]
                        ) -> tuple[Any, dict[str, Any], list[tuple[str, Any]]]:
@@ -203,15 +226,22 @@ class LargeValues:
         if not self.enabled:
             return draft
 
+        sizes = draft_sizes(draft)  # (the engine measured them once: a value within the threshold stays as it is)
+
         def estimate(value: Any, what: str) -> Any:
             return self._estimate(ref, value, what)
 
+        def estimated(value: Any, size: int, what: str) -> Any:
+            return value if size <= self.threshold else self._estimate(ref, value, what)
+
         return dataclasses.replace(
-            draft, upserts=[self._entry(entry, estimate) if json_bytes(entry) > self.threshold else entry
-                            for entry in draft.upserts],
-            state=estimate(draft.state, "the state") if draft.state is not None else None,
-            responses={mid: estimate(value, "a response") for mid, value in draft.responses.items()},
-            events=[(name, estimate(payload, "an event payload")) for name, payload in draft.events])
+            draft, upserts=[self._entry(entry, estimate) if size > self.threshold else entry
+                            for entry, size in zip(draft.upserts, sizes.upserts, strict=True)],
+            state=estimated(draft.state, sizes.state, "the state") if draft.state is not None else None,
+            responses={mid: estimated(value, size, "a response")
+                       for (mid, value), size in zip(draft.responses.items(), sizes.responses, strict=True)},
+            events=[(name, estimated(payload, size, "an event payload"))
+                    for (name, payload), size in zip(draft.events, sizes.events, strict=True)])
 
     @staticmethod
     def _entry(entry: dict[str, Any], keep: Any) -> dict[str, Any]:
