@@ -7,7 +7,8 @@
 The servers (DynamoDB Local, the embedded moto server for SQS) start once, as child processes: their CPU is not
 this process's. Each round runs one measuring process per library and client kind (`aiobotocore`, and `threads`:
 botocore's clients in a pool of threads, what the Lambda functions use), alternating which library goes first.
-A measuring process makes its own table and queues, creates the DESIGN counter (examples/counter.py: a loop that
+A measuring process makes its own table, queues and bucket (large values, on the moto server: the deployment has one;
+`BENCH_BUCKET=0` measures without), creates the DESIGN counter (examples/counter.py: a loop that
 takes one queue message per iteration and applies it in a step), then repeats: a send through the ActorService (not
 measured), one receive from the FIFO queue as Lambda's event source does (not measured), and the worker's
 `handle(event)` for that one-record batch (measured: process CPU time, every thread, as Lambda bills it). It reports
