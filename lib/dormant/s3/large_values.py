@@ -57,7 +57,6 @@ from dormant.s3.offload import (
 )
 from dormant.settings import Settings
 from dormant.workflow.execution import CommitDraft
-from dormant.workflow.values import json_size
 
 log = logging.getLogger("dormant.s3.large_values")
 DURABLE, EPHEMERAL = "actors/", "ephemeral/"
@@ -106,20 +105,18 @@ class LargeValues:
             return message
         # A new owner per stored message (not per id: an id may come back once its dedupe window ends, while the
         # versions still hold, and may delete, the objects of its first use).
-        if self._within(message.body) and self._within(message.args):
-            return message  # (nothing of it goes to S3; references it holds, a carried message's, stay as they are)
         origin = f"m{uuid.uuid4().hex[:16]}"
         offloader = self._offloader(ref, origin, DURABLE, {})
         body = self._store(ref, offloader, message.body, "the message body")
         args = self._store(ref, offloader, message.args, "the action's arguments")
-        if not (body.objects or args.objects or body.refs or args.refs):
-            return message
+        if not (body.objects or args.objects):
+            return message  # (nothing goes to S3: the message as it is, references it holds, a carried one's, too)
         await self._put(body, args)
         return message.model_copy(update={"body": body.value, "args": args.value})
 
     async def prepare_input(self, ref: ActorRef, value: Any) -> Any:
         """An actor's input as it is stored and carried."""
-        if not self.enabled or self._within(value):
+        if not self.enabled:
             return value
         offloader = self._offloader(ref, f"i{uuid.uuid4().hex[:16]}", DURABLE, {})  # (the actor's, as a message's)
         stored = self._store(ref, offloader, value, "the actor's input")
@@ -175,27 +172,14 @@ class LargeValues:
         if not self.enabled:
             return state, events
         durable, ephemeral = self._offloader(ref, "v1", DURABLE, {}), self._offloader(ref, "v1", EPHEMERAL, {})
-
-        def keep(offloader: Offloader, value: Any, what: str) -> Offloaded:
-            return Offloaded(value) if self._within(value) else self._store(ref, offloader, value, what)
-
-        stored_state = keep(durable, state, "the state")
-        stored_events = [(name, keep(ephemeral, payload, f"the payload of event {name!r}")) for name, payload in events]
+        stored_state = self._store(ref, durable, state, "the state")
+        stored_events = [(name, self._store(ref, ephemeral, payload, f"the payload of event {name!r}"))
+                         for name, payload in events]
         await self._put(stored_state, *(stored for _, stored in stored_events))
         return stored_state.value, [(name, stored.value) for name, stored in stored_events]
 
-    def _within(self, value: Any) -> bool:
-        """Whether `value`'s JSON is within the threshold, so that nothing of it goes to S3: measured by the engine's
-        encoder (pydantic-core), not walked in Python as the offloading does (docs/performance.md, "Large values")."""
-        try:
-            return json_size(value) <= self.threshold
-        except ValueError:  # (a lone surrogate: the walk decides, and names the problem, as before)
-            return False
-
     def _estimate(self, ref: ActorRef, value: Any, what: str) -> Any:
         """A stand-in of `value`'s stored size (no hashing, nothing written); ItemTooLargeError over the ceiling."""
-        if self._within(value):
-            return value
         size, total = stored_size(value, self.threshold)
         if total > VALUE.maximum:
             raise value_too_large(ref.name, what, total)
