@@ -242,3 +242,22 @@ async def test_only_ids_whose_dedupe_window_is_open_are_left_out(store: DynamoEv
     pending = await items.pending(actor, {"a": now[0] - 30, "b": now[0] - 61})  # a's window is open, b's ended
     assert pending.skipped == {"a"}
     assert sorted(message_id_of(item["sk"]["S"]) for item in pending.messages) == ["b", "c"]
+
+
+async def test_more_consumed_messages_than_a_filter_takes_are_still_hidden(store: DynamoEventStore) -> None:
+    """A filter names at most 99 ids (DynamoDB takes 100 operands of IN): past that, the rest are read and hidden by the
+    load as before. On DynamoDB Local, AWS's own: the 99-operand filter is accepted."""
+    actor = await created(store)
+    ring = store.settings.snapshot_every
+    version = await advance(store, actor, 1, ring + 2)  # wrapped; the next commit is no snapshot
+    batch = [f"b{n}" for n in range(130)]
+    for mid in [*batch, "waiting"]:
+        assert await store.enqueue(actor, message(mid))
+    assert (await store.load(actor)) is not None
+    assert await store.commit(actor, version, draft(consumed=batch, state={"value": -1})) == version + 1
+    answers = IndexAnswers(store.client)
+    warm = await store.load(actor)
+    assert answers.answers == [(1 + 130 - 99, 131)]  # 99 left out by the filter; 31 consumed still sent, and hidden
+    assert warm is not None and [m.id for m in warm.inbox] == ["waiting"]
+    assert warm.held_ids == {*batch, "waiting"}
+    assert comparable(warm) == await fresh_load(store, actor)
