@@ -302,7 +302,10 @@ def test_the_walk_finds_the_problem_the_plain_walk_found(value: object, threshol
         assert (problem[0] if problem else None) == path
         if path is None:
             shape = values.check_json_shape(value)
-            assert shape.floats == floats and sorted(text for _, text in shape.big) == sorted(map(str, big))
+            listed = [text for texts in shape.texts for text in texts.strings if len(text) >= threshold]
+            assert all(any(len(text) >= threshold for text in texts.strings) for texts in shape.texts)
+            found = sorted([*(text for _, text in shape.big), *listed])
+            assert shape.floats == floats and found == sorted(map(str, big))
     finally:
         values.BIG_STRING = original
 
@@ -411,3 +414,108 @@ async def test_a_state_of_big_strings_is_sized_by_the_engine_exactly_and_refused
         assert draft.sizes == draft_sizes(replace(draft, sizes=None))
     refusals = [entry for entry in await handle.history() if entry.location.endswith("refused")]
     assert len(refusals) == 1 and "over the limit (stored value)" in str(refusals[0].output)
+
+
+@given(st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+       | st.text(st.characters(max_codepoint=127), max_size=40))
+def test_a_strings_size_without_serializing_it_is_pythons(text: str) -> None:
+    """string_size (a new big string of a state): an ASCII string without a character JSON escapes is its length and
+    its quotes, found without serializing it; any other is serialized."""
+    from dormant.workflow.values import string_size
+    assert string_size(text) == _python_size(text)
+    for code in (*range(32), ord('"'), ord("\\"), 127):
+        assert string_size("a" * 9000 + chr(code)) == _python_size("a" * 9000 + chr(code)), code
+
+
+_CHANGE = st.one_of(st.text(max_size=6), st.text(st.characters(max_codepoint=127), max_size=6),
+                    st.sampled_from(["\ud800", "x" * 3, 5, None, 2.5, ["a"]]))
+
+
+@given(st.lists(st.text(st.characters(max_codepoint=127), max_size=6), min_size=1, max_size=6),
+       st.lists(st.tuples(st.integers(min_value=0, max_value=5), _CHANGE), max_size=3),
+       st.integers(min_value=0, max_value=3), st.booleans())
+def test_a_list_of_strings_compared_with_the_last_commits_is_checked_and_sized_as_a_whole_one(
+        first: list[str], changes: list[tuple[int, object]], threshold: int, extend: bool) -> None:
+    """A state's list of ASCII strings is compared with the same list of its last commit (the baseline) by identity:
+    only the strings changed since are checked and measured. The problem found, and the size, are those of the
+    state checked and measured whole (Python's json); a list whose length changed is checked whole."""
+    import dormant.workflow.values as values
+    original = values.BIG_STRING
+    values.BIG_STRING = threshold
+    try:
+        committed = {"parts": first, "n": 1}
+        shape = values.check_json_shape(committed)
+        assert values.shaped_size(committed, shape) == _python_size(committed)
+        parts: list[object] = list(first)  # (the same string objects: a dump of the state keeps them)
+        for index, change in changes:
+            parts[index % len(parts)] = change
+        if extend:
+            parts.append("x")
+        state = {"parts": parts, "n": 1}
+        problem = values.json_problem(state)
+        try:
+            shape = values.check_json_shape(state, "it", committed)
+        except values.InvalidJsonError as error:
+            assert problem is not None and error.path == problem[0]
+            return
+        assert problem is None
+        assert values.shaped_size(state, shape) == _python_size(state)
+        assert values.shaped_size(state, values.check_json_shape(state)) == _python_size(state)
+    finally:
+        values.BIG_STRING = original
+
+
+def test_a_changed_list_of_strings_checks_and_measures_only_its_changed_strings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The list of the last commit, measured then, is the baseline: of a 100-string list with one string changed,
+    one string is checked (`ascii_strings` of one item) and one measured (`string_size`), none serialized; a list
+    not measured before is checked and measured whole."""
+    import dormant.workflow.values as values
+    monkeypatch.setattr(values, "STRING_SIZES", values.StringSizes())
+    checked: list[int] = []
+    measured: list[int] = []
+    serialized: list[object] = []
+    ascii_strings, string_size, to_json = values.ascii_strings, values.string_size, values.to_json
+    monkeypatch.setattr(values, "ascii_strings", lambda items: checked.append(len(items)) or ascii_strings(items))
+    monkeypatch.setattr(values, "string_size", lambda text: measured.append(len(text)) or string_size(text))
+    monkeypatch.setattr(values, "to_json", lambda value: serialized.append(value) or to_json(value))
+    big = values.BIG_STRING
+    committed = {"parts": ["x" * big] * 50 + [f"{n}" * big for n in range(10)] * 5}
+    shape = values.check_json_shape(committed)
+    assert values.shaped_size(committed, shape) == _python_size(committed)
+    assert checked == [100] and len(measured) == 11  # (the 11 different strings, each once)
+    checked.clear(), measured.clear(), serialized.clear()
+    state = {"parts": list(committed["parts"])}
+    state["parts"][7] = "y" * big
+    shape = values.check_json_shape(state, "the state", committed)
+    assert values.shaped_size(state, shape) == _python_size(state)
+    assert checked == [1] and measured == [big]
+    assert all(not isinstance(value, str) for value in serialized)  # (only the rest: `{"parts":[]}`)
+    checked.clear(), measured.clear()
+    again = {"parts": list(state["parts"])}
+    again["parts"][7] = "z" * big
+    shape = values.check_json_shape(again, "the state", state)  # (the last one's list: measured, so a baseline)
+    assert values.shaped_size(again, shape) == _python_size(again) and checked == [1] and measured == [big]
+
+
+def test_kept_lists_are_dropped_when_nothing_else_holds_them_and_at_most_max_lists_are_kept() -> None:
+    import gc
+
+    from dormant.workflow.values import MAX_LISTS, StringSizes
+    sizes = StringSizes()
+    held = [["a"], ["b"]]
+    for items in held:
+        sizes.keep_list(items, tuple(items), 5)
+    temporary = ["c"]
+    sizes.keep_list(temporary, ("c",), 5)
+    assert sizes.listed(held[0]) == (("a",), 5) and sizes.listed(["a"]) is None
+    del temporary
+    gc.collect()
+    sizes.sweep(at_least=3)
+    assert sizes.listed(held[0]) == (("a",), 5) and sizes.listed(held[1]) == (("b",), 5)
+    assert sizes.kept_lists == 2
+    many = [[str(n)] for n in range(MAX_LISTS + 5)]
+    for items in many:
+        sizes.keep_list(items, tuple(items), 3)
+    assert sizes.kept_lists == MAX_LISTS and sizes.listed(many[-1]) == ((str(MAX_LISTS + 4),), 3)
+    assert sizes.listed(held[0]) is None  # (the oldest went first)

@@ -23,7 +23,11 @@ import json
 import math
 import sys
 import threading
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, count, repeat
+from operator import is_, is_not, itemgetter
 from typing import Any
 
 from pydantic import ValidationError
@@ -177,12 +181,29 @@ route, object key, the key's position): made per part as one tuple; a path's tex
 @dataclass(slots=True)
 class JsonShape:
     """What checking a value learned beside its validity: whether it holds a float (if not, pydantic-core writes
-    Python's text: json_size need not search it) and its strings of at least BIG_STRING characters, with where."""
+    Python's text: json_size need not search it), its strings of at least BIG_STRING characters, with where, and its
+    lists of ASCII strings holding one (`texts`: such a list is checked and sized as one, not string by string)."""
 
     floats: bool
     big: list[tuple[Route, str]]
+    texts: list[TextList]
 
 
+@dataclass(slots=True)
+class TextList:
+    """A list of ASCII strings holding a big one, as the walk found it (`items`, and `strings`: its items then): sized
+    as one by `shaped_size`. `base`: the strings and size of a list sized before (`StringSizes.listed`) that this one
+    differs from only at the positions `changed`, if the walk found one; only those strings were checked then."""
+
+    route: Route
+    items: list[str]
+    strings: tuple[str, ...]
+    base: tuple[tuple[str, ...], int] | None = None
+    changed: list[int] | None = None
+
+
+MAX_LISTS = 256
+"""Lists of strings whose sizes `StringSizes` keeps at most (each holds its list and a tuple of its strings)."""
 BIG_STRING = 8192
 """Characters from which a checked state's string is measured on its own, its size kept by identity (`shaped_size`)."""
 SWEEP_PER_WAKE = 8
@@ -197,8 +218,10 @@ def json_problem(value: Any) -> tuple[str, str] | None:
     return _walk(value, None)
 
 
-def _walk(value: Any, shape: JsonShape | None) -> tuple[str, str] | None:
-    """json_problem; with `shape`, also records in it whether a float occurs and where the big strings are."""
+def _walk(value: Any, shape: JsonShape | None, baseline: Any = None) -> tuple[str, str] | None:
+    """json_problem; with `shape`, also records in it whether a float occurs and where the big strings are (a list of
+    ASCII strings holding one as a `TextList`: compared with the list at its place in `baseline`, when that one was
+    sized before, by identity, so that only the strings changed since are checked)."""
     stack: list[tuple[Any, Route, int]] = [(value, None, 0)]
     pop, push = stack.pop, stack.append
     big = shape.big if shape is not None else None
@@ -236,6 +259,16 @@ def _walk(value: Any, shape: JsonShape | None) -> tuple[str, str] | None:
             if depth >= MAX_DEPTH:
                 return _path(route), f"arrays and objects nest deeper than {MAX_DEPTH} levels"
             depth += 1
+            if item and type(item[0]) is str:  # (a list of ASCII strings: checked in C, no Python step per string)
+                if shape is None:
+                    if ascii_strings(item):
+                        continue
+                else:
+                    valid, texts = _text_list(item, route, baseline)
+                    if valid:
+                        if texts is not None:
+                            shape.texts.append(texts)
+                        continue
             for index, child in enumerate(item):
                 plain = type(child)
                 if child is None or plain is bool or (plain is int and -_INT_BOUND < child < _INT_BOUND):
@@ -288,6 +321,48 @@ def _walk(value: Any, shape: JsonShape | None) -> tuple[str, str] | None:
     return None
 
 
+_STR_ONLY = {str}
+
+
+def _text_list(item: list[Any], route: Route, baseline: Any) -> tuple[bool, TextList | None]:
+    """Whether the list `item` (at `route`) is all ASCII strings, and if one of them is big, its `TextList`: against
+    the list at `route` in `baseline` if that one was sized before (the strings there at the same positions are the
+    very objects checked then: only the others are checked), else checked whole."""
+    strings = tuple(item)  # (what is checked and measured: a change to the list after its check cannot slip in)
+    if baseline is not None:
+        known = STRING_SIZES.listed(_at(baseline, route))
+        if known is not None and len(known[0]) == len(strings):
+            changed = list(compress(count(), map(is_not, strings, known[0])))
+            if not changed or ascii_strings([strings[index] for index in changed]):
+                return True, TextList(route, item, strings, known, changed)
+    if not ascii_strings(strings):
+        return False, None
+    return True, (TextList(route, item, strings) if max(map(len, strings)) >= BIG_STRING else None)
+
+
+def _at(value: Any, route: Route) -> Any:
+    """The part of `value` at `route`, or None where `value` has none there."""
+    keys = []
+    while route is not None:
+        keys.append(route[1])
+        route = route[0]
+    for key in reversed(keys):
+        kind = type(value)
+        if kind is dict:
+            value = value.get(key)
+        elif kind is list and type(key) is int and key < len(value):
+            value = value[key]
+        else:
+            return None
+    return value
+
+
+def ascii_strings(items: Sequence[Any]) -> bool:
+    """Whether `items` are all ASCII `str`s (plainly valid: nothing in them to walk), tested without a Python step per
+    item."""
+    return {*map(type, items)} == _STR_ONLY and all(map(str.isascii, items))
+
+
 def _key_problem(key: Any, index: int, route: Route) -> tuple[str, str] | None:
     """(path, rule) if an object's key at `index` (of the object at `route`) cannot be stored."""
     if not isinstance(key, str):
@@ -322,10 +397,11 @@ def check_json(value: Any, what: str = "the value") -> Any:
     return value
 
 
-def check_json_shape(value: Any, what: str = "the value") -> JsonShape:
-    """check_json, returning what the walk learned for measuring `value` (`shaped_size`)."""
-    shape = JsonShape(False, [])
-    problem = _walk(value, shape)
+def check_json_shape(value: Any, what: str = "the value", baseline: Any = None) -> JsonShape:
+    """check_json, returning what the walk learned for measuring `value` (`shaped_size`). `baseline`: a value checked
+    and measured before (a state's last commit), whose lists of strings this one's are compared with."""
+    shape = JsonShape(False, [], [])
+    problem = _walk(value, shape, baseline)
     if problem is not None:
         path, rule = problem
         raise InvalidJsonError(f"{what} cannot be stored: {rule} (at {path})", path=path, rule=rule)
@@ -334,9 +410,9 @@ def check_json_shape(value: Any, what: str = "the value") -> JsonShape:
 
 def shaped_size(value: Any, shape: JsonShape) -> int:
     """json_size of `value`, which check_json_shape checked (`shape`) and nothing changed since: its big strings are
-    measured on their own, each once while it lives (`StringSizes`), the rest as one text without them (no search
-    for a float's marks when there is no float)."""
-    if not shape.big:
+    measured on their own, each once while it lives (`StringSizes`), a list of ASCII strings holding one as the sum of
+    its strings' sizes, the rest as one text without them (no search for a float's marks when there is no float)."""
+    if not shape.big and not shape.texts:
         return json_size(value) if shape.floats else _plain_size(value)
     holder = [value]  # (the value's place: its copy goes there)
     copies: dict[int, Any] = {}  # id(a route) -> the copy of the container there
@@ -361,9 +437,46 @@ def shaped_size(value: Any, shape: JsonShape) -> int:
         if route is None:
             return sizes  # (the value is one big string)
         container(route[0])[route[1]] = ""  # (written `""`: two bytes in place of the string's)
+    for texts in shape.texts:
+        listed = _listed_size(texts)
+        if texts.route is None:
+            return listed  # (the value is the list)
+        container(texts.route[0])[texts.route[1]] = []  # (written `[]`: two bytes in place of the list's)
+        sizes += listed - 2
     STRING_SIZES.sweep()
     rest = json_size(holder[0]) if shape.floats else _plain_size(holder[0])
     return rest - 2 * len(shape.big) + sizes
+
+
+_ESCAPED = ("\n", '"', "\\", "\t", "\r", *(chr(code) for code in range(32) if chr(code) not in "\n\t\r"))
+"""The characters JSON escapes in an ASCII string (the common ones first)."""
+
+
+def string_size(text: str) -> int:
+    """json_size of the string `text`: an ASCII string holding none of the characters JSON escapes is its length and
+    its quotes, found with a `memchr` per character (about a fifth of the time serializing it takes), else measured
+    by serializing it."""
+    if text.isascii():
+        for mark in _ESCAPED:
+            if mark in text:
+                break
+        else:
+            return len(text) + 2
+    return _plain_size(text)
+
+
+def _listed_size(texts: TextList) -> int:
+    """json_size of the list of strings `texts` found (kept for the next change: `StringSizes.keep_list`): from the
+    size of the list it was found to differ from, where it changed, else from each string's."""
+    strings, sizes = texts.strings, STRING_SIZES
+    if texts.base is None or texts.changed is None:
+        size = sizes.total(strings) + len(strings) + 1  # (its strings, the commas between them, the brackets)
+    else:
+        before, size = texts.base
+        for index in texts.changed:
+            size += sizes.one(strings[index]) - sizes.one(before[index])
+    sizes.keep_list(texts.items, strings, size)
+    return size
 
 
 def _copy(container: Any) -> Any:
@@ -390,45 +503,98 @@ class StringSizes:
     def __init__(self, budget: int = 32 * 1024 * 1024) -> None:
         self.budget = budget
         self.kept = 0  # bytes of memory of the strings held (sys.getsizeof)
-        self._sizes: dict[int, tuple[str, int]] = {}
+        # (ordered: `sweep` moves a live entry to the back in O(1), where a dict's popped front slots slow `iter`)
+        self._sizes: OrderedDict[int, tuple[str, int]] = OrderedDict()
         self._owed = 0  # entries `sweep` looks at next: two per string measured since the last sweep
+        # Lists of strings sized (`keep_list`), by identity: the list, its strings then, its size
+        self._lists: OrderedDict[int, tuple[list[str], tuple[str, ...], int]] = OrderedDict()
+        self._owed_lists = 0
         self._lock = threading.Lock()  # (Lambda's threads mode runs wake-ups in threads)
 
     def __len__(self) -> int:
         return len(self._sizes)
 
+    @property
+    def kept_lists(self) -> int:
+        """How many lists' sizes are kept (`keep_list`)."""
+        return len(self._lists)
+
     def size(self, text: str) -> int:
         known = self._sizes.get(id(text))
         if known is not None and known[0] is text:
             return known[1]
-        size = _plain_size(text)
+        size = string_size(text)
         with self._lock:
             if id(text) not in self._sizes:
                 self._sizes[id(text)] = (text, size)
                 self.kept += sys.getsizeof(text)
                 self._owed += 2
             while self.kept > self.budget:
-                self._drop(next(iter(self._sizes)))
+                self.kept -= sys.getsizeof(self._sizes.popitem(last=False)[1][0])
         return size
+
+    def one(self, text: str) -> int:
+        """json_size of the string `text`: a big one kept (`size`), a small one measured."""
+        return self.size(text) if len(text) >= BIG_STRING else string_size(text)
+
+    def listed(self, items: Any) -> tuple[tuple[str, ...], int] | None:
+        """The strings and size `keep_list` kept for the very list `items`, if any (the strings as they were then:
+        what the list holds now is not looked at)."""
+        known = self._lists.get(id(items))
+        return (known[1], known[2]) if known is not None and known[0] is items else None
+
+    def keep_list(self, items: list[str], strings: tuple[str, ...], size: int) -> None:
+        """Keep the JSON size of the list `items` holding `strings`, for a later list compared with it
+        (`check_json_shape`'s `baseline`): at most MAX_LISTS, the oldest go first; `sweep` drops those only this
+        holds."""
+        with self._lock:
+            self._lists[id(items)] = (items, strings, size)
+            self._lists.move_to_end(id(items))
+            self._owed_lists += 2
+            while len(self._lists) > MAX_LISTS:
+                self._lists.popitem(last=False)
+
+    def total(self, texts: tuple[str, ...]) -> int:
+        """The sum of the sizes of `texts` (ASCII strings, a list `check_json_shape` found): the kept ones looked up
+        without a Python step per string, the others measured (a big one kept, the small ones as one text)."""
+        entries = list(map(self._sizes.get, map(id, texts), repeat(_NOT_KEPT)))
+        total: int = sum(map(itemgetter(1), entries))
+        if all(map(is_, map(itemgetter(0), entries), texts)):
+            return total
+        small = []
+        for text, entry in zip(texts, entries, strict=True):
+            if entry[0] is not text:  # (not kept)
+                total -= entry[1]
+                if len(text) >= BIG_STRING:
+                    total += self.size(text)
+                else:
+                    small.append(text)
+        if small:  # (their JSON array: their sizes, the commas between them and the brackets)
+            total += _plain_size(small) - len(small) - 1
+        return total
 
     def sweep(self, at_least: int = 0) -> None:
         """Look at the oldest entries, two per string measured since the last sweep (so the sweeping keeps pace with
         what comes in) and at least `at_least`: drop those whose string only this holds, move the others to the
         back."""
-        if not self._sizes:
+        if not self._sizes and not self._lists:
             return
         with self._lock:
             for _ in range(min(max(self._owed, at_least), len(self._sizes))):
-                key = next(iter(self._sizes))
-                entry = self._sizes.pop(key)
+                key, entry = self._sizes.popitem(last=False)
                 if sys.getrefcount(entry[0]) > _HELD_HERE:
                     self._sizes[key] = entry
                 else:
                     self.kept -= sys.getsizeof(entry[0])
             self._owed = 0
+            for _ in range(min(max(self._owed_lists, at_least), len(self._lists))):
+                key, listed = self._lists.popitem(last=False)
+                if sys.getrefcount(listed[0]) > _HELD_HERE:
+                    self._lists[key] = listed
+            self._owed_lists = 0
 
-    def _drop(self, key: int) -> None:
-        self.kept -= sys.getsizeof(self._sizes.pop(key)[0])
+
+_NOT_KEPT: tuple[None, int] = (None, 0)
 
 
 # getrefcount's count of a string only an entry holds, as `sweep` asks it: the entry's tuple, the local `entry`, the
