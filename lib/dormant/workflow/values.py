@@ -577,20 +577,25 @@ class StringSizes:
         """Look at the oldest entries, two per string measured since the last sweep (so the sweeping keeps pace with
         what comes in) and at least `at_least`: drop those whose string only this holds, move the others to the
         back."""
-        if not self._sizes and not self._lists:
+        sizes, lists = self._sizes, self._lists
+        if not sizes and not lists:
             return
+        refcount, held = sys.getrefcount, _HELD_HERE
         with self._lock:
-            for _ in range(min(max(self._owed, at_least), len(self._sizes))):
-                key, entry = self._sizes.popitem(last=False)
-                if sys.getrefcount(entry[0]) > _HELD_HERE:
-                    self._sizes[key] = entry
+            take = sizes.popitem
+            for _ in range(min(max(self._owed, at_least), len(sizes))):
+                key, entry = take(False)
+                if refcount(entry[0]) > held:
+                    sizes[key] = entry
                 else:
                     self.kept -= sys.getsizeof(entry[0])
             self._owed = 0
-            for _ in range(min(max(self._owed_lists, at_least), len(self._lists))):
-                key, listed = self._lists.popitem(last=False)
-                if sys.getrefcount(listed[0]) > _HELD_HERE:
-                    self._lists[key] = listed
+            take_list = lists.popitem
+            # (a state's lists are few beside its big strings: a new state cell looks at a quarter as many)
+            for _ in range(min(max(self._owed_lists, at_least // 4), len(lists))):
+                key, listed = take_list(False)
+                if refcount(listed[0]) > held:
+                    lists[key] = listed
             self._owed_lists = 0
 
 
