@@ -508,14 +508,132 @@ def test_kept_lists_are_dropped_when_nothing_else_holds_them_and_at_most_max_lis
         sizes.keep_list(items, tuple(items), 5)
     temporary = ["c"]
     sizes.keep_list(temporary, ("c",), 5)
-    assert sizes.listed(held[0]) == (("a",), 5) and sizes.listed(["a"]) is None
+    assert sizes.listed(held[0]) == (("a",), 5, None) and sizes.listed(["a"]) is None
     del temporary
     gc.collect()
     sizes.sweep(at_least=3)
-    assert sizes.listed(held[0]) == (("a",), 5) and sizes.listed(held[1]) == (("b",), 5)
+    assert sizes.listed(held[0]) == (("a",), 5, None) and sizes.listed(held[1]) == (("b",), 5, None)
     assert sizes.kept_lists == 2
     many = [[str(n)] for n in range(MAX_LISTS + 5)]
     for items in many:
         sizes.keep_list(items, tuple(items), 3)
-    assert sizes.kept_lists == MAX_LISTS and sizes.listed(many[-1]) == ((str(MAX_LISTS + 4),), 3)
+    assert sizes.kept_lists == MAX_LISTS and sizes.listed(many[-1]) == ((str(MAX_LISTS + 4),), 3, None)
     assert sizes.listed(held[0]) is None  # (the oldest went first)
+
+
+@given(st.lists(st.tuples(st.integers(min_value=0, max_value=4), st.integers(min_value=0, max_value=5),
+                          st.booleans()), min_size=1, max_size=8),
+       st.integers(min_value=1, max_value=3))
+def test_strings_new_in_a_list_are_left_unmeasured_within_bounds_and_measured_exactly_on_demand(
+        changes: list[tuple[int, int, bool]], threshold: int) -> None:
+    """Commit after commit, each changing strings of a list of strings (a string put at two places, strings with
+    escapes, one measured between commits or not): the size left out of the unmeasured strings plus their bounds
+    holds Python's size, and measuring them gives it exactly (`shaped_size`, and a draft's `state`)."""
+    import dormant.workflow.values as values
+    from dormant.workflow.host import DraftSizes
+    original = values.BIG_STRING
+    values.BIG_STRING = threshold
+    try:
+        pool = ["".join(("a" * n, "\n" * (n % 2), '"' * (n % 3 == 0))) for n in range(1, 6)]  # (fresh objects)
+        committed = {"parts": [pool[0], pool[1], pool[1], "s"], "n": 1}
+        values.shaped_size(committed, values.check_json_shape(committed))
+        for index, pick, measure in changes:
+            parts = list(committed["parts"])
+            parts[index % len(parts)] = "".join(pool[pick % len(pool)])  # (a new object: never measured)
+            if index % 3 == 0:
+                parts[(index + 1) % len(parts)] = parts[index % len(parts)]  # (the same new string twice)
+            state = {"parts": parts, "n": 1}
+            known, unmeasured = values.shaped_sizes(state, values.check_json_shape(state, "it", committed))
+            sizes = DraftSizes([], known, [], [], unmeasured)
+            low, high = sizes.state_within()
+            assert low <= _python_size(state) <= high
+            if measure:
+                assert sizes.state == _python_size(state) and sizes.state_within() == (sizes.state, sizes.state)
+            committed = state
+        assert values.shaped_size(committed, values.check_json_shape(committed)) == _python_size(committed)
+    finally:
+        values.BIG_STRING = original
+
+
+async def test_a_changed_big_states_new_string_is_not_measured_where_its_bounds_decide_and_versions_are_the_same(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state over the ring's snapshot weight (every commit a snapshot, decided by the least it can weigh) and within
+    the per-value ceiling (by the most it can weigh): a step changing one of its big strings measures no string; the
+    commits' state sizes are Python's when read; the versions kept are those kept when every string is measured."""
+    from pydantic import BaseModel
+
+    import dormant.workflow.values as values
+    from dormant import StepContext, WorkflowContext, actor, queue, setup
+    from dormant.testing import TestEnv
+
+    class Parts(BaseModel):
+        parts: list[str] = []
+
+    part = values.BIG_STRING + 10
+    parts = actor("parts", state=Parts, queues={"change": queue(dict)})
+
+    @parts.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        async def iteration(loop: WorkflowContext) -> None:
+            message = await loop.queue.next("next")
+
+            def apply(s: StepContext) -> None:
+                s.state.parts = s.state.parts or ["x" * part] * 12  # (about 98 KB: over the ring's 96 KiB)
+                s.state.parts[message.body["i"] % 12] = message.body["c"] * part
+            await loop.step("apply", apply)
+        await ctx.loop("loop", iteration)
+
+    async def versions(measure_all: bool) -> tuple[list[object], list[int]]:
+        monkeypatch.setattr(values, "STRING_SIZES", values.StringSizes())
+        if measure_all:  # (as before: each new string measured when its list is)
+            monkeypatch.setattr(values.StringSizes, "knows", lambda self, text: True)
+        measured: list[int] = []
+        string_size = values.string_size
+        monkeypatch.setattr(values, "string_size", lambda text: measured.append(len(text)) or string_size(text))
+        async with TestEnv(setup(parts)) as env:
+            handle = await env.client.create("parts", ["k"])
+            await handle.send("change", {"i": 0, "c": "y"})
+            await env.run_until_idle()
+            measured.clear()
+            for i, c in enumerate("zw\nqabcdefghijk\""):  # (each a change: a character not there before)
+                await handle.send("change", {"i": i + 1, "c": c})
+                await env.run_until_idle()
+            counted = list(measured)
+            drafts = [logged.draft for logged in env.store.commit_log if logged.draft.state is not None]
+            kept = [(v.version, v.changed) for v in await handle.versions()]
+        for draft in drafts:
+            assert draft.sizes is not None and draft.sizes.state == _python_size(draft.state)
+        return kept, counted
+
+    deferred, counted = await versions(False)
+    assert counted == []  # (no string measured: the bounds decided)
+    every, counted_before = await versions(True)
+    assert deferred == every and len(counted_before) == 16
+
+
+def test_the_ring_takes_the_snapshots_exact_sizes_take_when_a_states_strings_are_not_measured() -> None:
+    """The kept-versions ring decides on the least a state can weigh when that makes a snapshot due, else on its exact
+    size (its strings measured then): the same snapshots as with every size measured."""
+    from dormant.runtime.versions import VersionRing
+    from dormant.workflow.execution import CommitDraft
+    from dormant.workflow.host import DraftSizes
+    from dormant.workflow.values import Unmeasured
+
+    def draft(text: str, deferred: bool) -> CommitDraft:
+        state = {"t": text}
+        made = CommitDraft(upserts=[], deleted_prefixes=[], state=state, consumed_ids=[], responses={}, events=[],
+                           workflow=None)
+        known = _python_size(state) - _python_size(text)
+        made.sizes = (DraftSizes([], known, [], [], (Unmeasured({id(text): (text, 1)}, len(text), 1),)) if deferred
+                      else DraftSizes([], known + _python_size(text), [], []))
+        return made
+
+    # 40,000 newlines: at least 40,002 bytes, 80,002 exactly ("a"s: exactly their least). The sixth is due for its
+    # exact size only (20,010 since the last snapshot, then at least 40,010, exactly 80,010: over 96 KiB)
+    texts = ["\n" * 40_000, "a" * 30_000, "\n" * 20_000, "a" * 70_000, "\n" * 10_000, "\n" * 40_000, "a" * 5]
+    kept = []
+    for deferred in (False, True):
+        ring = VersionRing(16, {"meta": {}, "state": {}, "workflow": {}, "history": []}, 0.0)
+        kept.append([ring.add(version, draft("".join(text), deferred), None, dict)
+                     for version, text in enumerate(texts, start=2)])
+    assert kept[0] == kept[1] and kept[0] == [False, True, False, True, False, True, False]

@@ -98,8 +98,15 @@ class VersionRing:
         """Keep commit `version` (`draft`, its workflow record as JSON); `full()` is the actor after it. True when it
         is kept as a snapshot."""
         sizes = draft_sizes(draft)  # (measured once: the store's limit check measured them already)
-        weight = sum(sizes.upserts) + sizes.state + (4 if workflow is None else json_size(workflow))
-        if snapshot_due(version, self._snapshot_version, self.size, self._delta_bytes, weight):
+        others = sum(sizes.upserts) + (4 if workflow is None else json_size(workflow))
+        # (a snapshot is due for the least the state can weigh, or for its exact size: strings of a state not
+        # measured yet are measured only when their bounds do not decide)
+        weight = others + sizes.state_within()[0]
+        due = snapshot_due(version, self._snapshot_version, self.size, self._delta_bytes, weight)
+        if not due:
+            weight = others + sizes.state
+            due = snapshot_due(version, self._snapshot_version, self.size, self._delta_bytes, weight)
+        if due:
             self._slots.append(_Slot(version, draft.committed_at, full(), None, len(draft.consumed_ids)))
             self._snapshot_version, self._delta_bytes = version, 0
             return True

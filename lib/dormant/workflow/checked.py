@@ -14,16 +14,17 @@ from __future__ import annotations
 from typing import Any, cast
 
 from dormant.workflow.host import CommitDraft, DraftSizes
-from dormant.workflow.values import json_size, json_sizes
+from dormant.workflow.values import Unmeasured, json_size, json_sizes
 
 
-def measured(draft: CommitDraft, state_size: int | None = None) -> DraftSizes:
-    """The JSON sizes of `draft`'s values; `state_size`: its state's, known already."""
+def measured(draft: CommitDraft, state_size: int | None = None, unmeasured: tuple[Unmeasured, ...] = ()) -> DraftSizes:
+    """The JSON sizes of `draft`'s values; `state_size`: its state's, known already (but for the strings
+    `unmeasured`, if any)."""
     return DraftSizes(
         upserts=json_sizes(draft.upserts),
         state=json_size(draft.state) if state_size is None else state_size,
         responses=[json_size(response) for response in draft.responses.values()] if draft.responses else [],
-        events=[json_size(payload) for _, payload in draft.events] if draft.events else [])
+        events=[json_size(payload) for _, payload in draft.events] if draft.events else [], unmeasured=unmeasured)
 
 
 def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:
@@ -35,7 +36,7 @@ def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:
     if sizes is None:
         return None
     state = draft.state
-    state_size = sizes.state if state is preview.state or state == preview.state else json_size(state)
+    same_state = state is preview.state or state == preview.state
     previewed, upserts = preview.upserts, draft.upserts
     # per entry of `draft`: its size in the preview, None where the preview does not hold it (measured then)
     if len(previewed) == 1:  # (a step's preview: the entry it completed, and what the commit adds beside it)
@@ -56,7 +57,9 @@ def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:
     if draft.responses or draft.events or preview.responses or preview.events:  # (rare in a step's commit)
         responses = _reused(list(draft.responses.values()), list(preview.responses.values()), responses)
         events = _reused([payload for _, payload in draft.events], [payload for _, payload in preview.events], events)
-    return DraftSizes(upserts=found, state=state_size, responses=responses, events=events)
+    found_sizes = DraftSizes(upserts=found, state=0 if same_state else json_size(state), responses=responses,
+                             events=events)
+    return found_sizes.with_state_of(sizes) if same_state else found_sizes
 
 
 def _measured_where_unknown(values: list[Any], known: list[int | None]) -> list[int]:

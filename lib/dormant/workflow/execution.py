@@ -367,7 +367,7 @@ class Execution:
         if draft.state is not None:
             state_size = self.state.known_size(draft.state)
             if state_size is not None:  # (the engine knows its big strings and floats from the state's check)
-                draft.sizes = measured(draft, state_size)
+                draft.sizes = measured(draft, *state_size)
         self.host.check_commit(draft)
         self._preview = draft
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dormant.workflow.history import CallbackChange, QueuedMessage, WorkflowRecord
+
+if TYPE_CHECKING:
+    from dormant.workflow.values import Unmeasured
 
 
 @dataclass
@@ -22,14 +25,47 @@ class StepRun:
     search: dict[str, Any] = field(default_factory=dict)  # search attributes it set (None: unset): kept if it succeeds
 
 
-@dataclass(slots=True)
 class DraftSizes:
-    """UTF-8 bytes of a draft's values as compact JSON (a value of None: 4, JSON's `null`)."""
+    """UTF-8 bytes of a draft's values as compact JSON (a value of None: 4, JSON's `null`). The state's may be known
+    within bounds only (`state_within`: some of its big strings not measured yet, `unmeasured`), which is what most
+    decisions need (the per-value ceiling, whether the kept-versions ring takes a snapshot); reading `state` measures
+    them, once."""
 
-    upserts: list[int]
-    state: int
-    responses: list[int]
-    events: list[int]
+    __slots__ = ("_state", "_unmeasured", "events", "responses", "upserts")
+
+    def __init__(self, upserts: list[int], state: int, responses: list[int], events: list[int],
+                 unmeasured: tuple[Unmeasured, ...] = ()) -> None:
+        self.upserts, self.responses, self.events = upserts, responses, events
+        self._state, self._unmeasured = state, unmeasured
+
+    @property
+    def state(self) -> int:
+        if self._unmeasured:
+            self._state += sum(part.size() for part in self._unmeasured)
+            self._unmeasured = ()
+        return self._state
+
+    def state_within(self) -> tuple[int, int]:
+        """The least and the most the state's size can be (the same two once it is measured)."""
+        low = high = self._state
+        for part in self._unmeasured:
+            least, most = part.bounds()
+            low, high = low + least, high + most
+        return low, high
+
+    def with_state_of(self, other: DraftSizes) -> DraftSizes:
+        """These sizes with the state's of `other` (measured or not, as there)."""
+        return DraftSizes(self.upserts, other._state, self.responses, self.events, other._unmeasured)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DraftSizes) and (self.upserts, self.state, self.responses, self.events) == (
+            other.upserts, other.state, other.responses, other.events)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"DraftSizes(upserts={self.upserts!r}, state={self.state_within()!r}, responses={self.responses!r}, "
+                f"events={self.events!r})")
 
 
 @dataclass

@@ -12,9 +12,10 @@ from dormant.workflow.values import (
     STRING_SIZES,
     SWEEP_PER_WAKE,
     JsonShape,
+    Unmeasured,
     check_json_shape,
     describe_errors,
-    shaped_size,
+    shaped_sizes,
 )
 
 
@@ -57,11 +58,13 @@ class StateCell:
         self._checked = (dump, shape)
         return dump
 
-    def known_size(self, dump: dict[str, Any]) -> int | None:
+    def known_size(self, dump: dict[str, Any]) -> tuple[int, tuple[Unmeasured, ...]] | None:
         """The JSON size of `dump`, the last one `check` returned, from what its check learned: its big strings each
-        measured once while they live, and no search for a float's marks when it holds no float
-        (dormant.workflow.values.shaped_size); None for any other dump (its store measures it, as every value)."""
+        measured once while they live, no search for a float's marks when it holds no float. The size but for the
+        strings new in a list of strings since the last commit, and those (not measured yet: their bounds decide
+        most, dormant.workflow.values.shaped_sizes). None for any other dump (its store measures it, as every
+        value)."""
         checked = self._checked
         if checked is None or checked[0] is not dump:
             return None
-        return shaped_size(dump, checked[1])
+        return shaped_sizes(dump, checked[1])

@@ -198,8 +198,32 @@ class TextList:
     route: Route
     items: list[str]
     strings: tuple[str, ...]
-    base: tuple[tuple[str, ...], int] | None = None
+    base: tuple[tuple[str, ...], int, Unmeasured | None] | None = None
     changed: list[int] | None = None
+
+
+@dataclass(slots=True)
+class Unmeasured:
+    """Big strings of a value whose JSON sizes are not measured yet (strings new in a list compared with its last
+    commit's: a size within bounds decides what the stores decide, mostly), by identity, each with how often it
+    occurs there. A string's JSON is its quotes and one to six bytes a character (`\\u001f`): `bounds`; `size`
+    measures them, once."""
+
+    strings: dict[int, tuple[str, int]]  # id -> (the string, how often it occurs)
+    chars: int  # their characters, each string counted as often as it occurs
+    count: int  # how many occurrences
+    measured: int | None = None
+
+    def bounds(self) -> tuple[int, int]:
+        """The least and the most bytes their JSON can be."""
+        return self.chars + 2 * self.count, 6 * self.chars + 2 * self.count
+
+    def size(self) -> int:
+        """Their JSON's bytes (measured on the first call: each string through `STRING_SIZES`, kept there)."""
+        if self.measured is None:
+            size = STRING_SIZES.size
+            self.measured = sum(size(text) * times for text, times in self.strings.values())
+        return self.measured
 
 
 MAX_LISTS = 256
@@ -412,8 +436,15 @@ def shaped_size(value: Any, shape: JsonShape) -> int:
     """json_size of `value`, which check_json_shape checked (`shape`) and nothing changed since: its big strings are
     measured on their own, each once while it lives (`StringSizes`), a list of ASCII strings holding one as the sum of
     its strings' sizes, the rest as one text without them (no search for a float's marks when there is no float)."""
+    size, unmeasured = shaped_sizes(value, shape)
+    return size + sum(part.size() for part in unmeasured)
+
+
+def shaped_sizes(value: Any, shape: JsonShape) -> tuple[int, tuple[Unmeasured, ...]]:
+    """shaped_size, but the strings new in a list of strings that was compared with its last commit's not measured:
+    the size of the rest, and those strings (`Unmeasured`: their size is within bounds, and measured on demand)."""
     if not shape.big and not shape.texts:
-        return json_size(value) if shape.floats else _plain_size(value)
+        return (json_size(value) if shape.floats else _plain_size(value)), ()
     holder = [value]  # (the value's place: its copy goes there)
     copies: dict[int, Any] = {}  # id(a route) -> the copy of the container there
     copied: set[int] = set()  # (ids of the copies: the value itself is never changed)
@@ -435,17 +466,20 @@ def shaped_size(value: Any, shape: JsonShape) -> int:
     for route, text in shape.big:
         sizes += size(text)
         if route is None:
-            return sizes  # (the value is one big string)
+            return sizes, ()  # (the value is one big string)
         container(route[0])[route[1]] = ""  # (written `""`: two bytes in place of the string's)
+    unmeasured: list[Unmeasured] = []
     for texts in shape.texts:
-        listed = _listed_size(texts)
+        listed, new = _listed_size(texts)
+        if new is not None:
+            unmeasured.append(new)
         if texts.route is None:
-            return listed  # (the value is the list)
+            return listed, tuple(unmeasured)  # (the value is the list)
         container(texts.route[0])[texts.route[1]] = []  # (written `[]`: two bytes in place of the list's)
         sizes += listed - 2
     STRING_SIZES.sweep()
     rest = json_size(holder[0]) if shape.floats else _plain_size(holder[0])
-    return rest - 2 * len(shape.big) + sizes
+    return rest - 2 * len(shape.big) + sizes, tuple(unmeasured)
 
 
 _ESCAPED = ("\n", '"', "\\", "\t", "\r", *(chr(code) for code in range(32) if chr(code) not in "\n\t\r"))
@@ -465,18 +499,39 @@ def string_size(text: str) -> int:
     return _plain_size(text)
 
 
-def _listed_size(texts: TextList) -> int:
+def _listed_size(texts: TextList) -> tuple[int, Unmeasured | None]:
     """json_size of the list of strings `texts` found (kept for the next change: `StringSizes.keep_list`): from the
-    size of the list it was found to differ from, where it changed, else from each string's."""
+    size of the list it was found to differ from, where it changed, else from each string's. A big string new there
+    and not measured before is left unmeasured (the second value); the first is the size of the rest."""
     strings, sizes = texts.strings, STRING_SIZES
     if texts.base is None or texts.changed is None:
         size = sizes.total(strings) + len(strings) + 1  # (its strings, the commas between them, the brackets)
-    else:
-        before, size = texts.base
-        for index in texts.changed:
-            size += sizes.one(strings[index]) - sizes.one(before[index])
-    sizes.keep_list(texts.items, strings, size)
-    return size
+        sizes.keep_list(texts.items, strings, size)
+        return size, None
+    before, size, earlier = texts.base
+    if earlier is not None and earlier.measured is not None:  # (measured since: part of the size now)
+        size, earlier = size + earlier.measured, None
+    pending = dict(earlier.strings) if earlier is not None else {}
+    chars, count = (earlier.chars, earlier.count) if earlier is not None else (0, 0)
+    for index in texts.changed:
+        old, new = before[index], strings[index]
+        held = pending.get(id(old))
+        if held is not None:  # (an occurrence of a string not measured: one fewer; the others alike)
+            pending[id(old)] = (old, held[1] - 1)
+            if held[1] == 1:
+                del pending[id(old)]
+            chars, count = chars - len(old), count - 1
+        else:
+            size -= sizes.one(old)
+        if len(new) >= BIG_STRING and not sizes.knows(new):
+            held = pending.get(id(new))
+            pending[id(new)] = (new, 1 if held is None else held[1] + 1)
+            chars, count = chars + len(new), count + 1
+        else:
+            size += sizes.one(new)
+    unmeasured = Unmeasured(pending, chars, count) if pending else None
+    sizes.keep_list(texts.items, strings, size, unmeasured)
+    return size, unmeasured
 
 
 def _copy(container: Any) -> Any:
@@ -507,7 +562,8 @@ class StringSizes:
         self._sizes: OrderedDict[int, tuple[str, int]] = OrderedDict()
         self._owed = 0  # entries `sweep` looks at next: two per string measured since the last sweep
         # Lists of strings sized (`keep_list`), by identity: the list, its strings then, its size
-        self._lists: OrderedDict[int, tuple[list[str], tuple[str, ...], int]] = OrderedDict()
+        # (its size leaves out `unmeasured`'s strings, when some were not measured)
+        self._lists: OrderedDict[int, tuple[list[str], tuple[str, ...], int, Unmeasured | None]] = OrderedDict()
         self._owed_lists = 0
         self._lock = threading.Lock()  # (Lambda's threads mode runs wake-ups in threads)
 
@@ -537,18 +593,24 @@ class StringSizes:
         """json_size of the string `text`: a big one kept (`size`), a small one measured."""
         return self.size(text) if len(text) >= BIG_STRING else string_size(text)
 
-    def listed(self, items: Any) -> tuple[tuple[str, ...], int] | None:
+    def listed(self, items: Any) -> tuple[tuple[str, ...], int, Unmeasured | None] | None:
         """The strings and size `keep_list` kept for the very list `items`, if any (the strings as they were then:
         what the list holds now is not looked at)."""
         known = self._lists.get(id(items))
-        return (known[1], known[2]) if known is not None and known[0] is items else None
+        return (known[1], known[2], known[3]) if known is not None and known[0] is items else None
 
-    def keep_list(self, items: list[str], strings: tuple[str, ...], size: int) -> None:
+    def knows(self, text: str) -> bool:
+        """Whether the size of the very string `text` is kept."""
+        known = self._sizes.get(id(text))
+        return known is not None and known[0] is text
+
+    def keep_list(self, items: list[str], strings: tuple[str, ...], size: int,
+                  unmeasured: Unmeasured | None = None) -> None:
         """Keep the JSON size of the list `items` holding `strings`, for a later list compared with it
         (`check_json_shape`'s `baseline`): at most MAX_LISTS, the oldest go first; `sweep` drops those only this
         holds."""
         with self._lock:
-            self._lists[id(items)] = (items, strings, size)
+            self._lists[id(items)] = (items, strings, size, unmeasured)
             self._lists.move_to_end(id(items))
             self._owed_lists += 2
             while len(self._lists) > MAX_LISTS:
