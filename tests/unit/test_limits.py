@@ -545,10 +545,9 @@ def test_strings_new_in_a_list_are_left_unmeasured_within_bounds_and_measured_ex
             state = {"parts": parts, "n": 1}
             known, unmeasured = values.shaped_sizes(state, values.check_json_shape(state, "it", committed))
             sizes = DraftSizes([], known, [], [], unmeasured)
-            low, high = sizes.state_within()
-            assert low <= _python_size(state) <= high
+            assert sizes.state_least <= _python_size(state) <= sizes.state_most
             if measure:
-                assert sizes.state == _python_size(state) and sizes.state_within() == (sizes.state, sizes.state)
+                assert sizes.state == _python_size(state) == sizes.state_least == sizes.state_most
             committed = state
         assert values.shaped_size(committed, values.check_json_shape(committed)) == _python_size(committed)
     finally:

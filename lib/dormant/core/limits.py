@@ -448,7 +448,7 @@ def check_draft(actor_type: str, draft: CommitDraft) -> None:
     """`check_values` of every value `draft` stores (`draft_values`), from its sizes measured once (`draft_sizes`)."""
     sizes = draft_sizes(draft)
     maximum = VALUE.maximum
-    if sizes.state_within()[1] + sum(sizes.upserts) + sum(sizes.responses) + sum(sizes.events) <= maximum:
+    if sizes.state_most + sum(sizes.upserts) + sum(sizes.responses) + sum(sizes.events) <= maximum:
         return  # (all of them within the ceiling, so each one: the common case, without a loop in Python)
     for entry, size in zip(draft.upserts, sizes.upserts, strict=True):
         if size > maximum:

@@ -101,9 +101,9 @@ class VersionRing:
         others = sum(sizes.upserts) + (4 if workflow is None else json_size(workflow))
         # (a snapshot is due for the least the state can weigh, or for its exact size: strings of a state not
         # measured yet are measured only when their bounds do not decide)
-        weight = others + sizes.state_within()[0]
+        weight = others + sizes.state_least
         due = snapshot_due(version, self._snapshot_version, self.size, self._delta_bytes, weight)
-        if not due:
+        if not due and sizes.state_least != sizes.state_most:
             weight = others + sizes.state
             due = snapshot_due(version, self._snapshot_version, self.size, self._delta_bytes, weight)
         if due:

@@ -57,9 +57,10 @@ def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:
     if draft.responses or draft.events or preview.responses or preview.events:  # (rare in a step's commit)
         responses = _reused(list(draft.responses.values()), list(preview.responses.values()), responses)
         events = _reused([payload for _, payload in draft.events], [payload for _, payload in preview.events], events)
-    found_sizes = DraftSizes(upserts=found, state=0 if same_state else json_size(state), responses=responses,
-                             events=events)
-    return found_sizes.with_state_of(sizes) if same_state else found_sizes
+    if same_state and sizes.state_least != sizes.state_most:  # (the preview's state size, its strings unmeasured)
+        return sizes.with_values(found, responses, events)
+    return DraftSizes(upserts=found, state=sizes.state_least if same_state else json_size(state), responses=responses,
+                      events=events)
 
 
 def _measured_where_unknown(values: list[Any], known: list[int | None]) -> list[int]:

@@ -27,35 +27,33 @@ class StepRun:
 
 class DraftSizes:
     """UTF-8 bytes of a draft's values as compact JSON (a value of None: 4, JSON's `null`). The state's may be known
-    within bounds only (`state_within`: some of its big strings not measured yet, `unmeasured`), which is what most
-    decisions need (the per-value ceiling, whether the kept-versions ring takes a snapshot); reading `state` measures
-    them, once."""
+    within bounds only (`state_least` to `state_most`: some of its big strings not measured yet, `unmeasured`), which
+    is what most decisions need (the per-value ceiling, whether the kept-versions ring takes a snapshot); reading
+    `state` measures them, once. The bounds are attributes: the common case, a measured state, pays no call."""
 
-    __slots__ = ("_state", "_unmeasured", "events", "responses", "upserts")
+    __slots__ = ("_state", "_unmeasured", "events", "responses", "state_least", "state_most", "upserts")
 
     def __init__(self, upserts: list[int], state: int, responses: list[int], events: list[int],
                  unmeasured: tuple[Unmeasured, ...] = ()) -> None:
         self.upserts, self.responses, self.events = upserts, responses, events
         self._state, self._unmeasured = state, unmeasured
+        least = most = state
+        for part in unmeasured:
+            low, high = part.bounds()
+            least, most = least + low, most + high
+        self.state_least, self.state_most = least, most
 
     @property
     def state(self) -> int:
         if self._unmeasured:
             self._state += sum(part.size() for part in self._unmeasured)
             self._unmeasured = ()
+            self.state_least = self.state_most = self._state
         return self._state
 
-    def state_within(self) -> tuple[int, int]:
-        """The least and the most the state's size can be (the same two once it is measured)."""
-        low = high = self._state
-        for part in self._unmeasured:
-            least, most = part.bounds()
-            low, high = low + least, high + most
-        return low, high
-
-    def with_state_of(self, other: DraftSizes) -> DraftSizes:
-        """These sizes with the state's of `other` (measured or not, as there)."""
-        return DraftSizes(self.upserts, other._state, self.responses, self.events, other._unmeasured)
+    def with_values(self, upserts: list[int], responses: list[int], events: list[int]) -> DraftSizes:
+        """Sizes of the same state (measured or not, as here) and of other values."""
+        return DraftSizes(upserts, self._state, responses, events, self._unmeasured)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DraftSizes) and (self.upserts, self.state, self.responses, self.events) == (
@@ -64,7 +62,9 @@ class DraftSizes:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return (f"DraftSizes(upserts={self.upserts!r}, state={self.state_within()!r}, responses={self.responses!r}, "
+        state = (f"{self.state_least}..{self.state_most}" if self.state_least != self.state_most
+                 else str(self.state_least))
+        return (f"DraftSizes(upserts={self.upserts!r}, state={state}, responses={self.responses!r}, "
                 f"events={self.events!r})")
 
 
