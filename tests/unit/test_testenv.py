@@ -83,3 +83,28 @@ async def test_run_until_idle_waits_for_a_call_started_just_before() -> None:
         await env.run_until_idle()
         assert call.done()
         assert (await handle.state()).value == 5
+
+
+async def test_a_wake_up_that_waits_for_nothing_is_settled_without_a_wait_for_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the memory store a loop wake-up runs to its end in one turn of the event loop: run_until_idle looks again
+    after that turn, with no asyncio.wait (a timer and done callbacks per wake-up); one that is still running after
+    it is waited for (the slow step above)."""
+    waits = 0
+    real_wait = asyncio.wait
+
+    async def counted(*args: object, **kwargs: object) -> object:
+        nonlocal waits
+        waits += 1
+        return await real_wait(*args, **kwargs)  # type: ignore[call-overload]
+
+    async with TestEnv(bumper()) as env:
+        handle = env.client.get_or_create("bumper", ["k"])
+        await handle.send("bump", {"n": 1})
+        await env.run_until_idle()
+        monkeypatch.setattr(asyncio, "wait", counted)
+        for n in range(2, 5):
+            await handle.send("bump", {"n": n})
+            await env.run_until_idle()
+            assert (await handle.state()).value == sum(range(1, n + 1))
+        assert waits == 0
