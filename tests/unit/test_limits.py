@@ -411,3 +411,19 @@ async def test_a_state_of_big_strings_is_sized_by_the_engine_exactly_and_refused
         assert draft.sizes == draft_sizes(replace(draft, sizes=None))
     refusals = [entry for entry in await handle.history() if entry.location.endswith("refused")]
     assert len(refusals) == 1 and "over the limit (stored value)" in str(refusals[0].output)
+
+
+def test_check_values_does_not_measure_an_empty_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A send checks its body and its `args` (an empty list but for scheduled actions): an empty string, list or
+    object is a few bytes, within any ceiling, and is not serialized to be measured."""
+    import dormant.core.limits as limits
+
+    measured: list[object] = []
+
+    def counted(value: object) -> int:
+        measured.append(value)
+        return 10
+
+    monkeypatch.setattr(limits, "json_size", counted)
+    limits.check_values("a", [("the body", {"d": 1}), ("args", []), ("empty", {}), ("text", ""), ("n", 0)])
+    assert measured == [{"d": 1}]
