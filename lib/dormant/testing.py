@@ -231,15 +231,15 @@ class _Runner:
             while True:
                 self.again.discard(ref.id)
                 more = self.transport.take_carried(ref)
-                for message in more.messages:
-                    if message.id not in carried.ids:
-                        carried.ids.add(message.id)
-                        carried.messages.append(message)
-                carried.creation = carried.creation or more.creation
+                if more is not None:
+                    for message in more.messages:
+                        if message.id not in carried.ids:
+                            carried.ids.add(message.id)
+                            carried.messages.append(message)
+                    carried.creation = carried.creation or more.creation
                 try:
                     self.reports.append(await wake_actor(self.service, ref, messages=carried.messages,
                                                          creation=carried.creation))
-                    carried = Carried()
                     self.consecutive.pop(ref.id, None)
                 except Exception as error:  # a crashed wake-up is redelivered, as SQS would
                     failure = WakeFailure(ref, error)
@@ -253,6 +253,7 @@ class _Runner:
                     continue
                 if ref.id not in self.again:
                     break
+                carried = Carried()  # (delivered: the next wake-up carries only what arrives for it)
         finally:
             del self.running[ref.id]
             self.kick()

@@ -427,3 +427,22 @@ def test_check_values_does_not_measure_an_empty_value(monkeypatch: pytest.Monkey
     monkeypatch.setattr(limits, "json_size", counted)
     limits.check_values("a", [("the body", {"d": 1}), ("args", []), ("empty", {}), ("text", ""), ("n", 0)])
     assert measured == [{"d": 1}]
+
+
+def test_a_text_without_a_floats_marks_is_taken_without_a_walk_over_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """same_as_python looks for each mark in C; only a text holding "e-" or "e+" has its hits looked at one by one
+    (a UUID's "...6e-4..." is one, not a number's exponent)."""
+    import dormant.workflow.values as values
+
+    walked: list[bytes] = []
+    real = values._no_exponent
+
+    def counted(text: bytes, mark: bytes) -> bool:
+        walked.append(mark)
+        return real(text, mark)
+
+    monkeypatch.setattr(values, "_no_exponent", counted)
+    assert values.same_as_python(b'{"id":"4436e0bc","n":[1,2.5]}') and walked == []
+    assert values.same_as_python(b'{"id":"1124bd5e-d33e-4531"}') and walked == [b"e-"]
+    assert not values.same_as_python(b'{"n":1e-07}') and walked == [b"e-", b"e-"]
+    assert not values.same_as_python(b'[1e+16]') and walked == [b"e-", b"e-", b"e+"]
