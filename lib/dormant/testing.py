@@ -231,15 +231,15 @@ class _Runner:
             while True:
                 self.again.discard(ref.id)
                 more = self.transport.take_carried(ref)
-                for message in more.messages:
-                    if message.id not in carried.ids:
-                        carried.ids.add(message.id)
-                        carried.messages.append(message)
-                carried.creation = carried.creation or more.creation
+                if more is not None:
+                    for message in more.messages:
+                        if message.id not in carried.ids:
+                            carried.ids.add(message.id)
+                            carried.messages.append(message)
+                    carried.creation = carried.creation or more.creation
                 try:
                     self.reports.append(await wake_actor(self.service, ref, messages=carried.messages,
                                                          creation=carried.creation))
-                    carried = Carried()
                     self.consecutive.pop(ref.id, None)
                 except Exception as error:  # a crashed wake-up is redelivered, as SQS would
                     failure = WakeFailure(ref, error)
@@ -253,6 +253,7 @@ class _Runner:
                     continue
                 if ref.id not in self.again:
                     break
+                carried = Carried()  # (delivered: the next wake-up carries only what arrives for it)
         finally:
             del self.running[ref.id]
             self.kick()
@@ -268,6 +269,7 @@ class _Runner:
         those. Requests under way (a send started in a task) are waited for first."""
         watch = _Progress(self, what)
         await asyncio.sleep(0)  # tasks the test just started (a send, a call) get to run up to their first wait
+        turned = False  # whether the wake-ups under way had one turn of the loop since the last wait for them
         while True:
             self.kick()
             now = self.clock.now()
@@ -279,9 +281,15 @@ class _Runner:
             busy = [task for actor_id, task in self.running.items() if actor_id not in waiting]
             if not busy and not self.service.requests.open:
                 break
+            if busy and not turned:
+                # A wake-up that waits for nothing (the memory store answers at once) runs to its end in one turn:
+                # looked at again after it (the kick above starts what it made due), with no timer and no done
+                # callbacks of a wait; one still running then is waited for.
+                turned = True
+                await asyncio.sleep(0)
+                continue
+            turned = False
             if busy:
-                # (when a wake-up is done, the kicks it scheduled with call_soon have run: its done callbacks, which
-                # end this wait, were scheduled after them)
                 await asyncio.wait(busy, timeout=POLL if clock_waits else watch.slice())
             else:
                 await asyncio.sleep(POLL)

@@ -56,3 +56,20 @@ def test_the_memory_is_bounded_oldest_first() -> None:
     consumed.add(REF.id, {"d": 102.0})
     assert len(consumed) == 3
     assert not consumed.done(REF.id, wake("a")) and consumed.done(REF.id, wake("d"))
+
+
+async def test_a_wake_up_reports_what_it_consumed_and_what_its_load_saw_consumed() -> None:
+    """WakeReport.consumed (what the worker feeds this with): a message the wake-up consumed at its commit's start,
+    one consumed before at the load's start."""
+    from dormant.testing import TestEnv
+    from examples.counter import registry
+
+    async with TestEnv(registry) as env:
+        handle = env.client.get_or_create("workflow-counter", ["k"])
+        await handle.send("counter", {"delta": 1}, message_id="first")
+        await env.run_until_idle()
+        assert env.reports[-1].consumed == {"first": env.clock.now()}
+        await env.advance(5)
+        await handle.send("counter", {"delta": 1}, message_id="second")
+        await env.run_until_idle()
+        assert env.reports[-1].consumed == {"first": env.clock.now(), "second": env.clock.now()}

@@ -66,3 +66,16 @@ async def test_the_memory_store_keeps_time_by_the_runtimes_writes() -> None:
     assert await store.enqueue(ref, later)
     assert await store.message_fingerprint(ref, "m") == later.fingerprint()
     assert store.latest_time() == 1000.0 and store.ref_of(ref.id) == ref
+
+
+def test_a_fingerprint_hashes_the_canonical_json_it_always_hashed() -> None:
+    """Fingerprints are stored (the DynamoDB store's inbox items) and compared with those of later sends: the text
+    hashed stays json.dumps' with sorted keys, compact, unescaped (one encoder made once, not one per call)."""
+    import hashlib
+    import json
+
+    body = {"z": [1, 2.5, None], "a": {"é": "ü", "b": True}}
+    message = InboxMessage(id="m", queue="q", body=body, args=["x", {"k": 1}], created_at=0.0)
+    canonical = json.dumps(["queue", "q", body, ["x", {"k": 1}]], sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)
+    assert message.fingerprint() == hashlib.sha256(canonical.encode()).hexdigest()[:32]

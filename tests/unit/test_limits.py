@@ -636,3 +636,38 @@ def test_the_ring_takes_the_snapshots_exact_sizes_take_when_a_states_strings_are
         kept.append([ring.add(version, draft("".join(text), deferred), None, dict)
                      for version, text in enumerate(texts, start=2)])
     assert kept[0] == kept[1] and kept[0] == [False, True, False, True, False, True, False]
+
+
+def test_check_values_does_not_measure_an_empty_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A send checks its body and its `args` (an empty list but for scheduled actions): an empty string, list or
+    object is a few bytes, within any ceiling, and is not serialized to be measured."""
+    import dormant.core.limits as limits
+
+    measured: list[object] = []
+
+    def counted(value: object) -> int:
+        measured.append(value)
+        return 10
+
+    monkeypatch.setattr(limits, "json_size", counted)
+    limits.check_values("a", [("the body", {"d": 1}), ("args", []), ("empty", {}), ("text", ""), ("n", 0)])
+    assert measured == [{"d": 1}]
+
+
+def test_a_text_without_a_floats_marks_is_taken_without_a_walk_over_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """same_as_python looks for each mark in C; only a text holding "e-" or "e+" has its hits looked at one by one
+    (a UUID's "...6e-4..." is one, not a number's exponent)."""
+    import dormant.workflow.values as values
+
+    walked: list[bytes] = []
+    real = values._no_exponent
+
+    def counted(text: bytes, mark: bytes) -> bool:
+        walked.append(mark)
+        return real(text, mark)
+
+    monkeypatch.setattr(values, "_no_exponent", counted)
+    assert values.same_as_python(b'{"id":"4436e0bc","n":[1,2.5]}') and walked == []
+    assert values.same_as_python(b'{"id":"1124bd5e-d33e-4531"}') and walked == [b"e-"]
+    assert not values.same_as_python(b'{"n":1e-07}') and walked == [b"e-", b"e-"]
+    assert not values.same_as_python(b'[1e+16]') and walked == [b"e-", b"e-", b"e+"]

@@ -65,7 +65,7 @@ async def test_an_action_committing_during_a_wakeup_makes_it_reread_and_retry() 
         fired: list[bool] = []
 
         async def action_first(draft: CommitDraft) -> None:
-            if draft.workflow is not None and not fired:  # the wake-up's first commit, not the action's
+            if draft.upserts and not fired:  # the wake-up's first commit (its entries), not the action's
                 fired.append(True)
                 await handle.call("bump")
 
@@ -250,3 +250,33 @@ async def test_storage_faults_in_a_wakeup_are_retried_to_the_same_result(when: L
             assert env.store.inbox_ids(handle.ref) == []
         number += 1
     assert injected >= 4  # the load and the one commit of each wake-up (step results ride with the suspension)
+
+
+async def test_a_wake_up_that_ends_waiting_as_it_began_stores_its_record_once_and_copies_it_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workflow record a wake-up loads is stored already: a loop's wake-up that ends waiting as it began leaves it
+    out of its commit (its entries and state go), where the first wake-up, which changed it, stored it; the wake-up
+    makes one copy of it, its outcome (none to run on: the engine never changes a record in place)."""
+    from dormant.workflow.history import WorkflowRecord
+
+    async with TestEnv(setup(counter_actor("records"))) as env:
+        handle = await start(env, "records")  # (its first wake-up: pending -> sleeping, stored)
+        assert [c.draft.workflow is not None for c in env.store.commit_log if c.ref == handle.ref][-1]
+        copies = 0
+        real_copy = WorkflowRecord.model_copy
+
+        def counted(self: WorkflowRecord, **kwargs: Any) -> WorkflowRecord:
+            nonlocal copies
+            copies += 1
+            return real_copy(self, **kwargs)
+
+        monkeypatch.setattr(WorkflowRecord, "model_copy", counted)
+        logged = len(env.store.commit_log)
+        await handle.send("work", {"n": 3})
+        await env.run_until_idle()
+        commits = [c.draft for c in env.store.commit_log[logged:] if c.ref == handle.ref]
+        assert len(commits) == 1 and commits[0].upserts and commits[0].workflow is None
+        assert copies == 1
+        status = await handle.status()
+        assert status.workflow is WorkflowState.SLEEPING and status.waiting_for.queues == ["work"]
+        assert (await handle.state()).value == 3

@@ -437,8 +437,8 @@ def value_too_large(actor_type: str, what: str, size: int) -> ItemTooLargeError:
 def check_values(actor_type: str, values: Iterable[tuple[str, Any]]) -> None:
     """ItemTooLargeError if one of the (what, value) pairs is over the per-value ceiling VALUE as JSON."""
     for what, value in values:
-        if value is None or isinstance(value, (bool, int, float)):
-            continue
+        if value is None or isinstance(value, (bool, int, float)) or not value:
+            continue  # (a number, or an empty string, list or object: a few bytes; a send's `args` most often)
         size = json_size(value)
         if size > VALUE.maximum:
             raise value_too_large(actor_type, what, size)

@@ -32,6 +32,9 @@ MAX_CARRIED_BYTES = CARRIED_MESSAGE.maximum
 """Largest message (its JSON, plus the actor's input when the send creates the actor) a wake-up carries:
 one SQS message is 256 KiB; the rest is the wake-up's envelope (actor, key: under 16 KiB)."""
 MAX_ID_BYTES = ACTOR_ID.maximum  # the `status` index's sort key holds it (dormant.core.limits)
+# What InboxMessage.fingerprint hashes: json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=False)'s
+# text, from one encoder (json.dumps with options makes one per call; fingerprints are stored, so the text is kept)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class ActorRef(BaseModel):
@@ -91,11 +94,10 @@ class InboxMessage(BaseModel):
     def fingerprint(self) -> str:
         """What makes two sends with one id the same request: kind, queue, body and arguments (not the times, nor
         which S3 objects hold its large values: each stored message has objects of its own, named by content)."""
-        canonical = json.dumps([self.kind, self.queue, self.body, self.args], sort_keys=True, separators=(",", ":"),
-                               ensure_ascii=False)
+        canonical = _CANONICAL.encode([self.kind, self.queue, self.body, self.args])
         if RESERVED_KEY in canonical:
-            canonical = json.dumps([self.kind, self.queue, content_identity(self.body), content_identity(self.args)],
-                                   sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            canonical = _CANONICAL.encode([self.kind, self.queue, content_identity(self.body),
+                                           content_identity(self.args)])
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 

@@ -52,6 +52,7 @@ from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import StoredHistory, WorkflowRecord, WorkflowState
 
 RECENTLY_CONSUMED = 256  # one validation call per load, not one per entry
+_STATE_OF = {state.value: state for state in WorkflowState}  # (a dict, not the enum's call by value, per commit)
 
 
 class InjectedFault(StorageError):
@@ -280,7 +281,7 @@ class MemoryEventStore:
                 self.callbacks[change.token_hash] = callback_record(
                     ref, float(record.meta["created_at"]), record.version, change).model_dump()
         if draft.workflow is not None and record.summary is not None:
-            listed = listed_after(WorkflowState(record.summary["status"]), draft.workflow.state)
+            listed = listed_after(_STATE_OF[record.summary["status"]], draft.workflow.state)
             if listed.value != record.summary["status"]:
                 record.summary = {**record.summary, "status": listed.value, "since": draft.committed_at,
                                   "version": record.version}

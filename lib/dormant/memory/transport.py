@@ -42,9 +42,9 @@ class MemoryTransport:
         if self.on_wake is not None:
             self.on_wake()
 
-    def take_carried(self, ref: ActorRef) -> Carried:
-        """What the wake-ups of `ref` handed out so far carried (cleared: the runner stores it)."""
-        return self._carried.pop(ref.id, None) or Carried()
+    def take_carried(self, ref: ActorRef) -> Carried | None:
+        """What the wake-ups of `ref` handed out so far carried (cleared: the runner stores it); None: nothing."""
+        return self._carried.pop(ref.id, None)
 
     def pop_due(self, now: float) -> list[ActorRef]:
         due: dict[str, ActorRef] = {}
@@ -53,7 +53,9 @@ class MemoryTransport:
             self._scheduled.discard((ref.id, moment))
             due.setdefault(ref.id, ref)
             if message is not None or creation is not None:
-                carried = self._carried.setdefault(ref.id, Carried())
+                carried = self._carried.get(ref.id)
+                if carried is None:  # (not setdefault: that would make one per wake-up popped)
+                    carried = self._carried[ref.id] = Carried()
                 if message is not None and message.id not in carried.ids:
                     carried.ids.add(message.id)
                     carried.messages.append(message)

@@ -32,9 +32,10 @@ def send_rule(state: WorkflowState) -> SendRule:
 
 def check_carried_size(message: InboxMessage | None, creation: Creation | None) -> None:
     """The wake-up carries the message (and the actor's input): it must fit one SQS message."""
-    size = len(message.model_dump_json().encode()) if message is not None else 0
+    # (model_dump_json's text is these bytes decoded: measured without decoding and encoding them again)
+    size = len(message.__pydantic_serializer__.to_json(message)) if message is not None else 0
     if creation is not None:
-        size += len(creation.model_dump_json().encode())
+        size += len(creation.__pydantic_serializer__.to_json(creation))
     if size > MAX_CARRIED_BYTES:
         what = "the message" if message is not None else "the actor's input"
         error = ItemTooLargeError(f"{what} is {size:,} bytes as JSON (with the actor's input when it creates the "

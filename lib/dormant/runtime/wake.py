@@ -169,8 +169,9 @@ async def _wake(service: ActorService, ref: ActorRef, wait_horizon: float, messa
             serial = True
             continue
         report.attempts = attempt
-        for message_id in snapshot.held_ids - {m.id for m in snapshot.inbox}:
-            report.consumed.setdefault(message_id, loaded_at)
+        held = snapshot.held_ids - {m.id for m in snapshot.inbox} if snapshot.inbox else snapshot.held_ids
+        if held:  # (one dict made in C, not a call per id: up to the store's RECENTLY_CONSUMED ids per wake-up)
+            report.consumed = {**dict.fromkeys(held, loaded_at), **report.consumed}
         await _schedule_next(service, snapshot, report, None if redelivered else before)
         await track_retry(service.store, ref, before, had_wake_error, report.record,
                           committed=report.commits > 0 or scheduled_runs > 0, now=service.clock.now())

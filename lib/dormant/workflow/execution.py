@@ -191,9 +191,9 @@ class Execution:
         self.deadline = deadline
         self.index = HistoryIndex(working_copies(entries))
         self.loaded_record = record
-        # A copy of its own (the engine replaces its record, never changes one in place: shallow is enough, and a
-        # deep copy of a model per wake-up costs several times as much)
-        self.record = record.model_copy()
+        # The loaded record itself: the engine replaces its record (model_copy with changes), never changes one in
+        # place, so it needs no copy of its own
+        self.record = record
         self.state = state
         self.inbox: list[QueuedMessage] = []
         self.callback_messages: dict[str, QueuedMessage] = {}  # completions by message id (dormant.workflow.callbacks)
@@ -481,10 +481,13 @@ class Execution:
         return WorkflowState.ROLLING_BACK if self.rolling_back else WorkflowState.RUNNING
 
     async def finish(self, record: WorkflowRecord) -> bool:
-        """Final commit of the run; skipped when nothing changed (e.g. a stale timer)."""
+        """Final commit of the run; skipped when nothing changed (e.g. a stale timer). A record equal to the loaded
+        one, which no commit of this run replaced, is stored already: the commit leaves it out (None), as a mid-run
+        commit leaves out the running record it stored before (a loop's wake-up that ends waiting as it began)."""
         async with self._lock:
             changed = record != self.loaded_record
-            committed = await self._commit(record, force=changed)
+            stored = not changed and self._stored_record is None
+            committed = await self._commit(None if stored else record, force=changed)
             self.record = record
             return committed
 

@@ -36,48 +36,67 @@ async def run_workflow(fn: WorkflowFn, ex: Execution) -> WorkflowRecord:
     ex.root_task = asyncio.current_task()
     root = Scope("", ex.index.children(""), checkpointed=False)
     ctx = Frame(ex, root, WorkflowContext).context()
-    base = loaded.model_copy(update={"divergence": None, "waiting_for": [], "deadline": None, "retry_at": None,
-                                     "limits": []})
+    cleared: dict[str, Any] = {"divergence": None, "waiting_for": [], "deadline": None, "retry_at": None, "limits": []}
+    base = _Base(loaded, cleared)
     try:
         output = await fn(ctx)
         root.finish(fn)
         output = to_json(output, "the workflow's result")  # unstorable: the workflow fails, not the wake-up
     except Suspend as suspension:
         if ex.rolling_back:
-            return await _finish_rollback(ex, base)
+            return await _finish_rollback(ex, base.record)
         if ex.deadline is not None and ex.now() >= ex.deadline:
-            return await _fail(ex, base, _timed_out(ex.deadline))
+            return await _fail(ex, base.record, _timed_out(ex.deadline))
         # A pure step retry shows as retry_at; anything mixed (a join with a retrying branch and a
         # waiting one) as the earliest deadline.
         retrying = suspension.reason == "retry"
         deadline = None if retrying else suspension.deadline
         if ex.deadline is not None and (suspension.deadline is None or ex.deadline < suspension.deadline):
             deadline = ex.deadline  # the workflow's deadline comes first: its timer wakes the actor to fail it
-        record = base.model_copy(update={
+        record = base.changed({
             "state": WorkflowState.SLEEPING, "waiting_for": sorted(suspension.names),
             "deadline": deadline,
             "retry_at": suspension.deadline if retrying else None, "limits": sorted(suspension.limits)})
     except DeadlinePassed as passed:
-        return await _fail(ex, base, _timed_out(passed.deadline))
+        return await _fail(ex, base.record, _timed_out(passed.deadline))
     except RollbackStop:
-        return await _finish_rollback(ex, base)
+        return await _finish_rollback(ex, base.record)
     except HistoryDivergedError as diverged:
-        record = base.model_copy(update={"state": WorkflowState.DIVERGED,
-                                         "divergence": DivergenceInfo(**diverged.to_dict())})
+        record = base.changed({"state": WorkflowState.DIVERGED, "divergence": DivergenceInfo(**diverged.to_dict())})
     except (WakeAborted, WakeRestart):
         raise
     except Exception as error:
         if ex.rolling_back:
-            return await _finish_rollback(ex, base)
-        return await _fail(ex, base, error)
+            return await _finish_rollback(ex, base.record)
+        return await _fail(ex, base.record, error)
     else:
         if ex.rolling_back:
-            return await _finish_rollback(ex, base)
-        record = base.model_copy(update={"state": WorkflowState.COMPLETED, "output": output,
-                                         "error": None})
+            return await _finish_rollback(ex, base.record)
+        record = base.changed({"state": WorkflowState.COMPLETED, "output": output, "error": None})
     close_ended(ex, record)
     await ex.finish(record)
     return record
+
+
+class _Base:
+    """The loaded record with what the last run recorded cleared (`cleared`): each outcome's record is one copy of the
+    loaded one with both changes (a suspension, the most common, makes no intermediate copy)."""
+
+    __slots__ = ("_cleared", "_loaded", "_record")
+
+    def __init__(self, loaded: WorkflowRecord, cleared: dict[str, Any]) -> None:
+        self._loaded, self._cleared = loaded, cleared
+        self._record: WorkflowRecord | None = None
+
+    @property
+    def record(self) -> WorkflowRecord:
+        """The loaded record, cleared (made once, when an outcome needs it as such)."""
+        if self._record is None:
+            self._record = self._loaded.model_copy(update=self._cleared)
+        return self._record
+
+    def changed(self, update: dict[str, Any]) -> WorkflowRecord:
+        return self._loaded.model_copy(update={**self._cleared, **update})
 
 
 def _timed_out(deadline: float) -> WorkflowTimeoutError:
