@@ -31,29 +31,34 @@ class DraftSizes:
     is what most decisions need (the per-value ceiling, whether the kept-versions ring takes a snapshot); reading
     `state` measures them, once. The bounds are attributes: the common case, a measured state, pays no call."""
 
-    __slots__ = ("_state", "_unmeasured", "events", "responses", "state_least", "state_most", "upserts")
+    __slots__ = ("_unmeasured", "events", "responses", "state_least", "state_most", "upserts")
 
     def __init__(self, upserts: list[int], state: int, responses: list[int], events: list[int],
                  unmeasured: tuple[Unmeasured, ...] = ()) -> None:
-        self.upserts, self.responses, self.events = upserts, responses, events
-        self._state, self._unmeasured = state, unmeasured
-        least = most = state
-        for part in unmeasured:
-            low, high = part.bounds()
-            least, most = least + low, most + high
-        self.state_least, self.state_most = least, most
+        self.upserts = upserts
+        self.responses = responses
+        self.events = events
+        self.state_least = self.state_most = state
+        self._unmeasured = unmeasured
+        if unmeasured:  # (made twice per step: the common case is the lines above)
+            for part in unmeasured:
+                low, high = part.bounds()
+                self.state_least, self.state_most = self.state_least + low, self.state_most + high
 
     @property
     def state(self) -> int:
         if self._unmeasured:
-            self._state += sum(part.size() for part in self._unmeasured)
+            self.state_least = self.state_most = self._known() + sum(part.size() for part in self._unmeasured)
             self._unmeasured = ()
-            self.state_least = self.state_most = self._state
-        return self._state
+        return self.state_least
+
+    def _known(self) -> int:
+        """The state's size but for its unmeasured strings."""
+        return self.state_least - sum(part.bounds()[0] for part in self._unmeasured)
 
     def with_values(self, upserts: list[int], responses: list[int], events: list[int]) -> DraftSizes:
         """Sizes of the same state (measured or not, as here) and of other values."""
-        return DraftSizes(upserts, self._state, responses, events, self._unmeasured)
+        return DraftSizes(upserts, self._known(), responses, events, self._unmeasured)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DraftSizes) and (self.upserts, self.state, self.responses, self.events) == (
