@@ -655,7 +655,7 @@ def test_check_values_does_not_measure_an_empty_value(monkeypatch: pytest.Monkey
 
 
 def test_a_text_without_a_floats_marks_is_taken_without_a_walk_over_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """same_as_python looks for each mark in C; only a text holding "e-" or "e+" has its hits looked at one by one
+    """same_as_python looks for each mark itself; only a text holding "e-" or "e+" has its hits looked at one by one
     (a UUID's "...6e-4..." is one, not a number's exponent)."""
     import dormant.workflow.values as values
 

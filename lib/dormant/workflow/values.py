@@ -89,9 +89,9 @@ def same_as_python(fast: bytes) -> bool:
     if len(fast) > _FAST_SCAN_BYTES:
         # (a one-byte search is a memchr; a two-byte one scans several times slower: on big text, any "e" at all)
         return fast.find(b"0.0000") < 0 and fast.find(b"e") < 0
-    # (a mark's absence, the common case, found in C: the walk over its hits is a call in Python)
-    return (b"0.0000" not in fast and (b"e-" not in fast or _no_exponent(fast, b"e-"))
-            and (b"e+" not in fast or _no_exponent(fast, b"e+")))
+    # (a mark's absence, the common case, found here: the walk over its hits is a call; `find`, cheaper than `in`)
+    return (fast.find(b"0.0000") < 0 and (fast.find(b"e-") < 0 or _no_exponent(fast, b"e-"))
+            and (fast.find(b"e+") < 0 or _no_exponent(fast, b"e+")))
 
 
 _DIGITS = frozenset(b"0123456789")
