@@ -222,27 +222,3 @@ async def test_a_corrupted_stored_entry_fails_the_wake_up_with_pydantics_error(
             await env.run_until_idle()
         assert isinstance(failed.value.__cause__, ValidationError) and "seq" in str(failed.value.__cause__)
         assert woken == []  # no user hook ran on a history that does not load
-
-
-def test_an_entry_without_fields_of_some_kinds_writes_them_without_testing_each(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """to_json tests the fields of some kinds only (retry_at, deadline, messages, ...) when the entry has an instance
-    dict (where they live once set): a plain step writes its JSON without them, and the same JSON as its model."""
-    rare: list[Entry] = []
-    real = Entry._rare_json
-
-    def counted(self: Entry, data: dict[str, Any]) -> None:
-        rare.append(self)
-        real(self, data)
-
-    monkeypatch.setattr(Entry, "_rare_json", counted)
-    for model in samples():
-        entry = Entry.from_model(model)
-        assert entry.to_json() == model.model_dump(mode="json", exclude_defaults=True)
-        assert (entry in rare) == bool(entry.__dict__)
-    plain = Entry("s", EntryKind.STEP, "s", 1, EntryStatus.COMPLETED, attempts=1, started_at=1.0, ended_at=2.0)
-    rare.clear()
-    assert list(plain.to_json()) == ["location", "kind", "name", "seq", "status", "attempts", "started_at",
-                                     "ended_at"] and rare == []
-    plain.retry_at = None  # (a field of some kinds set to its default: in the dict, tested, left out)
-    assert "retry_at" not in plain.to_json() and rare == [plain]

@@ -252,25 +252,12 @@ class Entry:
             data["error"] = self.error.model_dump(mode="json", exclude_defaults=True)
         if self.attempts:
             data["attempts"] = self.attempts
-        # The fields of some kinds only live in the instance dict (see the class docstring): without one, all are at
-        # their defaults and left out untested (most steps)
-        rare = self.__dict__
-        if rare and self.retry_at is not None:
+        if self.retry_at is not None:
             data["retry_at"] = self.retry_at
         if self.started_at is not None:
             data["started_at"] = self.started_at
         if self.ended_at is not None:
             data["ended_at"] = self.ended_at
-        if rare:
-            self._rare_json(data)
-        if self.created_at != 0.0:
-            data["created_at"] = self.created_at
-        if self.updated_at != 0.0:
-            data["updated_at"] = self.updated_at
-        return data
-
-    def _rare_json(self, data: dict[str, Any]) -> None:
-        """to_json's fields of some kinds only, from throttled_since to callback (HistoryEntry's order)."""
         if self.throttled_since is not None:
             data["throttled_since"] = self.throttled_since
         if self.failure_kind is not None:
@@ -299,6 +286,11 @@ class Entry:
             data["removed_kind"] = self.removed_kind
         if self.callback is not None:
             data["callback"] = self.callback.model_dump(mode="json", exclude_defaults=True)
+        if self.created_at != 0.0:
+            data["created_at"] = self.created_at
+        if self.updated_at != 0.0:
+            data["updated_at"] = self.updated_at
+        return data
 
 
 # ---- reading stored JSON (Entry.from_json): one check per field, True when it took the value -----------------------
