@@ -59,13 +59,15 @@ BUDGETS: dict[str, float] = {
     "drained message (CPU / calibration)": 0.00270,
     # One part of a 5 MB state changed per message (issue 28's "5 MB state" row): its unchanged big strings are measured
     # once while they live (dormant.workflow.values.shaped_size); measuring the whole state per change is 10x this.
-    "big state, one part changed (CPU / calibration)": 0.0062,
+    "big state, one part changed (CPU / calibration)": 0.0043,
     # Issue 28 asks for 1.3; measured 1.21-1.22 since the slot calls are plain calls on the memory store (1.28-1.31
     # before, which is why this was 1.5: load alone moves it by a few hundredths). A deliberate regression (a
     # json.dumps of the lease per grant) measured 1.63 and fails, as 1.64x before the fix did.
     "limited step (CPU / fresh step)": 1.40,
-    "fresh step (bytes)": 550.0,
-    "replayed entry (bytes)": 330.0,
+    # tracemalloc's counts do not depend on the load: 480 and 286.5 B since issue 28's fourth round, so a few per cent
+    # of headroom; an `Entry.__dict__` read per step (which makes the dict) measured 544 B and passed the 550 before.
+    "fresh step (bytes)": 505.0,
+    "replayed entry (bytes)": 305.0,
 }
 
 
