@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dormant.dynamodb.items import compress, dumps, json_size, object_text, sized, sized_text
 from dormant.s3.offload import MARKER
-from dormant.workflow import values
+from dormant.workflow import sizing
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(10**40), max_value=10**40)
@@ -23,7 +23,7 @@ _KEYS = st.sampled_from(["u", "x", "s", "w", "c", "r", "e", "é", "a\"b"])
 @given(_JSON)
 def test_the_engines_json_size_is_the_dynamodb_stores(value: Any) -> None:
     """check_commit takes a value's size from the engine's draft (draft_sizes): the size the store writes."""
-    assert values.json_size(value) == json_size(value) == sized(value)[0]
+    assert sizing.json_size(value) == json_size(value) == sized(value)[0]
 
 
 @given(st.dictionaries(_KEYS, _JSON, max_size=6), st.data())

@@ -102,8 +102,8 @@ async def test_a_commit_reuses_the_sizes_its_step_check_measured_and_they_are_ex
 
     import json
 
-    import dormant.workflow.values as values
-    encoders = (values.to_json, values.python_json_size)
+    import dormant.workflow.sizing as sizing
+    encoders = (sizing.to_json, sizing.python_json_size)
     python_measured: list[object] = []
 
     def fast(value: object) -> bytes:
@@ -120,14 +120,14 @@ async def test_a_commit_reuses_the_sizes_its_step_check_measured_and_they_are_ex
         for n in (3, 70):
             await handle.send("add", {"n": n})
         # (the encoders every measuring uses: the check's, the commit's and the store's)
-        values.to_json, values.python_json_size = fast, python  # type: ignore[assignment]
+        sizing.to_json, sizing.python_json_size = fast, python  # type: ignore[assignment]
         try:
             await env.run_until_idle()
         finally:
-            values.to_json, values.python_json_size = encoders  # type: ignore[assignment]
+            sizing.to_json, sizing.python_json_size = encoders  # type: ignore[assignment]
         drafts = [logged.draft for logged in env.store.commit_log]
     assert len([draft for draft in drafts if draft.state is not None]) == 2  # a step's result each
-    if values.FAST_PATH:
+    if sizing.FAST_PATH:
         assert measured and len(measured) == len(set(measured))  # each value serialized once: entries, state
         # (a text with a float's marks measured again by Python's encoder, once: the step's entries, with 1.5e-7)
         assert len(python_measured) == len(set(python_measured)) == 2
@@ -157,25 +157,25 @@ def _python_size(value: object) -> int:
 def test_json_size_is_the_size_of_pythons_json_text(value: object) -> None:
     """json_size measures with pydantic-core's encoder where it writes Python's text, else with Python's: always the
     size the stores write (the kept-versions ring chooses its snapshots by it, as the DynamoDB store does)."""
-    from dormant.workflow.values import json_size
+    from dormant.workflow.sizing import json_size
     assert json_size(value) == _python_size(value)
 
 
 @given(st.lists(_JSON, max_size=4))
 def test_sizes_measured_together_are_each_the_size_of_pythons_json_text(values: list[object]) -> None:
     """json_sizes (a commit's entries: one search of their texts for a float's marks) gives each value's own size."""
-    from dormant.workflow.values import json_sizes
+    from dormant.workflow.sizing import json_sizes
     assert json_sizes(values) == [_python_size(value) for value in values]
 
 
 def test_sizes_measured_together_where_one_value_has_a_float_written_differently() -> None:
-    from dormant.workflow.values import json_sizes
+    from dormant.workflow.sizing import json_sizes
     for values in ([{"a": 1}, 1e16, "x"], [1e-5, {"id": "14e799b8-176e-49af"}], [{"t": [1, -5e-5]}, 2.5], [1, 1e-7]):
         assert json_sizes(values) == [_python_size(value) for value in values]
 
 
 def test_json_size_of_floats_written_differently_by_the_two_encoders() -> None:
-    from dormant.workflow.values import json_size
+    from dormant.workflow.sizing import json_size
     for x in (1e-5, 5e-5, 9.99e-5, 1e-4, 1e-6, 1.5e-300, 5e-324, 1e15, 9.999999999999998e15, 1e16, 1e21, 1.7e308, 0.0,
               -0.0, 123456789.125, 1764962000.123, 2.0**53):
         for value in (x, -x, [x, "a"], {"t": x, "e-": "e+"}, ["a,1", -x], {"id": "14e799b8-176e-49af", "t": [1, x]}):
@@ -190,16 +190,16 @@ def test_json_size_of_floats_written_differently_by_the_two_encoders() -> None:
 def test_a_strings_exponent_like_text_is_measured_by_the_fast_encoder() -> None:
     """Only a number's exponent is a mark of a float written differently: a UUID's "...6e-4..." (a message id, in
     most message entries) is not, so its entry is measured by pydantic-core, not by Python's encoder (4x slower)."""
-    import dormant.workflow.values as values
-    if not values.FAST_PATH:  # (an older pydantic-core: Python's encoder measures everything)
+    import dormant.workflow.sizing as sizing
+    if not sizing.FAST_PATH:  # (an older pydantic-core: Python's encoder measures everything)
         pytest.skip("this pydantic-core's floats are measured by Python's encoder")
     for text in ("14e799b8-176e-49af-bdb8-0a89d9f35b12", "1e+5 is a string", "x,1.5e-7", "0.00001"):
         value = {"messages": [{"id": text, "at": 1767225600.0}]}
-        fast = values.to_json(value)
-        assert values.same_as_python(fast) is (text[0] != "x" and "0.0000" not in text), text
-        assert values.json_size(value) == _python_size(value)
+        fast = sizing.to_json(value)
+        assert sizing.same_as_python(fast) is (text[0] != "x" and "0.0000" not in text), text
+        assert sizing.json_size(value) == _python_size(value)
     for value in (1e-7, [1, -1e-7], {"a": 1.5e300}, {"a": ["s", 5e-5]}, -1e16):
-        assert not values.same_as_python(values.to_json(value)), value
+        assert not sizing.same_as_python(sizing.to_json(value)), value
 
 
 @given(_JSON, st.integers(min_value=0, max_value=3))
@@ -207,21 +207,23 @@ def test_a_checked_values_size_with_its_big_strings_measured_apart_is_pythons(va
     """shaped_size (a state's size: its big strings measured on their own, kept by identity, the rest as one text
     without them) is exactly what Python's json writes, for every kind of value; `threshold` makes strings "big" from
     a few characters, so the generated values have them at every depth, in lists and objects, the value itself one."""
+    import dormant.workflow.sizing as sizing
     import dormant.workflow.values as values
-    original = values.BIG_STRING
-    values.BIG_STRING = threshold
+    original = sizing.BIG_STRING
+    sizing.BIG_STRING = threshold
     try:
         for _ in range(2):  # (the second time, the big strings' sizes are the kept ones)
             shape = values.check_json_shape(value)
-            assert values.shaped_size(value, shape) == _python_size(value)
+            assert sizing.shaped_size(value, shape) == _python_size(value)
     finally:
-        values.BIG_STRING = original
+        sizing.BIG_STRING = original
 
 
 def test_a_checked_values_shape_names_its_big_strings_and_floats_and_measuring_changes_nothing() -> None:
     from copy import deepcopy
 
-    from dormant.workflow.values import BIG_STRING, check_json_shape, shaped_size
+    from dormant.workflow.sizing import BIG_STRING, shaped_size
+    from dormant.workflow.values import check_json_shape
     big, other = "b" * BIG_STRING, "é" * (BIG_STRING + 1)
     shared = [big, 1]
     value = {"a": [big, "small", {"k": other}], "t": (big,), "s": shared, "again": shared, "f": 2.5}
@@ -296,9 +298,10 @@ def _reference_walk(value: object, big_from: int) -> tuple[str | None, bool, lis
 def test_the_walk_finds_the_problem_the_plain_walk_found(value: object, threshold: int) -> None:
     """Valid scalars are taken in place, not pushed: the same first problem is named (when there are several), the same
     floats and big strings are found (the big strings in another order: their sizes do not depend on it)."""
+    import dormant.workflow.sizing as sizing
     import dormant.workflow.values as values
-    original = values.BIG_STRING
-    values.BIG_STRING = threshold
+    original = sizing.BIG_STRING
+    sizing.BIG_STRING = threshold
     try:
         path, floats, big = _reference_walk(value, threshold)
         problem = values.json_problem(value)
@@ -310,7 +313,7 @@ def test_the_walk_finds_the_problem_the_plain_walk_found(value: object, threshol
             found = sorted([*(text for _, text in shape.big), *listed])
             assert shape.floats == floats and found == sorted(map(str, big))
     finally:
-        values.BIG_STRING = original
+        sizing.BIG_STRING = original
 
 
 def test_an_error_names_the_same_path_as_before() -> None:
@@ -332,7 +335,7 @@ def test_an_error_names_the_same_path_as_before() -> None:
 def test_big_string_sizes_are_kept_by_identity_within_a_budget_and_dropped_when_nothing_else_holds_them() -> None:
     from sys import getsizeof
 
-    from dormant.workflow.values import StringSizes
+    from dormant.workflow.sizing import StringSizes
     texts = ["".join(("a", str(n), "\n" * 30)) for n in range(3)]  # (escapes: a size is not a length)
     sizes = StringSizes(budget=3 * getsizeof(texts[0]))
     for text in texts:
@@ -373,14 +376,14 @@ async def test_a_state_of_big_strings_is_sized_by_the_engine_exactly_and_refused
     from dormant import StepContext, StepExhaustedError, WorkflowContext, actor, queue, setup
     from dormant.core.limits import draft_sizes
     from dormant.testing import TestEnv
-    from dormant.workflow.values import BIG_STRING
+    from dormant.workflow.sizing import BIG_STRING
 
     class Big(BaseModel):
         parts: list[str] = []
         note: str = ""
 
-    import dormant.workflow.values as values
-    monkeypatch.setattr(values, "STRING_SIZES", values.StringSizes())
+    import dormant.workflow.sizing as sizing
+    monkeypatch.setattr(sizing, "STRING_SIZES", sizing.StringSizes())
     part = BIG_STRING + 10
     big = actor("bigs", state=Big, queues={"change": queue(dict)})
 
@@ -411,7 +414,7 @@ async def test_a_state_of_big_strings_is_sized_by_the_engine_exactly_and_refused
         drafts = [logged.draft for logged in env.store.commit_log if logged.draft.state is not None]
         state = await handle.state()
     assert len(drafts) == 4 and [p[0] for p in state.parts] == ["y", "z", '"', "é"]
-    assert len(values.STRING_SIZES) >= 4  # (the engine measured them: the state's check knew its big strings)
+    assert len(sizing.STRING_SIZES) >= 4  # (the engine measured them: the state's check knew its big strings)
     for draft in drafts:
         assert draft.sizes is not None and draft.sizes.state == _python_size(draft.state)
         assert draft.sizes == draft_sizes(replace(draft, sizes=None))
@@ -424,7 +427,7 @@ async def test_a_state_of_big_strings_is_sized_by_the_engine_exactly_and_refused
 def test_a_strings_size_without_serializing_it_is_pythons(text: str) -> None:
     """string_size (a new big string of a state): an ASCII string without a character JSON escapes is its length and
     its quotes, found without serializing it; any other is serialized."""
-    from dormant.workflow.values import string_size
+    from dormant.workflow.sizing import string_size
     assert string_size(text) == _python_size(text)
     for code in (*range(32), ord('"'), ord("\\"), 127):
         assert string_size("a" * 9000 + chr(code)) == _python_size("a" * 9000 + chr(code)), code
@@ -442,13 +445,14 @@ def test_a_list_of_strings_compared_with_the_last_commits_is_checked_and_sized_a
     """A state's list of ASCII strings is compared with the same list of its last commit (the baseline) by identity:
     only the strings changed since are checked and measured. The problem found, and the size, are those of the
     state checked and measured whole (Python's json); a list whose length changed is checked whole."""
+    import dormant.workflow.sizing as sizing
     import dormant.workflow.values as values
-    original = values.BIG_STRING
-    values.BIG_STRING = threshold
+    original = sizing.BIG_STRING
+    sizing.BIG_STRING = threshold
     try:
         committed = {"parts": first, "n": 1}
         shape = values.check_json_shape(committed)
-        assert values.shaped_size(committed, shape) == _python_size(committed)
+        assert sizing.shaped_size(committed, shape) == _python_size(committed)
         parts: list[object] = list(first)  # (the same string objects: a dump of the state keeps them)
         for index, change in changes:
             parts[index % len(parts)] = change
@@ -462,10 +466,10 @@ def test_a_list_of_strings_compared_with_the_last_commits_is_checked_and_sized_a
             assert problem is not None and error.path == problem[0]
             return
         assert problem is None
-        assert values.shaped_size(state, shape) == _python_size(state)
-        assert values.shaped_size(state, values.check_json_shape(state)) == _python_size(state)
+        assert sizing.shaped_size(state, shape) == _python_size(state)
+        assert sizing.shaped_size(state, values.check_json_shape(state)) == _python_size(state)
     finally:
-        values.BIG_STRING = original
+        sizing.BIG_STRING = original
 
 
 def test_a_changed_list_of_strings_checks_and_measures_only_its_changed_strings(
@@ -473,38 +477,39 @@ def test_a_changed_list_of_strings_checks_and_measures_only_its_changed_strings(
     """The list of the last commit, measured then, is the baseline: of a 100-string list with one string changed,
     one string is checked (`ascii_strings` of one item) and one measured (`string_size`), none serialized; a list
     not measured before is checked and measured whole."""
+    import dormant.workflow.sizing as sizing
     import dormant.workflow.values as values
-    monkeypatch.setattr(values, "STRING_SIZES", values.StringSizes())
+    monkeypatch.setattr(sizing, "STRING_SIZES", sizing.StringSizes())
     checked: list[int] = []
     measured: list[int] = []
     serialized: list[object] = []
-    ascii_strings, string_size, to_json = values.ascii_strings, values.string_size, values.to_json
+    ascii_strings, string_size, to_json = values.ascii_strings, sizing.string_size, sizing.to_json
     monkeypatch.setattr(values, "ascii_strings", lambda items: checked.append(len(items)) or ascii_strings(items))
-    monkeypatch.setattr(values, "string_size", lambda text: measured.append(len(text)) or string_size(text))
-    monkeypatch.setattr(values, "to_json", lambda value: serialized.append(value) or to_json(value))
-    big = values.BIG_STRING
+    monkeypatch.setattr(sizing, "string_size", lambda text: measured.append(len(text)) or string_size(text))
+    monkeypatch.setattr(sizing, "to_json", lambda value: serialized.append(value) or to_json(value))
+    big = sizing.BIG_STRING
     committed = {"parts": ["x" * big] * 50 + [f"{n}" * big for n in range(10)] * 5}
     shape = values.check_json_shape(committed)
-    assert values.shaped_size(committed, shape) == _python_size(committed)
+    assert sizing.shaped_size(committed, shape) == _python_size(committed)
     assert checked == [100] and len(measured) == 11  # (the 11 different strings, each once)
     checked.clear(), measured.clear(), serialized.clear()
     state = {"parts": list(committed["parts"])}
     state["parts"][7] = "y" * big
     shape = values.check_json_shape(state, "the state", committed)
-    assert values.shaped_size(state, shape) == _python_size(state)
+    assert sizing.shaped_size(state, shape) == _python_size(state)
     assert checked == [1] and measured == [big]
     assert all(not isinstance(value, str) for value in serialized)  # (only the rest: `{"parts":[]}`)
     checked.clear(), measured.clear()
     again = {"parts": list(state["parts"])}
     again["parts"][7] = "z" * big
     shape = values.check_json_shape(again, "the state", state)  # (the last one's list: measured, so a baseline)
-    assert values.shaped_size(again, shape) == _python_size(again) and checked == [1] and measured == [big]
+    assert sizing.shaped_size(again, shape) == _python_size(again) and checked == [1] and measured == [big]
 
 
 def test_kept_lists_are_dropped_when_nothing_else_holds_them_and_at_most_max_lists_are_kept() -> None:
     import gc
 
-    from dormant.workflow.values import MAX_LISTS, StringSizes
+    from dormant.workflow.sizing import MAX_LISTS, StringSizes
     sizes = StringSizes()
     held = [["a"], ["b"]]
     for items in held:
@@ -532,29 +537,30 @@ def test_strings_new_in_a_list_are_left_unmeasured_within_bounds_and_measured_ex
     """Commit after commit, each changing strings of a list of strings (a string put at two places, strings with
     escapes, one measured between commits or not): the size left out of the unmeasured strings plus their bounds
     holds Python's size, and measuring them gives it exactly (`shaped_size`, and a draft's `state`)."""
+    import dormant.workflow.sizing as sizing
     import dormant.workflow.values as values
     from dormant.workflow.host import DraftSizes
-    original = values.BIG_STRING
-    values.BIG_STRING = threshold
+    original = sizing.BIG_STRING
+    sizing.BIG_STRING = threshold
     try:
         pool = ["".join(("a" * n, "\n" * (n % 2), '"' * (n % 3 == 0))) for n in range(1, 6)]  # (fresh objects)
         committed = {"parts": [pool[0], pool[1], pool[1], "s"], "n": 1}
-        values.shaped_size(committed, values.check_json_shape(committed))
+        sizing.shaped_size(committed, values.check_json_shape(committed))
         for index, pick, measure in changes:
             parts = list(committed["parts"])
             parts[index % len(parts)] = "".join(pool[pick % len(pool)])  # (a new object: never measured)
             if index % 3 == 0:
                 parts[(index + 1) % len(parts)] = parts[index % len(parts)]  # (the same new string twice)
             state = {"parts": parts, "n": 1}
-            known, unmeasured = values.shaped_sizes(state, values.check_json_shape(state, "it", committed))
+            known, unmeasured = sizing.shaped_sizes(state, values.check_json_shape(state, "it", committed))
             sizes = DraftSizes([], known, [], [], unmeasured)
             assert sizes.state_least <= _python_size(state) <= sizes.state_most
             if measure:
                 assert sizes.state == _python_size(state) == sizes.state_least == sizes.state_most
             committed = state
-        assert values.shaped_size(committed, values.check_json_shape(committed)) == _python_size(committed)
+        assert sizing.shaped_size(committed, values.check_json_shape(committed)) == _python_size(committed)
     finally:
-        values.BIG_STRING = original
+        sizing.BIG_STRING = original
 
 
 async def test_a_changed_big_states_new_string_is_not_measured_where_its_bounds_decide_and_versions_are_the_same(
@@ -564,14 +570,14 @@ async def test_a_changed_big_states_new_string_is_not_measured_where_its_bounds_
     commits' state sizes are Python's when read; the versions kept are those kept when every string is measured."""
     from pydantic import BaseModel
 
-    import dormant.workflow.values as values
+    import dormant.workflow.sizing as sizing
     from dormant import StepContext, WorkflowContext, actor, queue, setup
     from dormant.testing import TestEnv
 
     class Parts(BaseModel):
         parts: list[str] = []
 
-    part = values.BIG_STRING + 10
+    part = sizing.BIG_STRING + 10
     parts = actor("parts", state=Parts, queues={"change": queue(dict)})
 
     @parts.workflow
@@ -586,12 +592,12 @@ async def test_a_changed_big_states_new_string_is_not_measured_where_its_bounds_
         await ctx.loop("loop", iteration)
 
     async def versions(measure_all: bool) -> tuple[list[object], list[int]]:
-        monkeypatch.setattr(values, "STRING_SIZES", values.StringSizes())
+        monkeypatch.setattr(sizing, "STRING_SIZES", sizing.StringSizes())
         if measure_all:  # (as before: each new string measured when its list is)
-            monkeypatch.setattr(values.StringSizes, "knows", lambda self, text: True)
+            monkeypatch.setattr(sizing.StringSizes, "knows", lambda self, text: True)
         measured: list[int] = []
-        string_size = values.string_size
-        monkeypatch.setattr(values, "string_size", lambda text: measured.append(len(text)) or string_size(text))
+        string_size = sizing.string_size
+        monkeypatch.setattr(sizing, "string_size", lambda text: measured.append(len(text)) or string_size(text))
         async with TestEnv(setup(parts)) as env:
             handle = await env.client.create("parts", ["k"])
             await handle.send("change", {"i": 0, "c": "y"})
@@ -619,7 +625,7 @@ def test_the_ring_takes_the_snapshots_exact_sizes_take_when_a_states_strings_are
     from dormant.runtime.versions import VersionRing
     from dormant.workflow.execution import CommitDraft
     from dormant.workflow.host import DraftSizes
-    from dormant.workflow.values import Unmeasured
+    from dormant.workflow.sizing import Unmeasured
 
     def draft(text: str, deferred: bool) -> CommitDraft:
         state = {"t": text}
@@ -660,17 +666,17 @@ def test_check_values_does_not_measure_an_empty_value(monkeypatch: pytest.Monkey
 def test_a_text_without_a_floats_marks_is_taken_without_a_walk_over_them(monkeypatch: pytest.MonkeyPatch) -> None:
     """same_as_python looks for each mark itself; only a text holding "e-" or "e+" has its hits looked at one by one
     (a UUID's "...6e-4..." is one, not a number's exponent)."""
-    import dormant.workflow.values as values
+    import dormant.workflow.sizing as sizing
 
     walked: list[bytes] = []
-    real = values._no_exponent
+    real = sizing._no_exponent
 
     def counted(text: bytes, mark: bytes) -> bool:
         walked.append(mark)
         return real(text, mark)
 
-    monkeypatch.setattr(values, "_no_exponent", counted)
-    assert values.same_as_python(b'{"id":"4436e0bc","n":[1,2.5]}') and walked == []
-    assert values.same_as_python(b'{"id":"1124bd5e-d33e-4531"}') and walked == [b"e-"]
-    assert not values.same_as_python(b'{"n":1e-07}') and walked == [b"e-", b"e-"]
-    assert not values.same_as_python(b'[1e+16]') and walked == [b"e-", b"e-", b"e+"]
+    monkeypatch.setattr(sizing, "_no_exponent", counted)
+    assert sizing.same_as_python(b'{"id":"4436e0bc","n":[1,2.5]}') and walked == []
+    assert sizing.same_as_python(b'{"id":"1124bd5e-d33e-4531"}') and walked == [b"e-"]
+    assert not sizing.same_as_python(b'{"n":1e-07}') and walked == [b"e-", b"e-"]
+    assert not sizing.same_as_python(b'[1e+16]') and walked == [b"e-", b"e-", b"e+"]

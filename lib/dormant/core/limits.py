@@ -25,7 +25,7 @@ from dormant.errors import InvalidKeyError, InvalidMessageIdError, InvalidSettin
 from dormant.workflow.callbacks import LEGACY_MESSAGE_PREFIX, RESERVED_ID_PREFIX, is_reserved_message_id
 from dormant.workflow.checked import measured
 from dormant.workflow.host import DraftSizes
-from dormant.workflow.values import json_size as json_size  # (the engine measures what it checks: one encoder)
+from dormant.workflow.sizing import json_size as json_size  # (the engine measures what it checks: one encoder)
 
 if TYPE_CHECKING:
     from dormant.workflow.execution import CommitDraft

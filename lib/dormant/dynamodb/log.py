@@ -53,7 +53,7 @@ from dormant.s3.large_values import LargeValues
 from dormant.settings import Settings
 from dormant.workflow.execution import CommitDraft
 from dormant.workflow.history import WorkflowRecord
-from dormant.workflow.values import json_size as measure  # (the engine's: the same size, faster)
+from dormant.workflow.sizing import json_size as measure  # (the engine's: the same size, faster)
 
 TORN_READ_RETRIES = 5
 NULL_BYTES = 4  # JSON's null: a value the delta does not carry, as the weight and the size errors count it

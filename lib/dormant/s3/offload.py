@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dormant.workflow.values import RESERVED_KEY, json_size
+from dormant.workflow.sizing import json_size
+from dormant.workflow.values import RESERVED_KEY
 
 MARKER = RESERVED_KEY
 _REF_PATTERN = re.compile(r'"' + re.escape(MARKER) + r'":"([^"]+)"')

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from dormant.workflow.host import CommitDraft, DraftSizes
-from dormant.workflow.values import Unmeasured, json_size, json_sizes
+from dormant.workflow.sizing import Unmeasured, json_size, json_sizes
 
 
 def measured(draft: CommitDraft, state_size: int | None = None, unmeasured: tuple[Unmeasured, ...] = ()) -> DraftSizes:

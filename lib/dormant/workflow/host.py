@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from dormant.workflow.history import CallbackChange, QueuedMessage, WorkflowRecord
 
 if TYPE_CHECKING:
-    from dormant.workflow.values import Unmeasured
+    from dormant.workflow.sizing import Unmeasured
 
 
 @dataclass

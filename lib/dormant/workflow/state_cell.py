@@ -8,15 +8,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from dormant.workflow.errors import InvalidStateError
-from dormant.workflow.values import (
-    STRING_SIZES,
-    SWEEP_PER_WAKE,
-    JsonShape,
-    Unmeasured,
-    check_json_shape,
-    describe_errors,
-    shaped_sizes,
-)
+from dormant.workflow.sizing import STRING_SIZES, SWEEP_PER_WAKE, JsonShape, Unmeasured, shaped_sizes
+from dormant.workflow.values import check_json_shape, describe_errors
 
 
 class StateCell:
