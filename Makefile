@@ -169,10 +169,16 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 XDIST = $(if $(filter-out 0,$(1)),-n $(1) --dist loadscope)
 
+# The test runs write bytecode (next to the sources, in __pycache__, as Python does by default) even where the
+# environment says not to (PYTHONDONTWRITEBYTECODE, set on CI's machines): each xdist worker and each process a test
+# starts (`dormant dev`, workers, the CLI) otherwise compiles the library and rewrites the test modules' asserts from
+# source, seconds per worker (docs/testing.md).
+PYTEST_ENV := env -u PYTHONDONTWRITEBYTECODE
+
 # Tier 1, every commit: ruff, mypy and every test not marked `tier2`; it needs Java and the Node test servers (DynamoDB
 # Local, moto), nothing else.
 test: lint java $(NODE_STAMP)
-	$(BIN)/python -m pytest -m "not tier2" $(call XDIST,$(PYTEST_WORKERS)) $(PYTEST_ARGS)
+	$(PYTEST_ENV) $(BIN)/python -m pytest -m "not tier2" $(call XDIST,$(PYTEST_WORKERS)) $(PYTEST_ARGS)
 
 # The lowest versions pyproject.toml allows, tested (`make test-lowest`, .ci/run): a new venv with uv's lowest-direct
 # resolution of the library and its `dev` extra (their dependencies at their lower bounds, what those pull in at its
@@ -203,7 +209,8 @@ LOWEST_SHOWN := pydantic pydantic-settings aiobotocore botocore boto3 fastapi st
 # What each test module takes, for the xdist workers to take the longest first (tests/xdist_scheduling.py): rewrites
 # tests/durations.json from a tier-1 run. Run it now and then; a stale file only makes `make test` a little slower.
 durations: lint java $(NODE_STAMP)
-	$(BIN)/python -m pytest -m "not tier2" $(call XDIST,$(PYTEST_WORKERS)) --junitxml=build/tier1.xml $(PYTEST_ARGS)
+	$(PYTEST_ENV) $(BIN)/python -m pytest -m "not tier2" $(call XDIST,$(PYTEST_WORKERS)) --junitxml=build/tier1.xml \
+		$(PYTEST_ARGS)
 	$(BIN)/python -m tests.durations build/tier1.xml
 
 # Tier 2, the release tier: the whole suite (both tiers) on Lambda's Python 3.13 (.venv313, the same pins), with
@@ -220,7 +227,8 @@ CHECK_ENV = DORMANT_FUZZ_EXAMPLES=10 DORMANT_PROPERTY_EXAMPLES=200 DORMANT_RELIA
 CHECK_PYTHON ?= $(VENV313)/bin/python
 CHECK_WORKERS ?= $(PYTEST_WORKERS)
 check: lint java $(TEST_TOOLS) $(STAMP313)
-	$(TEST_ENV) $(CHECK_ENV) $(CHECK_PYTHON) -m pytest -p no:cacheprovider $(call XDIST,$(CHECK_WORKERS)) $(PYTEST_ARGS)
+	$(PYTEST_ENV) $(TEST_ENV) $(CHECK_ENV) $(CHECK_PYTHON) -m pytest -p no:cacheprovider $(call XDIST,$(CHECK_WORKERS)) \
+		$(PYTEST_ARGS)
 
 # The whole suite on Lambda's Python: what `make check` runs (kept under its old name).
 test-py313: check
@@ -230,7 +238,7 @@ test-py313: check
 FUZZ_EXAMPLES ?= 20
 PROPERTY_EXAMPLES ?= 400
 RELIABILITY_SECONDS ?= 60
-FUZZ_TESTS ?= tests/api/test_fuzz.py tests/api/test_properties.py tests/reliability tests/integration/test_send_path.py \
+FUZZ_TESTS ?= tests/api/test_fuzz.py tests/api/test_fuzz_operations.py tests/api/test_properties.py tests/reliability tests/integration/test_send_path.py \
 	tests/integration/test_offload_lifecycle.py
 FUZZ_ENV = DORMANT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) DORMANT_PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) \
 	DORMANT_OFFLOAD_EXAMPLES=50 DORMANT_OFFLOAD_STEPS=60 \

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -98,8 +99,8 @@ def dynalite_server(dynalite_server_process: Dynalite) -> str:
 # -- tiers ---------------------------------------------------------------------------------------------------------
 # Tier 2, the release tier (`make check`), is what needs a tool or a server that tier 1 does not install or start, or
 # what runs for minutes: the deployment checks (SAM, cfn-lint, Terraform on moto, checkov, the layer builds), the
-# browser, the wheel install, LocalStack, the second-tier emulators (dynalite, DynamoDB on botocore in threads), the
-# examples again on the AWS stack, the fuzzing, the kill -9 run and the soak.
+# browser, the wheel install, LocalStack, the DynamoDB store on a second server (moto's DynamoDB, dynalite) or on
+# botocore in threads, the examples again on the AWS stack, the fuzzing, the kill -9 run and the soak.
 TIER2_PATHS = (
     "tests/deploy/",  # SAM, cfn-lint, Terraform apply on moto, checkov, the layer and bundle builds
     "tests/reliability/",  # kill -9 of workers under load (DORMANT_RELIABILITY_SECONDS)
@@ -119,13 +120,22 @@ TIER2_PATHS = (
     "tests/e2e/test_dev_limits.py", "tests/e2e/test_dev_map.py", "tests/e2e/test_dev_search.py",
     "tests/e2e/test_dev_burst.py", "tests/e2e/test_dev_callbacks.py",
     "tests/e2e/test_dev_localstack.py", "tests/integration/test_localstack_launcher.py",  # LocalStack
-    "tests/api/test_fuzz.py::test_no_operation_answers_5xx_or_off_its_schema",  # schemathesis, every operation
+    "tests/api/test_fuzz_operations.py",  # schemathesis, every operation
     # a model-based property test that explores at random (derandomize=False; `make fuzz` runs 3,000 steps)
     "tests/integration/test_offload_lifecycle.py::test_no_item_refers_to_a_missing_object_and_no_object_lives_forever",
 )
 # Parameter values (a fixture's backend) that run on a second-tier server: dynalite (a third DynamoDB), LocalStack
 # (a JVM, ~700 MB), the DynamoDB store on botocore's client in threads (what Lambda runs; tier 1 has aiobotocore's).
 TIER2_BACKENDS = re.compile(r"^(?:dynalite|localstack)(?:-.*)?$|[-_]threads$")
+# The DynamoDB store is tested in tier 1 on one server, AWS's own DynamoDB Local (as strict as DynamoDB where moto is
+# not: docs/testing.md), and again on moto's DynamoDB in tier 2, as Temporal's suite picks its backend once per
+# session: the same tests on a second server doubled tier 1's AWS-stack time (about 200 s of 1,340 in a tier-1 run).
+# These are the fixtures whose parameter names the server under the DynamoDB store; a parameter "moto" elsewhere is
+# SQS's server (tests/integration/test_transport.py: `endpoint`) or `dormant dev`'s embedded default
+# (tests/e2e/test_dev_stack.py: `dynamodb`), both tier 1. tests/unit/test_tiers.py pins which is which.
+DYNAMODB_SERVER_PARAMETERS = frozenset({"backend", "store", "aws", "env", "endpoints", "server", "server_name",
+                                        "clocked", "dynamo"})
+TIER2_DYNAMODB = re.compile(r"^moto(?:-.*)?$")
 TIER2_MARKERS = ("tier2", "localstack")
 
 
@@ -139,6 +149,9 @@ def tier_of(item: pytest.Item) -> int:
     params = getattr(getattr(item, "callspec", None), "params", {})
     if any(isinstance(value, str) and TIER2_BACKENDS.search(value) for value in params.values()):
         return 2
+    if any(isinstance(params.get(name), str) and TIER2_DYNAMODB.match(params[name])
+           for name in DYNAMODB_SERVER_PARAMETERS):
+        return 2
     # the examples run in memory in tier 1, and again on the AWS stack (tests/examples/conftest.py) in tier 2
     return 2 if where.startswith("tests/examples/") and params.get("backend") == "aws" else 1
 
@@ -147,6 +160,25 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "localstack: runs on LocalStack (tests/localstack.py; `make localstack-tools`)")
     config.addinivalue_line("markers", "tier2: the release tier (`make check`), not run by `make test`; see "
                                        "tests/conftest.py")
+
+
+def pytest_ignore_collect(collection_path: Any, config: pytest.Config) -> bool | None:
+    """Under `-m "not tier2"` (`make test`), the whole files and folders of TIER2_PATHS are not even imported: each
+    xdist worker collects the suite itself, and importing them (the browser's, the deployment's, schemathesis' cases
+    built per operation at import) only to deselect every test cost each worker seconds."""
+    if config.getoption("markexpr", "") != "not tier2":
+        return None
+    where = Path(str(collection_path)).resolve()
+    try:
+        relative = where.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return None
+    if where.is_dir():
+        relative += "/"
+    return True if any(relative.startswith(path) for path in _TIER2_WHOLE) else None
+
+
+_TIER2_WHOLE = tuple(path for path in TIER2_PATHS if "::" not in path)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

@@ -38,9 +38,11 @@ from tests.integration.conftest import server_for, shared_session
 from tests.localstack import ON_LOCALSTACK
 from tests.servers import ServerProcess
 
-TIER1_BACKENDS = ("memory", "dynamodb_local", "moto")
-TIER2_BACKENDS = ("dynalite", "dynamodb_local_threads", "localstack")
-BACKENDS = [*TIER1_BACKENDS, "dynalite", "dynamodb_local_threads", pytest.param("localstack", marks=ON_LOCALSTACK)]
+# (moto's DynamoDB is tier 2 by tests/conftest.py's rule: the DynamoDB store on one server in tier 1)
+TIER1_BACKENDS = ("memory", "dynamodb_local")
+TIER2_BACKENDS = ("moto", "dynalite", "dynamodb_local_threads", "localstack")
+BACKENDS = [*TIER1_BACKENDS, "moto", "dynalite", "dynamodb_local_threads",
+            pytest.param("localstack", marks=ON_LOCALSTACK)]
 BACKEND_PARAMETERS = ("backend", "aws_settings")  # the fixtures here whose parameter is a backend (tier 2 marked)
 
 
