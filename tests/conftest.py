@@ -121,6 +121,9 @@ TIER2_PATHS = (
     "tests/e2e/test_dev_burst.py", "tests/e2e/test_dev_callbacks.py",
     "tests/e2e/test_dev_localstack.py", "tests/integration/test_localstack_launcher.py",  # LocalStack
     "tests/api/test_fuzz_operations.py",  # schemathesis, every operation
+    # `dormant dev --dynamodb local` (a JVM beside the stack): tier 1 runs the embedded default (the `moto` case) and
+    # the DynamoDB store on DynamoDB Local in process
+    "tests/e2e/test_dev_stack.py::test_dev_runs_the_whole_stack_and_stops_on_ctrl_c[local]",
     # a model-based property test that explores at random (derandomize=False; `make fuzz` runs 3,000 steps)
     "tests/integration/test_offload_lifecycle.py::test_no_item_refers_to_a_missing_object_and_no_object_lives_forever",
 )

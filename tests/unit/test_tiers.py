@@ -50,6 +50,9 @@ class _Item:
     # "moto" as SQS's server, or as `dormant dev`'s embedded default: tier 1
     ("tests/integration/test_transport.py::test_x[moto]", {"endpoint": "moto"}, 1),
     ("tests/e2e/test_dev_stack.py::test_x[moto]", {"dynamodb": "moto"}, 1),
+    ("tests/e2e/test_dev_stack.py::test_dev_runs_the_whole_stack_and_stops_on_ctrl_c[moto]", {"dynamodb": "moto"}, 1),
+    ("tests/e2e/test_dev_stack.py::test_dev_runs_the_whole_stack_and_stops_on_ctrl_c[local]", {"dynamodb": "local"},
+     2),
     # LocalStack, whatever the parameter's name
     ("tests/integration/test_transport.py::test_x[localstack]", {"endpoint": "localstack"}, 2),
     # whole paths and single tests
