@@ -40,12 +40,20 @@ def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:
     previewed, upserts = preview.upserts, draft.upserts
     # per entry of `draft`: its size in the preview, None where the preview does not hold it (measured then)
     if len(previewed) == 1:  # (a step's preview: the entry it completed, and what the commit adds beside it)
-        only, only_size, location = previewed[0], sizes.upserts[0], previewed[0]["location"]
-        if len(upserts) == 1 and _same_entry(only, upserts[0]):
-            found = sizes.upserts
+        only = previewed[0]
+        location = only["location"]
+        for position, entry in enumerate(upserts):  # (a draft's locations are distinct: at most one is the preview's)
+            if entry["location"] == location:
+                break
         else:
-            found = _measured_where_unknown(upserts, [
-                only_size if entry["location"] == location and _same_entry(only, entry) else None for entry in upserts])
+            position = -1
+        if position < 0 or not _same_entry(only, upserts[position]):
+            found = json_sizes(upserts)
+        elif len(upserts) == 1:
+            found = sizes.upserts
+        else:  # (the others measured together, the preview's size in its place)
+            found = json_sizes(upserts[:position] + upserts[position + 1:])
+            found.insert(position, sizes.upserts[0])
     else:
         by_location = {entry["location"]: (entry, size) for entry, size in zip(previewed, sizes.upserts, strict=True)}
         known: list[int | None] = []
