@@ -316,6 +316,30 @@ def test_the_walk_finds_the_problem_the_plain_walk_found(value: object, threshol
         sizing.BIG_STRING = original
 
 
+def test_a_flat_objects_shape_is_the_walks_at_every_edge_of_its_shortcut() -> None:
+    """check_json_shape takes an object of plain fields without the walk: the same floats and big strings (a string of
+    BIG_STRING characters is big, one fewer is not), and any other object, a problem in it included, goes to the walk
+    (the same error and path)."""
+    from dormant.workflow.errors import InvalidJsonError
+    from dormant.workflow.sizing import BIG_STRING
+    from dormant.workflow.values import check_json_shape, json_problem
+    below, big = "x" * (BIG_STRING - 1), "y" * BIG_STRING
+    plain = [{}, {"n": 1, "s": below, "b": True, "z": None}, {"f": 0.5, "n": -(10 ** 999)}, {"s": big, "n": 2},
+             {"a": 1, "s": "é", "t": big}, {"n": 1, "l": [1.5]}, {"é": 1}]
+    for value in plain:
+        path, floats, found = _reference_walk(value, BIG_STRING)
+        assert path is None
+        shape = check_json_shape(value)
+        assert (shape.floats, [text for _, text in shape.big], shape.texts) == (floats, found, [])
+    for value in [{"a": float("nan")}, {"a": 10 ** 1000}, {"__dormant_blob__": 1}, {5: 1}, {"a": "\ud800"},
+                  {"a": object()}, {"b": 1, "a": float("inf")}]:  # (the reference names the key "a" alone)
+        problem = json_problem(value)
+        assert problem is not None
+        with pytest.raises(InvalidJsonError) as raised:
+            check_json_shape(value, "it")
+        assert raised.value.path == problem[0] == _reference_walk(value, BIG_STRING)[0]
+
+
 def test_an_error_names_the_same_path_as_before() -> None:
     """check_json's routes are made per part and turned into a path only for the problem found."""
     from dormant.workflow.errors import InvalidJsonError

@@ -262,12 +262,37 @@ def check_json(value: Any, what: str = "the value") -> Any:
 def check_json_shape(value: Any, what: str = "the value", baseline: Any = None) -> JsonShape:
     """check_json, returning what the walk learned for measuring `value` (`sizing.shaped_size`). `baseline`: a value
     checked and measured before (a state's last commit), whose lists of strings this one's are compared with."""
+    if type(value) is dict:  # (a state of plain fields, the most common: no walk, no stack)
+        floats = _flat_floats(value)
+        if floats is not None:
+            return JsonShape(floats, [], [])
     shape = JsonShape(False, [], [])
     problem = _walk(value, shape, baseline)
     if problem is not None:
         path, rule = problem
         raise InvalidJsonError(f"{what} cannot be stored: {rule} (at {path})", path=path, rule=rule)
     return shape
+
+
+def _flat_floats(value: dict[Any, Any]) -> bool | None:
+    """Whether the object `value` holds a float, if all it holds is plainly valid and small (ASCII keys but the
+    reserved one; None, bools, bounded ints, finite floats, ASCII strings under BIG_STRING): what `_walk` would find,
+    no problem and no big string; else None (the walk decides)."""
+    floats = False
+    isfinite = math.isfinite
+    for key, child in value.items():
+        if type(key) is not str or not key.isascii() or key == RESERVED_KEY:
+            return None
+        plain = type(child)
+        if child is None or plain is bool or (plain is int and -_INT_BOUND < child < _INT_BOUND):
+            continue
+        if plain is str and child.isascii() and len(child) < sizing.BIG_STRING:
+            continue
+        if plain is float and isfinite(child):
+            floats = True
+            continue
+        return None
+    return floats
 
 
 def describe_errors(error: ValidationError, *, limit: int = 5, prefix: tuple[str | int, ...] = ()) -> str:
