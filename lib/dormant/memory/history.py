@@ -51,6 +51,19 @@ class CompactHistory(MutableMapping[str, dict[str, Any]]):
     def __repr__(self) -> str:
         return f"CompactHistory({len(self._rows)} entries)"
 
+    def upsert(self, entries: Iterable[dict[str, Any]]) -> None:
+        """Store each of `entries` under its location (a commit's upserts: `self[location] = entry` each, in one
+        call)."""
+        rows = self._rows
+        for entry in entries:
+            rows[entry["location"]] = row_of(entry)
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Drop the entry at `prefix` and those under it (a commit's deleted prefix)."""
+        below, rows = prefix + "/", self._rows
+        for location in [loc for loc in rows if loc.startswith(below) or loc == prefix]:
+            del rows[location]
+
     def rows(self) -> list[Row]:
         return list(self._rows.values())
 

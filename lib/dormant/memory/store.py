@@ -246,12 +246,17 @@ class MemoryEventStore:
         if draft is not self._checked:  # (the runtime checks every draft first: not twice)
             self.check_commit(ref, expected_version, draft)
         history = record.history
-        for prefix in draft.deleted_prefixes:
-            below = prefix + "/"
-            for location in [loc for loc in history if loc.startswith(below) or loc == prefix]:
-                del history[location]
-        for item in draft.upserts:
-            history[item["location"]] = item
+        if type(history) is CompactHistory:  # (a commit's changes in one call each, not one per entry)
+            for prefix in draft.deleted_prefixes:
+                history.delete_prefix(prefix)
+            history.upsert(draft.upserts)
+        else:  # (a dict a test set)
+            for prefix in draft.deleted_prefixes:
+                below = prefix + "/"
+                for location in [loc for loc in history if loc.startswith(below) or loc == prefix]:
+                    del history[location]
+            for item in draft.upserts:
+                history[item["location"]] = item
         if draft.state is not None:
             record.state = dict(draft.state)
         if draft.workflow is not None:
@@ -273,8 +278,10 @@ class MemoryEventStore:
             record.search, record.search_version = apply_changes(record.search, draft.search), record.version
         snapshot = record.kept is None or record.kept.add(
             record.version, draft, record.workflow if draft.workflow is not None else None, record.full)
-        if snapshot or draft.consumed_ids:
-            self._start_windows(record, [(message_id, consumed_at) for message_id in draft.consumed_ids], snapshot)
+        if snapshot:
+            self._start_windows(record, [(message_id, consumed_at) for message_id in draft.consumed_ids])
+        elif draft.consumed_ids:  # (their windows wait for a snapshot commit: _start_windows)
+            record.unwindowed += [(message_id, consumed_at) for message_id in draft.consumed_ids]
         for change in draft.callbacks:  # the allowed changes of a record: dormant.core.callbacks
             known = self.callbacks.get(change.token_hash)
             if may_replace(known["state"] if known is not None else None, change.state):
@@ -293,13 +300,10 @@ class MemoryEventStore:
         self._leave(when, "commit")
         return record.version
 
-    def _start_windows(self, record: _Actor, consumed: list[tuple[str, float]], snapshot: bool) -> None:
+    def _start_windows(self, record: _Actor, consumed: list[tuple[str, float]]) -> None:
         """The dedupe rule (dormant.core.dedupe): a snapshot commit starts the window of the ids consumed before it
-        since the last one, from their consumption (DynamoDB writes their tombstones then); its own wait for the
-        next."""
-        if not snapshot:
-            record.unwindowed += consumed
-            return
+        since the last one, from their consumption (DynamoDB writes their tombstones then); its own (`consumed`) wait
+        for the next."""
         for message_id, at in record.unwindowed:
             seen = record.seen_ids.get(message_id)
             if seen is not None and seen.until is None:
