@@ -20,8 +20,9 @@ from dormant.workflow.sizing import Unmeasured, json_size, json_sizes
 def measured(draft: CommitDraft, state_size: int | None = None, unmeasured: tuple[Unmeasured, ...] = ()) -> DraftSizes:
     """The JSON sizes of `draft`'s values; `state_size`: its state's, known already (but for the strings
     `unmeasured`, if any)."""
+    upserts = draft.upserts
     return DraftSizes(
-        upserts=json_sizes(draft.upserts),
+        upserts=[json_size(upserts[0])] if len(upserts) == 1 else json_sizes(upserts),  # (a step's preview: one)
         state=json_size(draft.state) if state_size is None else state_size,
         responses=[json_size(response) for response in draft.responses.values()] if draft.responses else [],
         events=[json_size(payload) for _, payload in draft.events] if draft.events else [], unmeasured=unmeasured)

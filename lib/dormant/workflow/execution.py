@@ -351,14 +351,16 @@ class Execution:
         preview["status"] = "completed"
         if output is not None:
             preview["output"] = output
-        for cleared in ("error", "failure_kind", "retry_at"):
-            preview.pop(cleared, None)
+        if entry.error is not None or entry.failure_kind is not None or entry.retry_at is not None:  # (else absent)
+            for cleared in ("error", "failure_kind", "retry_at"):
+                preview.pop(cleared, None)
         preview["attempts"], preview["ended_at"] = attempt, at
         if at != 0.0:
             preview["updated_at"] = at
         else:
             preview.pop("updated_at", None)
-        upserts = [e.to_json() for loc, e in self._dirty.items() if loc != entry.location] + [preview]
+        upserts = ([e.to_json() for loc, e in self._dirty.items() if loc != entry.location] + [preview] if self._dirty
+                   else [preview])  # (a step's preview after a commit: its entry alone)
         draft = CommitDraft(
             upserts=upserts, deleted_prefixes=list(self._deleted), consumed_ids=list(self._consumed),
             state=state if state is not None and state != self.state.committed else None,
