@@ -446,7 +446,9 @@ def check_values(actor_type: str, values: Iterable[tuple[str, Any]]) -> None:
 
 def check_draft(actor_type: str, draft: CommitDraft) -> None:
     """`check_values` of every value `draft` stores (`draft_values`), from its sizes measured once (`draft_sizes`)."""
-    sizes = draft_sizes(draft)
+    sizes = draft.sizes  # (the engine measured them, mostly: else measured here, once)
+    if sizes is None:
+        sizes = draft_sizes(draft)
     maximum = VALUE.maximum
     if sizes.state_most + sum(sizes.upserts) + sum(sizes.responses) + sum(sizes.events) <= maximum:
         return  # (all of them within the ceiling, so each one: the common case, without a loop in Python)

@@ -97,7 +97,9 @@ class VersionRing:
             full: Callable[[], dict[str, Any]]) -> bool:
         """Keep commit `version` (`draft`, its workflow record as JSON); `full()` is the actor after it. True when it
         is kept as a snapshot."""
-        sizes = draft_sizes(draft)  # (measured once: the store's limit check measured them already)
+        sizes = draft.sizes  # (measured once: the store's limit check measured them already)
+        if sizes is None:
+            sizes = draft_sizes(draft)
         others = sum(sizes.upserts) + (4 if workflow is None else json_size(workflow))
         # (a snapshot is due for the least the state can weigh, or for its exact size: strings of a state not
         # measured yet are measured only when their bounds do not decide)
