@@ -704,3 +704,128 @@ def test_a_text_without_a_floats_marks_is_taken_without_a_walk_over_them(monkeyp
     assert sizing.same_as_python(b'{"id":"1124bd5e-d33e-4531"}') and walked == [b"e-"]
     assert not sizing.same_as_python(b'{"n":1e-07}') and walked == [b"e-", b"e-"]
     assert not sizing.same_as_python(b'[1e+16]') and walked == [b"e-", b"e-", b"e+"]
+
+
+_TIME = st.floats(allow_nan=False, allow_infinity=False)
+_OUTPUT = (st.none() | st.booleans() | st.integers(min_value=-(2 ** 63), max_value=2 ** 63)
+           | st.floats(allow_nan=False, allow_infinity=False) | st.text(st.characters(exclude_categories=("Cs",))))
+
+
+@given(st.text(st.characters(exclude_categories=("Cs",))), st.text(st.characters(exclude_categories=("Cs",))),
+       st.integers(min_value=0, max_value=2 ** 63), st.integers(min_value=1, max_value=2 ** 63), _OUTPUT, _TIME,
+       _TIME, st.none() | _TIME)
+def test_a_completed_steps_bound_is_never_under_its_entrys_json(location: str, name: str, seq: int, attempt: int,
+                                                                output: object, created: float, at: float,
+                                                                started: float | None) -> None:
+    """Execution.check_storable skips the check a value within the ceiling would pass by `completed_entry_bound`: it
+    is at least the size of the JSON the step's entry is stored as (or None: measured), whatever its strings hold
+    (escapes, non-ASCII), its numbers' digits and its floats' exponents."""
+    from dormant.workflow.checked import completed_entry_bound
+    from dormant.workflow.entries import Entry
+    from dormant.workflow.history import EntryKind, EntryStatus
+
+    entry = Entry(location, EntryKind.STEP, name, seq, created_at=created, updated_at=created, started_at=started)
+    bound = completed_entry_bound(entry, output, attempt, at)
+    entry.status, entry.output, entry.attempts, entry.ended_at, entry.updated_at = (
+        EntryStatus.COMPLETED, output, attempt, at, at)  # (as the step's success records it)
+    if seq.bit_length() > 63 or attempt.bit_length() > 63 or (type(output) is int and output.bit_length() > 63):
+        assert bound is None
+    else:
+        assert bound is not None and bound >= _python_size(entry.to_json())
+
+
+def test_a_completed_steps_bound_is_unknown_where_its_entry_holds_more() -> None:
+    """A list or object output, or a field of some kinds set (a loop's state, a queue wait's messages...), is not
+    bounded at once: the check measures it."""
+    from dormant.workflow.checked import completed_entry_bound
+    from dormant.workflow.entries import Entry
+    from dormant.workflow.history import EntryKind
+
+    def entry() -> Entry:
+        return Entry("s", EntryKind.STEP, "s", 1, created_at=1.0, updated_at=1.0, started_at=1.0)
+
+    assert completed_entry_bound(entry(), 1, 1, 2.0) is not None
+    assert completed_entry_bound(entry(), [1], 1, 2.0) is None and completed_entry_bound(entry(), {}, 1, 2.0) is None
+    for field, value in (("loop_state", "x" * 100), ("rollback_done", True), ("deadline", 3.0), ("iteration", 2),
+                         ("winner", "b"), ("items", [1]), ("removed_kind", "step"), ("throttled_since", 1.0)):
+        held = entry()
+        setattr(held, field, value)
+        assert completed_entry_bound(held, 1, 1, 2.0) is None, field
+    assert completed_entry_bound(Entry("s", EntryKind.STEP, "s", 1, created_at=1), 1, 1, 2.0) is None  # (an int time)
+
+
+async def test_a_step_within_the_ceiling_by_its_bound_is_not_previewed_and_one_over_it_is_refused_as_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the in-memory store, whose check looks at each value's size only, a step whose entry and state are within
+    the per-value ceiling by their bound is not checked before its result is accepted (nothing could refuse it); one
+    whose bound is over is checked as always: a result over the ceiling (escaped characters: six bytes each) fails the
+    step's attempt with ItemTooLargeError, one just under it is accepted, and a state over it is refused likewise (the
+    ceiling lowered here, so that the test stays small)."""
+    from dataclasses import replace
+
+    from pydantic import BaseModel
+
+    import dormant.core.limits as limits
+    from dormant import StepContext, StepExhaustedError, WorkflowContext, actor, queue, setup
+    from dormant.client import ActorHandle
+    from dormant.runtime.wake import ActorHost
+    from dormant.testing import TestEnv
+    from dormant.workflow.execution import CommitDraft
+    from dormant.workflow.history import HistoryEntry
+
+    class Note(BaseModel):
+        text: str = ""
+
+    noted = actor("noted", state=Note, queues={"go": queue(dict)})
+
+    @noted.workflow
+    async def run(ctx: WorkflowContext) -> None:
+        async def iteration(loop: WorkflowContext) -> None:
+            message = await loop.queue.next("next")
+
+            def apply(s: StepContext) -> str:
+                s.state.text = "s" * message.body["state"]
+                return "\x01" * message.body["out"]  # (`\u0001` in JSON: six bytes a character)
+            try:
+                await loop.step("apply", apply, max_retries=0)
+            except StepExhaustedError as error:
+                text = f"{type(error.__cause__).__name__}: {error.__cause__}"
+                await loop.step("refused", lambda _: text)
+        await ctx.loop("loop", iteration)
+
+    previewed: list[str] = []  # the location of each step entry checked before its result was accepted
+    check_commit = ActorHost.check_commit
+
+    def counted(self: ActorHost, draft: CommitDraft) -> None:
+        previewed.append(draft.upserts[-1]["location"])
+        check_commit(self, draft)
+    monkeypatch.setattr(ActorHost, "check_commit", counted)
+    ceiling = 2_000
+
+    async def step(handle: ActorHandle, out: int, state: int) -> tuple[bool, bool, HistoryEntry]:
+        """(whether it was checked, whether it was refused, its entry): a message's step after another's in the same
+        wake-up (the first one's check is the one the entries it received take)."""
+        await handle.send("go", {"state": 10, "out": 10})
+        await handle.send("go", {"state": state, "out": out})
+        await env.run_until_idle()
+        entries = sorted(await handle.history(), key=lambda e: e.seq)
+        last = [e for e in entries if e.location.rsplit("/", 1)[-1] in ("apply", "refused")][-1]
+        apply = [e for e in entries if e.location.endswith("/apply")][-1]
+        return apply.location in previewed, last.location.endswith("refused"), last
+
+    async with TestEnv(setup(noted)) as env:
+        handle = await env.client.create("noted", ["k"])
+        await env.run_until_idle()
+        monkeypatch.setattr(limits, "VALUE", replace(limits.VALUE, maximum=ceiling))
+        checked, refused, entry = await step(handle, 10, 10)
+        assert not checked and not refused  # (within the ceiling by its bound: not previewed)
+        size = _python_size(entry.model_dump(mode="json", exclude_defaults=True))
+        # (an output of n escaped characters adds 6n bytes to the entry's 10: over the ceiling, and just under it)
+        over, under = (ceiling - size) // 6 + 12, (ceiling - size) // 6 + 8
+        for out, state, refusal in ((over, 10, True), (under, 10, False), (10, ceiling, True),
+                                    (10, ceiling - 20, False)):
+            checked, refused, entry = await step(handle, out, state)
+            assert checked, (out, state)  # (its bound is over the ceiling: checked)
+            assert refused is refusal, (out, state, entry)
+            if refused:
+                assert entry.output.startswith("ItemTooLargeError"), entry.output

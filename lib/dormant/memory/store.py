@@ -19,6 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from dormant.core import limits
 from dormant.core.callbacks import CallbackRecord, callback_record, heartbeat_allowed, may_replace
 from dormant.core.cursors import check_attention_cursor, check_cursor, listing_key, page_of
 from dormant.core.dedupe import DEDUPE_WINDOW, dedupe_until, is_duplicate
@@ -324,6 +325,13 @@ class MemoryEventStore:
     def check_commit(self, ref: ActorRef, version: int, draft: CommitDraft) -> None:
         check_draft(ref.name, draft)
         self._checked = draft
+
+    @classmethod
+    def commit_value_ceiling(cls) -> int | None:
+        """The most JSON bytes each value of a draft may take for `check_commit` to pass it whatever else the draft
+        holds (dormant.workflow.host.WorkflowHost's `value_ceiling`): the per-value ceiling, all it checks; None for a
+        subclass that checks drafts its own way."""
+        return limits.VALUE.maximum if cls.check_commit is MemoryEventStore.check_commit else None
 
     async def prepare_message(self, ref: ActorRef, message: InboxMessage) -> InboxMessage:
         return message  # memory keeps values of any size as they are

@@ -65,6 +65,10 @@ class ActorHost:
         slots = LimitSlots(service, snapshot.ref)  # flow control (dormant.runtime.slots)
         # The slots' own methods (WorkflowHost's check_limit, acquire_limit, release_limit): no call in between
         self.check_limit, self.acquire_limit, self.release_limit = slots.check, slots.acquire, slots.release
+        # (WorkflowHost's optional value_ceiling: the store's, found on its type, so a wrapper that forwards
+        # attributes to a store is never taken for it)
+        ceiling = getattr(type(service.store), "commit_value_ceiling", None)
+        self.value_ceiling: int | None = ceiling() if ceiling is not None else None
 
     def queue_names(self) -> list[str]:
         return self._queue_names

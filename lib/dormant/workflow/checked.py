@@ -11,8 +11,11 @@ whether it holds a float): the preview then carries its sizes into the store's c
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, cast
 
+from dormant.workflow.entries import Entry
+from dormant.workflow.history import EntryKind
 from dormant.workflow.host import CommitDraft, DraftSizes
 from dormant.workflow.sizing import Unmeasured, json_size, json_sizes
 
@@ -26,6 +29,44 @@ def measured(draft: CommitDraft, state_size: int | None = None, unmeasured: tupl
         state=json_size(draft.state) if state_size is None else state_size,
         responses=[json_size(response) for response in draft.responses.values()] if draft.responses else [],
         events=[json_size(payload) for _, payload in draft.events] if draft.events else [], unmeasured=unmeasured)
+
+
+# The fields of some kinds only (dormant.workflow.entries.Entry) that a completed step's entry keeps, read at once; at
+# their defaults (the class's own values) the entry's JSON leaves them out. (error, failure_kind and retry_at are
+# cleared by the completion.)
+_KEPT_RARE = attrgetter("throttled_since", "rollback_done", "rollback_error", "deadline", "iteration", "loop_state",
+                        "messages", "timed_out", "branches", "winner", "items", "removed_kind", "callback")
+_RARE_DEFAULTS = _KEPT_RARE(Entry)
+# Bytes of a completed step entry's JSON but for its location, name and output: braces, the eleven keys it can have
+# (each quoted, a colon and a comma), its kind's text, "completed", two ints of at most 63 bits (20 characters with a
+# sign) and four floats (Python writes a finite float in at most 24 characters: -1.2345678901234567e-308).
+_ENTRY_FIXED = (2 + sum(len(key) + 4 for key in ("location", "kind", "name", "seq", "status", "output", "attempts",
+                                                 "started_at", "ended_at", "created_at", "updated_at"))
+                + 2 * 2 + max(len(kind.value) + 2 for kind in EntryKind) + len('"completed"') + 2 * 20 + 4 * 24)
+
+
+def completed_entry_bound(entry: Entry, output: Any, attempt: int, at: float) -> int | None:
+    """At least the JSON bytes of `entry` completed with `output` (attempt `attempt`, ended at `at`: the entry
+    `Execution.check_storable` previews), known without serializing it; None where it is not known at once (an output
+    that is a list or an object, a field of some kinds set, a value of an unusual type): then it is measured."""
+    location, name, seq, started = entry.location, entry.name, entry.seq, entry.started_at
+    if (type(location) is not str or type(name) is not str or type(seq) is not int or type(attempt) is not int
+            or seq.bit_length() > 63 or attempt.bit_length() > 63 or type(entry.created_at) is not float
+            or type(at) is not float or (started is not None and type(started) is not float)
+            or _KEPT_RARE(entry) != _RARE_DEFAULTS):
+        return None
+    kind = type(output)
+    if output is None or kind is bool or kind is float:  # (a finite float: to_json refuses the others)
+        size = 24
+    elif kind is int:
+        if output.bit_length() > 63:
+            return None
+        size = 20
+    elif kind is str:
+        size = 6 * len(output) + 2  # (a character takes at most six bytes: `\u001f`)
+    else:
+        return None
+    return _ENTRY_FIXED + 6 * (len(location) + len(name)) + size
 
 
 def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:
@@ -43,11 +84,11 @@ def reused_sizes(preview: CommitDraft, draft: CommitDraft) -> DraftSizes | None:
     if len(previewed) == 1:  # (a step's preview: the entry it completed, and what the commit adds beside it)
         only = previewed[0]
         location = only["location"]
-        for position, entry in enumerate(upserts):  # (a draft's locations are distinct: at most one is the preview's)
+        position = -1
+        for index, entry in enumerate(upserts):  # (a draft's locations are distinct: at most one is the preview's)
             if entry["location"] == location:
+                position = index
                 break
-        else:
-            position = -1
         if position < 0 or not _same_entry(only, upserts[position]):
             found = json_sizes(upserts)
         elif len(upserts) == 1:

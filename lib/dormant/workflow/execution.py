@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TypeVar
 
 from pydantic_core import to_jsonable_python
 
-from dormant.workflow.checked import measured, reused_sizes
+from dormant.workflow.checked import completed_entry_bound, measured, reused_sizes
 from dormant.workflow.entries import Entry, working_copies
 from dormant.workflow.errors import InvalidJsonError
 from dormant.workflow.history import (
@@ -220,6 +220,10 @@ class Execution:
         self.search: dict[str, Any] = search if search is not None else {}
         self._search_changes: dict[str, Any] = {}
         self._preview: CommitDraft | None = None  # the draft the last check_storable passed (its sizes measured)
+        # The most JSON bytes each value of a draft may take for the host's check_commit to pass it whatever else it
+        # holds (None: the check looks at more than that): check_storable checks no draft whose values are all
+        # provably within it.
+        self._value_ceiling: int | None = getattr(host, "value_ceiling", None)
         self.state_touched = False  # a step or handler used the state since the last draft (see _draft)
         # The state's JSON as the last step that used it left it (its result's check dumped it), while no step has
         # started since: the next draft stores it instead of dumping the state again. None: unknown.
@@ -346,7 +350,24 @@ class Execution:
         """Raise if `entry` completed with `output` (and `state`, `events`) could not be committed: called before
         a step's result is accepted, so a value too big to store fails the attempt, not the wake-up. The preview
         holds the entry as it will be stored (attempt `attempt`, ended and touched `at`): the commit reuses the sizes
-        measured here (dormant.workflow.checked)."""
+        measured here (dormant.workflow.checked). Where the host's check looks at each value's size only
+        (`WorkflowHost.value_ceiling`) and these values are within it by a bound known without serializing them (the
+        entry's fields and a plain output, the state's size from its check), nothing is previewed: the check would
+        pass, and the commit measures them."""
+        ceiling = self._value_ceiling
+        if ceiling is not None and not self._responses and not self.events and not events and (
+                not self._dirty or (len(self._dirty) == 1 and entry.location in self._dirty)):
+            bound = completed_entry_bound(entry, output, attempt, at)
+            if bound is not None:
+                if state is None or state == self.state.committed:
+                    bound += 4  # (no state in the draft: `null`)
+                else:
+                    state_size = self.state.known_size(state)
+                    bound = (ceiling + 1 if state_size is None  # (not known without measuring: checked as always)
+                             else bound + state_size[0] + sum(part.bounds()[1] for part in state_size[1]))
+                if bound <= ceiling:  # (each value within the sum of their bounds: the check would pass)
+                    self._preview = None
+                    return
         preview = entry.to_json()
         preview["status"] = "completed"
         if output is not None:
@@ -407,6 +428,10 @@ class Execution:
                             committed_at=self.now(), search=self._search_changes or None, callbacks=self._callbacks)
         if self._preview is not None:  # the last step's check measured these values (dormant.workflow.checked)
             draft.sizes, self._preview = reused_sizes(self._preview, draft), None
+        elif changed:  # (a state a step's check dumped: sized from what the check learned, as check_storable sizes it)
+            state_size = self.state.known_size(state)
+            if state_size is not None:
+                draft.sizes = measured(draft, *state_size)
         self._dirty, self._deleted, self._consumed, self._responses, self.events = {}, [], [], {}, []
         self._search_changes, self._callbacks = {}, []
         # No step is in flight when a draft is taken, so this state is a clean baseline for reverting

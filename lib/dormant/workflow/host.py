@@ -150,6 +150,11 @@ class WorkflowHost(Protocol):
         be stored; no I/O. How a step whose result or state change is too big to store fails that attempt."""
         ...
 
+    # Optional, so not declared here (the engine reads it with getattr, None when absent): `value_ceiling`, the most
+    # JSON bytes each value of a draft may take for `check_commit` to pass it whatever else the draft holds, when that
+    # is all it checks (the in-memory store: the per-value ceiling); None: it checks more (an item's size...), and the
+    # engine checks every draft (dormant.workflow.execution.Execution.check_storable).
+
     # Flow control (ctx.step(..., limit=...), dormant.workflow.throttle): asked only by steps that name a limit.
     def check_limit(self, step: str, limit: str) -> None:
         """Raise WorkflowDefinitionError if `limit` is not a declared limit (no I/O)."""

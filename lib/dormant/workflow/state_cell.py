@@ -24,6 +24,8 @@ class StateCell:
         self.value: BaseModel = model_type.model_validate(committed)
         # The last dump `check` returned and what its check learned (for measuring it: `known_size`).
         self._checked: tuple[dict[str, Any], JsonShape] | None = None
+        # `known_size`'s answer for that dump (a step's check asks it, then its commit)
+        self._sized: tuple[dict[str, Any], tuple[int, tuple[Unmeasured, ...]]] | None = None
         STRING_SIZES.sweep(SWEEP_PER_WAKE)  # (big strings of states gone since: let go, a few per cell)
 
     def dump(self) -> dict[str, Any]:
@@ -60,4 +62,7 @@ class StateCell:
         checked = self._checked
         if checked is None or checked[0] is not dump:
             return None
-        return shaped_sizes(dump, checked[1])
+        sized = self._sized
+        if sized is None or sized[0] is not dump:  # (measured once per dump: the same strings left unmeasured)
+            sized = self._sized = (dump, shaped_sizes(dump, checked[1]))
+        return sized[1]
