@@ -24,6 +24,7 @@ from dormant.workflow.host import Granted, StepRun
 from dormant.workflow.signals import BranchCancelled, RollbackStop, Suspend
 
 _PLAIN = (type(None), bool, int, float, str, list, dict)  # results that cannot be awaitable: no ABC check
+_SCALARS = frozenset((bool, int, float, str))  # results handed back as they are (Execution.copy_output_value)
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_BACKOFF_BASE = 0.1
 DEFAULT_BACKOFF_MAX = 30.0
@@ -179,7 +180,8 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
     if entry.retry_at is not None:
         entry.retry_at = None
     ex.touch(entry, ended)  # (as check_storable previewed it)
-    ex.keep_effects(run)
+    if run.events or run.search:  # (most steps broadcast nothing and set no search attribute)
+        ex.keep_effects(run)
     if rollback is not None:
         ex.register_rollback(entry, rollback)
     if not ephemeral:
@@ -191,7 +193,7 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
         ex.state.kept = state
     elif run.touched_state:
         ex.step_succeeded()  # beside a running step: a failure there cannot revert without undoing this one
-    return ex.copy_output(entry)
+    return output if output is None or type(output) in _SCALARS else ex.copy_output_value(output)
 
 
 def recorded_failure_kind(entry: Entry, max_retries: int) -> str:
