@@ -280,7 +280,8 @@ class Execution:
             self.deleted_callbacks += [e for e in self.index.under(prefix) if e.kind is EntryKind.CALLBACK]
         if not self.index.remove_prefix(prefix):
             return  # nothing stored under it (already compacted)
-        for loc in [loc for loc in self._dirty if loc == prefix or loc.startswith(prefix + "/")]:
+        below = prefix + "/"
+        for loc in [loc for loc in self._dirty if loc.startswith(below) or loc == prefix]:
             del self._dirty[loc]
         self._deleted.append(prefix)
 

@@ -75,11 +75,13 @@ class HistoryIndex:
 
     def remove_prefix(self, prefix: str) -> int:
         """Drop every entry at or under `prefix`; returns how many were dropped."""
-        doomed = [loc for loc in self.by_location if loc == prefix or loc.startswith(prefix + "/")]
+        below, by_location, callbacks = prefix + "/", self.by_location, self.callbacks  # (once, not per location)
+        doomed = [loc for loc in by_location if loc.startswith(below) or loc == prefix]
         for loc in doomed:
-            del self.by_location[loc]
-            self.callbacks.discard(loc)
-        for scope in [s for s in self._children if s == prefix or s.startswith(prefix + "/")]:
+            del by_location[loc]
+            if callbacks:
+                callbacks.discard(loc)
+        for scope in [s for s in self._children if s.startswith(below) or s == prefix]:
             del self._children[scope]
         return len(doomed)
 
