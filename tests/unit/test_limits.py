@@ -754,6 +754,23 @@ def test_a_completed_steps_bound_is_unknown_where_its_entry_holds_more() -> None
     assert completed_entry_bound(Entry("s", EntryKind.STEP, "s", 1, created_at=1), 1, 1, 2.0) is None  # (an int time)
 
 
+def test_every_field_of_some_kinds_makes_a_completed_steps_bound_unknown() -> None:
+    """Each field only some kinds use (Entry's class-level fields, a new one included the day it is added) makes the
+    bound unknown when it is set, so the bound never leaves out a field the entry's JSON holds; those a step's
+    completion clears (its error, failure kind and retry time) are the exception."""
+    from dormant.workflow.checked import completed_entry_bound
+    from dormant.workflow.entries import Entry
+    from dormant.workflow.history import EntryKind
+
+    cleared = {"failure_kind", "retry_at"}  # (and `error`, a slot: the completion sets it to None)
+    fields = sorted(set(Entry.__annotations__) - cleared)
+    assert len(fields) >= 13  # (read from the class: the fields of some kinds as they stand)
+    for name in fields:
+        entry = Entry("s", EntryKind.STEP, "s", 1, created_at=1.0, updated_at=1.0, started_at=1.0)
+        setattr(entry, name, object())  # (differs from any default)
+        assert completed_entry_bound(entry, 1, 1, 2.0) is None, name
+
+
 async def test_a_step_within_the_ceiling_by_its_bound_is_not_previewed_and_one_over_it_is_refused_as_before(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """With the in-memory store, whose check looks at each value's size only, a step whose entry and state are within
