@@ -165,8 +165,11 @@ swagger-ui:
 PYTEST_ARGS ?=
 # pytest-xdist workers (0: one process), each module's tests on one worker (tests/xdist_scheduling.py). Each worker
 # starts the servers its tests ask for (moto, DynamoDB Local; in tier 2 dynalite too); the `localstack` tests share one
-# worker (one LocalStack). On 2 cores, 2 workers ran tier 1 fastest (measured: see .ci/run).
-PYTEST_WORKERS ?= 2
+# worker (one LocalStack). On 2 cores tier 1 runs fastest on 3 workers: much of it waits on processes and servers
+# (`dormant dev`, moto, DynamoDB Local), 79 % of the two cores busy on 3 workers (measured 2026-12-06 in a fresh clone:
+# 4 min 43 s of pytest on 3 workers, 5 min 52 s on 2). The release tier keeps 2 (CHECK_WORKERS): LocalStack's and the
+# browser's memory beside three workers' servers.
+PYTEST_WORKERS ?= 3
 XDIST = $(if $(filter-out 0,$(1)),-n $(1) --dist loadscope)
 
 # The test runs write bytecode (next to the sources, in __pycache__, as Python does by default) even where the
@@ -225,7 +228,7 @@ TEST_ENV = DORMANT_DEPLOY_TOOLS=$(DEPLOY_VENV)/bin DORMANT_SCAN_TOOLS=$(SCAN_VEN
 	DORMANT_LOCALSTACK=$(LOCALSTACK_VENV) DORMANT_PYTHON313_REQUIRED=1
 CHECK_ENV = DORMANT_FUZZ_EXAMPLES=10 DORMANT_PROPERTY_EXAMPLES=200 DORMANT_RELIABILITY_SECONDS=20 DORMANT_SOAK=ci
 CHECK_PYTHON ?= $(VENV313)/bin/python
-CHECK_WORKERS ?= $(PYTEST_WORKERS)
+CHECK_WORKERS ?= 2
 check: lint java $(TEST_TOOLS) $(STAMP313)
 	$(PYTEST_ENV) $(TEST_ENV) $(CHECK_ENV) $(CHECK_PYTHON) -m pytest -p no:cacheprovider $(call XDIST,$(CHECK_WORKERS)) \
 		$(PYTEST_ARGS)
