@@ -1,6 +1,7 @@
-"""/openapi.json is a valid OpenAPI 3.1 document (openapi-spec-validator): unique operation ids and no empty
-`prefixItems`, for the API tests' registry and for every example's, so client generators can read it; and every
-`$ref` of it resolves, in every app the tests build (each registry they serve, in dev mode and deployed)."""
+"""/openapi.json is a valid OpenAPI 3.1 document, so client generators can read it: in every app the tests build
+(each registry they serve, the examples' included), every `$ref` resolves, operation ids are unique and no
+`prefixItems` is empty; openapi-spec-validator accepts it; deployed, it is the dev one without the dev-only route.
+The examples' pattern modules are validated and built deployed in tier 2 only (`_tier`)."""
 
 from __future__ import annotations
 
@@ -30,18 +31,6 @@ def _document(app_registry: Any, *, dev: bool = True) -> dict[str, Any]:
     return _DOCUMENTS[key]
 
 
-_VALIDATED: set[int] = set()
-
-
-def _validate(document: dict[str, Any]) -> None:
-    """openapi-spec-validator's `validate` (raises OpenAPIValidationError, e.g. DuplicateOperationIDError), once per
-    document of `_document` (kept there, never changed: the same object is the same document); the validation is
-    about half a second a document, and each example's dev document is checked by both tests below."""
-    if id(document) not in _VALIDATED:
-        validate(document)
-        _VALIDATED.add(id(document))
-
-
 def _walk(value: Any) -> list[dict[str, Any]]:
     found = []
     stack = [value]
@@ -53,20 +42,6 @@ def _walk(value: Any) -> list[dict[str, Any]]:
         elif isinstance(item, list):
             stack.extend(item)
     return found
-
-
-def _registries() -> list[tuple[str, Any]]:
-    modules = sorted(set(PATTERNS.values()))
-    return [("tests.api.apps", registry)] + [(m, importlib.import_module(f"examples.{m}").registry) for m in modules]
-
-
-@pytest.mark.parametrize(("name", "app_registry"), _registries(), ids=[name for name, _ in _registries()])
-def test_the_document_validates(name: str, app_registry: Any) -> None:
-    document = _document(app_registry)
-    _validate(document)
-    ids = Counter(op["operationId"] for path in document["paths"].values() for op in path.values())
-    assert [op for op, count in ids.items() if count > 1] == []
-    assert [node for node in _walk(document) if node.get("prefixItems") == []] == []
 
 
 def test_an_action_without_arguments_takes_an_empty_array() -> None:
@@ -129,21 +104,41 @@ def test_a_dangling_ref_is_found() -> None:
     assert sorted(unresolved_refs(document)) == ["#/$defs/A", "#/components/schemas/B"]
 
 
-@pytest.mark.parametrize("dev", [True, False], ids=["dev", "deployed"])
-@pytest.mark.parametrize("spec", APP_REGISTRIES)
-def test_every_ref_resolves(spec: str, dev: bool) -> None:
-    app_registry = _app_registry(spec)
-    document = _document(app_registry, dev=dev)
+def _tier(spec: str, *, pattern_tier: int) -> Any:
+    """`spec` as a parameter; one of the examples' pattern modules in `pattern_tier`. Their documents are made by the
+    same code from the same kinds of actors as the tests' apps, which tier 1 checks whole (the openapi-spec-validator
+    takes about a second a document, and the examples' 28 were half of this module's minute)."""
+    module = spec.partition(":")[0]
+    is_pattern = module.startswith("examples.") and module not in ("examples.app", "examples.versioned_evolution")
+    return pytest.param(spec, marks=pytest.mark.tier2) if is_pattern and pattern_tier == 2 else spec
+
+
+@pytest.mark.parametrize("spec", [_tier(spec, pattern_tier=1) for spec in APP_REGISTRIES])
+def test_every_ref_resolves_and_operations_are_unique(spec: str) -> None:
+    """In every app's dev document (the examples' included, in tier 1): each `$ref` names a part of it, each
+    operation id is unique, no `prefixItems` is empty (client generators choke on it)."""
+    document = _document(_app_registry(spec))
     refs = [node["$ref"] for node in _walk(document) if isinstance(node.get("$ref"), str)]
     assert refs  # (the models are shared components: a document without refs would check nothing)
     assert unresolved_refs(document) == []
-    if dev:
-        _validate(document)
-        return
-    # Deployed, the document is the dev one without the dev-only routes (fire-timer): the same components and
-    # the same operations, so the dev one's validation covers it (and takes half the module's time when repeated).
-    development = _document(app_registry, dev=True)
-    _validate(development)
+    ids = Counter(op["operationId"] for path in document["paths"].values() for op in path.values())
+    assert [op for op, count in ids.items() if count > 1] == []
+    assert [node for node in _walk(document) if node.get("prefixItems") == []] == []
+
+
+@pytest.mark.parametrize("spec", [_tier(spec, pattern_tier=2) for spec in APP_REGISTRIES])
+def test_the_document_validates(spec: str) -> None:
+    """openapi-spec-validator accepts the dev document (OpenAPI 3.1; it raises e.g. DuplicateOperationIDError)."""
+    validate(_document(_app_registry(spec)))
+
+
+@pytest.mark.parametrize("spec", [_tier(spec, pattern_tier=2) for spec in APP_REGISTRIES])
+def test_the_deployed_document_is_the_dev_one_without_fire_timer(spec: str) -> None:
+    """Deployed, the document is the dev one without the dev-only route (fire-timer): the same components and the same
+    operations, so the dev one's validation covers it."""
+    app_registry = _app_registry(spec)
+    document, development = _document(app_registry, dev=False), _document(app_registry, dev=True)
+    assert unresolved_refs(document) == []
     assert {key: value for key, value in document.items() if key != "paths"} == {
         key: value for key, value in development.items() if key != "paths"}
     assert [path for path, item in document["paths"].items() if development["paths"].get(path) != item] == []

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
+import ssl
 import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
@@ -137,6 +139,14 @@ class RetryPolicy:
         return min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The clients' TLS settings, made once per process as httpx makes them by default (certifi's bundle, or the
+    environment's SSL_CERT_FILE / SSL_CERT_DIR as they are when the first client is made): loading the bundle takes
+    about 50 ms of CPU, which each client paid (every CLI command, each client of a test), even for an http:// API."""
+    return httpx.create_ssl_context()
+
+
 class HttpClient(OperatorCalls, CallbackCalls):
     """Async client of the HTTP API, with the in-process client's handle API."""
 
@@ -222,7 +232,8 @@ class HttpClient(OperatorCalls, CallbackCalls):
             # Redirects: a response too big for the API function comes as a 303 to a presigned S3 URL
             # (dormant.http.large_responses); httpx drops this client's Authorization on the way there.
             self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self.timeout,
-                                           transport=self._transport, auth=self._auth, follow_redirects=True)
+                                           transport=self._transport, auth=self._auth, follow_redirects=True,
+                                           verify=_tls_context())
         return self._http
 
     async def request(self, method: str, path: str, *, idempotent: bool, json: Any = _NO_BODY,
