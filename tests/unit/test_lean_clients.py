@@ -172,3 +172,33 @@ async def test_a_trimmed_client_retries_throttling_and_parses_errors(kind: str,
         from dormant.dynamodb.requests import Table
 
         assert await Table(client, "t").put({"pk": {"S": "a"}}, "attribute_not_exists(pk)") is False
+
+
+# -- TLS: a plain-HTTP endpoint loads no CA bundle (about 60 ms of CPU per aiobotocore client) -----------------------
+class _RecordingSession:
+    """A session that records what `create_client` is given, and makes the client with the real one."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.given: list[dict[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def create_client(self, service: str, **kwargs: Any) -> Any:
+        self.given.append(kwargs)
+        return self.real.create_client(service, **kwargs)
+
+
+@pytest.mark.parametrize("kind", ["threads", "aiobotocore"])
+@pytest.mark.parametrize(("endpoint", "verify"), [("http://127.0.0.1:1", False), ("HTTP://localhost:8000", False),
+                                                  ("https://dynamodb.eu-west-1.amazonaws.com", None), (None, None)])
+async def test_only_a_plain_http_endpoint_skips_certificate_verification(kind: str, endpoint: str | None,
+                                                                         verify: bool | None) -> None:
+    session = _RecordingSession(botocore_session() if kind == "threads" else aiobotocore_session())
+    settings = Settings(endpoint_url=endpoint, region="eu-west-1")
+    async with open_client("dynamodb", settings, kind=kind, session=session):  # type: ignore[arg-type]
+        pass
+    [given] = session.given
+    assert given.get("endpoint_url") == endpoint
+    assert given.get("verify") is verify  # None: botocore's default, verified against the CA bundle

@@ -174,6 +174,11 @@ async def open_client(service: str, settings: ClientSettings, *, kind: ClientKin
     for `threads`; default: a shared one)."""
     kind = kind or settings.aws_clients
     config = client_options(**options)
+    endpoint = settings.client_kwargs(service)
+    if str(endpoint.get("endpoint_url", "")).lower().startswith("http://"):
+        # A plain-HTTP endpoint (`dormant dev`, DynamoDB Local, LocalStack) has no TLS to verify, and a client told to
+        # verify loads the CA bundle all the same: about 60 ms of CPU per aiobotocore client.
+        endpoint["verify"] = False
     if service == "s3":  # presigned URLs (dormant.http.large_responses) signed as every region accepts them
         config["signature_version"] = "s3v4"
     if service in OWN_INPUTS:
@@ -183,7 +188,7 @@ async def open_client(service: str, settings: ClientSettings, *, kind: ClientKin
 
         session = session or botocore_session()
         client = session.create_client(service, config=Config(user_agent=fixed_user_agent(session), **config),
-                                       **settings.client_kwargs(service))
+                                       **endpoint)
         if service in OWN_INPUTS:
             trim_handlers(client)
         try:
@@ -195,7 +200,7 @@ async def open_client(service: str, settings: ClientSettings, *, kind: ClientKin
 
     session = session or aiobotocore_session()
     async with session.create_client(service, config=AioConfig(user_agent=fixed_user_agent(session), **config),
-                                     **settings.client_kwargs(service)) as client:
+                                     **endpoint) as client:
         if service in OWN_INPUTS:
             trim_handlers(client)
         yield client
