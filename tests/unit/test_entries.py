@@ -96,9 +96,9 @@ async def test_a_history_written_before_the_slotted_entries_replays_and_complete
     await store.create(ref, ActorMeta.model_validate(data["meta"]), data["state"],
                        WorkflowRecord.model_validate(data["workflow"]), [])
     record = store._actors[ref.id]
-    record.history = {item["location"]: item for item in data["history"]}
+    record.history = CompactHistory(data["history"])
     record.version = data["version"]
-    before = json.loads(json.dumps(record.history))
+    before = json.loads(json.dumps(dict(record.history)))
     assert data["workflow"]["state"] == "sleeping"
 
     async with TestEnv(registry, store=store) as env:  # a deploy of today's code wakes it: a pure replay
@@ -189,7 +189,7 @@ async def _fixture_store() -> tuple[MemoryEventStore, dict[str, Any]]:
     await store.create(ref, ActorMeta.model_validate(data["meta"]), data["state"],
                        WorkflowRecord.model_validate(data["workflow"]), [])
     record = store._actors[ref.id]
-    record.history = {item["location"]: item for item in data["history"]}
+    record.history = CompactHistory(data["history"])
     record.version = data["version"]
     return store, record.history
 

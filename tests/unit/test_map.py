@@ -971,6 +971,7 @@ async def test_a_rollback_replay_collects_the_handlers_of_items_still_in_flight(
     """A map still running when the workflow began rolling back (a history only a crafted store holds today:
     errors escape a running map only through its items): its started item replays up to its first unfinished
     entry, so its finished steps are compensated; nothing new starts."""
+    from dormant.memory.history import CompactHistory
     from dormant.memory.store import MemoryEventStore
     from dormant.ports import ActorMeta, ActorRef
     from dormant.workflow.history import WorkflowRecord
@@ -995,12 +996,12 @@ async def test_a_rollback_replay_collects_the_handlers_of_items_still_in_flight(
     await store.create(ref, ActorMeta(name="rolling-map", key=["k"], created_at=0.0), Counter().model_dump(),
                        WorkflowRecord.model_validate({"state": "rolling_back",
                                                       "error": {"type": "RuntimeError", "message": "boom"}}), [])
-    store._actors[ref.id].history = {e["location"]: e for e in [
+    store._actors[ref.id].history = CompactHistory([
         {"location": "saga", "kind": "rollback_checkpoint", "name": "saga", "seq": 1, "status": "completed"},
         {"location": "m", "kind": "map", "name": "m", "seq": 2, "items": [0, 1]},
         {"location": "m/0", "kind": "map_item", "name": "0", "seq": 3},
         {"location": "m/0/book", "kind": "step", "name": "book", "seq": 4, "status": "completed", "output": "b0",
-         "attempts": 1}]}
+         "attempts": 1}])
     async with TestEnv(setup(a), store=store) as env:
         await env.run_until_idle()
         handle = env.client.get_or_create("rolling-map", ["k"])

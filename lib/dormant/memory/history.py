@@ -67,7 +67,3 @@ class CompactHistory(MutableMapping[str, dict[str, Any]]):
     def rows(self) -> list[Row]:
         return list(self._rows.values())
 
-
-def stored_entries(history: Mapping[str, dict[str, Any]]) -> list[Row] | list[dict[str, Any]]:
-    """A history's entries as kept, in order: rows (a plain dict's, which a test may set, are its dicts)."""
-    return history.rows() if isinstance(history, CompactHistory) else list(history.values())

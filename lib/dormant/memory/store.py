@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, deque
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -45,7 +45,7 @@ from dormant.core.records import (
 from dormant.core.search import apply_changes, plain
 from dormant.core.searchplan import SearchPlan, select
 from dormant.errors import StorageError, VersionConflict
-from dormant.memory.history import CompactHistory, stored_entries
+from dormant.memory.history import CompactHistory
 from dormant.memory.slots import MemorySlots
 from dormant.models import ValueCheck
 from dormant.runtime.versions import VersionRing, describe, pick, snapshot_of
@@ -74,7 +74,7 @@ class _Actor:
     meta: dict[str, Any]
     state: dict[str, Any]
     workflow: dict[str, Any]
-    history: MutableMapping[str, dict[str, Any]]  # a CompactHistory (memory.history); a test may set a dict
+    history: CompactHistory
     inbox: dict[str, dict[str, Any]]  # insertion order = send order
     seen_ids: dict[str, _Seen] = field(default_factory=dict)  # message ids stored and still duplicates (or were)
     # What a load reports held beside the inbox: bounded, as DynamoDB's (its consumed, not yet tombstoned ones),
@@ -96,7 +96,7 @@ class _Actor:
         """A kept snapshot (dormant.runtime.versions): entries are replaced on upsert, never changed, so shallow; the
         history as its entries alone, as kept (each is stored under its own location): a list, a fifth of a dict."""
         return {"meta": self.meta, "state": self.state, "workflow": self.workflow,
-                "history": stored_entries(self.history), "search": dict(self.search)}
+                "history": self.history.rows(), "search": dict(self.search)}
 
 
 @dataclass
@@ -234,7 +234,7 @@ class MemoryEventStore:
             wake_error=WakeError.model_validate(record.wake_error) if record.wake_error else None,
             held_ids={*record.inbox, *record.recently_consumed}, search=apply_changes(record.search, {}))
         # No model per entry: a wake-up builds its working records from the JSON (dormant.workflow.entries)
-        snapshot.history = StoredHistory(stored_entries(record.history))
+        snapshot.history = StoredHistory(record.history.rows())
         return snapshot
 
     async def commit(self, ref: ActorRef, expected_version: int, draft: CommitDraft) -> int:
@@ -246,18 +246,10 @@ class MemoryEventStore:
                                   f"found {record.version if record else 'no actor'}")
         if draft is not self._checked:  # (the runtime checks every draft first: not twice)
             self.check_commit(ref, expected_version, draft)
-        history = record.history
-        if type(history) is CompactHistory:  # (a commit's changes in one call each, not one per entry)
-            for prefix in draft.deleted_prefixes:
-                history.delete_prefix(prefix)
-            history.upsert(draft.upserts)
-        else:  # (a dict a test set)
-            for prefix in draft.deleted_prefixes:
-                below = prefix + "/"
-                for location in [loc for loc in history if loc.startswith(below) or loc == prefix]:
-                    del history[location]
-            for item in draft.upserts:
-                history[item["location"]] = item
+        history = record.history  # (a commit's changes in one call each, not one per entry)
+        for prefix in draft.deleted_prefixes:
+            history.delete_prefix(prefix)
+        history.upsert(draft.upserts)
         if draft.state is not None:
             record.state = dict(draft.state)
         if draft.workflow is not None:
@@ -344,8 +336,8 @@ class MemoryEventStore:
         now = self._now(message.created_at)
         record = self._actors.get(ref.id)
         if record is None:  # messages are kept even before the actor exists
-            record = self._early.setdefault(ref.id, _Actor(version=0, meta={}, state={}, workflow={}, history={},
-                                                             inbox={}))
+            record = self._early.setdefault(ref.id, _Actor(version=0, meta={}, state={}, workflow={},
+                                                             history=CompactHistory(), inbox={}))
         seen = record.seen_ids.get(message.id)
         if seen is not None and is_duplicate(seen.until, now):
             self._leave(when, "enqueue")
