@@ -202,3 +202,26 @@ async def test_only_a_plain_http_endpoint_skips_certificate_verification(kind: s
     [given] = session.given
     assert given.get("endpoint_url") == endpoint
     assert given.get("verify") is verify  # None: botocore's default, verified against the CA bundle
+
+
+# -- one service-model loader per process: a new aiobotocore session per client read and parsed botocore's JSON again
+async def test_a_second_session_s_client_reads_no_model_file_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from botocore.loaders import JSONFileLoader  # type: ignore[import-untyped]
+
+    read: list[str] = []
+    load_file = JSONFileLoader.load_file
+
+    def counted(self: Any, file_path: str) -> Any:
+        read.append(file_path)
+        return load_file(self, file_path)
+
+    monkeypatch.setattr(JSONFileLoader, "load_file", counted)
+    first, second = aiobotocore_session(), aiobotocore_session()
+    assert first is not second  # (a session per client: its credential lock is bound to one event loop)
+    assert first.get_component("data_loader") is second.get_component("data_loader")
+    async with open_client("dynamodb", SETTINGS, kind="aiobotocore", session=first):
+        pass
+    read.clear()  # (what the first client read, if this process had not read it before)
+    async with open_client("dynamodb", SETTINGS, kind="aiobotocore", session=second) as client:
+        assert read == []
+        assert client.meta.service_model.service_name == "dynamodb"

@@ -73,12 +73,29 @@ def botocore_session() -> Any:
 
 def aiobotocore_session() -> Any:
     """A new aiobotocore session (one per client: a session's credential lock belongs to the event loop that first
-    uses it), DynamoDB's item responses parsed lean (dormant.core.responses)."""
+    uses it), DynamoDB's item responses parsed lean (dormant.core.responses), reading botocore's service models
+    through the process's one loader (`_share_model_loader`)."""
     from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
     from dormant.core.responses import lean_aiobotocore
 
-    return lean_aiobotocore(get_session())
+    return _share_model_loader(lean_aiobotocore(get_session()))
+
+
+_model_loader: list[Any] = []  # the first aiobotocore session's data loader, once made
+
+
+def _share_model_loader(session: Any) -> Any:
+    """`session`, reading its service models, endpoint rules and partitions through the loader of the process's first
+    aiobotocore session: a loader keeps what it read, but each session makes its own, so each client read and parsed
+    the same JSON files again (about 13 ms a file, five or more a client; botocore's clients share one session, and
+    so one loader, already: `botocore_session`). The loaded models are only read, as one session's clients share
+    them. The first session's loader is botocore's own (its data path included)."""
+    if _model_loader:
+        session.register_component("data_loader", _model_loader[0])
+    else:
+        _model_loader.append(session.get_component("data_loader"))
+    return session
 
 
 # The services whose every request Dormant's own code builds: botocore's check of the parameters against the model
