@@ -123,6 +123,19 @@ def test_an_entry_read_straight_from_its_json_is_the_entry_read_from_its_model()
             or model.rollback_error  # a plain step sets none of the fields of some kinds only
 
 
+def test_a_fresh_entry_is_the_entry_init_makes() -> None:
+    """Entry.fresh (Execution.new_entry without fields of some kinds) sets every slot as __init__ does and no field of
+    some kinds (no instance dict): the same JSON, the same attributes."""
+    slots = [name for name in Entry.__slots__ if name != "__dict__"]
+    for kind in EntryKind:
+        for at in (0.0, 1767225600.25):
+            made = Entry("loop/~3/a", kind, "a", 7, created_at=at, updated_at=at)
+            fresh = Entry.fresh("loop/~3/a", kind, "a", 7, at)
+            assert [getattr(fresh, name) for name in slots] == [getattr(made, name) for name in slots]
+            assert fresh.to_json() == made.to_json() and fresh.to_model() == made.to_model()
+            assert made.__dict__ == {} and fresh.__dict__ == {}
+
+
 def test_an_entry_kept_as_a_row_reads_as_its_json_does() -> None:
     """The memory store keeps entries as rows (dormant.memory.history): read back, the same dict in the same order,
     and the same working record, also when the keys are not in to_json's order or the row is corrupt."""

@@ -262,8 +262,9 @@ class Execution:
         if self.deadline is not None and kind is not EntryKind.MAP_ITEM:
             self.check_deadline()
         now = self.now()
-        entry = Entry(location=location, kind=kind, name=name, seq=self.index.next_seq,
-                      created_at=now, updated_at=now, **fields)
+        seq = self.index.next_seq
+        entry = (Entry(location=location, kind=kind, name=name, seq=seq, created_at=now, updated_at=now, **fields)
+                 if fields else Entry.fresh(location, kind, name, seq, now))
         self.index.next_seq += 1
         self.index.add(entry)
         return entry

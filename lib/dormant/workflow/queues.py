@@ -77,8 +77,10 @@ class QueueApi:
             if ex.rolling_back:
                 raise RollbackStop()
             deadline = ex.now() + limit if limit is not None else None
-            entry = ex.new_entry(EntryKind.MESSAGE, scope.child(name), name, deadline=deadline)
-            if deadline is not None:
+            if deadline is None:  # (no field of some kinds: Entry.fresh)
+                entry = ex.new_entry(EntryKind.MESSAGE, scope.child(name), name)
+            else:
+                entry = ex.new_entry(EntryKind.MESSAGE, scope.child(name), name, deadline=deadline)
                 ex.touch(entry)  # the deadline must survive the suspension
         else:
             ex.replayed += 1
