@@ -168,6 +168,54 @@ def test_sizes_measured_together_are_each_the_size_of_pythons_json_text(values: 
     assert json_sizes(values) == [_python_size(value) for value in values]
 
 
+@given(st.lists(_JSON, max_size=4))
+def test_the_total_of_values_measured_as_one_text_is_the_sum_of_their_sizes(values: list[object]) -> None:
+    """json_total (a commit's entries for the memory store, which decides by their sum): one text of them all, its
+    brackets and commas taken off, is the sum of each value's size as Python's json writes it."""
+    from dormant.workflow.sizing import json_total
+    assert json_total(values) == sum(_python_size(value) for value in values)
+
+
+def test_entries_measured_together_are_refused_over_the_ceiling_each_as_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sizes of entries measured together (DraftSizes.of_entries) give each entry's size when it is read, and the
+    store's check refuses an entry over the per-value ceiling by its own size, naming it, as with sizes measured
+    apart; within it, nothing is measured entry by entry (the ceiling lowered here)."""
+    from dataclasses import replace
+
+    from dormant.core import limits
+    from dormant.errors import ItemTooLargeError
+    from dormant.workflow import host
+    from dormant.workflow.checked import measured
+    from dormant.workflow.host import CommitDraft
+    apart: list[int] = []  # entries measured one by one (DraftSizes.upserts read)
+
+    def json_sizes(values: list[object]) -> list[int]:
+        apart.append(len(values))
+        return [_python_size(value) for value in values]
+    monkeypatch.setattr(host, "json_sizes", json_sizes)
+    entries = [{"location": "a", "kind": "step", "name": "a", "seq": 1, "output": "x" * 40},
+               {"location": "b", "kind": "step", "name": "b", "seq": 2, "output": [1.5e-7, "\u0001"]},
+               {"location": "c", "kind": "loop", "name": "c", "seq": 3, "iteration": 2}]
+    sizes = [_python_size(entry) for entry in entries]
+    draft = CommitDraft(upserts=entries, deleted_prefixes=[], state={"n": 1}, consumed_ids=[], responses={},
+                        events=[], workflow=None)
+    together = measured(draft, 7, together=True)
+    assert together.upserts_total == sum(sizes) and not apart
+    assert together.upserts == sizes and together == measured(draft, 7) and apart == [3]
+    biggest = entries[sizes.index(max(sizes))]["location"]
+    for ceiling, refused in ((max(sizes) - 1, biggest), (max(sizes), None), (sum(sizes) + 7, None)):
+        monkeypatch.setattr(limits, "VALUE", replace(limits.VALUE, maximum=ceiling))
+        made = replace(draft, sizes=measured(draft, 7, together=True))
+        apart.clear()
+        if refused is None:
+            limits.check_draft("t", made)
+            assert apart == ([] if ceiling >= sum(sizes) + 7 else [3])  # (within it by the sum: decided by it)
+        else:
+            with pytest.raises(ItemTooLargeError, match=f"history entry '{refused}'"):
+                limits.check_draft("t", made)
+
+
 def test_sizes_measured_together_where_one_value_has_a_float_written_differently() -> None:
     from dormant.workflow.sizing import json_sizes
     for values in ([{"a": 1}, 1e16, "x"], [1e-5, {"id": "14e799b8-176e-49af"}], [{"t": [1, -5e-5]}, 2.5], [1, 1e-7]):

@@ -450,7 +450,7 @@ def check_draft(actor_type: str, draft: CommitDraft) -> None:
     if sizes is None:
         sizes = draft_sizes(draft)
     maximum = VALUE.maximum
-    if sizes.state_most + sum(sizes.upserts) + sum(sizes.responses) + sum(sizes.events) <= maximum:
+    if sizes.state_most + sizes.upserts_total + sum(sizes.responses) + sum(sizes.events) <= maximum:
         return  # (all of them within the ceiling, so each one: the common case, without a loop in Python)
     for entry, size in zip(draft.upserts, sizes.upserts, strict=True):
         if size > maximum:

@@ -100,7 +100,7 @@ class VersionRing:
         sizes = draft.sizes  # (measured once: the store's limit check measured them already)
         if sizes is None:
             sizes = draft_sizes(draft)
-        others = sum(sizes.upserts) + (4 if workflow is None else json_size(workflow))
+        others = sizes.upserts_total + (4 if workflow is None else json_size(workflow))
         # (a snapshot is due for the least the state can weigh, or for its exact size: strings of a state not
         # measured yet are measured only when their bounds do not decide)
         weight = others + sizes.state_least

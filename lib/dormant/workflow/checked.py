@@ -17,13 +17,18 @@ from typing import Any, cast
 from dormant.workflow.entries import Entry
 from dormant.workflow.history import EntryKind
 from dormant.workflow.host import CommitDraft, DraftSizes
-from dormant.workflow.sizing import Unmeasured, json_size, json_sizes
+from dormant.workflow.sizing import Unmeasured, json_size, json_sizes, json_total
 
 
-def measured(draft: CommitDraft, state_size: int | None = None, unmeasured: tuple[Unmeasured, ...] = ()) -> DraftSizes:
+def measured(draft: CommitDraft, state_size: int | None = None, unmeasured: tuple[Unmeasured, ...] = (),
+             together: bool = False) -> DraftSizes:
     """The JSON sizes of `draft`'s values; `state_size`: its state's, known already (but for the strings
-    `unmeasured`, if any)."""
+    `unmeasured`, if any). `together`: its entries measured as one text, each entry's size only when read (for a
+    store that decides by their sum: DraftSizes.of_entries)."""
     upserts = draft.upserts
+    if together and len(upserts) > 1 and not draft.responses and not draft.events:  # (a step's commit, mostly)
+        return DraftSizes.of_entries(upserts, json_total(upserts),
+                                     json_size(draft.state) if state_size is None else state_size, [], [], unmeasured)
     return DraftSizes(
         upserts=[json_size(upserts[0])] if len(upserts) == 1 else json_sizes(upserts),  # (a step's preview: one)
         state=json_size(draft.state) if state_size is None else state_size,

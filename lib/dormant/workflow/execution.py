@@ -432,8 +432,8 @@ class Execution:
             draft.sizes, self._preview = reused_sizes(self._preview, draft), None
         elif changed:  # (a state a step's check dumped: sized from what the check learned, as check_storable sizes it)
             state_size = self.state.known_size(state)
-            if state_size is not None:
-                draft.sizes = measured(draft, *state_size)
+            if state_size is not None:  # (a host that checks each value's size only decides by the entries' sum)
+                draft.sizes = measured(draft, *state_size, together=self._value_ceiling is not None)
         self._dirty, self._deleted, self._consumed, self._responses, self.events = {}, [], [], {}, []
         self._search_changes, self._callbacks = {}, []
         # No step is in flight when a draft is taken, so this state is a clean baseline for reverting

@@ -1,6 +1,7 @@
 """What the engine needs from the actor definition and the runtime: the ports of `workflow/` and the values that
 cross them (no I/O here; the runtime's ActorHost and WakeWaits, and the offline replayer, implement them). This
-module imports no other engine module but the history model, so every engine module may import it."""
+module imports no other engine module but the history model and sizing (which imports none), so every engine module
+may import it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dormant.workflow.history import CallbackChange, QueuedMessage, WorkflowRecord
+from dormant.workflow.sizing import json_sizes
 
 if TYPE_CHECKING:
     from dormant.workflow.sizing import Unmeasured
@@ -29,13 +31,18 @@ class DraftSizes:
     """UTF-8 bytes of a draft's values as compact JSON (a value of None: 4, JSON's `null`). The state's may be known
     within bounds only (`state_least` to `state_most`: some of its big strings not measured yet, `unmeasured`), which
     is what most decisions need (the per-value ceiling, whether the kept-versions ring takes a snapshot); reading
-    `state` measures them, once. The bounds are attributes: the common case, a measured state, pays no call."""
+    `state` measures them, once. The entries' sum is `upserts_total`; each entry's (`upserts`) may be measured only
+    when it is read (`of_entries`: the memory store decides by the sum). The bounds and the sum are attributes: the
+    common case pays no call."""
 
-    __slots__ = ("_unmeasured", "events", "responses", "state_least", "state_most", "upserts")
+    __slots__ = ("_entries", "_unmeasured", "_upserts", "events", "responses", "state_least", "state_most",
+                 "upserts_total")
 
     def __init__(self, upserts: list[int], state: int, responses: list[int], events: list[int],
                  unmeasured: tuple[Unmeasured, ...] = ()) -> None:
-        self.upserts = upserts
+        self._upserts: list[int] | None = upserts
+        self._entries: list[dict[str, Any]] = []
+        self.upserts_total = sum(upserts)
         self.responses = responses
         self.events = events
         self.state_least = self.state_most = state
@@ -44,6 +51,22 @@ class DraftSizes:
             for part in unmeasured:
                 low, high = part.bounds()
                 self.state_least, self.state_most = self.state_least + low, self.state_most + high
+
+    @staticmethod
+    def of_entries(entries: list[dict[str, Any]], total: int, state: int, responses: list[int], events: list[int],
+                   unmeasured: tuple[Unmeasured, ...] = ()) -> DraftSizes:
+        """Sizes whose entries are measured together (`total`, their sum), each entry's only when `upserts` is read
+        (`entries`: the draft's, which a draft never changes once it is measured)."""
+        sizes = DraftSizes([], state, responses, events, unmeasured)
+        sizes._upserts, sizes._entries, sizes.upserts_total = None, entries, total
+        return sizes
+
+    @property
+    def upserts(self) -> list[int]:
+        """Each entry's size, in the draft's order."""
+        if self._upserts is None:
+            self._upserts, self._entries = json_sizes(self._entries), []
+        return self._upserts
 
     @property
     def state(self) -> int:

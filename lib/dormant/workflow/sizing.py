@@ -73,6 +73,20 @@ def json_sizes(values: list[Any]) -> list[int]:
             for text, value in zip(texts, values, strict=True)]
 
 
+def json_total(values: list[Any]) -> int:
+    """sum(json_sizes(values)), from one pydantic-core text of the JSON array of them (its brackets and commas taken
+    off): the per-call cost of the encoder once, not once per value. Where the array's text holds a float's mark,
+    json_sizes decides."""
+    if FAST_PATH and values:
+        try:
+            fast = to_json(values)
+        except Exception:  # (what pydantic-core refuses: json_sizes measures it as json_size does)
+            fast = None
+        if fast is not None and same_as_python(fast):
+            return len(fast) - len(values) - 1  # ("[" and "]", a comma between two values)
+    return sum(json_sizes(values))
+
+
 def same_as_python(fast: bytes) -> bool:
     """Whether pydantic-core's text `fast` is certainly Python's: it holds none of the marks of a float the two
     write differently."""
