@@ -73,14 +73,6 @@ Now = Callable[[], float]
 RollbackHandler = Callable[[Any, Any], Any]
 
 
-async def _error_of(operation: Awaitable[None]) -> BaseException | None:
-    try:
-        await operation
-    except BaseException as error:  # examined by the caller
-        return error
-    return None
-
-
 class _Resume:
     """Awaiting it goes on with a coroutine that was started elsewhere and suspended on `pending`."""
 
@@ -225,6 +217,8 @@ class Execution:
         # provably within it.
         self._value_ceiling: int | None = getattr(host, "value_ceiling", None)
         self.state_touched = False  # a step or handler used the state since the last draft (see _draft)
+        # The host's queues, as the set a queue wait without `names` waits on (made by the first, not per wait)
+        self.declared_queues: frozenset[str] | None = None
         # The state's JSON as the last step that used it left it (its result's check dumped it), while no step has
         # started since: the next draft stores it instead of dumping the state again. None: unknown.
         self.state_json: dict[str, Any] | None = None
@@ -456,7 +450,11 @@ class Execution:
         if draft.is_empty() and not force:
             return False
         if asyncio.current_task() is self.root_task:  # nobody cancels it (but a teardown): no shield
-            cancelled, error = False, await _error_of(self._checkpointer(draft))
+            cancelled, error = False, None
+            try:  # (awaited here: a coroutine of its own to catch its error costs a frame per commit)
+                await self._checkpointer(draft)
+            except BaseException as failed:  # examined below
+                error = failed
         else:  # a branch task, which a race may cancel: never half-way through a commit
             cancelled, error = await run_to_the_end(self._checkpointer(draft))
         if error is not None:  # storage error or lost version race: the wake-up is void

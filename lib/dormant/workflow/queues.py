@@ -64,11 +64,17 @@ class QueueApi:
         frame.check_cancelled()
         if count < 1:
             raise ValueError(f'queue wait "{name}": count must be >= 1, got {count}')
-        declared = ex.host.queue_names()
-        wanted = frozenset(names) if names else frozenset(declared)
-        if names and not wanted.issubset(declared):  # (without `names`, every declared queue: none unknown)
-            raise WorkflowDefinitionError(f'queue wait "{name}" names undeclared queue(s) '
-                                          f'{sorted(wanted.difference(declared))}; declared: {sorted(declared)}')
+        wanted: frozenset[str] | None
+        if names:
+            declared = ex.host.queue_names()
+            wanted = frozenset(names)
+            if not wanted.issubset(declared):
+                raise WorkflowDefinitionError(f'queue wait "{name}" names undeclared queue(s) '
+                                              f'{sorted(wanted.difference(declared))}; declared: {sorted(declared)}')
+        else:  # (every declared queue: none unknown)
+            wanted = ex.declared_queues
+            if wanted is None:
+                wanted = ex.declared_queues = frozenset(ex.host.queue_names())
         if not wanted:
             raise WorkflowDefinitionError(f'queue wait "{name}": this actor declares no queues')
         limit = seconds(timeout)
