@@ -138,7 +138,8 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
             else:
                 async with asyncio.timeout(timeout):
                     result = await result
-        output = to_json(result, f'the result of step "{name}"')
+        # (None, most steps' result, is JSON as it is: no text naming it made)
+        output = None if result is None else to_json(result, f'the result of step "{name}"')
         # A state change that would not load back, or a result or state too big to store, fails the attempt
         # like any error (retried per the policy, then StepExhaustedError): never the wake-up.
         state = ex.state.check(f'step "{name}"') if run.touched_state else None
