@@ -92,7 +92,13 @@ async def test_the_dashboard_over_a_running_stack(browser: BrowserContext, moto:
     async with stack(v1, moto.endpoint, names) as first, HttpClient(first.api_url) as http:
         await http.get_or_create("order", "o-7").call("get")  # recorded by this release, waiting to be shipped
         await _until(http, "o-7", "sleeping")
-    async with stack(v2, moto.endpoint, names) as running, HttpClient(running.api_url) as http:
+    # The new release: the same table, queues of its own. The first stack's last receive (a 1 s long poll on an
+    # external endpoint) may still be under way at the server when it stops; on the same queues it would take a
+    # message sent meanwhile, which SQS hands out again only after the visibility timeout (30 s: longer than
+    # `_until` waits). o-7 waits for a message, no timer: nothing of it is left on the first stack's queues.
+    queues = {"queue_name": f"ui2-{suffix}.fifo", "timer_queue_name": f"ui2-timers-{suffix}",
+              "dlq_name": f"ui2-dlq-{suffix}", "fifo_dlq_name": f"ui2-dlq-{suffix}.fifo"}
+    async with stack(v2, moto.endpoint, {**names, **queues}) as running, HttpClient(running.api_url) as http:
         url = running.api_url
         await http.get_or_create("order", "o-1").send("ship", {"carrier": "ups"})
         for key in ("o-3", "o-4"):
