@@ -167,8 +167,8 @@ PYTEST_ARGS ?=
 # starts the servers its tests ask for (moto, DynamoDB Local; in tier 2 dynalite too); the `localstack` tests share one
 # worker (one LocalStack). On 2 cores tier 1 runs fastest on 3 workers: much of it waits on processes and servers
 # (`dormant dev`, moto, DynamoDB Local), 79 % of the two cores busy on 3 workers (measured 2026-12-06 in a fresh clone:
-# 4 min 43 s of pytest on 3 workers, 5 min 52 s on 2). The release tier keeps 2 (CHECK_WORKERS): LocalStack's and the
-# browser's memory beside three workers' servers.
+# 4 min 43 s of pytest on 3 workers, 5 min 52 s on 2; 3 min 49 s on 3 since the clients' fixed costs were cut). The
+# release tier keeps 2 (CHECK_WORKERS): LocalStack's and the browser's memory beside three workers' servers.
 PYTEST_WORKERS ?= 3
 XDIST = $(if $(filter-out 0,$(1)),-n $(1) --dist loadscope)
 
