@@ -3,6 +3,7 @@ history written before the engine used them (tests/unit/fixtures) still loads, r
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,9 @@ from dormant.memory.history import CompactHistory
 from dormant.memory.store import MemoryEventStore
 from dormant.ports import ActorMeta, ActorRef
 from dormant.testing import TestEnv
+from dormant.workflow import entries as entries_module
 from dormant.workflow.caller import Caller
-from dormant.workflow.entries import Entry, working_copies
+from dormant.workflow.entries import RARE_FIELDS, Entry, Received, working_copies
 from dormant.workflow.history import (
     BranchRecord,
     BranchStatus,
@@ -235,3 +237,61 @@ async def test_a_corrupted_stored_entry_fails_the_wake_up_with_pydantics_error(
             await env.run_until_idle()
         assert isinstance(failed.value.__cause__, ValidationError) and "seq" in str(failed.value.__cause__)
         assert woken == []  # no user hook ran on a history that does not load
+
+
+RARE_SAMPLES: dict[str, Any] = {
+    "retry_at": 12.5, "throttled_since": 3.0, "failure_kind": "timeout", "rollback_done": True,
+    "rollback_error": ErrorInfo(type="E", message="m"), "deadline": 99.0, "iteration": 3, "loop_state": {"k": 0},
+    "messages": [Received("m", "jobs", {"a": 1}, 3.0)], "timed_out": True,
+    "branches": {"a": BranchRecord(status=BranchStatus.COMPLETED, output=1)}, "winner": "a", "items": [],
+    "removed_kind": "step", "callback": None}
+
+
+def test_a_field_of_some_kinds_is_put_and_found_by_to_json() -> None:
+    """Entry.put keeps the instance's dict in `extra`; to_json writes each field of some kinds from there, in the
+    model's order, and leaves out one put back to its default; an entry that never had one has no `extra` (and no
+    instance dict)."""
+    assert set(RARE_SAMPLES) == set(RARE_FIELDS)
+    plain = Entry.fresh("s", EntryKind.STEP, "s", 1, 2.0)
+    plain.to_json()
+    assert plain.extra is None
+    defaults = {field: getattr(Entry, field) for field in RARE_FIELDS}
+    for field, value in RARE_SAMPLES.items():
+        if value is None:
+            continue
+        entry = Entry.fresh("s", EntryKind.STEP, "s", 1, 2.0)
+        entry.put(field, value)
+        assert entry.extra is entry.__dict__ and getattr(entry, field) is value
+        made = Entry("s", EntryKind.STEP, "s", 1, created_at=2.0, updated_at=2.0, **{field: value})
+        assert entry.to_json() == made.to_json() and list(entry.to_json()) == list(made.to_json())
+        assert field in entry.to_json()
+        entry.put(field, defaults[field])
+        assert field not in entry.to_json() and entry.extra is entry.__dict__
+    every = Entry.fresh("s", EntryKind.STEP, "s", 1, 2.0)
+    for field in reversed(RARE_FIELDS):  # (put in another order than the model's)
+        if RARE_SAMPLES[field] is not None:
+            every.put(field, RARE_SAMPLES[field])
+    model = every.to_model()
+    assert list(every.to_json()) == list(model.model_dump(mode="json", exclude_defaults=True))
+
+
+def test_the_type_checker_sees_the_fields_of_some_kinds_read_only() -> None:
+    """The fields Entry declares read-only for mypy (so a write past `put` fails `mypy --strict`), the defaults it
+    keeps at run time and RARE_FIELDS are the same fields; nothing in the library sets one by `setattr` with its
+    name."""
+    source = Path(entries_module.__file__).read_text()
+    entry_class = next(node for node in ast.parse(source).body
+                       if isinstance(node, ast.ClassDef) and node.name == "Entry")
+    guard = next(node for node in entry_class.body if isinstance(node, ast.If)
+                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+    read_only = {node.name for node in guard.body if isinstance(node, ast.FunctionDef)
+                 and any(isinstance(d, ast.Name) and d.id == "property" for d in node.decorator_list)}
+    defaults = {target.id for node in guard.orelse if isinstance(node, ast.Assign) for target in node.targets
+                if isinstance(target, ast.Name)}
+    assert read_only == defaults == set(RARE_FIELDS)
+    library = Path(entries_module.__file__).parents[1]
+    for path in library.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
+                assert node.args[1].value not in RARE_FIELDS, f"{path}: setattr of {node.args[1].value}"

@@ -161,7 +161,7 @@ async def run_race(frame: Frame, name: str, branches: Mapping[str, Branch]) -> R
             record.status = BranchStatus.COMPLETED
             record.output = value
             if entry.winner is None:
-                entry.winner = branch
+                entry.put("winner", branch)
                 ex.race_winners.setdefault(entry.location, branch)
                 token.cancelled = True
                 current = asyncio.current_task()

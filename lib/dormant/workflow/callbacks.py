@@ -235,7 +235,7 @@ def _close(ex: Execution, entry: Entry, outcome: CallbackOutcome, *, output: Any
     entry.output = output
     entry.error = error
     entry.ended_at = ex.now()
-    entry.timed_out = outcome in ("timed_out", "heartbeat_timed_out")
+    entry.put("timed_out", outcome in ("timed_out", "heartbeat_timed_out"))
     ex.touch(entry)
     ex.callback_changed(change_of(entry, _STATES[outcome], ex.now()))
 

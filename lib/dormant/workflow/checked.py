@@ -58,7 +58,7 @@ def completed_entry_bound(entry: Entry, output: Any, attempt: int, at: float) ->
     if (type(location) is not str or type(name) is not str or type(seq) is not int or type(attempt) is not int
             or seq.bit_length() > 63 or attempt.bit_length() > 63 or type(entry.created_at) is not float
             or type(at) is not float or (started is not None and type(started) is not float)
-            or _KEPT_RARE(entry) != _RARE_DEFAULTS):
+            or (entry.extra is not None and _KEPT_RARE(entry) != _RARE_DEFAULTS)):  # (no `extra`: all at default)
         return None
     kind = type(output)
     if output is None or kind is bool or kind is float:  # (a finite float: to_json refuses the others)

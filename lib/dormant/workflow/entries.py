@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import MappingProxyType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import ValidationError
 
@@ -105,27 +105,73 @@ class Entry:
     made on the first such write) only by an entry that uses them: a step, most of a history, carries none, and
     weighs half of what a slot for every field weighed. Entries without messages or branches share immutable empty
     ones: a queue wait assigns its `messages`, a join or race is created with its own `branches`.
-    A map's `items` is the list it was created with, never changed in place."""
+    A map's `items` is the list it was created with, never changed in place.
 
-    __slots__ = ("__dict__", "attempts", "created_at", "ended_at", "error", "kind", "location", "name", "output",
-                 "seq", "started_at", "status", "updated_at")
+    Such a field is set only by `put` (the type checker sees them read-only), which also keeps the instance's dict in
+    `extra` (None until the first): `to_json` and the size bound look in it for the fields of some kinds, where
+    reading fifteen class attributes through the instance cost more than the rest of `to_json` (a class attribute
+    read through an instance is not specialized by this interpreter; the dict cannot be asked for without making it)."""
 
-    # the fields of some kinds only: their defaults (see the class docstring)
-    retry_at: float | None = None
-    throttled_since: float | None = None  # waits for its limit since (dormant.workflow.throttle)
-    failure_kind: str | None = None  # a failed step: critical, timeout or exhausted
-    rollback_done: bool = False
-    rollback_error: ErrorInfo | None = None
-    deadline: float | None = None  # sleep / queue timeout
-    iteration: int = 0  # loop
-    loop_state: Any = None
-    messages: list[Received] = _NO_MESSAGES  # queue
-    timed_out: bool = False
-    branches: dict[str, BranchRecord] = _NO_BRANCHES  # join / race
-    winner: str | None = None
-    items: list[Any] | None = None  # map
-    removed_kind: str | None = None  # removed placeholder
-    callback: CallbackInfo | None = None  # callback
+    __slots__ = ("__dict__", "attempts", "created_at", "ended_at", "error", "extra", "kind", "location", "name",
+                 "output", "seq", "started_at", "status", "updated_at")
+
+    extra: dict[str, Any] | None  # the instance's dict once a field of some kinds was put, else None
+
+    if TYPE_CHECKING:  # (read-only to the type checker: written by `put` only, which keeps `extra`)
+        @property
+        def retry_at(self) -> float | None: ...
+        @property
+        def throttled_since(self) -> float | None: ...
+        @property
+        def failure_kind(self) -> str | None: ...
+        @property
+        def rollback_done(self) -> bool: ...
+        @property
+        def rollback_error(self) -> ErrorInfo | None: ...
+        @property
+        def deadline(self) -> float | None: ...
+        @property
+        def iteration(self) -> int: ...
+        @property
+        def loop_state(self) -> Any: ...
+        @property
+        def messages(self) -> list[Received]: ...
+        @property
+        def timed_out(self) -> bool: ...
+        @property
+        def branches(self) -> dict[str, BranchRecord]: ...
+        @property
+        def winner(self) -> str | None: ...
+        @property
+        def items(self) -> list[Any] | None: ...
+        @property
+        def removed_kind(self) -> str | None: ...
+        @property
+        def callback(self) -> CallbackInfo | None: ...
+
+    else:  # the fields of some kinds only: their defaults (see the class docstring)
+        retry_at = None
+        throttled_since = None  # waits for its limit since (dormant.workflow.throttle)
+        failure_kind = None  # a failed step: critical, timeout or exhausted
+        rollback_done = False
+        rollback_error = None
+        deadline = None  # sleep / queue timeout
+        iteration = 0  # loop
+        loop_state = None
+        messages = _NO_MESSAGES  # queue
+        timed_out = False
+        branches = _NO_BRANCHES  # join / race
+        winner = None
+        items = None  # map
+        removed_kind = None  # removed placeholder
+        callback = None  # callback
+
+    def put(self, field: str, value: Any) -> None:
+        """Set a field of some kinds (one of `RARE_FIELDS`) on this entry."""
+        extra = self.extra
+        if extra is None:
+            extra = self.extra = self.__dict__  # (made here: the instance's dict, which attribute reads look in)
+        extra[field] = value
 
     def __init__(self, location: str, kind: EntryKind, name: str, seq: int,
                  status: EntryStatus = EntryStatus.PENDING, output: Any = None, error: ErrorInfo | None = None,
@@ -149,37 +195,38 @@ class Entry:
         self.ended_at = ended_at
         self.created_at = created_at
         self.updated_at = updated_at
+        self.extra = None
         # the fields of some kinds: set only when not their default (no instance dict for an entry that has none)
         if retry_at is not None:
-            self.retry_at = retry_at
+            self.put("retry_at", retry_at)
         if throttled_since is not None:
-            self.throttled_since = throttled_since
+            self.put("throttled_since", throttled_since)
         if failure_kind is not None:
-            self.failure_kind = failure_kind
+            self.put("failure_kind", failure_kind)
         if rollback_done:
-            self.rollback_done = rollback_done
+            self.put("rollback_done", rollback_done)
         if rollback_error is not None:
-            self.rollback_error = rollback_error
+            self.put("rollback_error", rollback_error)
         if deadline is not None:
-            self.deadline = deadline
+            self.put("deadline", deadline)
         if iteration:
-            self.iteration = iteration
+            self.put("iteration", iteration)
         if loop_state is not None:
-            self.loop_state = loop_state
+            self.put("loop_state", loop_state)
         if messages is not _NO_MESSAGES:
-            self.messages = messages
+            self.put("messages", messages)
         if timed_out:
-            self.timed_out = timed_out
+            self.put("timed_out", timed_out)
         if branches is not _NO_BRANCHES:
-            self.branches = branches
+            self.put("branches", branches)
         if winner is not None:
-            self.winner = winner
+            self.put("winner", winner)
         if items is not None:
-            self.items = items
+            self.put("items", items)
         if removed_kind is not None:
-            self.removed_kind = removed_kind
+            self.put("removed_kind", removed_kind)
         if callback is not None:
-            self.callback = callback
+            self.put("callback", callback)
 
     def __repr__(self) -> str:
         return f"Entry({self.kind.value} {self.location!r}, {self.status.value})"
@@ -191,7 +238,7 @@ class Entry:
         a run makes an entry per step and per message)."""
         entry = _new(Entry)
         entry.location, entry.kind, entry.name, entry.seq, entry.status = location, kind, name, seq, _PENDING
-        entry.output = entry.error = entry.started_at = entry.ended_at = None
+        entry.output = entry.error = entry.started_at = entry.ended_at = entry.extra = None
         entry.attempts = 0
         entry.created_at = entry.updated_at = at
         return entry
@@ -266,45 +313,55 @@ class Entry:
             data["error"] = self.error.model_dump(mode="json", exclude_defaults=True)
         if self.attempts:
             data["attempts"] = self.attempts
-        if self.retry_at is not None:
-            data["retry_at"] = self.retry_at
+        extra = self.extra
+        if extra is not None and "retry_at" in extra and extra["retry_at"] is not None:
+            data["retry_at"] = extra["retry_at"]
         if self.started_at is not None:
             data["started_at"] = self.started_at
         if self.ended_at is not None:
             data["ended_at"] = self.ended_at
-        if self.throttled_since is not None:
-            data["throttled_since"] = self.throttled_since
-        if self.failure_kind is not None:
-            data["failure_kind"] = self.failure_kind
-        if self.rollback_done:
-            data["rollback_done"] = True
-        if self.rollback_error is not None:
-            data["rollback_error"] = self.rollback_error.model_dump(mode="json", exclude_defaults=True)
-        if self.deadline is not None:
-            data["deadline"] = self.deadline
-        if self.iteration:
-            data["iteration"] = self.iteration
-        if self.loop_state is not None:
-            data["loop_state"] = self.loop_state
-        if self.messages:
-            data["messages"] = [m.to_json() for m in self.messages]
-        if self.timed_out:
-            data["timed_out"] = True
-        if self.branches:
-            data["branches"] = {b: r.model_dump(mode="json", exclude_defaults=True) for b, r in self.branches.items()}
-        if self.winner is not None:
-            data["winner"] = self.winner
-        if self.items is not None:
-            data["items"] = self.items
-        if self.removed_kind is not None:
-            data["removed_kind"] = self.removed_kind
-        if self.callback is not None:
-            data["callback"] = self.callback.model_dump(mode="json", exclude_defaults=True)
+        if extra is not None:
+            _rare_json(extra, data)
         if self.created_at != 0.0:
             data["created_at"] = self.created_at
         if self.updated_at != 0.0:
             data["updated_at"] = self.updated_at
         return data
+
+
+def _rare_json(extra: dict[str, Any], data: dict[str, Any]) -> None:
+    """Entry.to_json's fields of some kinds but `retry_at` (set by `Entry.put`: kept in `extra`), each left out at
+    its default, in HistoryEntry's order. Only the fields put are looked at (an entry has one or two: a queue wait
+    its messages, a loop its iteration and state), in that order."""
+    for field in extra if len(extra) == 1 else sorted(extra, key=_RARE_ORDER.__getitem__):
+        value = extra[field]
+        if field in _RAW_UNLESS_NONE:
+            if value is not None:
+                data[field] = value
+        elif field == "messages":
+            if value:
+                data["messages"] = [m.to_json() for m in value]
+        elif field in _TRUE_IF_SET:  # (rollback_done, timed_out)
+            if value:
+                data[field] = True
+        elif field == "iteration":
+            if value:
+                data["iteration"] = value
+        elif field == "branches":
+            if value:
+                data["branches"] = {b: r.model_dump(mode="json", exclude_defaults=True) for b, r in value.items()}
+        elif field != "retry_at" and value is not None:  # (rollback_error, callback; retry_at is written before)
+            data[field] = value.model_dump(mode="json", exclude_defaults=True)
+
+
+RARE_FIELDS = ("retry_at", "throttled_since", "failure_kind", "rollback_done", "rollback_error", "deadline",
+               "iteration", "loop_state", "messages", "timed_out", "branches", "winner", "items", "removed_kind",
+               "callback")
+"""The fields of some kinds only (`Entry.put` sets them), in HistoryEntry's order."""
+_RARE_ORDER = {field: position for position, field in enumerate(RARE_FIELDS)}
+_RAW_UNLESS_NONE = frozenset(("throttled_since", "failure_kind", "deadline", "loop_state", "winner", "items",
+                              "removed_kind"))
+_TRUE_IF_SET = frozenset(("rollback_done", "timed_out"))
 
 
 # ---- reading stored JSON (Entry.from_json): one check per field, True when it took the value -----------------------
@@ -317,62 +374,80 @@ def _time(value: Any) -> float | None:
     raise TypeError
 
 
+def _setter(field: str) -> Any:
+    """How a check stores `field`: `Entry.put` for a field of some kinds (it keeps `Entry.extra`), else a slot's
+    plain write."""
+    return Entry.put if field in RARE_FIELDS else setattr
+
+
 def _set_status(entry: Entry, value: Any) -> bool:
     entry.status = _STATUS_OF[value]
     return True
 
 
 def _set_int(field: str) -> Any:
+    set_field = _setter(field)
+
     def check(entry: Entry, value: Any) -> bool:
         if type(value) is not int:
             return False
         if value:
-            setattr(entry, field, value)
+            set_field(entry, field, value)
         return True
     return check
 
 
 def _set_flag(field: str) -> Any:
+    set_field = _setter(field)
+
     def check(entry: Entry, value: Any) -> bool:
         if type(value) is not bool:
             return False
         if value:
-            setattr(entry, field, value)
+            set_field(entry, field, value)
         return True
     return check
 
 
 def _set_time(field: str, optional: bool) -> Any:
+    set_field = _setter(field)
+
     def check(entry: Entry, value: Any) -> bool:
         if value is None:
             return optional
-        setattr(entry, field, _time(value))
+        set_field(entry, field, _time(value))
         return True
     return check
 
 
 def _set_text(field: str) -> Any:
+    set_field = _setter(field)
+
     def check(entry: Entry, value: Any) -> bool:
         if value is not None and type(value) is not str:
             return False
         if value is not None:
-            setattr(entry, field, value)
+            set_field(entry, field, value)
         return True
     return check
 
 
 def _set_any(field: str) -> Any:
+    set_field = _setter(field)
+
     def check(entry: Entry, value: Any) -> bool:
         if value is not None:
-            setattr(entry, field, value)
+            set_field(entry, field, value)
         return True
     return check
 
 
 def _set_error(field: str) -> Any:
+    set_field = _setter(field)
+
     def check(entry: Entry, value: Any) -> bool:
         if value is not None:
-            setattr(entry, field, ErrorInfo.model_validate(value))
+            set_field(entry, field, ErrorInfo.model_validate(value))
         return True
     return check
 
@@ -381,7 +456,7 @@ def _set_failure_kind(entry: Entry, value: Any) -> bool:
     if value is not None and value not in _FAILURE_KINDS:
         return False
     if value is not None:
-        entry.failure_kind = value
+        entry.put("failure_kind", value)
     return True
 
 
@@ -392,7 +467,7 @@ def _set_messages(entry: Entry, value: Any) -> bool:
         messages = [Received.from_json(m) for m in value]
         if any(m is None for m in messages):
             return False  # (the models decide: they convert or refuse)
-        entry.messages = cast("list[Received]", messages)
+        entry.put("messages", messages)
     return True
 
 
@@ -400,7 +475,7 @@ def _set_branches(entry: Entry, value: Any) -> bool:
     if type(value) is not dict or any(type(b) is not str for b in value):
         return False
     if value:
-        entry.branches = {b: BranchRecord.model_validate(r) for b, r in value.items()}
+        entry.put("branches", {b: BranchRecord.model_validate(r) for b, r in value.items()})
     return True
 
 
@@ -408,13 +483,13 @@ def _set_items(entry: Entry, value: Any) -> bool:
     if value is not None and type(value) is not list:
         return False
     if value is not None:
-        entry.items = list(value)  # pydantic's list[Any] is a new list too
+        entry.put("items", list(value))  # pydantic's list[Any] is a new list too
     return True
 
 
 def _set_callback(entry: Entry, value: Any) -> bool:
     if value is not None:
-        entry.callback = CallbackInfo.model_validate(value)
+        entry.put("callback", CallbackInfo.model_validate(value))
     return True
 
 

@@ -89,8 +89,9 @@ async def run_loop(frame: Frame, name: str, body: Callable[..., Awaitable[Any]],
             raise WorkflowDefinitionError(
                 f'loop "{name}" body returned {type(result).__name__}; return None, Loop.continue_(state) '
                 "or Loop.break_(value)")
-        entry.iteration = iteration + 1
-        entry.loop_state = next_state
+        entry.put("iteration", iteration + 1)
+        if next_state is not None or entry.loop_state is not None:  # (a stateless loop has none to write)
+            entry.put("loop_state", next_state)
         ex.touch(entry)
         _compact(ex, entry.location, iteration + 1, history_keep)
 

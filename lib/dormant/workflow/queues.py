@@ -97,13 +97,13 @@ class QueueApi:
             while True:
                 taken = ex.take_messages(wanted, count)
                 if taken:
-                    entry.messages = [Received(m.id, m.name, m.body, m.created_at, False, m.sender, completable)
-                                      for m in taken]
+                    entry.put("messages", [Received(m.id, m.name, m.body, m.created_at, False, m.sender,
+                                                    completable) for m in taken])
                     entry.status = EntryStatus.COMPLETED
                     ex.touch(entry)
                     break
                 if entry.deadline is not None and ex.now() >= entry.deadline:
-                    entry.timed_out = True
+                    entry.put("timed_out", True)
                     entry.status = EntryStatus.COMPLETED
                     ex.touch(entry)
                     break

@@ -58,7 +58,7 @@ async def compensate(ex: Execution) -> None:
         except Exception as error:
             ex.step_ended(run)
             ex.state.revert()
-            entry.rollback_error = error_info(error)
+            entry.put("rollback_error", error_info(error))
             ex.touch(entry)
             raise CompensationFailed(f'rollback of step "{entry.location}" failed: '
                                      f"{type(error).__name__}: {error}") from error
@@ -66,8 +66,8 @@ async def compensate(ex: Execution) -> None:
             ex.step_ended(run)
             raise
         ex.step_ended(run)
-        entry.rollback_done = True
-        entry.rollback_error = None
+        entry.put("rollback_done", True)
+        entry.put("rollback_error", None)
         ex.touch(entry)
         ex.keep_effects(run)
         await ex.checkpoint()

@@ -126,7 +126,7 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
     ex.step_started()
     entry.started_at, entry.ended_at = ex.now(), None  # this attempt's run (a duration without earlier failures)
     if entry.throttled_since is not None:  # it runs: it waits for no limit (also when a deploy took it away)
-        entry.throttled_since = None
+        entry.put("throttled_since", None)
         ex.touch(entry)
     try:
         result = fn(ex.host.step_context(run))
@@ -177,9 +177,9 @@ async def _attempt(frame: Frame, entry: Entry, name: str, fn: Callable[[Any], An
     entry.error = None
     # Fields most steps never set: cleared only where set (an assignment would give the entry an instance dict)
     if entry.failure_kind is not None:
-        entry.failure_kind = None  # (an operator's resume retried a failed step)
+        entry.put("failure_kind", None)  # (an operator's resume retried a failed step)
     if entry.retry_at is not None:
-        entry.retry_at = None
+        entry.put("retry_at", None)
     ex.touch(entry, ended)  # (as check_storable previewed it)
     if run.events or run.search:  # (most steps broadcast nothing and set no search attribute)
         ex.keep_effects(run)
@@ -213,7 +213,7 @@ def _record_cancelled(ex: Execution, entry: Entry, attempt: int, reason: str) ->
     entry.status = EntryStatus.CANCELLED
     entry.attempts = attempt
     entry.ended_at = ex.now()
-    entry.retry_at = None
+    entry.put("retry_at", None)
     entry.error = ErrorInfo(type="StepCancelled", message=f'step "{entry.name}" was cancelled: {reason}')
     ex.touch(entry)
 
@@ -236,13 +236,13 @@ def _record_failure(ex: Execution, entry: Entry, run: StepRun, error: BaseExcept
     entry.error = error_info(error)
     if isinstance(error, NonRetryableError) or attempt > max_retries:
         entry.status = EntryStatus.FAILED
-        entry.retry_at = None
-        entry.failure_kind = ("critical" if isinstance(error, NonRetryableError)
-                              else "timeout" if isinstance(error, StepTimeoutError) else "exhausted")
+        entry.put("retry_at", None)
+        failure_kind = ("critical" if isinstance(error, NonRetryableError)
+                        else "timeout" if isinstance(error, StepTimeoutError) else "exhausted")
+        entry.put("failure_kind", failure_kind)
         ex.touch(entry)
-        raise StepExhaustedError(entry.name, attempt, type(error).__name__, str(error),
-                                 entry.failure_kind) from error
+        raise StepExhaustedError(entry.name, attempt, type(error).__name__, str(error), failure_kind) from error
     delay = backoff_delay(attempt, seconds(base) or 0.0, seconds(maximum) or 0.0)
-    entry.retry_at = ex.now() + delay
+    entry.put("retry_at", ex.now() + delay)
     ex.touch(entry)
     raise Suspend(deadline=entry.retry_at, reason="retry")

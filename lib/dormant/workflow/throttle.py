@@ -70,7 +70,7 @@ async def _acquire(frame: Frame, entry: Entry, limit: str, timeout: float | None
         if isinstance(answer, Granted):
             return answer  # (the attempt clears `throttled_since`)
         if since is None:
-            entry.throttled_since = place
+            entry.put("throttled_since", place)
             ex.touch(entry)  # its place in line, kept by the suspension's commit
         beside_a_step = ex.in_flight > 0
         outcome = await wait_in_process(ex, answer.retry_at, messages=False)
