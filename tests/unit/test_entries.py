@@ -295,3 +295,21 @@ def test_the_type_checker_sees_the_fields_of_some_kinds_read_only() -> None:
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
                     and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
                 assert node.args[1].value not in RARE_FIELDS, f"{path}: setattr of {node.args[1].value}"
+
+
+def test_a_copied_entry_keeps_its_own_fields_of_some_kinds() -> None:
+    """copy, deepcopy and pickle make an entry of its own (through its stored form), whose `extra` is its own dict:
+    putting a field on the copy leaves the original as it was."""
+    import copy
+    import pickle
+
+    original = Entry.fresh("q", EntryKind.MESSAGE, "q", 3, 2.0)
+    original.put("deadline", 9.0)
+    plain = Entry.fresh("s", EntryKind.STEP, "s", 1, 2.0)
+    for make in (copy.copy, copy.deepcopy, lambda e: pickle.loads(pickle.dumps(e))):
+        made = make(original)
+        assert made is not original and made.to_json() == original.to_json()
+        assert made.extra is made.__dict__ and made.extra is not original.extra
+        made.put("timed_out", True)
+        assert "timed_out" not in original.to_json() and original.extra == {"deadline": 9.0}
+        assert make(plain).extra is None

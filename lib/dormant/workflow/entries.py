@@ -231,6 +231,10 @@ class Entry:
     def __repr__(self) -> str:
         return f"Entry({self.kind.value} {self.location!r}, {self.status.value})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (copy and pickle go through the stored form: a copy of the slots would share this entry's dict as `extra`)
+        return Entry.from_json, (self.to_json(),)
+
     @staticmethod
     def fresh(location: str, kind: EntryKind, name: str, seq: int, at: float) -> Entry:
         """`Entry(location, kind, name, seq, created_at=at, updated_at=at)`: a new entry, every field of some kinds at
