@@ -93,9 +93,10 @@ def same_as_python(fast: bytes) -> bool:
     if len(fast) > _FAST_SCAN_BYTES:
         # (a one-byte search is a memchr; a two-byte one scans several times slower: on big text, any "e" at all)
         return fast.find(b"0.0000") < 0 and fast.find(b"e") < 0
-    # (a mark's absence, the common case, found here: the walk over its hits is a call; `find`, cheaper than `in`)
+    # (a mark's absence, the common case, found here: the walk over its hits is a call; `find`, cheaper than `in`; a
+    # "+" is rare in JSON, and a one-byte search is a memchr: a third of the two-byte search's cost on a commit's text)
     return (fast.find(b"0.0000") < 0 and (fast.find(b"e-") < 0 or _no_exponent(fast, b"e-"))
-            and (fast.find(b"e+") < 0 or _no_exponent(fast, b"e+")))
+            and (fast.find(b"+") < 0 or fast.find(b"e+") < 0 or _no_exponent(fast, b"e+")))
 
 
 _DIGITS = frozenset(b"0123456789")
