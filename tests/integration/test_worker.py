@@ -9,6 +9,7 @@ a poison message ends in the DLQ with its error on the actor's status; AwsTestEn
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -427,6 +428,28 @@ async def test_a_warm_container_keeps_only_the_current_invocations_records(aws_m
             assert len(worker.metrics) == 2
     finally:
         await asyncio.to_thread(lambda_worker.close)
+
+
+async def test_a_worker_reuses_an_actors_ref_and_still_refuses_an_invalid_key(aws_moto: Aws,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wake-ups of one actor share one ActorRef (made, and its key validated, once per worker); a message whose
+    key is invalid still fails alone; past REFS_KEPT the worker forgets its refs and makes them again."""
+    import dormant.aws.worker as worker_module
+
+    monkeypatch.setattr(worker_module, "REFS_KEPT", 2)
+    refs = [ActorRef(name="workflow-counter", key=(f"refs-{n}",)) for n in range(3)]
+    bad = wake_event(refs[0], message_id="bad")["Records"][0]
+    bad["body"] = json.dumps({"actor": "workflow-counter", "key": []})
+    async with open_worker(aws_moto.settings, counter_registry) as worker:
+        for ref in (refs[0], refs[0], refs[1]):
+            event = wake_event(ref, message_id=str(uuid.uuid4()))
+            assert await worker.handle({"Records": [bad, *event["Records"]]}) == {
+                "batchItemFailures": [{"itemIdentifier": "bad"}]}
+        first, again, other = (report.ref for report in worker.reports)
+        assert first is again and first == refs[0] and other == refs[1] and other is not first
+        await worker.handle(wake_event(refs[2]))  # a third actor: the two kept are forgotten
+        await worker.handle(wake_event(refs[0]))
+        assert worker.reports[-1].ref == refs[0] and worker.reports[-1].ref is not first
 
 
 async def test_a_poison_message_ends_in_the_dlq_and_its_error_shows_on_status(servers: dict[str, str]) -> None:

@@ -50,6 +50,7 @@ from dormant.sqs.transport import SqsTransport, WakeMessage
 
 log = logging.getLogger("dormant.aws.worker")
 MAX_ERROR_TEXT = 2000
+REFS_KEPT = 4096  # actor refs a worker keeps to reuse (forgotten all at once past this: a warm container's actors)
 
 BatchResponse = dict[str, list[dict[str, str]]]
 
@@ -94,6 +95,9 @@ class Worker:
         self.consumed = ConsumedMessages()  # what this worker's wake-ups consumed (dormant.aws.consumed)
         self.skipped = 0  # wake-up messages that needed no wake-up: their messages were consumed already
         self._running: dict[str, tuple[asyncio.Lock, int]] = {}  # per actor: one wake-up at a time, users
+        # One ActorRef per actor, reused by its later wake-ups: a ref is immutable, and making one validates its key
+        # and its id's size, and its `id` is computed once per ref (the store's keys, the consumed ids, the lock)
+        self._refs: dict[tuple[str, tuple[str, ...]], ActorRef] = {}
 
     def forget_records(self) -> None:
         """Drop the reports, failures and metrics of earlier batches (the counters stay)."""
@@ -116,7 +120,7 @@ class Worker:
         for record in records:
             try:
                 message = WakeMessage.model_validate_json(record["body"])
-                ref = message.ref
+                ref = self._ref(message)
             except (KeyError, ValidationError, InvalidKeyError) as error:
                 # Unreadable: it can never succeed, so it fails until the redrive moves it to the DLQ.
                 log.error("unreadable wake-up message %s: %s", record.get("messageId"), error)
@@ -133,6 +137,17 @@ class Worker:
         for ids in outcomes:
             failed.extend(ids)
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
+
+    def _ref(self, message: WakeMessage) -> ActorRef:
+        """The message's actor: the ref made for the same name and key before, else a new one (validated)."""
+        name = (message.actor, tuple(message.key))
+        ref = self._refs.get(name)
+        if ref is None:
+            ref = message.ref  # (raises for an invalid key, as before: nothing is kept then)
+            if len(self._refs) >= REFS_KEPT:
+                self._refs.clear()
+            self._refs[name] = ref
+        return ref
 
     async def _hop(self, record: Mapping[str, Any], message: WakeMessage) -> list[str]:
         """An early timer: send it again with the remaining delay; the old one may then be deleted."""
