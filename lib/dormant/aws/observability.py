@@ -22,15 +22,17 @@ written. The record then goes to:
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dormant.aws.metering import DYNAMODB_READS, DYNAMODB_WRITES
 from dormant.core.slots import SlotRefusal
 from dormant.dynamodb.outputs import changed
 from dormant.errors import VersionConflict
@@ -175,11 +177,14 @@ class Observer:
         if self.metrics is not None:
             self.metrics.skipped(messages)
 
-    def begin(self, ref: ActorRef, records: Sequence[Mapping[str, Any]]) -> WakeWatch:
+    def begin(self, ref: ActorRef, records: Sequence[Mapping[str, Any]], *,
+              dues: Sequence[float | None] | None = None) -> WakeWatch:
+        """`dues`: each record's due time (its body's `due`), when the caller parsed the bodies already; else they
+        are read from the bodies."""
         tally = WakeTally()
         span: AbstractContextManager[Any] = nullcontext()
         span_object = None
-        wake_id = uuid.uuid4().hex[:16]
+        wake_id = os.urandom(8).hex()  # 16 random hex digits (a uuid4's first 16, less its object and version digit)
         if self.tracer is not None:
             tally.traced = tracing.EntrySeen()
             span_object, span = tracing.start_wake_span(self.tracer, "dormant.wake", {
@@ -187,7 +192,7 @@ class Observer:
                 "dormant.messages": len(records)}, tracing.record_contexts(records))
         return WakeWatch(ref=ref, wake_id=wake_id, started=time.perf_counter(),
                          wall_started=time.time(), messages=len(records), receive_count=_receive_count(records),
-                         ready_at=_ready_at(records), tally=tally, token=_tally.set(tally), span=span,
+                         ready_at=_ready_at(records, dues), tally=tally, token=_tally.set(tally), span=span,
                          span_object=span_object)
 
     def finished(self, watch: WakeWatch, report: WakeReport, meter: Meter | None = None) -> WakeRecord:
@@ -227,10 +232,22 @@ class Observer:
 
 
 def _requests(meter: Meter | None) -> dict[str, int]:
+    """The meter's DynamoDB reads and writes and SQS requests (Meter.dynamodb_reads ...), counted in one pass."""
     if meter is None:
         return {}
-    return {"dynamodb_reads": meter.dynamodb_reads, "dynamodb_writes": meter.dynamodb_writes,
-            "sqs": meter.sqs_requests}
+    reads = writes = sqs = 0
+    for name, n in meter.requests.items():
+        service, dot, operation = name.partition(".")
+        if not dot:
+            continue
+        if service == "dynamodb":
+            if operation in DYNAMODB_READS:
+                reads += n
+            elif operation in DYNAMODB_WRITES:
+                writes += n
+        elif service == "sqs":
+            sqs += n
+    return {"dynamodb_reads": reads, "dynamodb_writes": writes, "sqs": sqs}
 
 
 def _receive_count(records: Sequence[Mapping[str, Any]]) -> int:
@@ -243,20 +260,22 @@ def _receive_count(records: Sequence[Mapping[str, Any]]) -> int:
     return max(counts, default=1)
 
 
-def _ready_at(records: Sequence[Mapping[str, Any]]) -> float | None:
-    """When the earliest message became deliverable: sent, or due (a timer), in epoch seconds."""
-    import json
-
+def _ready_at(records: Sequence[Mapping[str, Any]], dues: Sequence[float | None] | None = None) -> float | None:
+    """When the earliest message became deliverable: sent, or due (a timer), in epoch seconds. `dues`: the records'
+    due times, parsed already (the worker's wake-up messages), not parsed again here."""
     moments = []
-    for record in records:
+    for index, record in enumerate(records):
         try:
             sent = float(record.get("attributes", {}).get("SentTimestamp")) / 1000
         except (TypeError, ValueError):
             continue
-        try:
-            due = json.loads(record.get("body") or "{}").get("due")
-        except (ValueError, AttributeError):
-            due = None
+        if dues is not None:
+            due = dues[index]
+        else:
+            try:
+                due = json.loads(record.get("body") or "{}").get("due")
+            except (ValueError, AttributeError):
+                due = None
         moments.append(max(sent, float(due)) if isinstance(due, (int, float)) else sent)
     return min(moments, default=None)
 

@@ -210,7 +210,7 @@ class Worker:
         carried = [message.message for _, message in group if message.message is not None]
         creation = next((message.creation for _, message in group if message.creation is not None), None)
         with metering() as meter:
-            watch = self.observer.begin(ref, records)
+            watch = self.observer.begin(ref, records, dues=[message.due for _, message in group])
             # A first delivery need not re-send the timer of a deadline committed before (see wake_actor); a
             # refreshed copy counts as a redelivery (the wake-up it replaces may have died before that send).
             redelivered = any(delivered_before(record) for record in records)
