@@ -104,3 +104,38 @@ async def test_read_units_are_what_the_walk_finds_on_either_side_of_4_kb(consist
                                    ExpressionAttributeValues={":pk": {"S": "a"}})
     assert meter.read_units == pytest.approx(expected)
     assert meter.calls["dynamodb.Query"] == meter.requests["dynamodb.Query"] == 60
+
+
+async def test_metering_scopes_nest_and_end_even_when_their_block_raises() -> None:
+    """The worker opens a scope per wake-up: each request counts into every scope open around it, and a scope that
+    ended (by an error too) counts nothing more."""
+    outer, inner = Meter(), Meter()
+    body = json.dumps({"Items": [], "Count": 0}).encode()
+
+    def answer(**_: Any) -> Any:
+        from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
+
+        class Raw:
+            def stream(self, **_: Any) -> Any:
+                yield body
+
+        return AWSResponse("http://127.0.0.1:1/", 200, {"content-length": str(len(body))}, Raw())
+
+    async def query() -> None:
+        await client.query(TableName="t", KeyConditionExpression="pk = :pk", ExpressionAttributeValues={
+            ":pk": {"S": "a"}})
+
+    async with open_client("dynamodb", SETTINGS, kind="threads") as client:
+        instrument(client)
+        client.meta.events.register("before-send", answer)
+        with metering(outer) as opened:
+            assert opened is outer
+            with pytest.raises(RuntimeError), metering(inner):
+                await query()
+                raise RuntimeError("the wake-up failed")
+            await query()  # the inner scope ended with its error: the outer alone counts this
+        await query()  # no scope open
+        with metering() as fresh:
+            await query()
+    assert (outer.calls["dynamodb.Query"], inner.calls["dynamodb.Query"], fresh.calls["dynamodb.Query"]) == (2, 1, 1)
+    assert fresh is not outer and fresh.requests["dynamodb.Query"] == 1

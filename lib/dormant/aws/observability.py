@@ -178,9 +178,9 @@ class Observer:
             self.metrics.skipped(messages)
 
     def begin(self, ref: ActorRef, records: Sequence[Mapping[str, Any]], *,
-              dues: Sequence[float | None] | None = None) -> WakeWatch:
+              dues: Sequence[float | None] | None = None, receives: int | None = None) -> WakeWatch:
         """`dues`: each record's due time (its body's `due`), when the caller parsed the bodies already; else they
-        are read from the bodies."""
+        are read from the bodies. `receives`: the records' highest receive count, when the caller knows it."""
         tally = WakeTally()
         span: AbstractContextManager[Any] = nullcontext()
         span_object = None
@@ -190,8 +190,10 @@ class Observer:
             span_object, span = tracing.start_wake_span(self.tracer, "dormant.wake", {
                 "dormant.actor": ref.name, "dormant.key": list(ref.key), "dormant.wake_id": wake_id,
                 "dormant.messages": len(records)}, tracing.record_contexts(records))
+        if receives is None:
+            receives = _receive_count(records)
         return WakeWatch(ref=ref, wake_id=wake_id, started=time.perf_counter(),
-                         wall_started=time.time(), messages=len(records), receive_count=_receive_count(records),
+                         wall_started=time.time(), messages=len(records), receive_count=receives,
                          ready_at=_ready_at(records, dues), tally=tally, token=_tally.set(tally), span=span,
                          span_object=span_object)
 

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,33 +111,14 @@ class Redelivery:
         return queue
 
     # -- keeping messages owned -----------------------------------------------------------------------------
-    @contextlib.asynccontextmanager
-    async def owned(self, records: Sequence[Record]) -> AsyncIterator[None]:
-        """While inside, the records' messages stay invisible (extended every third of the timeout).
+    def owned(self, records: Sequence[Record]) -> _Owned:
+        """While inside (`async with`), the records' messages stay invisible (extended every third of the timeout).
 
         Once their queues are known (after a worker's first batch from each), the extending task starts only
         when the first extension is due: the usual wake-up, far shorter, makes and cancels no task."""
-        task: asyncio.Future[None] | None = None
-        timer: asyncio.TimerHandle | None = None
-        interval = self._known_interval(records)
-        if interval is None:
-            task = asyncio.ensure_future(self._keep_owned(records))
-        elif interval > 0:
-            def start() -> None:
-                nonlocal task
-                task = asyncio.ensure_future(self._keep_owned(records, due_now=True))
-            timer = asyncio.get_running_loop().call_later(interval, start)
-        try:
-            yield
-        finally:
-            if timer is not None:
-                timer.cancel()
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        return _Owned(self, records)
 
-    def _known_interval(self, records: Sequence[Record]) -> float | None:
+    def known_interval(self, records: Sequence[Record]) -> float | None:
         """Seconds between extensions of these records' messages (0: none to extend), or None while a queue of
         theirs is not looked up yet."""
         timeouts = []
@@ -149,7 +130,9 @@ class Redelivery:
                 timeouts.append(queue.visibility_timeout)
         return _interval(timeouts) if timeouts else 0.0
 
-    async def _keep_owned(self, records: Sequence[Record], *, due_now: bool = False) -> None:
+    async def keep_owned(self, records: Sequence[Record], *, due_now: bool = False) -> None:
+        """Extend the records' visibility every third of their queues' timeout, until cancelled (`due_now`: the
+        first extension at once)."""
         by_queue = await self._by_queue(records)
         if not by_queue:
             return
@@ -288,3 +271,33 @@ class Redelivery:
             response = await self.sqs.change_message_visibility_batch(QueueUrl=queue.url, Entries=entries)
             for failure in response.get("Failed", []):
                 log.info("visibility change refused for a message: %s", failure.get("Message"))
+
+
+class _Owned:
+    """`Redelivery.owned`: a plain class, not a generator-based context manager (one per wake-up: it costs less)."""
+
+    __slots__ = ("_records", "_redelivery", "_task", "_timer")
+
+    def __init__(self, redelivery: Redelivery, records: Sequence[Record]) -> None:
+        self._redelivery = redelivery
+        self._records = records
+        self._task: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def __aenter__(self) -> None:
+        interval = self._redelivery.known_interval(self._records)
+        if interval is None:
+            self._task = asyncio.ensure_future(self._redelivery.keep_owned(self._records))
+        elif interval > 0:
+            self._timer = asyncio.get_running_loop().call_later(interval, self._start)
+
+    def _start(self) -> None:
+        self._task = asyncio.ensure_future(self._redelivery.keep_owned(self._records, due_now=True))
+
+    async def __aexit__(self, *_: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task

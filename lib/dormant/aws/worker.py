@@ -193,7 +193,7 @@ class Worker:
                         self.deferred += len(records)
                         log.info("invocation nearly over: %d message(s) of %s handed back", len(records), ref)
                         return [str(record["messageId"]) for record in records]
-                return await self._wake_once(ref, group, budget)
+                return await self._wake_once(ref, group, budget, receives)
         finally:
             lock, users = self._running[ref.id]
             if users == 1:
@@ -202,15 +202,15 @@ class Worker:
                 self._running[ref.id] = (lock, users - 1)
 
     async def _wake_once(self, ref: ActorRef, group: list[tuple[Mapping[str, Any], WakeMessage]],
-                         budget: float | None) -> list[str]:
+                         budget: float | None, receives: int) -> list[str]:
+        """`receives`: the most times a message of the group was received (`receive_count`)."""
         records = [record for record, _ in group]
         ids = [str(record["messageId"]) for record in records]
-        receives = max(receive_count(record) for record in records)
         last = receives >= self.settings.max_receives
         carried = [message.message for _, message in group if message.message is not None]
         creation = next((message.creation for _, message in group if message.creation is not None), None)
         with metering() as meter:
-            watch = self.observer.begin(ref, records, dues=[message.due for _, message in group])
+            watch = self.observer.begin(ref, records, dues=[message.due for _, message in group], receives=receives)
             # A first delivery need not re-send the timer of a deadline committed before (see wake_actor); a
             # refreshed copy counts as a redelivery (the wake-up it replaces may have died before that send).
             redelivered = any(delivered_before(record) for record in records)
