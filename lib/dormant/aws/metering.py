@@ -251,6 +251,11 @@ class _RequestFacts:
     asked: bool = False  # the request asked DynamoDB for the capacity it consumed
 
 
+# The facts of a request that writes nothing, by (asked, consistent): immutable, so shared
+_READ_FACTS = {(asked, consistent): _RequestFacts(asked=asked, consistent=consistent)
+               for asked in (False, True) for consistent in (False, True)}
+
+
 def _request_facts(service: str, operation: str, body: Any) -> _RequestFacts:
     raw = body if isinstance(body, (bytes, str)) else b""
     size = len(raw.encode() if isinstance(raw, str) else raw)
@@ -270,8 +275,10 @@ def _dynamodb_facts(operation: str, params: Mapping[str, Any]) -> _RequestFacts:
         tables = list(params.get("RequestItems", {}).values())
         return _RequestFacts(reads=max(1, len(tables)), asked=asked,
                              consistent=bool(tables) and all(t.get("ConsistentRead") for t in tables))
-    return _RequestFacts(write_units=_write_units(operation, params), asked=asked,
-                         consistent=bool(params.get("ConsistentRead", operation == "TransactGetItems")))
+    consistent = bool(params.get("ConsistentRead", operation == "TransactGetItems"))
+    if operation not in DYNAMODB_WRITES:  # (most requests: the same few facts, made once)
+        return _READ_FACTS[asked, consistent]
+    return _RequestFacts(write_units=_write_units(operation, params), asked=asked, consistent=consistent)
 
 
 def _parsed_body(raw: bytes | str) -> dict[str, Any]:
