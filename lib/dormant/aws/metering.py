@@ -61,6 +61,23 @@ class Meter:
         return sum(n for name, n in self.requests.items()
                    if name.startswith(prefix) and (operations is None or name[len(prefix):] in operations))
 
+    def request_counts(self) -> dict[str, int]:
+        """`dynamodb_reads`, `dynamodb_writes` and `sqs` (sqs_requests) counted in one pass (each wake-up's record
+        takes the three)."""
+        reads = writes = sqs = 0
+        for name, n in self.requests.items():
+            service, dot, operation = name.partition(".")
+            if not dot:
+                continue
+            if service == "dynamodb":
+                if operation in DYNAMODB_READS:
+                    reads += n
+                elif operation in DYNAMODB_WRITES:
+                    writes += n
+            elif service == "sqs":
+                sqs += n
+        return {"dynamodb_reads": reads, "dynamodb_writes": writes, "sqs": sqs}
+
     @property
     def dynamodb_reads(self) -> int:
         return self.count("dynamodb", DYNAMODB_READS)

@@ -32,7 +32,6 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dormant.aws.metering import DYNAMODB_READS, DYNAMODB_WRITES
 from dormant.core.slots import SlotRefusal
 from dormant.dynamodb.outputs import changed
 from dormant.errors import VersionConflict
@@ -234,22 +233,7 @@ class Observer:
 
 
 def _requests(meter: Meter | None) -> dict[str, int]:
-    """The meter's DynamoDB reads and writes and SQS requests (Meter.dynamodb_reads ...), counted in one pass."""
-    if meter is None:
-        return {}
-    reads = writes = sqs = 0
-    for name, n in meter.requests.items():
-        service, dot, operation = name.partition(".")
-        if not dot:
-            continue
-        if service == "dynamodb":
-            if operation in DYNAMODB_READS:
-                reads += n
-            elif operation in DYNAMODB_WRITES:
-                writes += n
-        elif service == "sqs":
-            sqs += n
-    return {"dynamodb_reads": reads, "dynamodb_writes": writes, "sqs": sqs}
+    return {} if meter is None else meter.request_counts()
 
 
 def _receive_count(records: Sequence[Mapping[str, Any]]) -> int:
