@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from dormant.errors import WakeFailedError
@@ -313,3 +315,21 @@ def test_a_copied_entry_keeps_its_own_fields_of_some_kinds() -> None:
         made.put("timed_out", True)
         assert "timed_out" not in original.to_json() and original.extra == {"deadline": 9.0}
         assert make(plain).extra is None
+
+
+@given(st.lists(st.tuples(st.sampled_from([f for f in RARE_SAMPLES if RARE_SAMPLES[f] is not None]), st.booleans()),
+                max_size=12))
+def test_any_sequence_of_puts_stores_what_the_model_stores(puts: list[tuple[str, bool]]) -> None:
+    """Fields of some kinds put in any order, some put back to their default, some put twice: to_json is what
+    HistoryEntry stores for the fields' last values, keys in its order."""
+    entry = Entry.fresh("s", EntryKind.STEP, "s", 1, 2.0)
+    last: dict[str, Any] = {}
+    for field, to_default in puts:
+        value = getattr(Entry, field) if to_default else RARE_SAMPLES[field]
+        entry.put(field, value)
+        last[field] = value
+    given_fields = {f: [m.to_json() for m in v] if f == "messages" else v for f, v in last.items() if v is not None}
+    model = HistoryEntry.model_validate({**Entry.fresh("s", EntryKind.STEP, "s", 1, 2.0).to_json(), **given_fields})
+    expected = model.model_dump(mode="json", exclude_defaults=True)
+    assert entry.to_json() == expected and list(entry.to_json()) == list(expected)
+    assert (entry.extra is None) == (not puts)
