@@ -315,6 +315,8 @@ def test_a_copied_entry_keeps_its_own_fields_of_some_kinds() -> None:
         made.put("timed_out", True)
         assert "timed_out" not in original.to_json() and original.extra == {"deadline": 9.0}
         assert make(plain).extra is None
+    odd = Entry("s", EntryKind.STEP, "s", 1, attempts=True)  # (a bool: from_json leaves it to the model)
+    assert Entry.from_json(odd.to_json()) is None and copy.copy(odd).attempts == 1
 
 
 @given(st.lists(st.tuples(st.sampled_from([f for f in RARE_SAMPLES if RARE_SAMPLES[f] is not None]), st.booleans()),

@@ -233,7 +233,7 @@ class Entry:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # (copy and pickle go through the stored form: a copy of the slots would share this entry's dict as `extra`)
-        return Entry.from_json, (self.to_json(),)
+        return _entry_of_json, (self.to_json(),)
 
     @staticmethod
     def fresh(location: str, kind: EntryKind, name: str, seq: int, at: float) -> Entry:
@@ -354,8 +354,9 @@ def _rare_json(extra: dict[str, Any], data: dict[str, Any]) -> None:
         elif field == "branches":
             if value:
                 data["branches"] = {b: r.model_dump(mode="json", exclude_defaults=True) for b, r in value.items()}
-        elif field != "retry_at" and value is not None:  # (rollback_error, callback; retry_at is written before)
+        elif field in _MODEL_DUMPED and value is not None:
             data[field] = value.model_dump(mode="json", exclude_defaults=True)
+        # (retry_at: written before started_at, by to_json itself)
 
 
 RARE_FIELDS = ("retry_at", "throttled_since", "failure_kind", "rollback_done", "rollback_error", "deadline",
@@ -366,6 +367,16 @@ _RARE_ORDER = {field: position for position, field in enumerate(RARE_FIELDS)}
 _RAW_UNLESS_NONE = frozenset(("throttled_since", "failure_kind", "deadline", "loop_state", "winner", "items",
                               "removed_kind"))
 _TRUE_IF_SET = frozenset(("rollback_done", "timed_out"))
+_MODEL_DUMPED = frozenset(("rollback_error", "callback"))
+assert _RAW_UNLESS_NONE | _TRUE_IF_SET | _MODEL_DUMPED | {"retry_at", "messages", "iteration", "branches"} == set(
+    RARE_FIELDS), "_rare_json writes every field of some kinds"
+
+
+def _entry_of_json(data: dict[str, Any]) -> Entry:
+    """An entry from its stored form (`Entry.__reduce__`): read straight from the JSON, or through the model where
+    that read leaves it to the model."""
+    entry = Entry.from_json(data)
+    return entry if entry is not None else Entry.from_model(HistoryEntry.model_validate(data))
 
 
 # ---- reading stored JSON (Entry.from_json): one check per field, True when it took the value -----------------------

@@ -213,7 +213,8 @@ def _record_cancelled(ex: Execution, entry: Entry, attempt: int, reason: str) ->
     entry.status = EntryStatus.CANCELLED
     entry.attempts = attempt
     entry.ended_at = ex.now()
-    entry.put("retry_at", None)
+    if entry.retry_at is not None:  # (cleared only where set, as a completion clears it)
+        entry.put("retry_at", None)
     entry.error = ErrorInfo(type="StepCancelled", message=f'step "{entry.name}" was cancelled: {reason}')
     ex.touch(entry)
 
@@ -236,7 +237,8 @@ def _record_failure(ex: Execution, entry: Entry, run: StepRun, error: BaseExcept
     entry.error = error_info(error)
     if isinstance(error, NonRetryableError) or attempt > max_retries:
         entry.status = EntryStatus.FAILED
-        entry.put("retry_at", None)
+        if entry.retry_at is not None:
+            entry.put("retry_at", None)
         failure_kind = ("critical" if isinstance(error, NonRetryableError)
                         else "timeout" if isinstance(error, StepTimeoutError) else "exhausted")
         entry.put("failure_kind", failure_kind)
