@@ -12,6 +12,7 @@ import asyncio
 import json
 import threading
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from pydantic import BaseModel
 
 from dormant import StepContext, WorkflowContext, actor, queue, setup
 from dormant.actor import Registry
+from dormant.aws.metering import Meter
 from dormant.aws.worker import LambdaWorker, Worker, open_worker
 from dormant.client import Client
 from dormant.dynamodb.store import DynamoEventStore, client_config, create_table
@@ -450,6 +452,63 @@ async def test_a_worker_reuses_an_actors_ref_and_still_refuses_an_invalid_key(aw
         await worker.handle(wake_event(refs[2]))  # a third actor: the two kept are forgotten
         await worker.handle(wake_event(refs[0]))
         assert worker.reports[-1].ref == refs[0] and worker.reports[-1].ref is not first
+
+
+class CallThreads(Counter[str]):
+    """A Meter's `calls`, also noting which thread asked for each call (the metering hook runs in the thread that
+    makes the request: the event loop's, or a pool thread's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[tuple[str, int]] = []
+
+    def __setitem__(self, operation: str, count: int) -> None:
+        self.threads.append((operation, threading.get_ident()))
+        super().__setitem__(operation, count)
+
+
+async def test_a_one_actor_batch_makes_its_requests_on_the_loop_thread_in_threads_mode(servers: dict[str, str]
+                                                                                        ) -> None:
+    """With botocore's clients in threads (the Lambda functions'), a batch of one actor's messages makes its DynamoDB
+    requests on the event loop's thread where the worker owns its loop (dormant.core.clients.inline_calls: no pool
+    hand-off per request, the load's two reads one after the other); a batch of two actors' overlaps its requests in
+    the pool, and so does a worker that shares its loop. All process their messages. LambdaWorker owns its loop."""
+    async for aws in open_aws(servers, "dynamodb_local", aws_clients="threads"):
+        client = Client(aws.service(counter_registry))
+        one, other = client.get_or_create("workflow-counter", ["inline-a"]), client.get_or_create(
+            "workflow-counter", ["inline-b"])
+        for handle in (one, other):
+            await handle.send("counter", {"delta": 2})
+        here = threading.get_ident()
+        calls = CallThreads()
+        async with open_worker(aws.settings, counter_registry, meter=Meter(calls=calls)) as worker:
+            assert await worker.handle(wake_event(one.ref)) == {"batchItemFailures": []}
+            shared = [thread == here for operation, thread in calls.threads if operation.startswith("dynamodb.")]
+            calls.threads.clear()
+            await one.send("counter", {"delta": 1})
+            worker.loop_owned = True  # (as LambdaWorker's: these servers run in processes of their own)
+            assert await worker.handle(wake_event(one.ref)) == {"batchItemFailures": []}
+            alone = [(operation, thread == here) for operation, thread in calls.threads
+                     if operation.startswith("dynamodb.")]
+            calls.threads.clear()
+            await one.send("counter", {"delta": 3})
+            records = wake_event(one.ref)["Records"] + wake_event(other.ref)["Records"]
+            assert await worker.handle({"Records": records}) == {"batchItemFailures": []}
+            together = [(operation, thread == here) for operation, thread in calls.threads
+                        if operation.startswith("dynamodb.")]
+        assert shared and not any(shared)
+        assert ("dynamodb.PutItem", True) in alone and ("dynamodb.Query", True) in alone  # a commit, a load
+        assert all(on_loop for _, on_loop in alone)
+        assert together and not any(on_loop for _, on_loop in together)
+        assert (await one.get_state()).value == 6 and (await other.get_state()).value == 2
+        lambda_worker = LambdaWorker(settings=aws.settings, registry=counter_registry)
+        try:
+            await one.send("counter", {"delta": 1})
+            assert await asyncio.to_thread(lambda_worker, wake_event(one.ref), None) == {"batchItemFailures": []}
+            assert lambda_worker.worker is not None and lambda_worker.worker.loop_owned
+        finally:
+            await asyncio.to_thread(lambda_worker.close)
+        assert (await one.get_state()).value == 7
 
 
 async def test_a_poison_message_ends_in_the_dlq_and_its_error_shows_on_status(servers: dict[str, str]) -> None:

@@ -12,13 +12,14 @@ from dormant.core.clients import (
     ThreadedClient,
     botocore_session,
     client_options,
+    inline_calls,
     open_client,
     open_clients,
 )
 from dormant.settings import Settings
 
 __all__ = ["POOL_THREADS", "ClientKind", "ClientSettings", "ThreadedClient", "botocore_session", "client_options",
-           "function_settings", "open_client", "open_clients"]
+           "function_settings", "inline_calls", "open_client", "open_clients"]
 
 
 def function_settings() -> Settings:

@@ -21,6 +21,7 @@ set of clients per container, built on the first invocation from `Settings()` an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -32,6 +33,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from dormant.actor import Registry, load_registry
+from dormant.aws.clients import inline_calls
 from dormant.aws.consumed import ConsumedMessages
 from dormant.aws.metering import Meter, instrument, metering
 from dormant.aws.observability import ObservedStore, Observer
@@ -98,6 +100,10 @@ class Worker:
         # One ActorRef per actor, reused by its later wake-ups: a ref is immutable, and making one validates its key
         # and its id's size, and its `id` is computed once per ref (the store's keys, the consumed ids, the lock)
         self._refs: dict[tuple[str, tuple[str, ...]], ActorRef] = {}
+        # Whether this worker's event loop runs nothing but its batches (LambdaWorker's, one per container): then a
+        # request may block the loop for its round trip. Not where a test, `dormant dev` or an app's own server shares
+        # the loop: a blocked loop could not serve a request the worker is waiting for.
+        self.loop_owned = False
 
     def forget_records(self) -> None:
         """Drop the reports, failures and metrics of earlier batches (the counters stay)."""
@@ -132,8 +138,14 @@ class Worker:
                 groups.setdefault(ref.id, (ref, []))[1].append((record, message))
         runs = [*(self._hop(record, message) for record, message in early),
                 *(self._wake(ref, group, deadline) for ref, group in groups.values())]
-        # One actor's batch (the FIFO queue's usual one) runs in this task: a task of its own would only cost.
-        outcomes = [await runs[0]] if len(runs) == 1 else await asyncio.gather(*runs)
+        if len(runs) == 1:
+            # One actor's batch (the FIFO queue's usual one) runs in this task: a task of its own would only cost. Its
+            # requests go one at a time: where nothing else runs on this loop, on its thread (not handed to a pool
+            # thread and back each: dormant.core.clients.inline_calls).
+            with inline_calls() if self.loop_owned else contextlib.nullcontext():
+                outcomes = [await runs[0]]
+        else:  # several actors' wake-ups overlap their requests
+            outcomes = await asyncio.gather(*runs)
         for ids in outcomes:
             failed.extend(ids)
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
@@ -407,6 +419,7 @@ class LambdaWorker:
             self.worker = await stack.enter_async_context(
                 open_worker(settings, registry, clock=self._clock, wrap_store=self._wrap_store,
                             observer=self._observer))
+            self.worker.loop_owned = True  # (its own asyncio.Runner: nothing else runs on the loop)
             self._stack = stack
         return self.worker
 

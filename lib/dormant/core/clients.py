@@ -8,7 +8,9 @@
   run in a thread of one shared pool. Importing aiobotocore imports aiohttp (about 150 ms of every cold start,
   docs/performance.md), while a function makes a few requests per wake-up that a pool of threads serves as well.
   A cancelled call's thread still finishes its request (bounded by the read timeout): fine in a function,
-  not for a process that must exit at once.
+  not for a process that must exit at once. Within `inline_calls()` (the Lambda worker's one-actor batch) a
+  DynamoDB or SQS call is made on the calling thread instead: a hand-off to the pool and back wakes two threads,
+  and two calls in flight at once contend for the interpreter; docs/performance.md measures what that costs.
 
 Either way a request does no more per call than it must (docs/performance.md, "Through the AWS adapter"): DynamoDB's
 item responses are parsed lean (dormant.core.responses), the User-Agent is made once per client, DynamoDB and SQS
@@ -24,9 +26,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any, Literal, Protocol
 
 ClientKind = Literal["aiobotocore", "threads"]
@@ -151,15 +153,54 @@ def trim_handlers(client: Any) -> list[str]:
     return trimmed
 
 
+INLINE_SERVICES = frozenset(("dynamodb", "sqs"))
+"""The services whose calls `inline_calls()` makes on the calling thread. Not S3's: a load fetches a history's large
+values many at once (dormant.s3.large_values), where overlapping requests save more time than the pool costs."""
+
+INLINE_TOGETHER = 2
+"""The most calls started together (in one turn of the event loop: asyncio.gather's) that `inline_calls()` makes one
+after the other on the calling thread, a load's two reads; of a bigger group (a batch of sends) the others overlap in
+the pool."""
+
+
+class _InlineScope:
+    """What the tasks of one `inline_calls()` share: the calls started and not yet made."""
+
+    __slots__ = ("waiting",)
+
+    def __init__(self) -> None:
+        self.waiting = 0
+
+
+_inline: contextvars.ContextVar[_InlineScope | None] = contextvars.ContextVar("dormant_inline_calls", default=None)
+
+
+@contextmanager
+def inline_calls() -> Iterator[None]:
+    """Within it, a `ThreadedClient` call of one of INLINE_SERVICES runs on the calling thread (the event loop's),
+    blocking it for the request, rather than in the pool: for work that makes its requests one after another anyway
+    (the Lambda worker's batch of one actor: a load, a commit). Up to INLINE_TOGETHER calls started together (a
+    load's two reads) are made one after the other: a round trip more, and less CPU than two threads making requests
+    at once (docs/performance.md); of a bigger group the others overlap in the pool. A call made inline cannot be
+    cancelled half-way; its read timeout bounds it, as it bounds a pool thread's. Nothing changes for aiobotocore's
+    clients."""
+    token = _inline.set(_InlineScope())
+    try:
+        yield
+    finally:
+        _inline.reset(token)
+
+
 class ThreadedClient:
     """An awaitable face over a botocore client: `await client.put_item(...)` runs the call in a pool thread.
 
     The call carries the caller's context variables (request metering scopes, dormant.aws.metering), so
     botocore's event hooks, which run in that thread, count into the caller's meters."""
 
-    def __init__(self, client: Any, pool: ThreadPoolExecutor | None = None) -> None:
+    def __init__(self, client: Any, pool: ThreadPoolExecutor | None = None, *, inline: bool = False) -> None:
         self._client = client
         self._pool = pool or _threads()
+        self._inline = inline  # whether `inline_calls()` applies to it (INLINE_SERVICES)
         self.meta = client.meta
         self.exceptions = client.exceptions
 
@@ -172,8 +213,18 @@ class ThreadedClient:
         return call
 
     def _awaitable(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        inline = self._inline
+
         @functools.wraps(method)
         async def call(*args: Any, **kwargs: Any) -> Any:
+            scope = _inline.get() if inline else None
+            if scope is not None:
+                scope.waiting += 1
+                await asyncio.sleep(0)  # (the calls started with this one, in the other tasks of a gather, count too)
+                together = scope.waiting
+                scope.waiting -= 1
+                if together <= INLINE_TOGETHER:
+                    return method(*args, **kwargs)
             context = contextvars.copy_context()
             bound = functools.partial(context.run, method, *args, **kwargs)
             return await asyncio.get_running_loop().run_in_executor(self._pool, bound)
@@ -209,7 +260,7 @@ async def open_client(service: str, settings: ClientSettings, *, kind: ClientKin
         if service in OWN_INPUTS:
             trim_handlers(client)
         try:
-            yield ThreadedClient(client)
+            yield ThreadedClient(client, inline=service in INLINE_SERVICES)
         finally:
             client.close()
         return
