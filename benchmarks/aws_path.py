@@ -76,6 +76,9 @@ async def measure(kind: str, wakeups: int, warmup: int, profile: str | None = No
         urls = await create_queues(sqs, settings, visibility_timeout=30)
         settings = settings.model_copy(update={"queue_url": urls.wake, "timer_queue_url": urls.timers})
         worker = await stack.enter_async_context(open_worker(settings, registry))
+        # As LambdaWorker's: nothing else runs on this loop while a batch is handled (a library before the attribute
+        # ignores it)
+        worker.loop_owned = True
         # The sends go through clients of their own (the API's, on AWS another function): not the worker's.
         clock = SystemClock()
         service = ActorService(registry, DynamoEventStore(dynamodb, settings), await SqsTransport.from_settings(

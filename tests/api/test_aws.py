@@ -218,12 +218,23 @@ async def test_the_lambda_module_serves_requests_on_aws(moto: str, monkeypatch: 
             response = await asyncio.get_running_loop().run_in_executor(container, invoke, event)
             return response["statusCode"], lambda_body(response)
 
+        def request_threads() -> tuple[int, list[int]]:
+            """The container's thread, and where its DynamoDB requests are made from now on (a hook on its client)."""
+            service = local.loop.run_until_complete(module.app.state.services.get())
+            made: list[int] = []
+            service.store.client.meta.events.register("before-send.dynamodb",
+                                                      lambda **_: made.append(threading.get_ident()))
+            return threading.get_ident(), made
+
         try:
             assert await call("PUT", "/actors/request-response/lambda") == (
                 201, {"actor": "request-response", "key": ["lambda"], "created": True})
+            container_thread, made = await asyncio.get_running_loop().run_in_executor(container, request_threads)
             status, body = await call("POST", "/actors/request-response/lambda/queues/requests?wait=true&timeout=20",
                                       b'{"value": 21}')
             assert (status, body["status"], body["response"]) == (200, "completed", {"doubled": 42})
+            # an invocation's requests on its own thread, not handed to a pool thread (dormant.core.clients.inline_calls)
+            assert made and set(made) == {container_thread}
             assert await call("GET", "/actors/request-response/lambda/state") == (200, {"handled": 1})
             assert (await call("GET", "/actors/request-response/lambda/history"))[0] == 401
             assert (await call("GET", "/actors/request-response/lambda/history",

@@ -8,9 +8,10 @@
   run in a thread of one shared pool. Importing aiobotocore imports aiohttp (about 150 ms of every cold start,
   docs/performance.md), while a function makes a few requests per wake-up that a pool of threads serves as well.
   A cancelled call's thread still finishes its request (bounded by the read timeout): fine in a function,
-  not for a process that must exit at once. Within `inline_calls()` (the Lambda worker's one-actor batch) a
-  DynamoDB or SQS call is made on the calling thread instead: a hand-off to the pool and back wakes two threads,
-  and two calls in flight at once contend for the interpreter; docs/performance.md measures what that costs.
+  not for a process that must exit at once. Within `inline_calls()` (a Lambda invocation, which owns its event loop:
+  the worker's batch of one actor, the API's request) a DynamoDB or SQS call is made on the calling thread instead:
+  a hand-off to the pool and back wakes two threads, and two calls in flight at once contend for the interpreter;
+  docs/performance.md ("Fifth round") measures what that costs.
 
 Either way a request does no more per call than it must (docs/performance.md, "Through the AWS adapter"): DynamoDB's
 item responses are parsed lean (dormant.core.responses), the User-Agent is made once per client, DynamoDB and SQS

@@ -18,7 +18,7 @@ from typing import Any
 from mangum import Mangum
 
 from dormant.actor import load_registry
-from dormant.aws.clients import function_settings
+from dormant.aws.clients import function_settings, inline_calls
 from dormant.aws.prewarm import open_api_service
 from dormant.aws.realtime import LambdaRealtime, is_websocket_event
 from dormant.aws.telemetry import lambda_telemetry
@@ -43,7 +43,12 @@ realtime = LambdaRealtime(registry, settings,  # its clients are made at its fir
 
 
 def route(event: Any, context: Any) -> Any:
-    return realtime(event, context) if is_websocket_event(event) else mangum(event, context)
+    if is_websocket_event(event):
+        return realtime(event, context)
+    # An invocation owns this thread's event loop (Mangum's): its DynamoDB and SQS requests, one after another, are
+    # made on it rather than handed to a pool thread and back each (dormant.core.clients.inline_calls)
+    with inline_calls():
+        return mangum(event, context)
 
 
 handler = telemetry.handler(route)  # request ids on every log line
