@@ -233,7 +233,7 @@ async def test_the_lambda_module_serves_requests_on_aws(moto: str, monkeypatch: 
             status, body = await call("POST", "/actors/request-response/lambda/queues/requests?wait=true&timeout=20",
                                       b'{"value": 21}')
             assert (status, body["status"], body["response"]) == (200, "completed", {"doubled": 42})
-            # an invocation's requests on its own thread, not handed to a pool thread (dormant.core.clients.inline_calls)
+            # the invocation's requests on its own thread, not in a pool thread (dormant.core.clients.inline_calls)
             assert made and set(made) == {container_thread}
             assert await call("GET", "/actors/request-response/lambda/state") == (200, {"handled": 1})
             assert (await call("GET", "/actors/request-response/lambda/history"))[0] == 401
