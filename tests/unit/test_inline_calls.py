@@ -87,3 +87,17 @@ async def test_an_inline_call_s_error_is_raised_to_its_caller() -> None:
     client = ThreadedClient(Recorder(), inline=True)
     with inline_calls(), pytest.raises(LookupError, match="refused"):
         await client.fail()
+
+
+async def test_a_call_cancelled_before_it_is_made_leaves_the_next_one_inline() -> None:
+    recorder = Recorder()
+    client = ThreadedClient(recorder, inline=True)
+    with inline_calls():
+        for _ in range(INLINE_TOGETHER + 1):  # (each cancelled while it waits its turn: none is made)
+            cancelled = asyncio.ensure_future(client.get_item(Key=0))
+            await asyncio.sleep(0)
+            cancelled.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+        assert await client.get_item(Key=1) == {"Item": {"Key": 1}}
+    assert recorder.threads == [threading.get_ident()]

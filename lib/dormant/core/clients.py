@@ -221,9 +221,11 @@ class ThreadedClient:
             scope = _inline.get() if inline else None
             if scope is not None:
                 scope.waiting += 1
-                await asyncio.sleep(0)  # (the calls started with this one, in the other tasks of a gather, count too)
-                together = scope.waiting
-                scope.waiting -= 1
+                try:  # (the calls started with this one, in the other tasks of a gather, count themselves meanwhile)
+                    await asyncio.sleep(0)
+                    together = scope.waiting
+                finally:  # (a call cancelled here is not counted as waiting any more)
+                    scope.waiting -= 1
                 if together <= INLINE_TOGETHER:
                     return method(*args, **kwargs)
             context = contextvars.copy_context()
