@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dormant.aws.metering import Meter, instrument, item_size, metering
+from dormant.aws.metering import DYNAMODB_READS, DYNAMODB_WRITES, Meter, instrument, item_size, metering
 from dormant.core.clients import open_client
 from dormant.settings import Settings
 
@@ -139,3 +139,15 @@ async def test_metering_scopes_nest_and_end_even_when_their_block_raises() -> No
             await query()
     assert (outer.calls["dynamodb.Query"], inner.calls["dynamodb.Query"], fresh.calls["dynamodb.Query"]) == (2, 1, 1)
     assert fresh is not outer and fresh.requests["dynamodb.Query"] == 1
+
+
+def test_a_meter_s_request_counts_classify_each_request_once() -> None:
+    """The one-pass counts (the wake-up record's) and the properties agree with counting by service and operation."""
+    meter = Meter()
+    meter.requests.update({"dynamodb.Query": 2, "dynamodb.GetItem": 1, "dynamodb.PutItem": 3,
+                           "dynamodb.BatchWriteItem": 1, "dynamodb.DescribeTable": 4, "sqs.SendMessage": 2,
+                           "sqs.ReceiveMessage": 5, "s3.PutObject": 7, "malformed": 9})
+    by_service = {"dynamodb_reads": meter.count("dynamodb", DYNAMODB_READS),
+                  "dynamodb_writes": meter.count("dynamodb", DYNAMODB_WRITES), "sqs": meter.count("sqs")}
+    assert meter.request_counts() == by_service == {"dynamodb_reads": 3, "dynamodb_writes": 4, "sqs": 7}
+    assert (meter.dynamodb_reads, meter.dynamodb_writes, meter.sqs_requests) == (3, 4, 7)

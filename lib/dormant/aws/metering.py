@@ -63,7 +63,7 @@ class Meter:
 
     def request_counts(self) -> dict[str, int]:
         """`dynamodb_reads`, `dynamodb_writes` and `sqs` (sqs_requests) counted in one pass (each wake-up's record
-        takes the three)."""
+        takes the three; the properties read theirs here: one classification of the requests)."""
         reads = writes = sqs = 0
         for name, n in self.requests.items():
             service, dot, operation = name.partition(".")
@@ -80,11 +80,11 @@ class Meter:
 
     @property
     def dynamodb_reads(self) -> int:
-        return self.count("dynamodb", DYNAMODB_READS)
+        return self.request_counts()["dynamodb_reads"]
 
     @property
     def dynamodb_writes(self) -> int:
-        return self.count("dynamodb", DYNAMODB_WRITES)
+        return self.request_counts()["dynamodb_writes"]
 
     @property
     def dynamodb_requests(self) -> int:
@@ -92,7 +92,7 @@ class Meter:
 
     @property
     def sqs_requests(self) -> int:
-        return self.count("sqs")
+        return self.request_counts()["sqs"]
 
     @property
     def total_requests(self) -> int:
