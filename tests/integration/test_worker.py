@@ -337,6 +337,9 @@ async def run_with_fault(aws: Aws, worker: Worker, faults: FaultInjector, key: s
 async def test_a_crash_around_any_storage_call_ends_in_the_fault_free_state(aws: Aws) -> None:
     faults = FaultInjector()
     async with open_worker(aws.settings, doubler_registry, wrap_store=faults.wrap) as worker:
+        # botocore's clients in threads: requests made on the loop's thread, as a Lambda container's worker makes them
+        # (no server runs on this loop; the runs' own concurrency only waits on each other)
+        worker.loop_owned = aws.settings.aws_clients == "threads"
         baseline, calls = await run_with_fault(aws, worker, faults, "baseline", None)
         assert (baseline["state"], baseline["inbox"]) == ({"handled": 1}, [])
         assert baseline["response"] == (True, {"doubled": 10})
