@@ -145,8 +145,9 @@ async def measure(kind: str, wakeups: int, warmup: int, profile: str | None = No
 
 async def client_floor(settings: Any, recorded: list[tuple[str, dict[str, Any]]], repeats: int) -> float:
     """CPU of the last wake-up's DynamoDB requests made again, alone, through a new client made as the worker makes
-    its own (this library's `open_client`, the same kind, no metering): the reads side by side as the load makes
-    them, then the write (without its condition, which its first making used up: the same item is put again)."""
+    its own (this library's `open_client`, the same kind, no metering, within `inline_calls()` as the Lambda worker's
+    batch of one actor): the reads side by side as the load makes them, then the write (without its condition,
+    which its first making used up: the same item is put again)."""
     from dormant.aws.clients import open_client
 
     methods = {"Query": "query", "PutItem": "put_item", "GetItem": "get_item", "UpdateItem": "update_item",
@@ -157,11 +158,16 @@ async def client_floor(settings: Any, recorded: list[tuple[str, dict[str, Any]]]
         params.pop("ConditionExpression", None)
         params.pop("ExpressionAttributeValues", None)
         params.pop("ExpressionAttributeNames", None)
+    try:  # made as the worker makes them: a Lambda invocation's on its own thread (a library before it: the pool)
+        from dormant.aws.clients import inline_calls
+    except ImportError:
+        inline_calls = contextlib.nullcontext
     async with open_client("dynamodb", settings) as client:
         async def once() -> None:
-            await asyncio.gather(*(getattr(client, methods[name])(**params) for name, params in reads))
-            for name, params in writes:
-                await getattr(client, methods[name])(**params)
+            with inline_calls():
+                await asyncio.gather(*(getattr(client, methods[name])(**params) for name, params in reads))
+                for name, params in writes:
+                    await getattr(client, methods[name])(**params)
 
         samples = []
         for i in range(5 + repeats):
