@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -367,3 +369,57 @@ async def test_an_action_through_the_lambda_default_route_is_answered_on_the_soc
             assert await _answer(socket) == {"type": "action_result", "id": "a-1", "ok": True, "result": 7}
         assert (await handle.state())["count"] == 7
     await realtime.aclose()
+
+
+async def test_a_lambda_invocation_makes_its_requests_on_its_own_thread(stack: DevStack,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With botocore's clients in threads (the API function's), a WebSocket event's DynamoDB requests are made on the
+    thread that runs the invocation, as an HTTP invocation's are (dormant.core.clients.inline_calls): `$connect`, an
+    action frame's load and commit, `$disconnect`. And `close()` lets the container's loop go."""
+    from aiobotocore.session import get_session
+    from botocore.session import Session
+
+    from dormant.aws.realtime import LambdaRealtime
+    from dormant.http.actions import SocketActions
+
+    made: list[int] = []  # the thread of each DynamoDB request of botocore's clients (the stack's: aiobotocore's)
+    create_client = Session.create_client
+
+    def noting(self: Session, service_name: str, *args: Any, **kwargs: Any) -> Any:
+        client = create_client(self, service_name, *args, **kwargs)
+        if service_name == "dynamodb":
+            client.meta.events.register("before-send.dynamodb", lambda **_: made.append(threading.get_ident()))
+        return client
+
+    monkeypatch.setattr(Session, "create_client", noting)
+    settings = stack.settings.model_copy(update={"aws_clients": "threads"})
+    realtime = LambdaRealtime(REGISTRY, settings, actions=lambda service: SocketActions(REGISTRY, settings, service))
+    container = ThreadPoolExecutor(max_workers=1)  # a Lambda container: one thread, its loop kept across events
+    loop = asyncio.get_running_loop()
+
+    async def invoke(event: dict[str, Any]) -> dict[str, Any]:
+        response: dict[str, Any] = await loop.run_in_executor(container, realtime, event, None)
+        return response
+
+    try:
+        async with HttpClient(stack.api_url) as client:
+            handle = client.get_or_create("notes", ["lambda-thread"])
+            assert await handle.call("add", 5) == 5
+            async with websockets.connect(_socket_url(stack)) as socket, \
+                    get_session().create_client("dynamodb", **settings.client_kwargs("dynamodb")) as dynamodb:
+                await _subscribe(socket, "lambda-thread", 0)
+                connections = Connections(Table(dynamodb, settings.table), time.time)
+                [live] = [s.connection_id for s in await connections.of_actor(handle.ref, 100)]
+                thread = await loop.run_in_executor(container, threading.get_ident)
+                arn = "arn:aws:iam::123456789012:user/ada"
+                assert await invoke(_lambda_event("CONNECT", live, userArn=arn)) == {"statusCode": 200}
+                frame = {"type": "action", "id": "t-1", "actor": "notes", "key": ["lambda-thread"], "name": "add",
+                         "args": [3]}
+                assert await invoke(_lambda_event("MESSAGE", live, json.dumps(frame))) == {"statusCode": 200}
+                assert await _answer(socket) == {"type": "action_result", "id": "t-1", "ok": True, "result": 8}
+                assert await invoke(_lambda_event("DISCONNECT", live)) == {"statusCode": 200}
+            assert (await handle.state())["count"] == 8
+        assert len(made) >= 4 and set(made) == {thread}  # (at least the caller's put, a load, a commit, the drop)
+    finally:
+        await loop.run_in_executor(container, realtime.close)
+        container.shutdown()

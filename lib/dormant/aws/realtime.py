@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from dormant.actor import Registry
 from dormant.core.claims import CLAIMS_CONTEXT, ClaimsRefused, caller_from_claims
-from dormant.core.clients import open_client, open_clients
+from dormant.core.clients import inline_calls, open_client, open_clients
 from dormant.core.realtime import (
     FANOUT_LIMIT,
     MAX_SUBSCRIPTIONS,
@@ -337,7 +337,22 @@ class LambdaRealtime:
     def __call__(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         if self._runner is None:
             self._runner = asyncio.Runner()
-        return self._runner.run(self.handle(event))
+        return self._runner.run(self._invoke(event))
+
+    async def _invoke(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        # An invocation owns this event loop (its own Runner): its DynamoDB and SQS requests, one after another, are
+        # made on the loop's thread rather than handed to a pool thread and back each (as the HTTP route's,
+        # functions/api/handler.py; dormant.core.clients.inline_calls)
+        with inline_calls():
+            return await self.handle(event)
+
+    def close(self) -> None:
+        """Close the clients and the event loop `__call__` made (the next event makes them again)."""
+        if self._runner is None:
+            return
+        self._runner.run(self.aclose())
+        self._runner.close()
+        self._runner = None
 
     async def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
         request = event["requestContext"]
