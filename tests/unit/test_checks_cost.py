@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import checks_cost  # noqa: E402
+# Loaded from its file: benchmarks/ on sys.path would shadow the `functions` package with benchmarks/functions.py
+_spec = importlib.util.spec_from_file_location("checks_cost", ROOT / "benchmarks" / "checks_cost.py")
+assert _spec is not None and _spec.loader is not None
+checks_cost = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(checks_cost)
 
 
 @pytest.mark.parametrize("step", sorted(checks_cost.STEPS))
