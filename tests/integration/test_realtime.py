@@ -5,6 +5,7 @@ missed with `after=`, and a dead connection is dropped without failing the wake-
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -346,29 +347,37 @@ async def test_a_result_too_big_for_a_frame_names_the_http_route_and_a_malformed
 
 
 async def test_an_action_through_the_lambda_default_route_is_answered_on_the_socket(stack: DevStack) -> None:
-    from aiobotocore.session import get_session
 
     from dormant.aws.realtime import LambdaRealtime
     from dormant.http.actions import SocketActions
 
     settings = stack.settings
     realtime = LambdaRealtime(REGISTRY, settings, actions=lambda service: SocketActions(REGISTRY, settings, service))
-    async with HttpClient(stack.api_url) as client:
-        handle = client.get_or_create("notes", ["lambda-act"])
-        assert await handle.call("add", 5) == 5
-        async with websockets.connect(_socket_url(stack)) as socket, \
-                get_session().create_client("dynamodb", **settings.client_kwargs("dynamodb")) as dynamodb:
-            await _subscribe(socket, "lambda-act", 0)
-            connections = Connections(Table(dynamodb, settings.table), time.time)
-            [live] = [s.connection_id for s in await connections.of_actor(handle.ref, 100)]
-            arn = "arn:aws:iam::123456789012:user/ada"
-            assert await realtime.handle(_lambda_event("CONNECT", live, userArn=arn)) == {"statusCode": 200}
-            frame = {"type": "action", "id": "a-1", "actor": "notes", "key": ["lambda-act"], "name": "add",
-                     "args": [2]}
-            assert await realtime.handle(_lambda_event("MESSAGE", live, json.dumps(frame))) == {"statusCode": 200}
-            assert await _answer(socket) == {"type": "action_result", "id": "a-1", "ok": True, "result": 7}
+    async with _lambda_connection(stack, "lambda-act") as (handle, socket, live):
+        arn = "arn:aws:iam::123456789012:user/ada"
+        assert await realtime.handle(_lambda_event("CONNECT", live, userArn=arn)) == {"statusCode": 200}
+        frame = {"type": "action", "id": "a-1", "actor": "notes", "key": ["lambda-act"], "name": "add", "args": [2]}
+        assert await realtime.handle(_lambda_event("MESSAGE", live, json.dumps(frame))) == {"statusCode": 200}
+        assert await _answer(socket) == {"type": "action_result", "id": "a-1", "ok": True, "result": 7}
         assert (await handle.state())["count"] == 7
     await realtime.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _lambda_connection(stack: DevStack, key: str) -> AsyncIterator[tuple[Any, Any, str]]:
+    """A `notes` actor (its count at 5), a WebSocket subscribed to it, and that socket's connection id, which the
+    Lambda routes' events name."""
+    from aiobotocore.session import get_session
+
+    async with HttpClient(stack.api_url) as client:
+        handle = client.get_or_create("notes", [key])
+        assert await handle.call("add", 5) == 5
+        async with websockets.connect(_socket_url(stack)) as socket, \
+                get_session().create_client("dynamodb", **stack.settings.client_kwargs("dynamodb")) as dynamodb:
+            await _subscribe(socket, key, 0)
+            connections = Connections(Table(dynamodb, stack.settings.table), time.time)
+            [live] = [s.connection_id for s in await connections.of_actor(handle.ref, 100)]
+            yield handle, socket, live
 
 
 async def test_a_lambda_invocation_makes_its_requests_on_its_own_thread(stack: DevStack,
@@ -376,7 +385,6 @@ async def test_a_lambda_invocation_makes_its_requests_on_its_own_thread(stack: D
     """With botocore's clients in threads (the API function's), a WebSocket event's DynamoDB requests are made on the
     thread that runs the invocation, as an HTTP invocation's are (dormant.core.clients.inline_calls): `$connect`, an
     action frame's load and commit, `$disconnect`. And `close()` lets the container's loop go."""
-    from aiobotocore.session import get_session
     from botocore.session import Session
 
     from dormant.aws.realtime import LambdaRealtime
@@ -402,22 +410,15 @@ async def test_a_lambda_invocation_makes_its_requests_on_its_own_thread(stack: D
         return response
 
     try:
-        async with HttpClient(stack.api_url) as client:
-            handle = client.get_or_create("notes", ["lambda-thread"])
-            assert await handle.call("add", 5) == 5
-            async with websockets.connect(_socket_url(stack)) as socket, \
-                    get_session().create_client("dynamodb", **settings.client_kwargs("dynamodb")) as dynamodb:
-                await _subscribe(socket, "lambda-thread", 0)
-                connections = Connections(Table(dynamodb, settings.table), time.time)
-                [live] = [s.connection_id for s in await connections.of_actor(handle.ref, 100)]
-                thread = await loop.run_in_executor(container, threading.get_ident)
-                arn = "arn:aws:iam::123456789012:user/ada"
-                assert await invoke(_lambda_event("CONNECT", live, userArn=arn)) == {"statusCode": 200}
-                frame = {"type": "action", "id": "t-1", "actor": "notes", "key": ["lambda-thread"], "name": "add",
-                         "args": [3]}
-                assert await invoke(_lambda_event("MESSAGE", live, json.dumps(frame))) == {"statusCode": 200}
-                assert await _answer(socket) == {"type": "action_result", "id": "t-1", "ok": True, "result": 8}
-                assert await invoke(_lambda_event("DISCONNECT", live)) == {"statusCode": 200}
+        async with _lambda_connection(stack, "lambda-thread") as (handle, socket, live):
+            thread = await loop.run_in_executor(container, threading.get_ident)
+            arn = "arn:aws:iam::123456789012:user/ada"
+            assert await invoke(_lambda_event("CONNECT", live, userArn=arn)) == {"statusCode": 200}
+            frame = {"type": "action", "id": "t-1", "actor": "notes", "key": ["lambda-thread"], "name": "add",
+                     "args": [3]}
+            assert await invoke(_lambda_event("MESSAGE", live, json.dumps(frame))) == {"statusCode": 200}
+            assert await _answer(socket) == {"type": "action_result", "id": "t-1", "ok": True, "result": 8}
+            assert await invoke(_lambda_event("DISCONNECT", live)) == {"statusCode": 200}
             assert (await handle.state())["count"] == 8
         assert len(made) >= 4 and set(made) == {thread}  # (at least the caller's put, a load, a commit, the drop)
     finally:
